@@ -1,0 +1,141 @@
+// The function app: Flex Consumption (FC1), Linux, Node 22, one user-assigned identity for everything.
+// App settings carry names and ids only — no keys, connection secrets or SQL credentials.
+
+@description('Name of the function app (globally unique host name <name>.azurewebsites.net).')
+param name string
+
+@description('Name of the Flex Consumption plan.')
+param planName string
+
+@description('Azure region of the plan and the app.')
+param location string = resourceGroup().location
+
+@description('Tags applied to the plan and the app (the app also gets azd-service-name).')
+param tags object = {}
+
+@description('Storage account used as AzureWebJobsStorage and for the deployment package.')
+param storageAccountName string
+
+@description('Blob container in that account that holds the deployment package.')
+param deploymentContainerName string
+
+@description('Resource id of the user-assigned identity the app runs as.')
+param identityId string
+
+@description('Client id of that identity (AZURE_CLIENT_ID, AzureWebJobsStorage__clientId, App Insights auth).')
+param identityClientId string
+
+@description('Application Insights connection string (not a secret; local auth is disabled on the component).')
+param applicationInsightsConnectionString string
+
+@description('Fully qualified host name of the Azure SQL server (SQL_SERVER).')
+param sqlServerFqdn string
+
+@description('Name of the Azure SQL database (SQL_DATABASE).')
+param sqlDatabaseName string
+
+@description('Provider endpoint the executor calls (PROVIDER_URL). Empty until you point it at a provider.')
+param providerUrl string = ''
+
+@minValue(1)
+@maxValue(1000)
+@description('Upper bound on Flex Consumption instances. Only the lease holder executes; the others serve HTTP.')
+param maximumInstanceCount int = 40
+
+@allowed([
+  512
+  2048
+  4096
+])
+@description('Memory per instance in MB.')
+param instanceMemoryMB int = 2048
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
+  name: storageAccountName
+}
+
+resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
+  name: planName
+  location: location
+  tags: tags
+  kind: 'functionapp'
+  sku: {
+    name: 'FC1'
+    tier: 'FlexConsumption'
+  }
+  properties: {
+    reserved: true
+  }
+}
+
+resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
+  name: name
+  location: location
+  tags: union(tags, { 'azd-service-name': 'api' })
+  kind: 'functionapp,linux'
+  identity: {
+    type: 'UserAssigned'
+    userAssignedIdentities: {
+      '${identityId}': {}
+    }
+  }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    siteConfig: {
+      minTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      appSettings: [
+        // Functions host storage through the identity (no AccountKey anywhere).
+        { name: 'AzureWebJobsStorage__accountName', value: storage.name }
+        { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
+        { name: 'AzureWebJobsStorage__clientId', value: identityClientId }
+        // Telemetry through the identity (the component rejects key-only ingestion).
+        { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: applicationInsightsConnectionString }
+        { name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${identityClientId};Authorization=AAD' }
+        // Azure SQL with Entra auth as the user-assigned identity.
+        { name: 'AZURE_CLIENT_ID', value: identityClientId }
+        { name: 'SQL_SERVER', value: sqlServerFqdn }
+        { name: 'SQL_DATABASE', value: sqlDatabaseName }
+        // Lease, schedule and executor (docs/configuration defaults; the app validates their relations at start).
+        { name: 'LEASE_NAME', value: 'submission-manager-executor' }
+        { name: 'LEASE_DURATION_MS', value: '60000' }
+        { name: 'LEASE_RENEW_INTERVAL_MS', value: '20000' }
+        { name: 'LEASE_ACQUIRE_INTERVAL_MS', value: '30000' }
+        { name: 'SCHEDULE_REFRESH_INTERVAL_MS', value: '1000' }
+        { name: 'COMMIT_GRACE_MS', value: '5000' }
+        { name: 'EXECUTOR_SCHEDULE', value: '*/10 * * * * *' }
+        { name: 'EXECUTOR_TICK_BUDGET_MS', value: '8000' }
+        { name: 'EXECUTOR_MAX_ATTEMPTS_PER_TICK', value: '500' }
+        { name: 'EXECUTOR_CONCURRENCY', value: '16' }
+        // Provider.
+        { name: 'PROVIDER_URL', value: providerUrl }
+        { name: 'PROVIDER_TIMEOUT_MS', value: '10000' }
+        { name: 'LOG_LEVEL', value: 'info' }
+      ]
+    }
+    functionAppConfig: {
+      deployment: {
+        storage: {
+          type: 'blobContainer'
+          value: '${storage.properties.primaryEndpoints.blob}${deploymentContainerName}'
+          authentication: {
+            type: 'UserAssignedIdentity'
+            userAssignedIdentityResourceId: identityId
+          }
+        }
+      }
+      scaleAndConcurrency: {
+        maximumInstanceCount: maximumInstanceCount
+        instanceMemoryMB: instanceMemoryMB
+      }
+      runtime: {
+        name: 'node'
+        version: '22'
+      }
+    }
+  }
+}
+
+output name string = functionApp.name
+output uri string = 'https://${functionApp.properties.defaultHostName}'

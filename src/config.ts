@@ -1,0 +1,224 @@
+// The one place that reads process.env. Every setting, its default and its relational rules live here;
+// bad configuration fails at start with a message that names the setting(s).
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
+
+/** Input schema: raw environment strings (all optional; defaults documented per field). */
+export const settingsSchema = z.object({
+  /** Backend: `pglite:` (in-memory), `pglite:<dir>`, `postgres://…`, `mssql://user:pass@host:1433/db`.
+   *  Unset + SQL_SERVER set → Azure SQL with Entra auth. Unset otherwise → `pglite:` (in-memory). */
+  DATABASE_URL: z.string().trim().min(1).optional(),
+  /** Azure SQL server host name (Entra auth, `azure-active-directory-default`). */
+  SQL_SERVER: z.string().trim().min(1).optional(),
+  /** Azure SQL database name; required with SQL_SERVER. */
+  SQL_DATABASE: z.string().trim().min(1).optional(),
+  /** Client id of a user-assigned managed identity (Entra auth). */
+  AZURE_CLIENT_ID: z.string().trim().min(1).optional(),
+  /** Lease row name; one executor per name. Default `submission-manager-executor`. */
+  LEASE_NAME: z.string().trim().min(1).max(64).default('submission-manager-executor'),
+  /** This instance's identity. Default `hostname-pid-random`. */
+  HOLDER_ID: z.string().trim().min(1).max(128).optional(),
+  /** Lease duration (default 60 000 ms). */
+  LEASE_DURATION_MS: intMs(60_000, 100),
+  /** Renew interval (default 20 000 ms; must be < LEASE_DURATION_MS). */
+  LEASE_RENEW_INTERVAL_MS: intMs(20_000, 10),
+  /** Follower retry interval when the holder's expiry is unknown (default 30 000 ms). */
+  LEASE_ACQUIRE_INTERVAL_MS: intMs(30_000, 10),
+  /** The leader stops acting this long before its local deadline (default: min(5 000, duration/4) ms). */
+  LEASE_SAFETY_MARGIN_MS: z.coerce.number().int().min(0).optional(),
+  /** Random delay added to a follower's retry after the observed expiry (default 250 ms). */
+  LEASE_ACQUIRE_JITTER_MS: intMs(250, 0),
+  /** Incremental schedule refresh interval (default 1 000 ms). */
+  SCHEDULE_REFRESH_INTERVAL_MS: intMs(1_000, 10),
+  /** Rows per refresh page (default 500). */
+  SCHEDULE_REFRESH_PAGE_SIZE: intMs(500, 1),
+  /** The refresh cursor only advances over rows older than db_now − this (default 5 000 ms);
+   *  must exceed the longest writer transaction (DB_STATEMENT_TIMEOUT_MS). */
+  COMMIT_GRACE_MS: intMs(5_000, 0),
+  /** Full reconcile of the schedule, defence in depth against late commits (default 60 000 ms). */
+  SCHEDULE_RECONCILE_INTERVAL_MS: intMs(60_000, 100),
+  /** Executor timer, 6-field NCRONTAB (default every 10 s). */
+  EXECUTOR_SCHEDULE: z.string().trim().min(1).default('*/10 * * * * *'),
+  /** Wall-clock budget of one tick (default 8 000 ms). */
+  EXECUTOR_TICK_BUDGET_MS: intMs(8_000, 10),
+  /** Attempts started per tick at most (default 500). */
+  EXECUTOR_MAX_ATTEMPTS_PER_TICK: intMs(500, 1),
+  /** Provider calls in flight at once (default 16). */
+  EXECUTOR_CONCURRENCY: intMs(16, 1),
+  /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */
+  PROVIDER_URL: z.string().trim().optional(),
+  /** Per-attempt provider timeout (default 10 000 ms); never runs past the lease deadline. */
+  PROVIDER_TIMEOUT_MS: intMs(10_000, 1),
+  /** Retry backoff base and cap (defaults 1 000 / 300 000 ms), exponential with full jitter. */
+  RETRY_BASE_DELAY_MS: intMs(1_000, 1),
+  RETRY_MAX_DELAY_MS: intMs(300_000, 1),
+  /** Default max attempts when a submit does not say (default 5, 1..50). */
+  DEFAULT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(5),
+  /** Database pool size per process (default 10). */
+  DB_POOL_MAX: intMs(10, 1),
+  /** Statement and idle-in-transaction timeout for our sessions (default 3 000 ms). */
+  DB_STATEMENT_TIMEOUT_MS: intMs(3_000, 100),
+  /** pino level (default info). */
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type SettingsInput = z.input<typeof settingsSchema>;
+
+export type DatabaseTarget =
+  | { kind: 'pglite'; dataDir: string | null }
+  | { kind: 'postgres'; url: string }
+  | { kind: 'mssql'; url: string }
+  | { kind: 'mssqlEntra'; server: string; database: string; clientId: string | null };
+
+/** Resolved configuration: every value decided, relational rules checked. */
+export interface Config {
+  database: DatabaseTarget;
+  lease: {
+    name: string;
+    holderId: string;
+    durationMs: number;
+    renewIntervalMs: number;
+    acquireIntervalMs: number;
+    safetyMarginMs: number;
+    acquireJitterMs: number;
+  };
+  schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
+  executor: { schedule: string; tickBudgetMs: number; maxAttemptsPerTick: number; concurrency: number };
+  provider: { url: string | null; timeoutMs: number };
+  retry: { baseDelayMs: number; maxDelayMs: number; defaultMaxAttempts: number };
+  db: { poolMax: number; statementTimeoutMs: number };
+  logLevel: z.infer<typeof settingsSchema>['LOG_LEVEL'];
+}
+
+/** Settings the app needs in Azure (checked against infra/app/api.bicep by test/unit/infra.test.ts). */
+export const AZURE_APP_SETTINGS: readonly string[] = [
+  'AzureWebJobsStorage__accountName', 'AzureWebJobsStorage__credential', 'AzureWebJobsStorage__clientId',
+  'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_CLIENT_ID', 'SQL_SERVER', 'SQL_DATABASE',
+  'LEASE_NAME', 'LEASE_DURATION_MS', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_ACQUIRE_INTERVAL_MS',
+  'SCHEDULE_REFRESH_INTERVAL_MS', 'COMMIT_GRACE_MS', 'EXECUTOR_SCHEDULE', 'EXECUTOR_TICK_BUDGET_MS',
+  'EXECUTOR_MAX_ATTEMPTS_PER_TICK', 'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
+];
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Default holder id: `hostname-pid-random`, as the spec says. */
+export function defaultHolderId(): string {
+  return `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`.slice(0, 128);
+}
+
+function parseDatabase(s: z.infer<typeof settingsSchema>): DatabaseTarget {
+  const url = s.DATABASE_URL;
+  if (url === undefined) {
+    if (s.SQL_SERVER !== undefined || s.SQL_DATABASE !== undefined) {
+      if (s.SQL_SERVER === undefined || s.SQL_DATABASE === undefined) {
+        throw new ConfigError('SQL_SERVER and SQL_DATABASE must be set together (Entra authentication to Azure SQL)');
+      }
+      return { kind: 'mssqlEntra', server: s.SQL_SERVER, database: s.SQL_DATABASE, clientId: s.AZURE_CLIENT_ID ?? null };
+    }
+    return { kind: 'pglite', dataDir: null };
+  }
+  if (s.SQL_SERVER !== undefined) {
+    throw new ConfigError('DATABASE_URL and SQL_SERVER are both set: choose one backend');
+  }
+  if (/authentication\s*=/i.test(url)) {
+    throw new ConfigError(
+      'DATABASE_URL: .NET-style "Authentication=Active Directory ..." connection strings are not supported ' +
+        '(the mssql driver would silently use a password login); set SQL_SERVER and SQL_DATABASE for Entra auth',
+    );
+  }
+  if (url === 'pglite:' || url === 'pglite://' || url === 'pglite:memory') return { kind: 'pglite', dataDir: null };
+  if (url.startsWith('pglite:')) return { kind: 'pglite', dataDir: url.slice('pglite:'.length).replace(/^\/\//, '') };
+  if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', url };
+  if (/^(mssql|sqlserver):\/\//.test(url)) return { kind: 'mssql', url };
+  throw new ConfigError(
+    `DATABASE_URL: unsupported scheme in "${redactUrl(url)}"; expected pglite:, pglite:<dir>, postgres://… or mssql://…`,
+  );
+}
+
+/** Hide credentials before a URL reaches an error message or a log line. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
+}
+
+function check(cond: boolean, message: string): void {
+  if (!cond) throw new ConfigError(message);
+}
+
+/** Parse and resolve settings; throws ConfigError naming the offending setting(s). */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  // Empty strings count as unset, as app settings often carry blanks.
+  const raw = Object.fromEntries(
+    Object.keys(settingsSchema.shape).map((k) => [k, env[k] === '' ? undefined : env[k]]),
+  );
+  const parsed = settingsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const msgs = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${msgs.join('; ')}`);
+  }
+  const s = parsed.data;
+  const durationMs = s.LEASE_DURATION_MS;
+  const safetyMarginMs = s.LEASE_SAFETY_MARGIN_MS ?? Math.min(5_000, Math.floor(durationMs / 4));
+  check(s.LEASE_RENEW_INTERVAL_MS < durationMs,
+    `LEASE_RENEW_INTERVAL_MS (${s.LEASE_RENEW_INTERVAL_MS}) must be less than LEASE_DURATION_MS (${durationMs})`);
+  check(safetyMarginMs < durationMs,
+    `LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than LEASE_DURATION_MS (${durationMs})`);
+  check(s.LEASE_RENEW_INTERVAL_MS + safetyMarginMs < durationMs,
+    `LEASE_RENEW_INTERVAL_MS (${s.LEASE_RENEW_INTERVAL_MS}) + LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than ` +
+      `LEASE_DURATION_MS (${durationMs}), or the leader reaches its local deadline before it renews`);
+  check(s.EXECUTOR_TICK_BUDGET_MS + safetyMarginMs < durationMs,
+    `EXECUTOR_TICK_BUDGET_MS (${s.EXECUTOR_TICK_BUDGET_MS}) + LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than ` +
+      `LEASE_DURATION_MS (${durationMs})`);
+  check(s.COMMIT_GRACE_MS > s.DB_STATEMENT_TIMEOUT_MS,
+    `COMMIT_GRACE_MS (${s.COMMIT_GRACE_MS}) must exceed DB_STATEMENT_TIMEOUT_MS (${s.DB_STATEMENT_TIMEOUT_MS}), ` +
+      'the longest a writer transaction may stay open, or refresh could skip a late commit');
+  check(s.RETRY_BASE_DELAY_MS <= s.RETRY_MAX_DELAY_MS,
+    `RETRY_BASE_DELAY_MS (${s.RETRY_BASE_DELAY_MS}) must not exceed RETRY_MAX_DELAY_MS (${s.RETRY_MAX_DELAY_MS})`);
+  check(s.EXECUTOR_CONCURRENCY <= s.EXECUTOR_MAX_ATTEMPTS_PER_TICK,
+    `EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}) must not exceed EXECUTOR_MAX_ATTEMPTS_PER_TICK (${s.EXECUTOR_MAX_ATTEMPTS_PER_TICK})`);
+  check(s.EXECUTOR_SCHEDULE.split(/\s+/).length === 6,
+    `EXECUTOR_SCHEDULE ("${s.EXECUTOR_SCHEDULE}") must be a 6-field NCRONTAB expression (with seconds)`);
+  let providerUrl: string | null = null;
+  if (s.PROVIDER_URL) {
+    try {
+      const u = new URL(s.PROVIDER_URL);
+      check(u.protocol === 'http:' || u.protocol === 'https:', `PROVIDER_URL must be http(s), got ${u.protocol}`);
+    } catch (e) {
+      if (e instanceof ConfigError) throw e;
+      throw new ConfigError(`PROVIDER_URL: not a valid URL ("${redactUrl(s.PROVIDER_URL)}")`);
+    }
+    providerUrl = s.PROVIDER_URL;
+  }
+  return {
+    database: parseDatabase(s),
+    lease: {
+      name: s.LEASE_NAME,
+      holderId: s.HOLDER_ID ?? defaultHolderId(),
+      durationMs,
+      renewIntervalMs: s.LEASE_RENEW_INTERVAL_MS,
+      acquireIntervalMs: s.LEASE_ACQUIRE_INTERVAL_MS,
+      safetyMarginMs,
+      acquireJitterMs: s.LEASE_ACQUIRE_JITTER_MS,
+    },
+    schedule: {
+      refreshIntervalMs: s.SCHEDULE_REFRESH_INTERVAL_MS,
+      pageSize: s.SCHEDULE_REFRESH_PAGE_SIZE,
+      commitGraceMs: s.COMMIT_GRACE_MS,
+      reconcileIntervalMs: s.SCHEDULE_RECONCILE_INTERVAL_MS,
+    },
+    executor: {
+      schedule: s.EXECUTOR_SCHEDULE,
+      tickBudgetMs: s.EXECUTOR_TICK_BUDGET_MS,
+      maxAttemptsPerTick: s.EXECUTOR_MAX_ATTEMPTS_PER_TICK,
+      concurrency: s.EXECUTOR_CONCURRENCY,
+    },
+    provider: { url: providerUrl, timeoutMs: s.PROVIDER_TIMEOUT_MS },
+    retry: { baseDelayMs: s.RETRY_BASE_DELAY_MS, maxDelayMs: s.RETRY_MAX_DELAY_MS, defaultMaxAttempts: s.DEFAULT_MAX_ATTEMPTS },
+    db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS },
+    logLevel: s.LOG_LEVEL,
+  };
+}

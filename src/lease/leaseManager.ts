@@ -1,0 +1,206 @@
+// The lease algorithm: acquire / renew / release against a LeaseStore port (it never sees SQL), a local
+// monotonic deadline, follower retry timing, and the structured leader_* logs. Any renew failure or SQL
+// error drops leadership immediately.
+import type { Logger } from '../observability/logger.js';
+import { sqlErrorField } from '../observability/logger.js';
+import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
+import type { Clock } from './clock.js';
+import type { LeaderGate } from './leaderGate.js';
+
+export interface LeaseSettings {
+  name: string;
+  holderId: string;
+  durationMs: number;
+  renewIntervalMs: number;
+  acquireIntervalMs: number;
+  safetyMarginMs: number;
+  acquireJitterMs: number;
+}
+
+export type LeadershipChange =
+  | { kind: 'acquired'; token: LeaseToken; expiresAt: Date }
+  | { kind: 'lost'; token: LeaseToken; reason: string };
+
+interface Held {
+  token: LeaseToken;
+  expiresAt: Date;
+  /** Monotonic time after which we must not act. */
+  deadlineMs: number;
+  /** Monotonic time the last successful acquire/renew was sent. */
+  sentAtMs: number;
+}
+
+export class LeaseManager implements LeaderGate {
+  private held: Held | null = null;
+  /** Monotonic time before which a follower need not try again (from the observed expires_at). */
+  private retryAtMs = 0;
+  private readonly listeners = new Set<(c: LeadershipChange) => void>();
+
+  constructor(
+    private readonly store: LeaseStore,
+    private readonly settings: LeaseSettings,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  get holderId(): string {
+    return this.settings.holderId;
+  }
+
+  onChange(fn: (c: LeadershipChange) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** The token while leading and before the local deadline. Passing the deadline drops leadership. */
+  requireLeader(): LeaseToken | null {
+    if (!this.held) return null;
+    if (this.clock.nowMs() >= this.held.deadlineMs) {
+      this.drop('local_deadline');
+      return null;
+    }
+    return this.held.token;
+  }
+
+  ensureEpoch(epoch: number): boolean {
+    return this.requireLeader()?.leaseEpoch === epoch;
+  }
+
+  remainingMs(): number {
+    return this.requireLeader() ? Math.max(0, this.held!.deadlineMs - this.clock.nowMs()) : 0;
+  }
+
+  /** Status for /readyz and /lease: what this instance believes (its database view is in the store). */
+  status(): { mode: 'leader' | 'follower'; holderId: string; leaseEpoch: number | null; expiresAt: Date | null } {
+    const token = this.requireLeader();
+    return {
+      mode: token ? 'leader' : 'follower',
+      holderId: this.settings.holderId,
+      leaseEpoch: token?.leaseEpoch ?? null,
+      expiresAt: token ? this.held!.expiresAt : null,
+    };
+  }
+
+  /** Milliseconds until a follower should try again: right after the observed expiry plus jitter. */
+  followerRetryDelayMs(): number {
+    return Math.max(0, this.retryAtMs - this.clock.nowMs());
+  }
+
+  /** Renew interval elapsed since the last successful acquire/renew was sent. */
+  renewDue(): boolean {
+    return this.held !== null && this.clock.nowMs() - this.held.sentAtMs >= this.settings.renewIntervalMs;
+  }
+
+  /** Leader: renew when due. Follower: try to acquire. Returns the token if leading afterwards. */
+  async tryAcquireOrRenew(): Promise<LeaseToken | null> {
+    if (this.requireLeader()) {
+      if (this.renewDue()) await this.renew();
+      return this.requireLeader();
+    }
+    return (await this.tryAcquire()) ? this.requireLeader() : null;
+  }
+
+  async tryAcquire(): Promise<boolean> {
+    if (this.requireLeader()) return true;
+    const { name, holderId, durationMs } = this.settings;
+    const sentAtMs = this.clock.nowMs();
+    try {
+      const out = await this.store.tryAcquire(name, holderId, durationMs);
+      if (out.acquired) {
+        this.becomeLeader(out.lease, sentAtMs);
+        return true;
+      }
+      this.scheduleRetry(out.current, out.dbNow);
+      this.log.debug({ event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
+        current_holder_id: out.current?.holderId, expires_at: out.current?.expiresAt.toISOString() }, 'lease held by another instance');
+      return false;
+    } catch (e) {
+      this.retryAtMs = this.clock.nowMs() + this.jitter() + Math.min(this.settings.acquireIntervalMs, 1_000);
+      this.log.warn({ event: 'leader_acquire_failed', holder_id: holderId, sql_error: sqlErrorField(e) }, 'lease acquire failed');
+      return false;
+    }
+  }
+
+  async renew(): Promise<boolean> {
+    const held = this.held;
+    if (!held) return false;
+    const sentAtMs = this.clock.nowMs();
+    try {
+      const row = await this.store.renew(held.token, this.settings.durationMs);
+      if (this.held !== held) return false; // dropped while the statement ran
+      if (!row) {
+        this.log.warn({ event: 'leader_renew_failed', ...this.fields(held) }, 'lease renew refused: no longer held');
+        this.drop('renew_refused');
+        return false;
+      }
+      held.expiresAt = row.expiresAt;
+      held.sentAtMs = sentAtMs;
+      held.deadlineMs = sentAtMs + this.settings.durationMs - this.settings.safetyMarginMs;
+      this.log.info({ event: 'leader_renewed', ...this.fields(held) }, 'lease renewed');
+      return true;
+    } catch (e) {
+      this.log.warn({ event: 'leader_renew_failed', ...this.fields(held), sql_error: sqlErrorField(e) }, 'lease renew failed');
+      this.drop('renew_error', e);
+      return false;
+    }
+  }
+
+  /** Graceful release (shutdown, drain): expire the row in place so a follower takes over at once. */
+  async release(): Promise<boolean> {
+    const held = this.held;
+    if (!held) return false;
+    this.drop('released');
+    try {
+      return await this.store.release(held.token);
+    } catch (e) {
+      this.log.warn({ event: 'leader_release_failed', ...this.fields(held), sql_error: sqlErrorField(e) }, 'lease release failed');
+      return false;
+    }
+  }
+
+  drop(reason: string, sqlError?: unknown): void {
+    const held = this.held;
+    if (!held) return;
+    this.held = null;
+    this.retryAtMs = 0;
+    this.log.warn({ event: 'leader_lost', reason, ...this.fields(held), sql_error: sqlErrorField(sqlError) }, 'leadership lost');
+    this.emit({ kind: 'lost', token: held.token, reason });
+  }
+
+  private becomeLeader(lease: LeaseRow, sentAtMs: number): void {
+    const token = { leaseName: lease.leaseName, holderId: lease.holderId, leaseEpoch: lease.leaseEpoch };
+    this.held = {
+      token,
+      expiresAt: lease.expiresAt,
+      sentAtMs,
+      deadlineMs: sentAtMs + this.settings.durationMs - this.settings.safetyMarginMs,
+    };
+    this.log.info({ event: 'leader_acquired', ...this.fields(this.held) }, 'lease acquired');
+    this.emit({ kind: 'acquired', token, expiresAt: lease.expiresAt });
+  }
+
+  private scheduleRetry(current: LeaseRow | null, dbNow: Date): void {
+    // Relative to database time, so a skewed local clock changes nothing.
+    const untilExpiry = current ? Math.max(0, current.expiresAt.getTime() - dbNow.getTime()) : 0;
+    this.retryAtMs = this.clock.nowMs() + Math.min(untilExpiry, this.settings.acquireIntervalMs) + this.jitter();
+  }
+
+  private jitter(): number {
+    return Math.floor(this.random() * this.settings.acquireJitterMs);
+  }
+
+  private fields(h: Held) {
+    return { holder_id: h.token.holderId, lease_epoch: h.token.leaseEpoch, expires_at: h.expiresAt.toISOString() };
+  }
+
+  private emit(c: LeadershipChange): void {
+    for (const fn of this.listeners) {
+      try {
+        fn(c);
+      } catch (e) {
+        this.log.error({ err: e }, 'leadership listener failed');
+      }
+    }
+  }
+}

@@ -1,0 +1,143 @@
+// Ports for intents (HTTP side, any instance) and execution (leader only, every write fenced).
+// Every insert and update sets last_modified_at to database time in the same statement.
+import type { Fenced, LeaseToken } from './ports.js';
+
+export type IntentStatus = 'scheduled' | 'in_flight' | 'succeeded' | 'failed' | 'cancelled';
+export const TERMINAL_STATUSES: readonly IntentStatus[] = ['succeeded', 'failed', 'cancelled'];
+
+/** Immutable snapshot taken at submit: never changes afterwards. */
+export interface IntentContract {
+  provider: { url: string | null };
+  payload: Record<string, unknown>;
+  retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+}
+
+export interface IntentRow {
+  intentId: string;
+  idempotencyKey: string | null;
+  requestHash: string;
+  contract: IntentContract;
+  status: IntentStatus;
+  attemptCount: number;
+  maxAttempts: number;
+  nextAttemptAt: Date;
+  createdAt: Date;
+  lastModifiedAt: Date;
+  lastError: string | null;
+  lastEpoch: number | null;
+}
+
+export interface NewIntent {
+  intentId: string;
+  idempotencyKey: string | null;
+  requestHash: string;
+  contract: IntentContract;
+  maxAttempts: number;
+  /** null → due now (database time). */
+  notBefore: Date | null;
+}
+
+export type AttemptOutcome = 'started' | 'succeeded' | 'retryable_error' | 'permanent_error' | 'abandoned' | 'aborted';
+
+export interface AttemptRow {
+  intentId: string;
+  attemptNo: number;
+  leaseEpoch: number;
+  holderId: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  outcome: AttemptOutcome;
+  httpStatus: number | null;
+  error: string | null;
+  durationMs: number | null;
+}
+
+export type MutationOutcome =
+  | { kind: 'ok'; intent: IntentRow }
+  | { kind: 'notFound' }
+  /** The intent is in a state that forbids the change (terminal, or in flight for reschedule). */
+  | { kind: 'conflict'; intent: IntentRow };
+
+/** Intent persistence used by the HTTP API on every instance (not fenced: these are client writes). */
+export interface IntentStore {
+  /** Inserts, or returns the existing row when the idempotency key is already taken (never throws for it). */
+  insert(intent: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }>;
+  get(intentId: string): Promise<IntentRow | null>;
+  /** Ordered by intent_id (UUIDv7, so creation order); `after` is an exclusive intent_id cursor. */
+  list(q: { status?: IntentStatus; limit: number; after?: string }): Promise<IntentRow[]>;
+  listAttempts(intentId: string): Promise<AttemptRow[]>;
+  /** scheduled|in_flight → cancelled; terminal → conflict. */
+  cancel(intentId: string): Promise<MutationOutcome>;
+  /** scheduled → next_attempt_at = notBefore; in_flight or terminal → conflict. */
+  reschedule(intentId: string, notBefore: Date): Promise<MutationOutcome>;
+}
+
+/** Opaque refresh cursor: last_modified_at as the database's own text (full precision) + intent_id. */
+export interface RefreshCursor {
+  modifiedAt: string;
+  intentId: string;
+}
+
+/** What the in-memory schedule needs of an intent (never the payload). */
+export interface ScheduleRow {
+  intentId: string;
+  status: IntentStatus;
+  nextAttemptAt: Date;
+  attemptCount: number;
+  maxAttempts: number;
+  /** last_modified_at as database text; newer state wins when applying rows. */
+  version: string;
+}
+
+export interface RefreshPage {
+  /** Rows after the cursor, ordered by (last_modified_at, intent_id); `settled` = older than db_now − grace. */
+  rows: (ScheduleRow & { settled: boolean })[];
+  dbNow: Date;
+}
+
+export interface StartRequest {
+  intentId: string;
+  /** Optimistic predicate: the start applies only if attempt_count still equals this and status is scheduled. */
+  expectedAttemptCount: number;
+}
+
+export interface StartedAttempt {
+  intentId: string;
+  attemptNo: number;
+  maxAttempts: number;
+  contract: IntentContract;
+  version: string;
+}
+
+export interface AttemptCompletion {
+  intentId: string;
+  attemptNo: number;
+  outcome: Exclude<AttemptOutcome, 'started' | 'abandoned'>;
+  httpStatus: number | null;
+  error: string | null;
+  durationMs: number;
+  /** Next intent state; `retryDelayMs` (from database now) only with `scheduled`. */
+  next: { status: 'succeeded' | 'failed' } | { status: 'scheduled'; retryDelayMs: number };
+}
+
+export interface CompletedAttempt {
+  intentId: string;
+  /** false = the intent changed meanwhile (cancelled…): its row was left alone (the attempt row is still closed). */
+  applied: boolean;
+  row: ScheduleRow | null;
+}
+
+/** Leader-side persistence. Each fenced* call is one transaction that first locks the lease row to commit. */
+export interface ExecutionStore {
+  /** Database time now and the cursor a fresh schedule starts from: (db_now − grace, ''). */
+  rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }>;
+  /** Scheduled intents ordered by intent_id after `afterId` (paged full rebuild). */
+  loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]>;
+  refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage>;
+  /** in_flight intents whose started attempt is from an older epoch: attempt → abandoned, intent → scheduled now
+   *  (or failed when attempts are exhausted). */
+  fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>>;
+  /** Inserts attempt rows and bumps attempt_count for every request whose optimistic predicate holds and is due. */
+  fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>>;
+  fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>>;
+}

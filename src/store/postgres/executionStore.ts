@@ -1,0 +1,165 @@
+// PostgreSQL ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. Each fenced call
+// is one transaction: fence (lease row FOR SHARE) → one batched statement → audit row → commit.
+import type {
+  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
+} from '../intentPorts.js';
+import type { Fenced, LeaseToken } from '../ports.js';
+import type { PgDatabase } from './db.js';
+import { fencedTransaction } from './fence.js';
+import { SCHEDULE_COLS, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+const UTC_TEXT = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
+
+// The cursor is cast back from database text server-side: no JS Date (millisecond) ever touches it.
+const REFRESH = `
+SELECT n.t AS db_now, i.*
+  FROM (SELECT clock_timestamp() AS t) n
+  LEFT JOIN LATERAL (
+    SELECT ${SCHEDULE_COLS}, last_modified_at < n.t - $4 * interval '1 millisecond' AS settled
+      FROM submission_intents
+     WHERE (last_modified_at, intent_id) > ($1::timestamp AT TIME ZONE 'UTC', $2::uuid)
+     ORDER BY last_modified_at, intent_id
+     LIMIT $3
+  ) i ON true`;
+
+const RECOVER_ORPHANS = `
+WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+orphan AS (
+  SELECT a.intent_id, a.attempt_no, a.lease_epoch
+    FROM submission_intents i
+    JOIN submission_attempts a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
+   WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < $1
+),
+abandoned AS (
+  UPDATE submission_attempts a
+     SET outcome = 'abandoned', finished_at = now.t,
+         error = 'abandoned: leader epoch ' || o.lease_epoch || ' lost its lease before completing the attempt'
+    FROM orphan o, now
+   WHERE a.intent_id = o.intent_id AND a.attempt_no = o.attempt_no AND a.outcome = 'started'
+  RETURNING a.intent_id
+)
+UPDATE submission_intents i
+   SET status = CASE WHEN i.attempt_count >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
+       next_attempt_at = now.t, last_modified_at = now.t, last_epoch = $1,
+       last_error = 'attempt ' || i.attempt_count || ' abandoned after a leader change' ||
+                    CASE WHEN i.attempt_count >= i.max_attempts THEN '; attempts exhausted' ELSE '' END
+  FROM orphan o, now
+ WHERE i.intent_id = o.intent_id AND i.status = 'in_flight'
+RETURNING i.intent_id`;
+
+// Optimistic predicate per intent (still scheduled, same attempt_count, due in database time).
+const START = `
+WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+req AS (SELECT * FROM unnest($2::uuid[], $3::int[]) AS r(intent_id, expected)),
+started AS (
+  UPDATE submission_intents i
+     SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = now.t, last_epoch = $1
+    FROM req, now
+   WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND i.status = 'scheduled'
+     AND i.next_attempt_at <= now.t AND i.attempt_count < i.max_attempts
+  RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${UTC_TEXT('i.last_modified_at')} AS version
+),
+ins AS (
+  INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
+  SELECT intent_id, attempt_count, $1, $4, (SELECT t FROM now), 'started' FROM started
+)
+SELECT * FROM started`;
+
+// The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile.
+const COMPLETE = `
+WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+c AS (SELECT * FROM unnest($2::uuid[], $3::int[], $4::text[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int8[])
+        AS c(intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms)),
+att AS (
+  UPDATE submission_attempts a
+     SET outcome = c.outcome, finished_at = now.t, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
+    FROM c, now
+   WHERE a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND a.outcome = 'started' AND a.lease_epoch = $1
+  RETURNING a.intent_id
+),
+upd AS (
+  UPDATE submission_intents i
+     SET status = c.next_status,
+         next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN now.t + c.delay_ms * interval '1 millisecond' ELSE i.next_attempt_at END,
+         last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
+         last_modified_at = now.t, last_epoch = $1
+    FROM c, now
+   WHERE i.intent_id = c.intent_id AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
+  RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${UTC_TEXT('i.last_modified_at')} AS version
+)
+SELECT c.intent_id AS req_id, (SELECT count(*) FROM att)::int AS attempts_closed, upd.*
+  FROM c LEFT JOIN upd ON upd.intent_id = c.intent_id`;
+
+export class PgExecutionStore implements ExecutionStore {
+  constructor(private readonly db: PgDatabase) {}
+
+  async rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }> {
+    const r = await this.db.query<{ db_now: Date; cursor: string }>(
+      `SELECT n.t AS db_now, ${UTC_TEXT(`n.t - $1 * interval '1 millisecond'`)} AS cursor
+         FROM (SELECT clock_timestamp() AS t) n`, [commitGraceMs]);
+    const row = r.rows[0]!;
+    return { dbNow: row.db_now, cursor: { modifiedAt: row.cursor, intentId: NIL_UUID } };
+  }
+
+  async loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]> {
+    const r = await this.db.query<ScheduleDbRow>(
+      `SELECT ${SCHEDULE_COLS} FROM submission_intents
+        WHERE status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`,
+      [afterId ?? NIL_UUID, limit]);
+    return r.rows.map(toScheduleRow);
+  }
+
+  async refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage> {
+    const r = await this.db.query<ScheduleDbRow & { db_now: Date; settled: boolean | null }>(
+      REFRESH, [cursor.modifiedAt, cursor.intentId, limit, commitGraceMs]);
+    const rows = r.rows.filter((x) => x.intent_id !== null).map((x) => ({ ...toScheduleRow(x), settled: x.settled === true }));
+    return { rows, dbNow: r.rows[0]!.db_now };
+  }
+
+  fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>> {
+    return fencedTransaction(this.db, token, 'recover_orphans', async (tx) => {
+      const r = await tx.query(RECOVER_ORPHANS, [token.leaseEpoch]);
+      return { value: { recovered: r.rowCount }, rowsWritten: r.rowCount };
+    });
+  }
+
+  fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
+    return fencedTransaction(this.db, token, 'start_attempts', async (tx) => {
+      const r = await tx.query<Pick<IntentDbRow, 'intent_id' | 'attempt_count' | 'max_attempts' | 'contract'> & { version: string }>(START, [
+        token.leaseEpoch, requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount), token.holderId]);
+      const value = r.rows.map((x) => ({
+        intentId: x.intent_id,
+        attemptNo: Number(x.attempt_count),
+        maxAttempts: Number(x.max_attempts),
+        contract: typeof x.contract === 'string' ? JSON.parse(x.contract) : x.contract,
+        version: x.version,
+      }));
+      return { value, rowsWritten: value.length };
+    });
+  }
+
+  fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
+    return fencedTransaction(this.db, token, 'complete_attempts', async (tx) => {
+      const r = await tx.query<Partial<ScheduleDbRow> & { req_id: string; attempts_closed: number }>(COMPLETE, [
+        token.leaseEpoch,
+        completions.map((c) => c.intentId),
+        completions.map((c) => c.attemptNo),
+        completions.map((c) => c.outcome),
+        completions.map((c) => c.httpStatus),
+        completions.map((c) => c.error),
+        completions.map((c) => Math.round(c.durationMs)),
+        completions.map((c) => c.next.status),
+        completions.map((c) => (c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null)),
+      ]);
+      const value = r.rows.map((x) => ({
+        intentId: x.req_id,
+        applied: x.intent_id != null,
+        row: x.intent_id != null ? toScheduleRow(x as ScheduleDbRow) : null,
+      }));
+      const rowsWritten = Number(r.rows[0]?.attempts_closed ?? 0) + value.filter((v) => v.applied).length;
+      return { value, rowsWritten };
+    });
+  }
+}
+

@@ -1,0 +1,71 @@
+// PostgreSQL IntentStore: client-side writes on any instance. Every insert/update sets last_modified_at
+// to clock_timestamp() in the same statement, so the leader's refresh cursor sees it.
+import type { AttemptRow, IntentRow, IntentStatus, IntentStore, MutationOutcome, NewIntent } from '../intentPorts.js';
+import type { PgQueryable } from './db.js';
+import { INTENT_COLS, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
+
+const INSERT = `
+INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
+  max_attempts, next_attempt_at, created_at, last_modified_at)
+SELECT $1, $2, $3, $4::jsonb, 'scheduled', 0, $5, COALESCE($6::timestamptz, n.t), n.t, n.t
+  FROM (SELECT clock_timestamp() AS t) n
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING ${INTENT_COLS}`;
+
+export class PgIntentStore implements IntentStore {
+  constructor(private readonly db: PgQueryable) {}
+
+  async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
+    const params = [n.intentId, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
+      n.notBefore ? n.notBefore.toISOString() : null];
+    const r = await this.db.query<IntentDbRow>(INSERT, params);
+    if (r.rows[0]) return { kind: 'created', intent: toIntent(r.rows[0]) };
+    // The key is taken (ON CONFLICT waited for the other writer's commit): return the stored intent.
+    const existing = await this.db.query<IntentDbRow>(
+      `SELECT ${INTENT_COLS} FROM submission_intents WHERE idempotency_key = $1`, [n.idempotencyKey]);
+    if (!existing.rows[0]) throw new Error('idempotency key conflict but no row found');
+    return { kind: 'existing', intent: toIntent(existing.rows[0]) };
+  }
+
+  async get(intentId: string): Promise<IntentRow | null> {
+    const r = await this.db.query<IntentDbRow>(`SELECT ${INTENT_COLS} FROM submission_intents WHERE intent_id = $1`, [intentId]);
+    return r.rows[0] ? toIntent(r.rows[0]) : null;
+  }
+
+  async list(q: { status?: IntentStatus; limit: number; after?: string }): Promise<IntentRow[]> {
+    const r = await this.db.query<IntentDbRow>(
+      `SELECT ${INTENT_COLS} FROM submission_intents
+        WHERE ($1::varchar IS NULL OR status = $1) AND ($2::uuid IS NULL OR intent_id > $2::uuid)
+        ORDER BY intent_id LIMIT $3`,
+      [q.status ?? null, q.after ?? null, q.limit],
+    );
+    return r.rows.map(toIntent);
+  }
+
+  async listAttempts(intentId: string): Promise<AttemptRow[]> {
+    const r = await this.db.query<AttemptDbRow>(
+      `SELECT intent_id, attempt_no, lease_epoch, holder_id, started_at, finished_at, outcome, http_status, error, duration_ms
+         FROM submission_attempts WHERE intent_id = $1 ORDER BY attempt_no`, [intentId]);
+    return r.rows.map(toAttempt);
+  }
+
+  cancel(intentId: string): Promise<MutationOutcome> {
+    return this.mutate(intentId,
+      `UPDATE submission_intents SET status = 'cancelled', last_modified_at = clock_timestamp()
+        WHERE intent_id = $1 AND status IN ('scheduled', 'in_flight') RETURNING ${INTENT_COLS}`, []);
+  }
+
+  reschedule(intentId: string, notBefore: Date): Promise<MutationOutcome> {
+    return this.mutate(intentId,
+      `UPDATE submission_intents SET next_attempt_at = $2, last_modified_at = clock_timestamp()
+        WHERE intent_id = $1 AND status = 'scheduled' RETURNING ${INTENT_COLS}`, [notBefore.toISOString()]);
+  }
+
+  /** A conditional update; when it matches nothing, tell "unknown id" from "state forbids it". */
+  private async mutate(intentId: string, sql: string, extra: unknown[]): Promise<MutationOutcome> {
+    const r = await this.db.query<IntentDbRow>(sql, [intentId, ...extra]);
+    if (r.rows[0]) return { kind: 'ok', intent: toIntent(r.rows[0]) };
+    const current = await this.get(intentId);
+    return current ? { kind: 'conflict', intent: current } : { kind: 'notFound' };
+  }
+}

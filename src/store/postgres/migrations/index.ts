@@ -1,0 +1,10 @@
+// Numbered migrations, applied in order, each once (see migrate.ts). Never edit a released one: add a new one.
+import { m001Initial } from './m001Initial.js';
+
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: readonly Migration[] = [{ id: 1, name: 'initial', sql: m001Initial }];

@@ -1,0 +1,15 @@
+// The set of stores one process uses, built once by the composition root for the configured dialect.
+import type { LeaseStore } from './ports.js';
+import type { ExecutionStore, IntentStore } from './intentPorts.js';
+
+export interface Stores {
+  dialect: 'postgres' | 'pglite' | 'mssql';
+  lease: LeaseStore;
+  intents: IntentStore;
+  execution: ExecutionStore;
+  /** Apply numbered migrations idempotently (safe with concurrent migrators). */
+  migrate(): Promise<{ applied: number[] }>;
+  /** Cheap round trip for readiness checks. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

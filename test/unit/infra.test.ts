@@ -1,0 +1,306 @@
+// Static checks of the azd/Bicep deployment (infra/, azure.yaml). No Azure and no bicep CLI: the files are
+// read as text, so the checks are deliberately simple and aimed at the mistakes a reviewer would catch.
+import { describe, it, expect } from 'vitest';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
+
+function walk(rel: string): string[] {
+  return readdirSync(join(root, rel)).flatMap((entry) => {
+    const path = join(rel, entry);
+    return statSync(join(root, path)).isDirectory() ? walk(path) : [path.split('\\').join('/')];
+  });
+}
+
+const infraFiles = walk('infra');
+const bicepFiles = infraFiles.filter((f) => f.endsWith('.bicep'));
+
+/** Bicep source with comments removed and string literal text blanked (interpolated expressions kept,
+ *  their `${`/`}` delimiters blanked), so identifiers and braces can be found without false hits.
+ *  Line structure and offsets are preserved. */
+function codeOnly(src: string): string {
+  let out = '';
+  const stack: Array<'str' | 'interp' | 'brace'> = [];
+  for (let i = 0; i < src.length; ) {
+    const c = src[i]!;
+    const top = stack[stack.length - 1];
+    if (top === 'str') {
+      if (c === '\\') { out += src[i + 1] === '\n' ? ' \n' : '  '; i += 2; continue; }
+      if (c === "'") { stack.pop(); out += c; i++; continue; }
+      if (c === '$' && src[i + 1] === '{') { stack.push('interp'); out += '  '; i += 2; continue; }
+      out += c === '\n' ? '\n' : ' '; i++; continue;
+    }
+    if (c === '/' && src[i + 1] === '/') {
+      while (i < src.length && src[i] !== '\n') { out += ' '; i++; }
+      continue;
+    }
+    if (c === "'") { stack.push('str'); out += c; i++; continue; }
+    if (c === '{') stack.push('brace');
+    if (c === '}' && top === 'interp') { stack.pop(); out += ' '; i++; continue; }
+    if (c === '}' && top === 'brace') stack.pop();
+    out += c; i++;
+  }
+  return out;
+}
+
+interface Param { name: string; line: number; hasDefault: boolean }
+
+function paramsOf(src: string): Param[] {
+  return codeOnly(src).split('\n').flatMap((text, line) => {
+    const m = /^param\s+([A-Za-z_]\w*)\s+[^=]+?(\s*=.*)?$/.exec(text.trimEnd());
+    return m ? [{ name: m[1]!, line, hasDefault: m[2] !== undefined }] : [];
+  });
+}
+
+/** Lines of the decorator block directly above a declaration (contiguous, no blank line in between). */
+function decoratorBlock(src: string, declLine: number): string {
+  const code = codeOnly(src).split('\n');
+  const original = src.split('\n');
+  let start = declLine;
+  while (start > 0) {
+    const prev = code[start - 1]!;
+    if (prev.trim() === '' || prev === '}' || /^[A-Za-z]/.test(prev)) break;
+    start--;
+  }
+  return original.slice(start, declLine).join('\n');
+}
+
+/** References to `name` as an identifier: not a property access, object key or declaration name. */
+function referencesTo(code: string, name: string): number {
+  let count = 0;
+  for (const m of code.matchAll(new RegExp(`\\b${name}\\b`, 'g'))) {
+    const before = code.slice(0, m.index);
+    const after = code.slice(m.index + name.length);
+    if (/\.\s*$/.test(before)) continue;
+    if (/(^|\n|[{,])[ \t]*$/.test(before) && /^\s*:/.test(after)) continue;
+    if (/(^|\n)(param|var|output|resource|module|type|func)\s+$/.test(before)) continue;
+    count++;
+  }
+  return count;
+}
+
+/** The `{ ... }` block that starts at the first `{` at or after `from` (offsets into codeOnly text). */
+function blockAt(code: string, from: number): string {
+  const open = code.indexOf('{', from);
+  let depth = 0;
+  for (let i = open; i < code.length; i++) {
+    if (code[i] === '{') depth++;
+    if (code[i] === '}' && --depth === 0) return code.slice(open + 1, i);
+  }
+  throw new Error('unbalanced braces');
+}
+
+/** Keys at the top level of an object body. */
+function topLevelKeys(body: string): string[] {
+  const keys: string[] = [];
+  let depth = 0;
+  for (const line of body.split('\n')) {
+    const m = /^\s*([A-Za-z_]\w*)\s*:/.exec(line);
+    if (m && depth === 0) keys.push(m[1]!);
+    for (const c of line) {
+      if (c === '{' || c === '[' || c === '(') depth++;
+      if (c === '}' || c === ']' || c === ')') depth--;
+    }
+  }
+  return keys;
+}
+
+const outputsOf = (src: string): string[] =>
+  [...codeOnly(src).matchAll(/^output\s+([A-Za-z_]\w*)\s/gm)].map((m) => m[1]!);
+
+/** App setting names declared in api.bicep as `{ name: 'X', value: ... }` / `name: 'X'` entries. */
+function appSettingNames(): string[] {
+  const api = read('infra/app/api.bicep');
+  const settings = /appSettings:\s*\[([\s\S]*?)\n\s*\]/.exec(api);
+  if (!settings) throw new Error('infra/app/api.bicep: no siteConfig.appSettings array');
+  return [...settings[1]!.matchAll(/\bname:\s*'([^']+)'/g)].map((m) => m[1]!);
+}
+
+describe('infra: bicep parameters', () => {
+  it('finds the bicep files', () => {
+    expect(bicepFiles).toEqual(expect.arrayContaining([
+      'infra/main.bicep', 'infra/app/api.bicep', 'infra/app/identity.bicep',
+      'infra/app/monitoring.bicep', 'infra/app/sql.bicep', 'infra/app/storage.bicep',
+    ]));
+  });
+
+  it.each(bicepFiles)('%s: every param is used and has a @description', (file) => {
+    const src = read(file);
+    const lines = codeOnly(src).split('\n');
+    const problems: string[] = [];
+    for (const p of paramsOf(src)) {
+      const rest = [...lines.slice(0, p.line), '', ...lines.slice(p.line + 1)].join('\n');
+      if (referencesTo(rest, p.name) === 0) problems.push(`${file}:${p.line + 1}: param ${p.name} is never used`);
+      if (!/@description\(\s*'[^']{10,}/.test(decoratorBlock(src, p.line))) {
+        problems.push(`${file}:${p.line + 1}: param ${p.name} has no @description(...)`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('main.parameters.json maps exactly the params main.bicep declares, and every required one', () => {
+    const declared = paramsOf(read('infra/main.bicep'));
+    const mapped = Object.keys((JSON.parse(read('infra/main.parameters.json')) as { parameters: object }).parameters);
+    expect(mapped.filter((n) => !declared.some((p) => p.name === n))).toEqual([]);
+    expect(declared.filter((p) => !p.hasDefault && !mapped.includes(p.name)).map((p) => p.name)).toEqual([]);
+    expect(read('infra/main.parameters.json')).toMatch(/"\$\{AZURE_ENV_NAME\}"[\s\S]*"\$\{AZURE_LOCATION\}"[\s\S]*"\$\{AZURE_PRINCIPAL_ID\}"/);
+  });
+
+  it('main.bicep passes modules only declared params, all required ones, and reads only declared outputs', () => {
+    const raw = read('infra/main.bicep');
+    const code = codeOnly(raw);
+    const problems: string[] = [];
+    const modules = [...raw.matchAll(/^module\s+(\w+)\s+'([^']+)'\s*=/gm)];
+    expect(modules.length).toBeGreaterThanOrEqual(5);
+    for (const m of modules) {
+      const [, symbol, path] = m as unknown as [string, string, string];
+      const moduleSrc = read(join('infra', path));
+      const declared = paramsOf(moduleSrc);
+      const body = blockAt(code, m.index!);
+      const passed = topLevelKeys(blockAt(body, body.search(/\bparams\s*:/)));
+      for (const key of passed) if (!declared.some((p) => p.name === key)) problems.push(`${symbol}: unknown param ${key}`);
+      for (const p of declared) if (!p.hasDefault && !passed.includes(p.name)) problems.push(`${symbol}: missing ${p.name}`);
+      const outputs = outputsOf(moduleSrc);
+      for (const ref of code.matchAll(new RegExp(`\\b${symbol}\\.outputs\\.(\\w+)`, 'g'))) {
+        if (!outputs.includes(ref[1]!)) problems.push(`${symbol}: no output ${ref[1]}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('main.bicep has the subscription scope, naming conventions and the outputs azd and the hooks use', () => {
+    const main = read('infra/main.bicep');
+    expect(main).toMatch(/^targetScope = 'subscription'/m);
+    expect(main).toContain("toLower(uniqueString(subscription().id, environmentName, location))");
+    expect(main).toContain("loadJsonContent('./abbreviations.json')");
+    expect(main).toMatch(/'azd-env-name': environmentName/);
+    expect(outputsOf(main)).toEqual(expect.arrayContaining([
+      'AZURE_LOCATION', 'AZURE_TENANT_ID', 'AZURE_RESOURCE_GROUP', 'AZURE_FUNCTION_APP_NAME', 'AZURE_FUNCTION_URI',
+      'AZURE_USER_ASSIGNED_IDENTITY_NAME', 'AZURE_USER_ASSIGNED_IDENTITY_CLIENT_ID', 'SQL_SERVER', 'SQL_DATABASE',
+    ]));
+    const abbrs = JSON.parse(read('infra/abbreviations.json')) as Record<string, string>;
+    for (const ref of main.matchAll(/abbrs\.(\w+)/g)) expect(abbrs, `abbreviations.json: ${ref[1]}`).toHaveProperty(ref[1]!);
+  });
+});
+
+describe('infra: no secrets', () => {
+  const patterns: Array<[string, RegExp]> = [
+    ['password', /password/i], ['AccountKey=', /AccountKey=/i], ['SharedAccessKey', /SharedAccessKey/i],
+    ['administratorLoginPassword', /administratorLoginPassword/i], ['listKeys(', /listKeys\s*\(/i],
+    ['long base64-like literal', /[A-Za-z0-9+/]{40,}={0,2}/],
+  ];
+
+  it.each([...infraFiles, 'azure.yaml'])('%s has no secret-looking literal', (file) => {
+    const hits: string[] = [];
+    read(file).split('\n').forEach((text, i) => {
+      for (const [label, re] of patterns) if (re.test(text)) hits.push(`${file}:${i + 1}: ${label}: ${text.trim()}`);
+    });
+    expect(hits).toEqual([]);
+  });
+});
+
+describe('infra: app settings', () => {
+  // The settings named in the deployment brief; src/config.ts AZURE_APP_SETTINGS is the living list.
+  const baseline = [
+    'AzureWebJobsStorage__accountName', 'AzureWebJobsStorage__credential', 'AzureWebJobsStorage__clientId',
+    'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_CLIENT_ID', 'SQL_SERVER', 'SQL_DATABASE', 'LEASE_NAME',
+    'LEASE_DURATION_MS', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_ACQUIRE_INTERVAL_MS', 'SCHEDULE_REFRESH_INTERVAL_MS',
+    'COMMIT_GRACE_MS', 'EXECUTOR_SCHEDULE', 'EXECUTOR_TICK_BUDGET_MS', 'EXECUTOR_MAX_ATTEMPTS_PER_TICK',
+    'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
+  ];
+
+  it('every setting in src/config.ts AZURE_APP_SETTINGS is an app setting in infra/app/api.bicep', () => {
+    const config = read('src/config.ts');
+    const m = /export\s+const\s+AZURE_APP_SETTINGS\b[^=]*=\s*\[([\s\S]*?)\]/.exec(config);
+    if (!m) {
+      throw new Error('src/config.ts must export `const AZURE_APP_SETTINGS: readonly string[] = [...]` listing the '
+        + 'settings the app needs in Azure; this test checks each against infra/app/api.bicep');
+    }
+    const wanted = [...m[1]!.matchAll(/['"`]([A-Za-z0-9_]+)['"`]/g)].map((x) => x[1]!);
+    expect(wanted.length, 'AZURE_APP_SETTINGS is empty').toBeGreaterThan(0);
+    const declared = appSettingNames();
+    expect(wanted.filter((n) => !declared.includes(n))).toEqual([]);
+  });
+
+  it('api.bicep declares the baseline settings once each, identity-based, with no settings Flex rejects', () => {
+    const names = appSettingNames();
+    expect(baseline.filter((n) => !names.includes(n))).toEqual([]);
+    expect(names.filter((n, i) => names.indexOf(n) !== i)).toEqual([]);
+    const flexRejects = ['FUNCTIONS_WORKER_RUNTIME', 'FUNCTIONS_EXTENSION_VERSION', 'WEBSITE_RUN_FROM_PACKAGE',
+      'WEBSITE_NODE_DEFAULT_VERSION', 'WEBSITE_CONTENTAZUREFILECONNECTIONSTRING', 'WEBSITE_CONTENTSHARE', 'AzureWebJobsStorage'];
+    expect(names.filter((n) => flexRejects.includes(n))).toEqual([]);
+    const api = read('infra/app/api.bicep');
+    expect(api).toMatch(/name: 'AzureWebJobsStorage__credential', value: 'managedidentity'/);
+    expect(api).toMatch(/name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=\$\{identityClientId\};Authorization=AAD'/);
+    expect(api).toMatch(/name: 'PROVIDER_URL', value: providerUrl/);
+  });
+
+  it('api.bicep is a Flex Consumption Node 22 app deploying from blob storage with the user-assigned identity', () => {
+    const api = read('infra/app/api.bicep');
+    expect(api).toMatch(/'Microsoft\.Web\/serverfarms@2024-04-01'[\s\S]*name: 'FC1'[\s\S]*tier: 'FlexConsumption'/);
+    expect(api).toMatch(/'Microsoft\.Web\/sites@2024-04-01'/);
+    expect(api).toContain("kind: 'functionapp,linux'");
+    expect(api).toMatch(/type: 'blobContainer'[\s\S]*type: 'UserAssignedIdentity'/);
+    expect(api).toMatch(/runtime: \{\s*name: 'node'\s*version: '22'\s*\}/);
+    expect(api).toMatch(/param maximumInstanceCount int = 40\b/);
+    expect(api).toMatch(/param instanceMemoryMB int = 2048\b/);
+  });
+});
+
+describe('infra: azd wiring and security posture', () => {
+  it('azure.yaml names the service api (ts, function, project .) and api.bicep tags azd-service-name: api', () => {
+    const yaml = read('azure.yaml');
+    expect(yaml).toMatch(/^name: submission-manager$/m);
+    const api = /^services:\n {2}api:\n((?: {4,}.*\n)+)/m.exec(yaml);
+    expect(api, 'azure.yaml: services.api').not.toBeNull();
+    expect(api![1]).toMatch(/^ {4}project: \.$/m);
+    expect(api![1]).toMatch(/^ {4}language: ts$/m);
+    expect(api![1]).toMatch(/^ {4}host: function$/m);
+    expect(read('infra/app/api.bicep')).toMatch(/'azd-service-name': 'api'/);
+    for (const hook of yaml.matchAll(/run: \.\/(infra\/scripts\/\S+)/g)) expect(existsSync(join(root, hook[1]!)), hook[1]).toBe(true);
+    expect(yaml).toContain('./infra/scripts/postprovision.sh');
+    expect(yaml).toContain('./infra/scripts/postprovision.ps1');
+  });
+
+  it('sql.bicep is Entra-only with no firewall rule other than "Allow Azure services" (0.0.0.0-0.0.0.0)', () => {
+    const sql = read('infra/app/sql.bicep');
+    expect(sql).toMatch(/azureADOnlyAuthentication: true/);
+    expect(sql).not.toMatch(/azureADOnlyAuthentication: false/);
+    expect(sql).not.toMatch(/administratorLogin\s*:/);
+    expect(sql).toMatch(/minimalTlsVersion: '1\.2'/);
+    expect(sql).toMatch(/name: 'GP_S_Gen5_1'/);
+    expect([...sql.matchAll(/firewallRules/g)].length, 'one firewallRules resource').toBe(1);
+    const starts = [...sql.matchAll(/startIpAddress:\s*(.+)/g)].map((m) => m[1]!.trim());
+    const ends = [...sql.matchAll(/endIpAddress:\s*(.+)/g)].map((m) => m[1]!.trim());
+    expect(starts).toEqual(["'0.0.0.0'"]);
+    expect(ends).toEqual(["'0.0.0.0'"]);
+    const others = infraFiles.filter((f) => f.endsWith('.bicep') && f !== 'infra/app/sql.bicep' && /firewallRules|IpAddress/.test(read(f)));
+    expect(others).toEqual([]);
+  });
+
+  it('storage allows no shared-key access and monitoring no local auth', () => {
+    const storage = read('infra/app/storage.bicep');
+    expect(storage).toMatch(/allowSharedKeyAccess: false/);
+    expect(storage).not.toMatch(/allowSharedKeyAccess: true/);
+    expect(storage).toMatch(/allowBlobPublicAccess: false[\s\S]*minimumTlsVersion: 'TLS1_2'/);
+    expect(read('infra/app/monitoring.bicep')).toMatch(/DisableLocalAuth: true/);
+  });
+
+  it('the postprovision hooks create the database user idempotently and grant the three roles', () => {
+    for (const file of ['infra/scripts/postprovision.sh', 'infra/scripts/postprovision.ps1']) {
+      const script = read(file);
+      expect(script, file).toMatch(/IF NOT EXISTS \(SELECT 1 FROM sys\.database_principals WHERE name = /);
+      expect(script, file).toMatch(/CREATE USER \[\$\w+\] FROM EXTERNAL PROVIDER/);
+      for (const role of ['db_datareader', 'db_datawriter', 'db_ddladmin']) {
+        expect(script, file).toMatch(new RegExp(`ALTER ROLE ${role} ADD MEMBER`));
+      }
+      expect(script, file).toContain('--authentication-method ActiveDirectoryDefault');
+      expect(script, file).toContain('az account get-access-token --resource https://database.windows.net/');
+      expect(script, file).toContain('npm run migrate');
+    }
+    expect(read('infra/scripts/postprovision.sh')).toMatch(/^set -euo pipefail$/m);
+  });
+});
