@@ -135,14 +135,18 @@ function parseDatabase(s: z.infer<typeof settingsSchema>): DatabaseTarget {
   if (url.startsWith('pglite:')) return { kind: 'pglite', dataDir: url.slice('pglite:'.length).replace(/^\/\//, '') };
   if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', url };
   if (/^(mssql|sqlserver):\/\//.test(url)) return { kind: 'mssql', url };
+  // Name only the scheme: an unrecognised string may carry a password in a shape redactUrl cannot know
+  // (`Password=…;`, `scheme:user:pw@host`).
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1];
   throw new ConfigError(
-    `DATABASE_URL: unsupported scheme in "${redactUrl(url)}"; expected pglite:, pglite:<dir>, postgres://… or mssql://…`,
+    `DATABASE_URL: ${scheme ? `unsupported scheme "${scheme}:"` : 'not a URL'}; expected pglite:, pglite:<dir>, postgres://… or mssql://…`,
   );
 }
 
 /** Hide credentials before a URL reaches an error message or a log line. */
 export function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]+):([^@/]*)@/, '//$1:***@');
+  // The password runs to the LAST '@' (a raw '@' or '/' in it must not leak a part); over-redacting is safe.
+  return url.replace(/\/\/([^:@/?#]*):.*@/, '//$1:***@').replace(/\b(password|pwd)\s*=[^;&]*/gi, '$1=***');
 }
 
 function check(cond: boolean, message: string): void {
@@ -151,9 +155,10 @@ function check(cond: boolean, message: string): void {
 
 /** Parse and resolve settings; throws ConfigError naming the offending setting(s). */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  // Empty strings count as unset, as app settings often carry blanks.
+  // Blank strings (empty or whitespace only) count as unset, as app settings often carry blanks; a
+  // whitespace-only number would otherwise coerce to 0 (e.g. LEASE_SAFETY_MARGIN_MS=" " → no margin).
   const raw = Object.fromEntries(
-    Object.keys(settingsSchema.shape).map((k) => [k, env[k] === '' ? undefined : env[k]]),
+    Object.keys(settingsSchema.shape).map((k) => [k, env[k]?.trim() === '' ? undefined : env[k]]),
   );
   const parsed = settingsSchema.safeParse(raw);
   if (!parsed.success) {

@@ -1,0 +1,198 @@
+// loadConfig(env): defaults from the spec, every bad setting rejected with a ConfigError that names the
+// setting(s), DATABASE_URL resolution, blanks treated as unset, and no password ever echoed.
+import { describe, it, expect } from 'vitest';
+import { ConfigError, loadConfig, redactUrl, type DatabaseTarget } from '../../src/config.js';
+
+type Env = Record<string, string | undefined>;
+
+function configError(env: Env): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return e as ConfigError;
+  }
+  throw new Error(`expected a ConfigError for ${JSON.stringify(env)}`);
+}
+
+describe('defaults (empty environment)', () => {
+  const c = loadConfig({});
+  it.each([
+    ['lease duration', c.lease.durationMs, 60_000],
+    ['renew interval', c.lease.renewIntervalMs, 20_000],
+    ['acquire interval', c.lease.acquireIntervalMs, 30_000],
+    ['schedule refresh interval', c.schedule.refreshIntervalMs, 1_000],
+    ['lease name', c.lease.name, 'submission-manager-executor'],
+    ['executor schedule (6-field NCRONTAB)', c.executor.schedule, '*/10 * * * * *'],
+    ['safety margin min(5000, duration/4)', c.lease.safetyMarginMs, 5_000],
+    ['database', c.database, { kind: 'pglite', dataDir: null }],
+    ['provider url', c.provider.url, null],
+    ['log level', c.logLevel, 'info'],
+  ])('%s', (_name, actual, expected) => {
+    expect(actual).toEqual(expected);
+  });
+
+  it('holder id is hostname-pid-random', () => {
+    expect(c.lease.holderId).toMatch(/^[^-]+(-[^-]+)*-\d+-[0-9a-f]{6}$/);
+    expect(c.lease.holderId).toContain(`-${process.pid}-`);
+  });
+
+  it('holder id differs between loads (random suffix)', () => {
+    expect(loadConfig({}).lease.holderId).not.toBe(loadConfig({}).lease.holderId);
+  });
+
+  it('defaults satisfy every relational rule', () => {
+    expect(c.lease.renewIntervalMs + c.lease.safetyMarginMs).toBeLessThan(c.lease.durationMs);
+    expect(c.executor.tickBudgetMs + c.lease.safetyMarginMs).toBeLessThan(c.lease.durationMs);
+    expect(c.schedule.commitGraceMs).toBeGreaterThan(c.db.statementTimeoutMs);
+    expect(c.executor.concurrency).toBeLessThanOrEqual(c.executor.maxAttemptsPerTick);
+  });
+
+  it('explicit values are used', () => {
+    const x = loadConfig({
+      LEASE_NAME: 'other', HOLDER_ID: 'node-a', LEASE_DURATION_MS: '30000', LEASE_RENEW_INTERVAL_MS: '10000',
+      LEASE_SAFETY_MARGIN_MS: '2000', EXECUTOR_TICK_BUDGET_MS: '5000', PROVIDER_URL: 'https://p.example/x', LOG_LEVEL: 'debug',
+    });
+    expect(x.lease).toMatchObject({ name: 'other', holderId: 'node-a', durationMs: 30_000, renewIntervalMs: 10_000, safetyMarginMs: 2_000 });
+    expect(x.executor.tickBudgetMs).toBe(5_000);
+    expect(x.provider.url).toBe('https://p.example/x');
+    expect(x.logLevel).toBe('debug');
+  });
+});
+
+describe('bad settings are rejected with a ConfigError naming the setting(s)', () => {
+  const table: Array<[string, Env, string[]]> = [
+    ['non-numeric duration', { LEASE_DURATION_MS: 'sixty' }, ['LEASE_DURATION_MS']],
+    ['numeric with suffix', { LEASE_RENEW_INTERVAL_MS: '20s' }, ['LEASE_RENEW_INTERVAL_MS']],
+    ['fractional', { LEASE_ACQUIRE_INTERVAL_MS: '1.5' }, ['LEASE_ACQUIRE_INTERVAL_MS']],
+    ['negative', { LEASE_DURATION_MS: '-60000' }, ['LEASE_DURATION_MS']],
+    ['negative margin', { LEASE_SAFETY_MARGIN_MS: '-1' }, ['LEASE_SAFETY_MARGIN_MS']],
+    ['zero renew (min > 0)', { LEASE_RENEW_INTERVAL_MS: '0' }, ['LEASE_RENEW_INTERVAL_MS']],
+    ['zero concurrency (min > 0)', { EXECUTOR_CONCURRENCY: '0' }, ['EXECUTOR_CONCURRENCY']],
+    ['zero provider timeout', { PROVIDER_TIMEOUT_MS: '0' }, ['PROVIDER_TIMEOUT_MS']],
+    ['max attempts above 50', { DEFAULT_MAX_ATTEMPTS: '51' }, ['DEFAULT_MAX_ATTEMPTS']],
+    ['renew == duration', { LEASE_DURATION_MS: '20000', LEASE_RENEW_INTERVAL_MS: '20000' }, ['LEASE_RENEW_INTERVAL_MS', 'LEASE_DURATION_MS']],
+    ['renew > duration', { LEASE_RENEW_INTERVAL_MS: '70000' }, ['LEASE_RENEW_INTERVAL_MS', 'LEASE_DURATION_MS']],
+    ['margin >= duration', { LEASE_DURATION_MS: '10000', LEASE_RENEW_INTERVAL_MS: '100', EXECUTOR_TICK_BUDGET_MS: '100', LEASE_SAFETY_MARGIN_MS: '10000' },
+      ['LEASE_SAFETY_MARGIN_MS', 'LEASE_DURATION_MS']],
+    ['renew + default margin >= duration', { LEASE_DURATION_MS: '10000', LEASE_RENEW_INTERVAL_MS: '8000', EXECUTOR_TICK_BUDGET_MS: '1000' },
+      ['LEASE_RENEW_INTERVAL_MS', 'LEASE_SAFETY_MARGIN_MS', 'LEASE_DURATION_MS']],
+    ['renew + explicit margin >= duration', { LEASE_RENEW_INTERVAL_MS: '40000', LEASE_SAFETY_MARGIN_MS: '20000' },
+      ['LEASE_RENEW_INTERVAL_MS', 'LEASE_SAFETY_MARGIN_MS', 'LEASE_DURATION_MS']],
+    ['tick budget + margin >= duration', { EXECUTOR_TICK_BUDGET_MS: '55000' }, ['EXECUTOR_TICK_BUDGET_MS', 'LEASE_SAFETY_MARGIN_MS', 'LEASE_DURATION_MS']],
+    ['COMMIT_GRACE_MS == DB_STATEMENT_TIMEOUT_MS', { COMMIT_GRACE_MS: '3000' }, ['COMMIT_GRACE_MS', 'DB_STATEMENT_TIMEOUT_MS']],
+    ['COMMIT_GRACE_MS < DB_STATEMENT_TIMEOUT_MS', { COMMIT_GRACE_MS: '1000', DB_STATEMENT_TIMEOUT_MS: '2000' }, ['COMMIT_GRACE_MS', 'DB_STATEMENT_TIMEOUT_MS']],
+    ['retry base > max', { RETRY_BASE_DELAY_MS: '5000', RETRY_MAX_DELAY_MS: '1000' }, ['RETRY_BASE_DELAY_MS', 'RETRY_MAX_DELAY_MS']],
+    ['concurrency > max attempts per tick', { EXECUTOR_CONCURRENCY: '20', EXECUTOR_MAX_ATTEMPTS_PER_TICK: '10' },
+      ['EXECUTOR_CONCURRENCY', 'EXECUTOR_MAX_ATTEMPTS_PER_TICK']],
+    ['5-field cron', { EXECUTOR_SCHEDULE: '*/10 * * * *' }, ['EXECUTOR_SCHEDULE']],
+    ['7-field cron', { EXECUTOR_SCHEDULE: '0 */10 * * * * *' }, ['EXECUTOR_SCHEDULE']],
+    ['bad LOG_LEVEL', { LOG_LEVEL: 'verbose' }, ['LOG_LEVEL']],
+    ['PROVIDER_URL not a URL', { PROVIDER_URL: 'not a url' }, ['PROVIDER_URL']],
+    ['ftp PROVIDER_URL', { PROVIDER_URL: 'ftp://files.example.com/in' }, ['PROVIDER_URL']],
+    ['unknown DATABASE_URL scheme', { DATABASE_URL: 'mysql://u:p@db.example.com/x' }, ['DATABASE_URL']],
+    ['DATABASE_URL without a scheme', { DATABASE_URL: 'db.example.com' }, ['DATABASE_URL']],
+    ['DATABASE_URL with Authentication=Active Directory Default',
+      { DATABASE_URL: 'Server=tcp:x.database.windows.net,1433;Database=db;Authentication=Active Directory Default' }, ['DATABASE_URL', 'SQL_SERVER']],
+    ['mssql URL with Authentication=Active Directory Default',
+      { DATABASE_URL: 'mssql://x.database.windows.net/db?Authentication=Active Directory Default' }, ['DATABASE_URL']],
+    ['SQL_SERVER without SQL_DATABASE', { SQL_SERVER: 'x.database.windows.net' }, ['SQL_SERVER', 'SQL_DATABASE']],
+    ['SQL_DATABASE without SQL_SERVER', { SQL_DATABASE: 'db' }, ['SQL_SERVER', 'SQL_DATABASE']],
+    ['DATABASE_URL together with SQL_SERVER', { DATABASE_URL: 'postgres://localhost/x', SQL_SERVER: 'x.database.windows.net', SQL_DATABASE: 'db' },
+      ['DATABASE_URL', 'SQL_SERVER']],
+    ['LEASE_NAME too long', { LEASE_NAME: 'x'.repeat(65) }, ['LEASE_NAME']],
+  ];
+
+  it.each(table)('%s', (_name, env, names) => {
+    const err = configError(env);
+    expect(err.name).toBe('ConfigError');
+    for (const n of names) expect(err.message).toContain(n);
+  });
+
+  it('has at least 15 cases', () => {
+    expect(table.length).toBeGreaterThanOrEqual(15);
+  });
+});
+
+describe('DATABASE_URL resolution', () => {
+  it.each<[string, Env, DatabaseTarget]>([
+    ['unset → pglite in memory', {}, { kind: 'pglite', dataDir: null }],
+    ['pglite: → memory', { DATABASE_URL: 'pglite:' }, { kind: 'pglite', dataDir: null }],
+    ['pglite:// → memory', { DATABASE_URL: 'pglite://' }, { kind: 'pglite', dataDir: null }],
+    ['pglite:memory → memory', { DATABASE_URL: 'pglite:memory' }, { kind: 'pglite', dataDir: null }],
+    ['pglite:<dir> → dataDir', { DATABASE_URL: 'pglite:./.data/x' }, { kind: 'pglite', dataDir: './.data/x' }],
+    ['pglite://<dir> → dataDir', { DATABASE_URL: 'pglite:///var/lib/sm' }, { kind: 'pglite', dataDir: '/var/lib/sm' }],
+    ['postgres://', { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/sm' }, { kind: 'postgres', url: 'postgres://u:p@127.0.0.1:5432/sm' }],
+    ['postgresql://', { DATABASE_URL: 'postgresql://u@h/sm?sslmode=require' }, { kind: 'postgres', url: 'postgresql://u@h/sm?sslmode=require' }],
+    ['mssql://', { DATABASE_URL: 'mssql://sa:Pw1@localhost:1433/sm' }, { kind: 'mssql', url: 'mssql://sa:Pw1@localhost:1433/sm' }],
+    ['surrounding whitespace is trimmed', { DATABASE_URL: '  postgres://h/sm  ' }, { kind: 'postgres', url: 'postgres://h/sm' }],
+    ['SQL_SERVER + SQL_DATABASE → Entra (system identity)', { SQL_SERVER: 's.database.windows.net', SQL_DATABASE: 'sm' },
+      { kind: 'mssqlEntra', server: 's.database.windows.net', database: 'sm', clientId: null }],
+    ['SQL_SERVER + SQL_DATABASE + AZURE_CLIENT_ID → Entra (user-assigned identity)',
+      { SQL_SERVER: 's.database.windows.net', SQL_DATABASE: 'sm', AZURE_CLIENT_ID: '00000000-0000-0000-0000-000000000001' },
+      { kind: 'mssqlEntra', server: 's.database.windows.net', database: 'sm', clientId: '00000000-0000-0000-0000-000000000001' }],
+  ])('%s', (_name, env, expected) => {
+    expect(loadConfig(env).database).toEqual(expected);
+  });
+});
+
+describe('blank values are unset', () => {
+  const blanks = ['', '   ', '\t'];
+  it.each(blanks.map((b) => [JSON.stringify(b), b] as const))('%s everywhere → the defaults', (_n, blank) => {
+    const env: Env = {};
+    for (const k of [
+      'DATABASE_URL', 'SQL_SERVER', 'SQL_DATABASE', 'AZURE_CLIENT_ID', 'LEASE_NAME', 'HOLDER_ID', 'LEASE_DURATION_MS',
+      'LEASE_RENEW_INTERVAL_MS', 'LEASE_ACQUIRE_INTERVAL_MS', 'LEASE_SAFETY_MARGIN_MS', 'LEASE_ACQUIRE_JITTER_MS',
+      'SCHEDULE_REFRESH_INTERVAL_MS', 'COMMIT_GRACE_MS', 'EXECUTOR_SCHEDULE', 'EXECUTOR_TICK_BUDGET_MS',
+      'EXECUTOR_MAX_ATTEMPTS_PER_TICK', 'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
+    ]) env[k] = blank;
+    const c = loadConfig(env);
+    const d = loadConfig({});
+    expect({ ...c, lease: { ...c.lease, holderId: 'x' } }).toEqual({ ...d, lease: { ...d.lease, holderId: 'x' } });
+    expect(c.lease.holderId).toMatch(/^[^-]+(-[^-]+)*-\d+-[0-9a-f]{6}$/);
+  });
+
+  it('a blank DATABASE_URL beside SQL_SERVER is not "both set"', () => {
+    expect(loadConfig({ DATABASE_URL: '', SQL_SERVER: 's', SQL_DATABASE: 'd' }).database.kind).toBe('mssqlEntra');
+  });
+});
+
+describe('secrets', () => {
+  it.each([
+    ['postgres://user:s3cretPw@h:5432/db', 's3cretPw'],
+    ['mssql://sa:Pa55word!@h:1433/db', 'Pa55word!'],
+    ['mysql://user:p@ssword@h/db', 'ssword'],
+    ['mysql://user:pa/ss@h/db', 'pa/ss'],
+    ['mysql://:onlyPw@h/db', 'onlyPw'],
+    ['https://u:tok3n@api.example.com/x?y=1', 'tok3n'],
+  ])('redactUrl(%s) hides the password', (url, pw) => {
+    const r = redactUrl(url);
+    expect(r).not.toContain(pw);
+    expect(r).toContain('***');
+  });
+
+  it.each([
+    ['postgres://h/db'],
+    ['pglite:./.data/x'],
+    ['https://api.example.com/x?y=1'],
+  ])('redactUrl(%s) leaves a URL without credentials alone', (url) => {
+    expect(redactUrl(url)).toBe(url);
+  });
+
+  it.each<[string, Env]>([
+    ['unknown scheme', { DATABASE_URL: 'mysql://admin:Hunter2Secret@db.example.com/x' }],
+    ['unknown scheme, raw @ in password', { DATABASE_URL: 'mysql://admin:Hunter2@Secret@db.example.com/x' }],
+    ['unknown scheme, raw / in password', { DATABASE_URL: 'mysql://admin:Hunter2/Secret@db.example.com/x' }],
+    ['no // authority', { DATABASE_URL: 'mysql:admin:Hunter2Secret@db.example.com' }],
+    ['.NET connection string with a password', { DATABASE_URL: 'Server=tcp:h,1433;User ID=sa;Password=Hunter2Secret;' }],
+    ['.NET connection string with Authentication=', { DATABASE_URL: 'Server=h;Authentication=Active Directory Default;Password=Hunter2Secret' }],
+    ['mssql URL with Authentication=', { DATABASE_URL: 'mssql://sa:Hunter2Secret@h/db?Authentication=Active Directory Password' }],
+    ['beside SQL_SERVER', { DATABASE_URL: 'postgres://u:Hunter2Secret@h/db', SQL_SERVER: 's', SQL_DATABASE: 'd' }],
+    ['beside another bad setting', { DATABASE_URL: 'postgres://u:Hunter2Secret@h/db', LEASE_DURATION_MS: 'x' }],
+  ])('DATABASE_URL password never appears in the error: %s', (_name, env) => {
+    const err = configError(env);
+    expect(err.message).not.toContain('Hunter2');
+    expect(err.message).not.toContain('Secret');
+    expect(err.stack ?? '').not.toContain('Hunter2');
+  });
+});
