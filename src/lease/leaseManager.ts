@@ -32,8 +32,9 @@ interface Held {
 
 export class LeaseManager implements LeaderGate {
   private held: Held | null = null;
-  /** Monotonic time before which a follower need not try again (from the observed expires_at). */
-  private retryAtMs = 0;
+  /** Monotonic time before which a follower need not try again (from the observed expires_at).
+   *  -Infinity = no wait: the monotonic clock has an arbitrary origin and may be negative. */
+  private retryAtMs = Number.NEGATIVE_INFINITY;
   private readonly listeners = new Set<(c: LeadershipChange) => void>();
 
   constructor(
@@ -109,7 +110,8 @@ export class LeaseManager implements LeaderGate {
       const out = await this.store.tryAcquire(name, holderId, durationMs);
       if (out.acquired) {
         this.becomeLeader(out.lease, sentAtMs);
-        return true;
+        // A reply that arrives past the local deadline must not report leadership (requireLeader drops it).
+        return this.requireLeader() !== null;
       }
       this.scheduleRetry(out.current, out.dbNow);
       this.log.debug({ event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
@@ -163,7 +165,7 @@ export class LeaseManager implements LeaderGate {
     const held = this.held;
     if (!held) return;
     this.held = null;
-    this.retryAtMs = 0;
+    this.retryAtMs = Number.NEGATIVE_INFINITY;
     this.log.warn({ event: 'leader_lost', reason, ...this.fields(held), sql_error: sqlErrorField(sqlError) }, 'leadership lost');
     this.emit({ kind: 'lost', token: held.token, reason });
   }

@@ -1,0 +1,222 @@
+// The executor tick: acquire/renew; on a new epoch recover orphans and rebuild; then, until the deadline
+// (min(tick budget, local lease deadline)), refresh at its interval, renew at its interval, and run due
+// intents through fenced start → gate check → provider call → fenced completion, in batches.
+// Guarantees: nothing starts without the gate; every write is fenced by the epoch it started under; a
+// fence failure or SQL error drops leadership and stops the batch; the tick awaits everything it began.
+import type { LeaseManager } from '../lease/leaseManager.js';
+import type { Clock } from '../lease/clock.js';
+import type { Logger } from '../observability/logger.js';
+import { sqlErrorField } from '../observability/logger.js';
+import type { Provider } from '../provider/provider.js';
+import { aborted, decide } from '../provider/retryPolicy.js';
+import { ScheduleRefresher } from '../schedule/refresher.js';
+import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
+import type { LeaseToken } from '../store/ports.js';
+import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSummary.js';
+
+export type { ExecutorSettings, TickSummary };
+
+export class Executor {
+  private epoch: number | null = null;
+  private lastRefreshMs = Number.NEGATIVE_INFINITY;
+  private lastReconcileMs = Number.NEGATIVE_INFINITY;
+  private running: Promise<TickSummary> | null = null;
+  readonly refresher: ScheduleRefresher;
+
+  constructor(
+    private readonly lease: LeaseManager,
+    private readonly store: ExecutionStore,
+    private readonly provider: Provider,
+    private readonly settings: ExecutorSettings,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly random: () => number = Math.random,
+  ) {
+    this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
+    // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
+    lease.onChange((c) => {
+      if (c.kind === 'lost') {
+        this.epoch = null;
+        this.refresher.reset();
+      }
+    });
+  }
+
+  /** Run one bounded tick. Overlapping calls share the running tick instead of starting a second one. */
+  tick(budgetMs = this.settings.tickBudgetMs): Promise<TickSummary> {
+    this.running ??= this.runTick(budgetMs).finally(() => (this.running = null));
+    return this.running;
+  }
+
+  private async runTick(budgetMs: number): Promise<TickSummary> {
+    const t0 = this.clock.nowMs();
+    const budgetEnd = t0 + budgetMs;
+    const sum = emptySummary(this.lease.holderId);
+    let token = await this.lease.tryAcquireOrRenew();
+    if (!token) {
+      // Follower: if the holder's lease expires within this tick, try again right after it.
+      const wait = this.lease.followerRetryDelayMs();
+      if (wait > 0 && t0 + wait + this.settings.minLeaderWorkMs < budgetEnd) {
+        await this.clock.sleep(wait);
+        token = (await this.lease.tryAcquire()) ? this.lease.requireLeader() : null;
+      }
+    }
+    if (!token) return this.finish(sum, t0, 'follower');
+    sum.role = 'leader';
+    sum.leaseEpoch = token.leaseEpoch;
+    try {
+      if (this.epoch !== token.leaseEpoch && !(await this.rebuild(token, sum))) return this.finish(sum, t0, 'lease_lost');
+      const stop = await this.loop(token, budgetEnd, sum);
+      return this.finish(sum, t0, stop);
+    } catch (e) {
+      // Any SQL failure on the leader path is a connectivity failure: drop leadership, stop (spec).
+      this.log.error({ event: 'executor_sql_error', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) }, 'executor stopped on SQL error');
+      this.lease.drop('sql_error', e);
+      return this.finish(sum, t0, 'sql_error');
+    }
+  }
+
+  private async rebuild(token: LeaseToken, sum: TickSummary): Promise<boolean> {
+    const rec = await this.store.fencedRecoverOrphans(token);
+    if (rec.kind === 'leaseLost') return this.fenceFailed(sum);
+    const stats = await this.refresher.rebuild();
+    sum.rebuilt = true;
+    sum.recovered = rec.value.recovered;
+    sum.refreshedRows += stats.rows;
+    // Leadership may have been lost while rebuilding: re-check before executing anything.
+    if (!this.lease.ensureEpoch(token.leaseEpoch)) {
+      this.refresher.reset();
+      return false;
+    }
+    this.epoch = token.leaseEpoch;
+    this.lastRefreshMs = this.lastReconcileMs = this.clock.nowMs();
+    return true;
+  }
+
+  private async loop(token: LeaseToken, budgetEnd: number, sum: TickSummary): Promise<string> {
+    const s = this.settings;
+    const inFlight = new Set<Promise<void>>();
+    const pending: AttemptCompletion[] = [];
+    let wake: () => void = () => {};
+    let stop: string | null = null;
+    const deadline = () => Math.min(budgetEnd, this.clock.nowMs() + this.lease.remainingMs());
+
+    const flush = async () => {
+      if (pending.length === 0) return;
+      const batch = pending.splice(0);
+      const res = await this.store.fencedCompleteAttempts(token, batch);
+      if (res.kind === 'leaseLost') {
+        this.fenceFailed(sum);
+        stop ??= 'lease_lost';
+        return;
+      }
+      for (const r of res.value) {
+        const c = batch.find((b) => b.intentId === r.intentId)!;
+        if (this.epoch === token.leaseEpoch) this.refresher.schedule.release(r.intentId, r.row);
+        if (!r.applied) sum.skipped++;
+        else if (c.outcome === 'succeeded') sum.succeeded++;
+        else if (c.outcome === 'aborted') sum.aborted++;
+        else if (c.next.status === 'scheduled') sum.retried++;
+        else sum.failed++;
+      }
+    };
+
+    const runAttempt = async (a: StartedAttempt) => {
+      try {
+        const timeoutMs = Math.min(s.providerTimeoutMs, deadline() - this.clock.nowMs());
+        // The gate, just before the call: an attempt whose call was not sent is aborted.
+        if (!this.lease.ensureEpoch(token.leaseEpoch) || timeoutMs <= 0) {
+          pending.push(aborted(a, 'leadership lost or lease deadline reached'));
+          return;
+        }
+        const t = this.clock.nowMs();
+        const result = await this.provider.submit(
+          { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
+          timeoutMs,
+        );
+        pending.push(decide(result, { ...a, durationMs: this.clock.nowMs() - t }, a.contract.retry, this.random));
+      } finally {
+        wake();
+      }
+    };
+
+    while (stop === null) {
+      const now = this.clock.nowMs();
+      if (now >= deadline()) stop = 'deadline';
+      else if (!this.lease.ensureEpoch(token.leaseEpoch)) stop = 'lease_lost';
+      else if (this.lease.renewDue() && !(await this.lease.renew())) stop = 'lease_lost';
+      if (stop !== null) break;
+
+      if (inFlight.size === 0 && now - this.lastReconcileMs >= s.reconcileIntervalMs) {
+        await flush();
+        const stats = await this.refresher.rebuild(); // defence in depth against late commits
+        sum.refreshedRows += stats.rows;
+        this.lastReconcileMs = this.lastRefreshMs = now;
+      } else if (now - this.lastRefreshMs >= s.refresh.intervalMs) {
+        const stats = await this.refresher.refresh();
+        sum.refreshedRows += stats.rows;
+        sum.refreshes++;
+        this.lastRefreshMs = now;
+      }
+
+      if (pending.length >= s.completionBatch || (pending.length > 0 && inFlight.size === 0)) await flush();
+      if (stop !== null) break;
+
+      // Start due intents when a worthwhile batch of slots is free (or nothing runs).
+      const free = Math.min(s.concurrency - inFlight.size, s.maxAttemptsPerTick - sum.started);
+      if (free > 0 && (free >= s.startBatch || inFlight.size === 0) && this.lease.requireLeader()) {
+        const due = this.refresher.schedule.takeDue(this.refresher.dbNowMs(), free);
+        if (due.length > 0) {
+          const res = await this.store.fencedStartAttempts(token, due.map((d) => ({ intentId: d.intentId, expectedAttemptCount: d.attemptCount })));
+          if (res.kind === 'leaseLost') {
+            this.fenceFailed(sum);
+            stop = 'lease_lost';
+            break;
+          }
+          const startedIds = new Set(res.value.map((a) => a.intentId));
+          for (const d of due) {
+            if (startedIds.has(d.intentId)) continue;
+            // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: keep it queued
+            // slightly later; a newer row from refresh wins over this one.
+            sum.skipped++;
+            this.refresher.schedule.release(d.intentId, { ...d, status: 'scheduled', nextAttemptAt: new Date(d.dueMs + 50) });
+          }
+          sum.started += res.value.length;
+          for (const a of res.value) {
+            const p: Promise<void> = runAttempt(a).finally(() => inFlight.delete(p));
+            inFlight.add(p);
+          }
+          continue;
+        }
+      }
+
+      // Idle until the next thing to do: a completion, the next refresh, the next due intent, the deadline.
+      const nextDue = this.refresher.schedule.nextDueMs();
+      const untilDue = nextDue === undefined ? Infinity : nextDue - this.refresher.dbNowMs();
+      const untilRefresh = this.lastRefreshMs + s.refresh.intervalMs - this.clock.nowMs();
+      const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, deadline() - this.clock.nowMs()));
+      const woke = new Promise<void>((r) => (wake = r));
+      await Promise.race([this.clock.sleep(waitMs), woke]);
+    }
+
+    // End of the batch: in-flight calls end by the deadline (their timeout is clipped to it); their
+    // completions are fenced like any other write (a lost lease makes them orphans for the next leader).
+    await Promise.all(inFlight);
+    if (stop !== 'lease_lost') await flush();
+    else pending.length = 0;
+    return stop ?? 'deadline';
+  }
+
+  private fenceFailed(sum: TickSummary): false {
+    sum.leaseLost = true;
+    this.lease.drop('fence_failed');
+    return false;
+  }
+
+  private finish(sum: TickSummary, t0: number, stopReason: string): TickSummary {
+    sum.stopReason = stopReason;
+    sum.durationMs = Math.round(this.clock.nowMs() - t0);
+    sum.scheduleSize = this.refresher.schedule.size;
+    return sum;
+  }
+}

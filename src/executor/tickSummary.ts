@@ -1,0 +1,64 @@
+// Executor settings and the summary one tick returns (the caller logs it as event=tick_summary).
+export interface ExecutorSettings {
+  tickBudgetMs: number;
+  maxAttemptsPerTick: number;
+  /** Provider calls in flight at once. */
+  concurrency: number;
+  providerTimeoutMs: number;
+  reconcileIntervalMs: number;
+  refresh: { intervalMs: number; pageSize: number; commitGraceMs: number };
+  /** Start attempts when at least this many slots are free (batched fenced starts). */
+  startBatch: number;
+  /** Flush completions once this many are pending (batched fenced completions). */
+  completionBatch: number;
+  /** A follower waits for an expiring lease within a tick only if this much budget would remain. */
+  minLeaderWorkMs: number;
+}
+
+export interface TickSummary {
+  role: 'leader' | 'follower';
+  holderId: string;
+  leaseEpoch: number | null;
+  rebuilt: boolean;
+  recovered: number;
+  refreshes: number;
+  refreshedRows: number;
+  started: number;
+  succeeded: number;
+  retried: number;
+  failed: number;
+  aborted: number;
+  /** Starts or completions whose intent changed meanwhile (cancelled, rescheduled, not yet due). */
+  skipped: number;
+  leaseLost: boolean;
+  scheduleSize: number;
+  durationMs: number;
+  stopReason: string;
+}
+
+export function emptySummary(holderId: string): TickSummary {
+  return {
+    role: 'follower', holderId, leaseEpoch: null, rebuilt: false, recovered: 0, refreshes: 0, refreshedRows: 0,
+    started: 0, succeeded: 0, retried: 0, failed: 0, aborted: 0, skipped: 0, leaseLost: false, scheduleSize: 0,
+    durationMs: 0, stopReason: '',
+  };
+}
+
+/** Executor settings from the resolved configuration, with batch sizes derived from concurrency. */
+export function executorSettingsFrom(c: {
+  executor: { tickBudgetMs: number; maxAttemptsPerTick: number; concurrency: number };
+  provider: { timeoutMs: number };
+  schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
+}): ExecutorSettings {
+  return {
+    tickBudgetMs: c.executor.tickBudgetMs,
+    maxAttemptsPerTick: c.executor.maxAttemptsPerTick,
+    concurrency: c.executor.concurrency,
+    providerTimeoutMs: c.provider.timeoutMs,
+    reconcileIntervalMs: c.schedule.reconcileIntervalMs,
+    refresh: { intervalMs: c.schedule.refreshIntervalMs, pageSize: c.schedule.pageSize, commitGraceMs: c.schedule.commitGraceMs },
+    startBatch: Math.max(1, Math.floor(c.executor.concurrency / 4)),
+    completionBatch: Math.max(1, Math.floor(c.executor.concurrency / 2)),
+    minLeaderWorkMs: 500,
+  };
+}

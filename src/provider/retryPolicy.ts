@@ -1,0 +1,58 @@
+// Retry policy: exponential backoff with full jitter, capped; Retry-After honoured (never retry sooner).
+import type { AttemptCompletion } from '../store/intentPorts.js';
+import type { ProviderResult } from './provider.js';
+
+export interface RetrySettings {
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+/** Longest Retry-After we honour (a provider asking for more is capped here). */
+export const MAX_RETRY_AFTER_MS = 24 * 3600_000;
+
+/** Retry-After as delta-seconds or an HTTP date (relative to `nowMs`, wall clock of the response). */
+export function parseRetryAfter(value: string | undefined, nowMs = Date.now()): number | null {
+  if (!value) return null;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Math.min(Number(v) * 1000, MAX_RETRY_AFTER_MS);
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return null;
+  return Math.min(Math.max(0, at - nowMs), MAX_RETRY_AFTER_MS);
+}
+
+/** Full jitter: uniform in [0, min(max, base · 2^(attemptNo−1))]. */
+export function backoffMs(attemptNo: number, s: RetrySettings, random: () => number = Math.random): number {
+  const ceiling = Math.min(s.maxDelayMs, s.baseDelayMs * 2 ** Math.min(attemptNo - 1, 30));
+  return Math.floor(random() * ceiling);
+}
+
+/** The completion to record for an attempt's result, given the intent's own (snapshot) policy. */
+export function decide(
+  result: ProviderResult,
+  attempt: { intentId: string; attemptNo: number; maxAttempts: number; durationMs: number },
+  s: RetrySettings,
+  random: () => number = Math.random,
+): AttemptCompletion {
+  const base = { intentId: attempt.intentId, attemptNo: attempt.attemptNo, durationMs: attempt.durationMs };
+  if (result.kind === 'success') {
+    return { ...base, outcome: 'succeeded', httpStatus: result.httpStatus, error: null, next: { status: 'succeeded' } };
+  }
+  if (result.kind === 'permanent') {
+    return { ...base, outcome: 'permanent_error', httpStatus: result.httpStatus, error: result.error, next: { status: 'failed' } };
+  }
+  if (attempt.attemptNo >= attempt.maxAttempts) {
+    return { ...base, outcome: 'retryable_error', httpStatus: result.httpStatus,
+      error: `${result.error} (attempts exhausted: ${attempt.attemptNo}/${attempt.maxAttempts})`, next: { status: 'failed' } };
+  }
+  const delay = Math.max(backoffMs(attempt.attemptNo, s, random), result.retryAfterMs ?? 0);
+  return { ...base, outcome: 'retryable_error', httpStatus: result.httpStatus, error: result.error,
+    next: { status: 'scheduled', retryDelayMs: delay } };
+}
+
+/** An attempt started but never sent (leadership lost first): closed as aborted, intent due again now. */
+export function aborted(attempt: { intentId: string; attemptNo: number; maxAttempts: number }, reason: string): AttemptCompletion {
+  const exhausted = attempt.attemptNo >= attempt.maxAttempts;
+  return { intentId: attempt.intentId, attemptNo: attempt.attemptNo, durationMs: 0, outcome: 'aborted', httpStatus: null,
+    error: `aborted before the provider call: ${reason}${exhausted ? '; attempts exhausted' : ''}`,
+    next: exhausted ? { status: 'failed' } : { status: 'scheduled', retryDelayMs: 0 } };
+}

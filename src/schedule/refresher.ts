@@ -1,0 +1,105 @@
+// Keeps the leader's schedule in step with SQL. Full rebuild on a new epoch (and a periodic reconcile);
+// incremental refresh by the composite cursor (last_modified_at, intent_id), paged. The persistent cursor
+// only advances over rows older than db_now − COMMIT_GRACE_MS ("settled"): a writer that commits late with
+// an older timestamp is still read. Newer rows are applied now and read again next time (harmless).
+import type { Clock } from '../lease/clock.js';
+import type { ExecutionStore, RefreshCursor } from '../store/intentPorts.js';
+import { Schedule } from './schedule.js';
+
+export interface RefreshSettings {
+  pageSize: number;
+  commitGraceMs: number;
+  /** Bound on pages per refresh call, so a tick stays bounded; the rest is read next time. */
+  maxPages?: number;
+}
+
+export interface RefreshStats {
+  rows: number;
+  pages: number;
+  applied: number;
+}
+
+export class ScheduleRefresher {
+  readonly schedule = new Schedule();
+  private cursor: RefreshCursor | null = null;
+  /** Database time at the last round trip and the monotonic time we learnt it (DB-clock estimate). */
+  private dbAnchor: { dbMs: number; monoMs: number } | null = null;
+
+  constructor(
+    private readonly store: ExecutionStore,
+    private readonly settings: RefreshSettings,
+    private readonly clock: Clock,
+  ) {}
+
+  get ready(): boolean {
+    return this.cursor !== null;
+  }
+
+  get currentCursor(): RefreshCursor | null {
+    return this.cursor;
+  }
+
+  /** Estimated database time now (ms): last observed db time + monotonic time elapsed since. */
+  dbNowMs(): number {
+    if (!this.dbAnchor) return Number.NEGATIVE_INFINITY;
+    return this.dbAnchor.dbMs + (this.clock.nowMs() - this.dbAnchor.monoMs);
+  }
+
+  /** Drop everything (leadership lost or a new epoch). */
+  reset(): void {
+    this.schedule.clear();
+    this.cursor = null;
+  }
+
+  /** Full load of scheduled intents; the cursor starts at (db_now − grace) so nothing committed late is missed. */
+  async rebuild(): Promise<RefreshStats> {
+    this.reset();
+    const start = await this.store.rebuildStart(this.settings.commitGraceMs);
+    this.observe(start.dbNow);
+    let after: string | null = null;
+    const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
+    const pageSize = Math.max(this.settings.pageSize, 1_000);
+    for (;;) {
+      const rows = await this.store.loadScheduled(after, pageSize);
+      stats.pages++;
+      for (const r of rows) if (this.schedule.apply(r) === 'scheduled') stats.applied++;
+      stats.rows += rows.length;
+      if (rows.length < pageSize) break;
+      after = rows[rows.length - 1]!.intentId;
+    }
+    this.cursor = start.cursor;
+    return stats;
+  }
+
+  /** Incremental refresh: read every page after the cursor; advance the cursor over settled rows only. */
+  async refresh(): Promise<RefreshStats> {
+    if (!this.cursor) return this.rebuild();
+    const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
+    let read = this.cursor; // where this call reads from (runs ahead over unsettled rows)
+    let settledUpTo = this.cursor; // what we persist
+    let allSettledSoFar = true;
+    const maxPages = this.settings.maxPages ?? 50;
+    while (stats.pages < maxPages) {
+      const page = await this.store.refreshPage(read, this.settings.pageSize, this.settings.commitGraceMs);
+      this.observe(page.dbNow);
+      stats.pages++;
+      for (const r of page.rows) {
+        const res = this.schedule.apply(r);
+        if (res === 'scheduled' || res === 'removed') stats.applied++;
+        read = { modifiedAt: r.version, intentId: r.intentId };
+        // Rows come ordered by last_modified_at, so settled rows form a prefix.
+        if (allSettledSoFar && r.settled) settledUpTo = read;
+        else allSettledSoFar = false;
+      }
+      stats.rows += page.rows.length;
+      if (page.rows.length < this.settings.pageSize) break;
+    }
+    this.cursor = settledUpTo;
+    this.schedule.pruneVersionsBefore(settledUpTo.modifiedAt);
+    return stats;
+  }
+
+  private observe(dbNow: Date): void {
+    this.dbAnchor = { dbMs: dbNow.getTime(), monoMs: this.clock.nowMs() };
+  }
+}

@@ -1,0 +1,93 @@
+// The leader's in-memory schedule: what is due when, and nothing else (never payloads). Applying a row is
+// idempotent and newer state wins (versions are last_modified_at as fixed-width database text), so the same
+// row observed twice — by refresh, reconcile or our own writes — never enqueues a duplicate attempt.
+import type { ScheduleRow } from '../store/intentPorts.js';
+import { DueHeap, type DueEntry } from './dueHeap.js';
+
+export type ApplyResult = 'scheduled' | 'removed' | 'stale' | 'claimed';
+
+export class Schedule {
+  private readonly heap = new DueHeap();
+  /** Version of every intent we know the state of (scheduled, claimed or no longer schedulable). */
+  private readonly versions = new Map<string, string>();
+  /** Intents taken for execution and not yet completed (refresh must not re-enqueue them), with the
+   *  newest row observed meanwhile, applied when the claim is released. */
+  private readonly claimed = new Map<string, ScheduleRow | null>();
+
+  get size(): number {
+    return this.heap.size;
+  }
+
+  get claimedCount(): number {
+    return this.claimed.size;
+  }
+
+  has(intentId: string): boolean {
+    return this.heap.get(intentId) !== undefined;
+  }
+
+  /** Due time (database ms) of the earliest entry, if any. */
+  nextDueMs(): number | undefined {
+    return this.heap.peek()?.dueMs;
+  }
+
+  apply(row: ScheduleRow): ApplyResult {
+    if (this.claimed.has(row.intentId)) {
+      const pending = this.claimed.get(row.intentId);
+      if (!pending || pending.version < row.version) this.claimed.set(row.intentId, row);
+      return 'claimed'; // applied (if still newest) when the claim is released
+    }
+    const known = this.versions.get(row.intentId);
+    if (known !== undefined && known > row.version) return 'stale';
+    this.versions.set(row.intentId, row.version);
+    if (row.status === 'scheduled' && row.attemptCount < row.maxAttempts) {
+      this.heap.upsert({
+        intentId: row.intentId, dueMs: row.nextAttemptAt.getTime(), attemptCount: row.attemptCount,
+        maxAttempts: row.maxAttempts, version: row.version,
+      });
+      return 'scheduled';
+    }
+    this.heap.remove(row.intentId);
+    return 'removed';
+  }
+
+  /** Pop up to `limit` entries due at `dbNowMs` (database clock) and mark them claimed. */
+  takeDue(dbNowMs: number, limit: number): DueEntry[] {
+    const out: DueEntry[] = [];
+    while (out.length < limit) {
+      const top = this.heap.peek();
+      if (!top || top.dueMs > dbNowMs) break;
+      this.heap.pop();
+      this.claimed.set(top.intentId, null);
+      out.push(top);
+    }
+    return out;
+  }
+
+  /** Completion (or a skipped start) releases the claim; `row` is the new state when known. */
+  release(intentId: string, row: ScheduleRow | null): void {
+    const pending = this.claimed.get(intentId);
+    this.claimed.delete(intentId);
+    if (row) this.apply(row);
+    if (pending) this.apply(pending); // ignored as stale unless newer than `row`
+  }
+
+  /** Forget versions older than the settled cursor: rows at or before it will not be re-read. */
+  pruneVersionsBefore(version: string): void {
+    for (const [id, v] of this.versions) {
+      if (v < version && !this.heap.get(id) && !this.claimed.has(id)) this.versions.delete(id);
+    }
+  }
+
+  /** Lag of the oldest due entry behind `dbNowMs` (0 when nothing is overdue). */
+  oldestDueLagMs(dbNowMs: number): number {
+    const top = this.heap.peek();
+    return top ? Math.max(0, dbNowMs - top.dueMs) : 0;
+  }
+
+  clear(): void {
+    this.heap.clear();
+    this.versions.clear();
+    this.claimed.clear();
+  }
+}
