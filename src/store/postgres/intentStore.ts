@@ -12,6 +12,10 @@ SELECT $1, $2, $3, $4::jsonb, 'scheduled', 0, $5, COALESCE($6::timestamptz, n.t)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING ${INTENT_COLS}`;
 
+/** Database time, but strictly after the row's previous value: PGlite's clock has millisecond resolution,
+ *  and two updates within one tick must still produce a newer version for the leader's refresh. */
+const NEXT_MODIFIED = `GREATEST(clock_timestamp(), last_modified_at + interval '1 microsecond')`;
+
 export class PgIntentStore implements IntentStore {
   constructor(private readonly db: PgQueryable) {}
 
@@ -51,13 +55,13 @@ export class PgIntentStore implements IntentStore {
 
   cancel(intentId: string): Promise<MutationOutcome> {
     return this.mutate(intentId,
-      `UPDATE submission_intents SET status = 'cancelled', last_modified_at = clock_timestamp()
+      `UPDATE submission_intents SET status = 'cancelled', last_modified_at = ${NEXT_MODIFIED}
         WHERE intent_id = $1 AND status IN ('scheduled', 'in_flight') RETURNING ${INTENT_COLS}`, []);
   }
 
   reschedule(intentId: string, notBefore: Date): Promise<MutationOutcome> {
     return this.mutate(intentId,
-      `UPDATE submission_intents SET next_attempt_at = $2, last_modified_at = clock_timestamp()
+      `UPDATE submission_intents SET next_attempt_at = $2, last_modified_at = ${NEXT_MODIFIED}
         WHERE intent_id = $1 AND status = 'scheduled' RETURNING ${INTENT_COLS}`, [notBefore.toISOString()]);
   }
 

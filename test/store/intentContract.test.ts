@@ -1,0 +1,188 @@
+// The IntentStore contract, run unchanged against every dialect (PGlite, PostgreSQL server, SQL Server when configured).
+// Raw SQL below is PostgreSQL text: it only arranges state (status) or reads last_modified_at at full precision.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import type { Stores } from '../../src/store/stores.js';
+import type { IntentContract, IntentStatus, NewIntent } from '../../src/store/intentPorts.js';
+import { uuidv7 } from '../../src/intents/ids.js';
+
+const contract = (payload: Record<string, unknown> = { a: 1 }): IntentContract => ({
+  provider: { url: 'http://provider.test/submit' },
+  payload,
+  retry: { maxAttempts: 3, baseDelayMs: 1_000, maxDelayMs: 10_000 },
+});
+const newIntent = (over: Partial<NewIntent> = {}): NewIntent => ({
+  intentId: uuidv7(), idempotencyKey: null, requestHash: 'a'.repeat(64), contract: contract(), maxAttempts: 3, notBefore: null, ...over,
+});
+
+/** 'YYYY-MM-DD HH24:MI:SS.US' (UTC) → microseconds since the epoch, exactly. */
+const micros = (t: string): bigint => {
+  const [sec, frac = '0'] = t.split('.');
+  return BigInt(Date.parse(`${sec!.replace(' ', 'T')}Z`)) * 1000n + BigInt(frac.padEnd(6, '0'));
+};
+const UTC_US = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
+
+describe.each(dialects)('intent store contract: $name', (dialect) => {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext;
+  let s: Stores;
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    s = await ctx.openStores();
+  });
+  afterEach(async () => {
+    await ctx?.close();
+  });
+
+  const setStatus = (id: string, status: IntentStatus) =>
+    ctx.sql('UPDATE submission_intents SET status = $2 WHERE intent_id = $1', [id, status]);
+  const countRows = async () => Number((await ctx.sql<{ n: string | number }>('SELECT count(*) AS n FROM submission_intents'))[0]!.n);
+  /** Database clock and the row's last_modified_at, both as full-precision database text. */
+  const modified = async (id: string) => {
+    const [r] = await ctx.sql<{ m: string }>(`SELECT ${UTC_US('last_modified_at')} AS m FROM submission_intents WHERE intent_id = $1`, [id]);
+    return micros(r!.m);
+  };
+  const dbNow = async () => micros((await ctx.sql<{ t: string }>(`SELECT ${UTC_US('clock_timestamp()')} AS t`))[0]!.t);
+
+  it('inserts and reads back an intent: scheduled, due now (database time), contract intact', async () => {
+    const n = newIntent({ idempotencyKey: 'k-1', contract: contract({ nested: { b: [1, 'x', null] }, s: 'ü' }) });
+    const before = await dbNow();
+    const r = await s.intents.insert(n);
+    const after = await dbNow();
+    expect(r.kind).toBe('created');
+    expect(r.intent).toMatchObject({
+      intentId: n.intentId, idempotencyKey: 'k-1', requestHash: n.requestHash, status: 'scheduled',
+      attemptCount: 0, maxAttempts: 3, lastError: null, lastEpoch: null,
+    });
+    expect(r.intent.contract).toEqual(n.contract);
+    expect(r.intent.nextAttemptAt.getTime()).toBe(r.intent.createdAt.getTime());
+    expect(r.intent.lastModifiedAt.getTime()).toBe(r.intent.createdAt.getTime());
+    const m = await modified(n.intentId);
+    expect(m >= before && m <= after).toBe(true);
+    expect(await s.intents.get(n.intentId)).toEqual(r.intent);
+    expect(await s.intents.get(uuidv7())).toBeNull();
+  });
+
+  it('honours notBefore as next_attempt_at', async () => {
+    const notBefore = new Date('2031-05-06T07:08:09.123Z');
+    const r = await s.intents.insert(newIntent({ notBefore }));
+    expect(r.intent.nextAttemptAt.toISOString()).toBe(notBefore.toISOString());
+    expect(r.intent.createdAt.getTime()).toBeLessThan(notBefore.getTime());
+  });
+
+  it('insert with a taken idempotency key returns the existing intent and writes nothing', async () => {
+    const first = await s.intents.insert(newIntent({ idempotencyKey: 'same' }));
+    const second = await s.intents.insert(newIntent({ idempotencyKey: 'same', requestHash: 'b'.repeat(64), contract: contract({ other: true }) }));
+    expect(second.kind).toBe('existing');
+    expect(second.intent).toEqual(first.intent);
+    expect(await countRows()).toBe(1);
+    // Absent keys never collide.
+    await s.intents.insert(newIntent());
+    await s.intents.insert(newIntent());
+    expect(await countRows()).toBe(3);
+  });
+
+  it('race: concurrent inserts with one key on separate stores → exactly one created, one row', async () => {
+    const contenders = await Promise.all(Array.from({ length: 12 }, () => ctx.openStores({ poolMax: 1 })));
+    const outs = await Promise.all(contenders.map((c) => c.intents.insert(newIntent({ idempotencyKey: 'race-key' }))));
+    const created = outs.filter((o) => o.kind === 'created');
+    expect(created).toHaveLength(1);
+    expect(outs.filter((o) => o.kind === 'existing')).toHaveLength(11);
+    for (const o of outs) expect(o.intent.intentId).toBe(created[0]!.intent.intentId);
+    expect(await countRows()).toBe(1);
+  });
+
+  it('lists by intent_id (creation order), filtered by status, paged by an exclusive after cursor', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) ids.push((await s.intents.insert(newIntent())).intent.intentId);
+    await setStatus(ids[1]!, 'succeeded');
+    await setStatus(ids[4]!, 'succeeded');
+    await setStatus(ids[5]!, 'in_flight');
+
+    expect((await s.intents.list({ limit: 100 })).map((r) => r.intentId)).toEqual(ids);
+    expect((await s.intents.list({ limit: 3 })).map((r) => r.intentId)).toEqual(ids.slice(0, 3));
+    expect((await s.intents.list({ limit: 3, after: ids[2]! })).map((r) => r.intentId)).toEqual(ids.slice(3, 6));
+    expect((await s.intents.list({ limit: 3, after: ids[6]! }))).toEqual([]);
+    expect((await s.intents.list({ limit: 100, status: 'succeeded' })).map((r) => r.intentId)).toEqual([ids[1], ids[4]]);
+    expect((await s.intents.list({ limit: 100, status: 'succeeded', after: ids[1]! })).map((r) => r.intentId)).toEqual([ids[4]]);
+    expect((await s.intents.list({ limit: 100, status: 'scheduled' })).map((r) => r.intentId)).toEqual([ids[0], ids[2], ids[3], ids[6]]);
+    expect(await s.intents.list({ limit: 100, status: 'cancelled' })).toEqual([]);
+  });
+
+  it('cancels scheduled and in_flight intents', async () => {
+    const a = (await s.intents.insert(newIntent())).intent;
+    const b = (await s.intents.insert(newIntent())).intent;
+    await setStatus(b.intentId, 'in_flight');
+    const ca = await s.intents.cancel(a.intentId);
+    expect(ca.kind === 'ok' && ca.intent.status).toBe('cancelled');
+    const cb = await s.intents.cancel(b.intentId);
+    expect(cb.kind === 'ok' && cb.intent.status).toBe('cancelled');
+    expect((await s.intents.get(a.intentId))?.status).toBe('cancelled');
+  });
+
+  it.each(['succeeded', 'failed', 'cancelled'] as const)('cancel of a %s intent is a conflict and changes nothing', async (status) => {
+    const a = (await s.intents.insert(newIntent())).intent;
+    await setStatus(a.intentId, status);
+    const m0 = await modified(a.intentId);
+    const r = await s.intents.cancel(a.intentId);
+    expect(r.kind).toBe('conflict');
+    expect(r.kind === 'conflict' && r.intent.status).toBe(status);
+    expect(await modified(a.intentId)).toBe(m0);
+  });
+
+  it('cancel and reschedule of an unknown id → notFound', async () => {
+    expect(await s.intents.cancel(uuidv7())).toEqual({ kind: 'notFound' });
+    expect(await s.intents.reschedule(uuidv7(), new Date())).toEqual({ kind: 'notFound' });
+    expect(await countRows()).toBe(0);
+  });
+
+  it('reschedules a scheduled intent; in_flight and terminal intents are conflicts', async () => {
+    const a = (await s.intents.insert(newIntent())).intent;
+    const at = new Date('2030-01-02T03:04:05.678Z');
+    const r = await s.intents.reschedule(a.intentId, at);
+    expect(r.kind).toBe('ok');
+    expect(r.kind === 'ok' && r.intent.nextAttemptAt.toISOString()).toBe(at.toISOString());
+    expect(r.kind === 'ok' && r.intent.status).toBe('scheduled');
+    for (const status of ['in_flight', 'succeeded', 'failed', 'cancelled'] as const) {
+      await setStatus(a.intentId, status);
+      const m0 = await modified(a.intentId);
+      const c = await s.intents.reschedule(a.intentId, new Date('2035-01-01T00:00:00Z'));
+      expect(c.kind).toBe('conflict');
+      expect(c.kind === 'conflict' && c.intent.status).toBe(status);
+      expect(c.kind === 'conflict' && c.intent.nextAttemptAt.toISOString()).toBe(at.toISOString());
+      expect(await modified(a.intentId)).toBe(m0);
+    }
+  });
+
+  it('last_modified_at is database time and strictly increases on every update, even back to back', async () => {
+    const a = (await s.intents.insert(newIntent())).intent;
+    let prev = await modified(a.intentId);
+    const updates: (() => Promise<unknown>)[] = [
+      ...Array.from({ length: 8 }, (_, i) => () => s.intents.reschedule(a.intentId, new Date(Date.UTC(2030, 0, 1 + i)))),
+      () => s.intents.cancel(a.intentId),
+    ];
+    for (const update of updates) {
+      const before = await dbNow();
+      await update();
+      const after = await dbNow();
+      const m = await modified(a.intentId);
+      expect(m).toBeGreaterThan(prev);
+      // Database clock window; a row may run ≤ 1 µs per update ahead of a coarse (PGlite: 1 ms) clock.
+      expect(m).toBeGreaterThanOrEqual(before);
+      expect(m).toBeLessThanOrEqual(after + 1000n);
+      prev = m;
+    }
+    expect((await s.intents.get(a.intentId))?.status).toBe('cancelled');
+  });
+
+  it('lists attempts of an intent (none before execution)', async () => {
+    const a = (await s.intents.insert(newIntent())).intent;
+    expect(await s.intents.listAttempts(a.intentId)).toEqual([]);
+    await ctx.sql(
+      `INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
+       VALUES ($1, 2, 7, 'h', clock_timestamp(), 'started'), ($1, 1, 7, 'h', clock_timestamp(), 'retryable_error')`, [a.intentId]);
+    const attempts = await s.intents.listAttempts(a.intentId);
+    expect(attempts.map((x) => [x.attemptNo, x.leaseEpoch, x.outcome])).toEqual([[1, 7, 'retryable_error'], [2, 7, 'started']]);
+  });
+});

@@ -1,0 +1,116 @@
+// The spec's five acceptance tests, in process, with 3 instances (distinct holder ids, own connections)
+// against each dialect, and a real HTTP provider.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { LEASE_NAME, runTicks, startInstances, submit, type TestInstance } from '../support/instances.js';
+import { staleWrites } from '../support/fenceChecker.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(dialects)('executor spec tests: $name', (dialect) => {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  let inst: TestInstance[];
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    provider = await startRecordingProvider();
+    inst = await startInstances(ctx, 3, { providerUrl: provider.url, leaseMs: 1_500 });
+  });
+  afterEach(async () => {
+    await provider?.close();
+    await ctx?.close();
+  });
+
+  const statuses = async () =>
+    ctx.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM submission_intents GROUP BY status`);
+  const allSucceeded = (n: number) => async () => {
+    const s = await statuses();
+    return s.length === 1 && s[0]!.status === 'succeeded' && s[0]!.n === n;
+  };
+  const noStaleWrites = async () =>
+    expect(staleWrites(await ctx.auditLog(), await inst[0]!.stores.lease.listEvents(LEASE_NAME))).toEqual([]);
+
+  it('1. single leader on concurrent start; only it executes', async () => {
+    const summaries = await Promise.all(inst.map((i) => i.executor.tick(300)));
+    expect(summaries.filter((s) => s.role === 'leader')).toHaveLength(1);
+    for (let k = 0; k < 20; k++) await submit(inst[k % 3]!.stores, { k });
+    await runTicks(inst, allSucceeded(20));
+    const leader = summaries.find((s) => s.role === 'leader')!;
+    const attempts = await ctx.sql<{ holder_id: string; lease_epoch: string }>('SELECT holder_id, lease_epoch FROM submission_attempts');
+    expect(new Set(attempts.map((a) => a.holder_id))).toEqual(new Set([leader.holderId]));
+    expect(new Set(provider.calls.map((c) => c.leaseEpoch))).toEqual(new Set([leader.leaseEpoch]));
+    await noStaleWrites();
+  });
+
+  it('2. failover after expiry: a follower becomes leader and executes', async () => {
+    const first = await Promise.all(inst.map((i) => i.executor.tick(200)));
+    const leaderIdx = first.findIndex((s) => s.role === 'leader');
+    const survivors = inst.filter((_, i) => i !== leaderIdx); // the leader "crashes": no release, no more ticks
+    await submit(survivors[0]!.stores, { after: 'crash' });
+    const t0 = Date.now();
+    await runTicks(survivors, allSucceeded(1), 20_000, 300);
+    const newEpochs = new Set(provider.calls.map((c) => c.leaseEpoch));
+    expect(newEpochs.has(first[leaderIdx]!.leaseEpoch!)).toBe(false);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(1_000); // not before the old lease could expire
+    const events = await inst[0]!.stores.lease.listEvents(LEASE_NAME);
+    expect(events.filter((e) => e.event === 'acquired').map((e) => e.leaseEpoch)).toEqual([1, 2]);
+    await noStaleWrites();
+  });
+
+  it('3. no execution without leadership: followers never call the provider or write attempts', async () => {
+    const first = await Promise.all(inst.map((i) => i.executor.tick(100)));
+    const followers = inst.filter((_, i) => first[i]!.role === 'follower');
+    expect(followers).toHaveLength(2);
+    for (let k = 0; k < 10; k++) await submit(followers[0]!.stores, { k });
+    for (let r = 0; r < 5; r++) {
+      const sums = await Promise.all(followers.map((f) => f.executor.tick(100)));
+      expect(sums.every((s) => s.role === 'follower' && s.started === 0)).toBe(true);
+    }
+    expect(provider.calls).toHaveLength(0);
+    expect(await ctx.sql('SELECT 1 FROM submission_attempts')).toHaveLength(0);
+    expect(followers.every((f) => f.executor.refresher.schedule.size === 0)).toBe(true); // followers build no schedule
+  });
+
+  it('4. the leader stops immediately on lease loss (lease stolen in SQL mid-batch)', async () => {
+    provider.answer = () => ({ status: 200, delayMs: 150 });
+    const leader = inst[0]!;
+    expect((await leader.executor.tick(50)).role).toBe('leader');
+    for (let k = 0; k < 60; k++) await submit(leader.stores, { k });
+    const tick = leader.executor.tick(5_000);
+    await provider.waitFor((c) => c.length >= 5);
+    // Another instance takes the lease behind the leader's back (as after a pause), with its event.
+    await ctx.sql(`WITH s AS (UPDATE submission_manager_leases SET holder_id = 'thief', lease_epoch = lease_epoch + 1,
+        acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = clock_timestamp() + interval '1 hour'
+        RETURNING lease_name, lease_epoch, holder_id, acquired_at)
+      INSERT INTO submission_manager_lease_events (lease_name, lease_epoch, holder_id, event, at)
+      SELECT lease_name, lease_epoch, holder_id, 'acquired', acquired_at FROM s`);
+    const stolenAt = Date.now();
+    const sum = await tick;
+    expect(sum.leaseLost).toBe(true);
+    expect(leader.lease.requireLeader()).toBeNull();
+    // No provider call was sent after the theft (allow calls already on the wire when it happened).
+    const late = provider.calls.filter((c) => c.arrivedAt > stolenAt + 50);
+    expect(late).toEqual([]);
+    expect(leader.executor.refresher.schedule.size).toBe(0); // schedule dropped
+    await noStaleWrites();
+    const after = await Promise.all(inst.map((i) => i.executor.tick(50)));
+    expect(after.every((s) => s.role === 'follower')).toBe(true);
+  });
+
+  it('5. a follower-submitted intent is executed within one refresh interval', async () => {
+    const leaderIdx = (await Promise.all(inst.map((i) => i.executor.tick(50)))).findIndex((s) => s.role === 'leader');
+    const leader = inst[leaderIdx]!;
+    const follower = inst[(leaderIdx + 1) % 3]!;
+    const tick = leader.executor.tick(3_000);
+    await sleep(300);
+    const t0 = Date.now();
+    const intent = await submit(follower.stores, { via: 'follower' });
+    await provider.waitFor((c) => c.some((x) => x.intentId === intent.intentId), 3_000);
+    const lag = provider.calls.find((x) => x.intentId === intent.intentId)!.arrivedAt - t0;
+    expect(lag).toBeLessThan(100 /* refresh interval */ + 400 /* execution + scheduling slack */);
+    await tick;
+  });
+});
