@@ -178,6 +178,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   check(s.EXECUTOR_TICK_BUDGET_MS + safetyMarginMs < durationMs,
     `EXECUTOR_TICK_BUDGET_MS (${s.EXECUTOR_TICK_BUDGET_MS}) + LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than ` +
       `LEASE_DURATION_MS (${durationMs})`);
+  check(s.EXECUTOR_TICK_BUDGET_MS + s.PROVIDER_TIMEOUT_MS + safetyMarginMs < durationMs,
+    `EXECUTOR_TICK_BUDGET_MS (${s.EXECUTOR_TICK_BUDGET_MS}) + PROVIDER_TIMEOUT_MS (${s.PROVIDER_TIMEOUT_MS}) + ` +
+      `LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than LEASE_DURATION_MS (${durationMs}): ` +
+      'an attempt started at the end of a tick must be able to finish before the lease deadline');
   check(s.COMMIT_GRACE_MS > s.DB_STATEMENT_TIMEOUT_MS,
     `COMMIT_GRACE_MS (${s.COMMIT_GRACE_MS}) must exceed DB_STATEMENT_TIMEOUT_MS (${s.DB_STATEMENT_TIMEOUT_MS}), ` +
       'the longest a writer transaction may stay open, or refresh could skip a late commit');

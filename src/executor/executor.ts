@@ -123,10 +123,11 @@ export class Executor {
 
     const runAttempt = async (a: StartedAttempt) => {
       try {
-        const timeoutMs = Math.min(s.providerTimeoutMs, deadline() - this.clock.nowMs());
-        // The gate, just before the call: an attempt whose call was not sent is aborted.
+        // The gate, just before the call: an attempt whose call was not sent is aborted. The call may
+        // outlive the tick budget (which bounds starts) but never the local lease deadline.
+        const timeoutMs = Math.min(s.providerTimeoutMs, this.lease.remainingMs());
         if (!this.lease.ensureEpoch(token.leaseEpoch) || timeoutMs <= 0) {
-          pending.push(aborted(a, 'leadership lost or lease deadline reached'));
+          pending.push(aborted(a, 'leadership lost before the provider call'));
           return;
         }
         const t = this.clock.nowMs();

@@ -176,6 +176,25 @@ describe.each(dialects)('intent store contract: $name', (dialect) => {
     expect((await s.intents.get(a.intentId))?.status).toBe('cancelled');
   });
 
+  it('last_modified_at strictly increases across updates issued back to back (no reads in between)', async () => {
+    // A test-only trigger records every version the row takes, so nothing slows the updates down.
+    await ctx.sql('CREATE TABLE t_modlog (seq serial PRIMARY KEY, m text NOT NULL)');
+    await ctx.sql(`CREATE FUNCTION t_log_modified() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO t_modlog (m) VALUES (${UTC_US('NEW.last_modified_at')}); RETURN NEW; END $$`);
+    await ctx.sql(`CREATE TRIGGER t_modlog AFTER UPDATE ON submission_intents FOR EACH ROW EXECUTE FUNCTION t_log_modified()`);
+    const a = (await s.intents.insert(newIntent())).intent;
+    const first = await modified(a.intentId);
+    for (let i = 0; i < 20; i++) await s.intents.reschedule(a.intentId, new Date(Date.UTC(2030, 0, 1, 0, 0, i)));
+    await s.intents.cancel(a.intentId);
+    const log = (await ctx.sql<{ m: string }>('SELECT m FROM t_modlog ORDER BY seq')).map((r) => micros(r.m));
+    expect(log).toHaveLength(21);
+    let prev = first;
+    for (const m of log) {
+      expect(m).toBeGreaterThan(prev);
+      prev = m;
+    }
+  });
+
   it('lists attempts of an intent (none before execution)', async () => {
     const a = (await s.intents.insert(newIntent())).intent;
     expect(await s.intents.listAttempts(a.intentId)).toEqual([]);
