@@ -20,10 +20,17 @@ const isJsonObject = (v: unknown): v is Record<string, unknown> =>
 
 export const MAX_PAYLOAD_DEPTH = 64;
 
+/** NUL (PostgreSQL jsonb cannot hold it) or a lone UTF-16 surrogate (not valid Unicode: jsonb rejects it). */
+function stringProblem(s: string): string | null {
+  if (s.includes('\u0000')) return 'must not contain NUL (\\u0000) characters';
+  if (/\p{Cs}/u.test(s)) return 'must not contain unpaired UTF-16 surrogates';
+  return null;
+}
+
 /** null when every dialect can store `v` as-is; otherwise why not. Recursion stops at the depth limit. */
 function payloadProblem(v: unknown, depth = 0): string | null {
   if (depth > MAX_PAYLOAD_DEPTH) return `must not nest deeper than ${MAX_PAYLOAD_DEPTH} levels`;
-  if (typeof v === 'string') return v.includes('\u0000') ? 'must not contain NUL (\\u0000) characters' : null;
+  if (typeof v === 'string') return stringProblem(v);
   if (typeof v === 'number') return Number.isFinite(v) ? null : 'must contain only finite numbers';
   if (Array.isArray(v)) {
     for (const x of v) {
@@ -32,7 +39,7 @@ function payloadProblem(v: unknown, depth = 0): string | null {
     }
   } else if (isJsonObject(v)) {
     for (const [k, x] of Object.entries(v)) {
-      const p = k.includes('\u0000') ? 'must not contain NUL (\\u0000) characters' : payloadProblem(x, depth + 1);
+      const p = stringProblem(k) ?? payloadProblem(x, depth + 1);
       if (p) return p;
     }
   }
@@ -40,8 +47,8 @@ function payloadProblem(v: unknown, depth = 0): string | null {
 }
 
 /** The caller's own object is kept as-is (no copy), so the stored payload is exactly what was sent.
- *  Rejected up front (400, not a store failure): NUL characters (PostgreSQL jsonb cannot hold them),
- *  non-finite numbers, nesting deeper than MAX_PAYLOAD_DEPTH. */
+ *  Rejected up front (400, not a store failure): NUL characters and unpaired surrogates (PostgreSQL jsonb
+ *  cannot hold them), non-finite numbers (1e999), nesting deeper than MAX_PAYLOAD_DEPTH. */
 const payloadSchema = z
   .custom<Record<string, unknown>>(isJsonObject, {
     error: (i) => (i.input === undefined ? 'is required (a JSON object)' : 'must be a JSON object (not an array, null or a scalar)'),
@@ -51,11 +58,14 @@ const payloadSchema = z
     if (p) ctx.addIssue({ code: 'custom', message: p });
   });
 
-/** ISO-8601 date-time with seconds and an explicit offset or Z (e.g. 2030-01-01T00:00:00Z). */
+const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** ISO-8601 date-time with seconds and an explicit offset or Z (e.g. 2030-01-01T00:00:00Z), as an instant in
+ *  1970..9999 UTC (every dialect can store it; an earlier instant would only mean "now"). */
 const isoDateTime = z
   .string({ error: 'must be an ISO-8601 date-time string with an offset or Z' })
-  .pipe(z.iso.datetime({ offset: true, error: 'must be an ISO-8601 date-time with seconds and an offset or Z, e.g. 2030-01-01T00:00:00Z' }))
-  .refine((s) => Number.isFinite(Date.parse(s)), 'is not a representable instant');
+  .pipe(z.iso.datetime({ offset: true, abort: true, error: 'must be an ISO-8601 date-time with seconds and an offset or Z, e.g. 2030-01-01T00:00:00Z' }))
+  .refine((s) => { const t = Date.parse(s); return t >= 0 && t <= MAX_INSTANT; }, 'must be between 1970-01-01 and 9999-12-31 (UTC)');
 
 export const submitBodySchema = z.strictObject(
   {

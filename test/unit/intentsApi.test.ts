@@ -57,6 +57,8 @@ const BAD: BadCase[] = [
   { name: 'payload null', handler: 'postIntent', req: { body: { payload: null } }, status: 400, names: 'payload' },
   { name: 'payload string', handler: 'postIntent', req: { body: { payload: 'x' } }, status: 400, names: 'payload' },
   { name: 'payload with NUL', handler: 'postIntent', req: { body: { payload: { s: 'a\u0000b' } } }, status: 400, names: 'payload' },
+  { name: 'payload with a lone surrogate', handler: 'postIntent', req: { body: '{"payload":{"s":"\\ud800"}}' }, status: 400, names: 'payload' },
+  { name: 'payload with a non-finite number', handler: 'postIntent', req: { body: '{"payload":{"n":1e999}}' }, status: 400, names: 'payload' },
   { name: 'payload nested too deep', handler: 'postIntent', req: { body: { payload: nested(80) } }, status: 400, names: 'payload' },
   { name: 'maxAttempts 0', handler: 'postIntent', req: { body: { payload: {}, maxAttempts: 0 } }, status: 400, names: 'maxAttempts' },
   { name: 'maxAttempts 51', handler: 'postIntent', req: { body: { payload: {}, maxAttempts: 51 } }, status: 400, names: 'maxAttempts' },
@@ -67,6 +69,8 @@ const BAD: BadCase[] = [
   { name: 'notBefore date only', handler: 'postIntent', req: { body: { payload: {}, notBefore: '2030-01-01' } }, status: 400, names: 'notBefore' },
   { name: 'notBefore without offset', handler: 'postIntent', req: { body: { payload: {}, notBefore: '2030-01-01T00:00:00' } }, status: 400, names: 'notBefore' },
   { name: 'notBefore impossible date', handler: 'postIntent', req: { body: { payload: {}, notBefore: '2030-02-30T00:00:00Z' } }, status: 400, names: 'notBefore' },
+  { name: 'notBefore year 0000', handler: 'postIntent', req: { body: { payload: {}, notBefore: '0000-01-01T00:00:00Z' } }, status: 400, names: 'notBefore' },
+  { name: 'notBefore past year 9999 in UTC', handler: 'postIntent', req: { body: { payload: {}, notBefore: '9999-12-31T23:59:59-05:00' } }, status: 400, names: 'notBefore' },
   { name: 'notBefore words', handler: 'postIntent', req: { body: { payload: {}, notBefore: 'tomorrow' } }, status: 400, names: 'notBefore' },
   { name: 'oversize body (256 KiB + 1)', handler: 'postIntent', req: { body: big(MAX_BODY_BYTES + 1) }, status: 413, names: 'body' },
   { name: 'content-length lying small', handler: 'postIntent', req: { body: big(MAX_BODY_BYTES + 1), headers: { 'content-length': '20' } }, status: 413, names: 'body' },
@@ -126,15 +130,15 @@ describe.each(dialects)('intents API: $name', (dialect) => {
   });
 
   it('creates an intent: 201, Location, view with payload, immutable contract snapshot', async () => {
-    const res = await h.postIntent(request({ body: { payload: { order: 42 }, notBefore: '2030-01-01T02:00:00+02:00' }, headers: { 'content-type': 'application/json; charset=UTF-8' } }));
+    const res = await h.postIntent(request({ body: { payload: { order: 42, note: 'ü 😀' }, notBefore: '2030-01-01T02:00:00+02:00' }, headers: { 'content-type': 'application/json; charset=UTF-8' } }));
     expect(res.status).toBe(201);
     expect(res.headers['content-type']).toBe('application/json');
     const v = parse(res);
     expect(res.headers.location).toBe(`/api/intents/${v.intentId}`);
-    expect(v).toMatchObject({ status: 'scheduled', attemptCount: 0, maxAttempts: 5, nextAttemptAt: '2030-01-01T00:00:00.000Z', lastError: null, payload: { order: 42 } });
+    expect(v).toMatchObject({ status: 'scheduled', attemptCount: 0, maxAttempts: 5, nextAttemptAt: '2030-01-01T00:00:00.000Z', lastError: null, payload: { order: 42, note: 'ü 😀' } });
     const [row] = await ctx.sql<{ contract: unknown }>('SELECT contract FROM submission_intents WHERE intent_id = $1', [v.intentId]);
     const contract = typeof row!.contract === 'string' ? JSON.parse(row!.contract) : row!.contract;
-    expect(contract).toEqual({ provider: { url: CONFIG.provider.url }, payload: { order: 42 }, retry: { maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: 60_000 } });
+    expect(contract).toEqual({ provider: { url: CONFIG.provider.url }, payload: { order: 42, note: 'ü 😀' }, retry: { maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: 60_000 } });
     const got = await h.getIntent(request({ path: `/api/intents/${v.intentId}`, params: { id: v.intentId } }));
     expect(got.status).toBe(200);
     expect(parse(got)).toEqual(v);

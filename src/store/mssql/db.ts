@@ -1,0 +1,81 @@
+// One small runner over an mssql ConnectionPool: binds every param of a built query with its explicit type,
+// returns all result sets, and maps driver errors into StoreError once (errors.ts).
+import sql from 'mssql';
+import type { SqlQuery } from './params.js';
+import { mapMssqlError } from './errors.js';
+
+export type Row = Record<string, unknown>;
+
+export interface MssqlRunner {
+  /** Run one parameterised batch (sp_executesql); returns its result sets in order. */
+  run<R = Row>(q: SqlQuery): Promise<R[][]>;
+  /** Run one unparameterised batch as is (like sqlcmd between two GO lines): migrations only. */
+  runBatch(text: string): Promise<void>;
+}
+
+export interface MssqlDatabase extends MssqlRunner {
+  /** BEGIN TRAN … COMMIT on one connection (READ COMMITTED, or RCSI when the database has it on);
+   *  ROLLBACK if fn throws. With XACT_ABORT ON, any error inside already rolled the transaction back. */
+  transaction<T>(fn: (tx: MssqlRunner) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  readonly pool: sql.ConnectionPool;
+}
+
+function bind(request: sql.Request, q: SqlQuery): sql.Request {
+  for (const param of q.params) request.input(param.name, param.type, param.value);
+  return request;
+}
+
+function runner(newRequest: () => sql.Request): MssqlRunner {
+  return {
+    async run<R>(q: SqlQuery): Promise<R[][]> {
+      try {
+        const r = await bind(newRequest(), q).query(q.text);
+        return (r.recordsets ?? []) as unknown as R[][];
+      } catch (e) {
+        throw mapMssqlError(e);
+      }
+    },
+    async runBatch(text: string): Promise<void> {
+      try {
+        await newRequest().batch(text);
+      } catch (e) {
+        throw mapMssqlError(e);
+      }
+    },
+  };
+}
+
+export function fromMssqlPool(pool: sql.ConnectionPool): MssqlDatabase {
+  const base = runner(() => pool.request());
+  return {
+    ...base,
+    pool,
+    async transaction<T>(fn: (tx: MssqlRunner) => Promise<T>): Promise<T> {
+      const tx = new sql.Transaction(pool);
+      try {
+        await tx.begin(sql.ISOLATION_LEVEL.READ_COMMITTED);
+      } catch (e) {
+        throw mapMssqlError(e);
+      }
+      let value: T;
+      try {
+        value = await fn(runner(() => tx.request()));
+      } catch (e) {
+        // Already rolled back by the server when XACT_ABORT fired; then rollback() reports EABORT: ignore.
+        await tx.rollback().catch(() => {});
+        throw e;
+      }
+      try {
+        await tx.commit();
+      } catch (e) {
+        await tx.rollback().catch(() => {});
+        throw mapMssqlError(e);
+      }
+      return value;
+    },
+    async close() {
+      await pool.close();
+    },
+  };
+}
