@@ -15,6 +15,9 @@ export function parseRetryAfter(value: string | undefined, nowMs = Date.now()): 
   if (!value) return null;
   const v = value.trim();
   if (/^\d+$/.test(v)) return Math.min(Number(v) * 1000, MAX_RETRY_AFTER_MS);
+  // An HTTP-date starts with a day name; anything else ("-1", "1.5", "+5") is invalid, not a date that
+  // V8's lenient Date.parse happens to accept (it reads "-1" as 2001-01-01).
+  if (!/^[A-Za-z]{3}/.test(v)) return null;
   const at = Date.parse(v);
   if (Number.isNaN(at)) return null;
   return Math.min(Math.max(0, at - nowMs), MAX_RETRY_AFTER_MS);

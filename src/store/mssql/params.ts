@@ -31,6 +31,12 @@ export const BIN2 = 'Latin1_General_100_BIN2';
 
 const invalid = (message: string) => new StoreError('fatal', message, 'EARGS');
 
+/** Canonical lower-case UUID text, or a fatal StoreError (as PostgreSQL's uuid input would raise). */
+export function uuidText(name: string, value: string): string {
+  if (typeof value !== 'string' || !UUID_RE.test(value)) throw invalid(`@${name}: invalid input syntax for a UUID: "${String(value).slice(0, 64)}"`);
+  return value.toLowerCase();
+}
+
 function text(name: string, value: string | null, max: number): string | null {
   if (value === null) return null;
   if (typeof value !== 'string') throw invalid(`@${name}: expected a string`);
@@ -55,10 +61,8 @@ export const p = {
   char: (name: string, length: number, value: string | null): SqlParam =>
     ({ name, type: sql.Char(length), value: text(name, value, length) }),
   /** intent_id: char(36), lower case (what PostgreSQL's uuid type prints), so order is plain string order. */
-  uuid: (name: string, value: string | null): SqlParam => {
-    if (value !== null && !UUID_RE.test(value)) throw invalid(`@${name}: invalid input syntax for a UUID: "${String(value).slice(0, 64)}"`);
-    return { name, type: sql.Char(36), value: value === null ? null : value.toLowerCase() };
-  },
+  uuid: (name: string, value: string | null): SqlParam =>
+    ({ name, type: sql.Char(36), value: value === null ? null : uuidText(name, value) }),
   int: (name: string, value: number | null): SqlParam =>
     ({ name, type: sql.Int(), value: integer(name, value, -2_147_483_648, 2_147_483_647) }),
   bigint: (name: string, value: number | null): SqlParam =>

@@ -1,5 +1,7 @@
 // PostgreSQL ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. Each fenced call
 // is one transaction: fence (lease row FOR SHARE) → one batched statement → audit row → commit.
+// last_modified_at is always strictly newer than the previous value (PGlite's clock ticks per millisecond), so
+// "newer state wins" in the schedule can rely on it.
 import type {
   AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
 } from '../intentPorts.js';
@@ -41,7 +43,7 @@ abandoned AS (
 )
 UPDATE submission_intents i
    SET status = CASE WHEN i.attempt_count >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
-       next_attempt_at = now.t, last_modified_at = now.t, last_epoch = $1,
+       next_attempt_at = now.t, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1,
        last_error = 'attempt ' || i.attempt_count || ' abandoned after a leader change' ||
                     CASE WHEN i.attempt_count >= i.max_attempts THEN '; attempts exhausted' ELSE '' END
   FROM orphan o, now
@@ -54,7 +56,7 @@ WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 req AS (SELECT * FROM unnest($2::uuid[], $3::int[]) AS r(intent_id, expected)),
 started AS (
   UPDATE submission_intents i
-     SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = now.t, last_epoch = $1
+     SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1
     FROM req, now
    WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND i.status = 'scheduled'
      AND i.next_attempt_at <= now.t AND i.attempt_count < i.max_attempts
@@ -83,7 +85,7 @@ upd AS (
      SET status = c.next_status,
          next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN now.t + c.delay_ms * interval '1 millisecond' ELSE i.next_attempt_at END,
          last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
-         last_modified_at = now.t, last_epoch = $1
+         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1
     FROM c, now
    WHERE i.intent_id = c.intent_id AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
   RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${UTC_TEXT('i.last_modified_at')} AS version

@@ -1,0 +1,19 @@
+// The executor timer: each tick tries/renews the lease and, if leading, runs one bounded, fenced batch,
+// awaited in full before the invocation returns (host.json functionTimeout exceeds the tick budget).
+import azf from '@azure/functions';
+import type { InvocationContext, Timer } from '@azure/functions';
+import { getApp } from '../src/app.js';
+import { withInvocationLog } from '../src/observability/invocationLog.js';
+
+azf.app.timer('executorTimer', {
+  schedule: '%EXECUTOR_SCHEDULE%',
+  runOnStartup: false,
+  useMonitor: true,
+  handler: (timer: Timer, context: InvocationContext) =>
+    withInvocationLog(context, async () => {
+      const app = await getApp();
+      if (timer.isPastDue) app.logger.warn({ event: 'tick_past_due', is_past_due: true }, 'executor timer is past due');
+      const summary = await app.executor.tick();
+      app.logger.info({ event: 'tick_summary', is_past_due: timer.isPastDue, ...summary }, 'executor tick');
+    }),
+});

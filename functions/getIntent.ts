@@ -1,0 +1,10 @@
+// GET /api/intents/{id} — thin: the handler in src/ validates and maps; this file only registers the route.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+
+azf.app.http('getIntent', {
+  methods: ['GET'],
+  route: 'intents/{id}',
+  authLevel: 'function',
+  handler: httpHandler((app) => app.handlers.getIntent),
+});

@@ -1,0 +1,10 @@
+// GET /api/intents/{id}/attempts — thin: the handler in src/ validates and maps; this file only registers the route.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+
+azf.app.http('getIntentAttempts', {
+  methods: ['GET'],
+  route: 'intents/{id}/attempts',
+  authLevel: 'function',
+  handler: httpHandler((app) => app.handlers.getIntentAttempts),
+});

@@ -1,0 +1,10 @@
+// GET /api/lease — thin: the handler in src/ validates and maps; this file only registers the route.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+
+azf.app.http('getLease', {
+  methods: ['GET'],
+  route: 'lease',
+  authLevel: 'function',
+  handler: httpHandler((app) => app.handlers.getLease),
+});

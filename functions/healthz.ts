@@ -1,0 +1,13 @@
+// GET /api/healthz — HTTP availability only (no database round trip).
+import azf from '@azure/functions';
+import { healthz } from '../src/healthHandlers.js';
+
+azf.app.http('healthz', {
+  methods: ['GET'],
+  route: 'healthz',
+  authLevel: 'anonymous',
+  handler: async () => {
+    const r = await healthz();
+    return { status: r.status, headers: r.headers, body: r.body };
+  },
+});

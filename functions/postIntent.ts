@@ -1,0 +1,10 @@
+// POST /api/intents — thin: the handler in src/ validates and maps; this file only registers the route.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+
+azf.app.http('postIntent', {
+  methods: ['POST'],
+  route: 'intents',
+  authLevel: 'function',
+  handler: httpHandler((app) => app.handlers.postIntent),
+});

@@ -1,0 +1,11 @@
+// GET /api/readyz — role info (mode=leader|follower holder_id=… lease_epoch=… lease_expires_at=…); 200 for both.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { readyz } from '../src/healthHandlers.js';
+
+azf.app.http('readyz', {
+  methods: ['GET'],
+  route: 'readyz',
+  authLevel: 'anonymous',
+  handler: httpHandler((app) => readyz(app)),
+});

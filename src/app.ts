@@ -1,0 +1,122 @@
+// Composition root: builds config, logger, pool/stores, clock, lease manager, executor and handlers once
+// per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
+// Everything else receives these as parameters.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { loadConfig, redactUrl, type Config, type DatabaseTarget } from './config.js';
+import { systemClock, type Clock } from './lease/clock.js';
+import { LeaseManager } from './lease/leaseManager.js';
+import { Executor } from './executor/executor.js';
+import { executorSettingsFrom } from './executor/tickSummary.js';
+import { createIntentHandlers, type IntentHandlers } from './intents/http.js';
+import { createLogger, type Logger } from './observability/logger.js';
+import { routingDestination } from './observability/invocationLog.js';
+import { HttpProvider } from './provider/httpProvider.js';
+import type { Provider } from './provider/provider.js';
+import type { Stores } from './store/stores.js';
+
+export interface App {
+  config: Config;
+  logger: Logger;
+  stores: Stores;
+  lease: LeaseManager;
+  executor: Executor;
+  handlers: IntentHandlers;
+  /** Release the lease (graceful handover) and, if this app owns them, close the stores. */
+  close(): Promise<void>;
+}
+
+export interface CreateAppOptions {
+  config?: Config;
+  env?: Record<string, string | undefined>;
+  /** Share stores between in-process instances (local host); the app then does not close them. */
+  stores?: Stores;
+  provider?: Provider;
+  logger?: Logger;
+  clock?: Clock;
+  /** Apply migrations at start (default true; Azure deployments may migrate from the postprovision hook). */
+  migrate?: boolean;
+}
+
+/** Open the stores for a database target: the one place that picks a dialect. */
+export async function openStores(target: DatabaseTarget, config: Config, logger: Logger): Promise<Stores> {
+  switch (target.kind) {
+    case 'pglite': {
+      const { openPglite } = await import('./store/postgres/db.js');
+      const { createPostgresStores } = await import('./store/postgres/index.js');
+      if (target.dataDir) {
+        const { mkdirSync } = await import('node:fs');
+        mkdirSync(target.dataDir, { recursive: true });
+      }
+      return createPostgresStores(await openPglite(target.dataDir), 'pglite');
+    }
+    case 'postgres': {
+      const { openPgPool } = await import('./store/postgres/db.js');
+      const { createPostgresStores } = await import('./store/postgres/index.js');
+      const db = openPgPool(
+        { url: target.url, max: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs, applicationName: config.lease.holderId },
+        (e) => logger.warn({ event: 'db_idle_client_error', sql_error: { message: e.message } }, 'idle database connection failed'),
+      );
+      return createPostgresStores(db, 'postgres');
+    }
+    case 'mssql':
+    case 'mssqlEntra': {
+      const modPath = './store/mssql/index.js';
+      const mod = (await import(modPath).catch(() => null)) as { openMssqlStores?: (t: DatabaseTarget, c: Config, l: Logger) => Promise<Stores> } | null;
+      if (!mod?.openMssqlStores) throw new Error(`DATABASE_URL: SQL Server (${target.kind === 'mssql' ? redactUrl(target.url) : target.server}) is not yet supported by this build`);
+      return mod.openMssqlStores(target, config, logger);
+    }
+  }
+}
+
+export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
+  const config = opts.config ?? loadConfig(opts.env ?? process.env);
+  const logger = opts.logger ?? createLogger(config.logLevel, routingDestination(), { holder_id: config.lease.holderId });
+  const clock = opts.clock ?? systemClock;
+  const ownsStores = !opts.stores;
+  const stores = opts.stores ?? (await openStores(config.database, config, logger));
+  if (opts.migrate ?? true) await stores.migrate();
+  const lease = new LeaseManager(stores.lease, config.lease, clock, logger);
+  const provider = opts.provider ?? new HttpProvider(config.provider.url);
+  const executor = new Executor(lease, stores.execution, provider, executorSettingsFrom(config), clock, logger);
+  const handlers = createIntentHandlers({ intents: stores.intents, lease: stores.lease, leaseName: config.lease.name, config, logger });
+  let closed = false;
+  return {
+    config, logger, stores, lease, executor, handlers,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await lease.release();
+      if (provider instanceof HttpProvider) provider.close();
+      if (ownsStores) await stores.close();
+    },
+  };
+}
+
+const current = new AsyncLocalStorage<App>();
+let processApp: Promise<App> | null = null;
+
+/** The app for this call: the in-process instance being served (local host), else the process singleton,
+ *  created lazily on first use and cached (one pool per process). */
+export function getApp(): Promise<App> {
+  const scoped = current.getStore();
+  if (scoped) return Promise.resolve(scoped);
+  processApp ??= createApp().catch((e) => {
+    processApp = null; // let the next invocation retry (e.g. the database was briefly unreachable)
+    throw e;
+  });
+  return processApp;
+}
+
+/** Run `fn` with `app` as the current instance (the local host serves several instances per process). */
+export function runWithApp<T>(app: App, fn: () => T): T {
+  return current.run(app, fn);
+}
+
+/** Close the current instance (local host) or the process singleton if it was created (appTerminate). */
+export async function closeCurrentApp(): Promise<void> {
+  const scoped = current.getStore();
+  if (scoped) return scoped.close();
+  const p = processApp;
+  processApp = null;
+  if (p) await (await p).close();
+}

@@ -1,0 +1,41 @@
+// Glue between @azure/functions and the framework-neutral handlers: request/response mapping, the app for
+// this invocation, and pino records routed to the InvocationContext. Function files stay thin.
+import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
+import { getApp, type App } from './app.js';
+import type { ApiRequest, ApiResponse } from './intents/http.js';
+import { withInvocationLog } from './observability/invocationLog.js';
+
+export function toApiRequest(req: HttpRequest): ApiRequest {
+  return {
+    method: req.method,
+    url: req.url,
+    headers: { get: (name) => req.headers.get(name) },
+    params: { ...req.params },
+    text: () => req.text(),
+  };
+}
+
+export function toResponseInit(res: ApiResponse): HttpResponseInit {
+  return { status: res.status, headers: res.headers, ...(res.body !== undefined ? { body: res.body } : {}) };
+}
+
+const unavailable = (detail: string): HttpResponseInit => ({
+  status: 503,
+  headers: { 'content-type': 'application/problem+json', 'retry-after': '5' },
+  body: JSON.stringify({ type: 'urn:submission-manager:problem:unavailable', title: 'Service Unavailable', status: 503, detail }),
+});
+
+/** An HTTP function body: resolve the app, run `pick(app)` with logs routed to the invocation. */
+export function httpHandler(pick: (app: App) => (req: ApiRequest) => Promise<ApiResponse>) {
+  return async (req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> =>
+    withInvocationLog(context, async () => {
+      let app: App;
+      try {
+        app = await getApp();
+      } catch (e) {
+        context.error(`startup failed: ${(e as Error).message}`);
+        return unavailable('the service is starting or its database is unreachable');
+      }
+      return toResponseInit(await pick(app)(toApiRequest(req)));
+    });
+}

@@ -1,0 +1,165 @@
+// Query builders for the SQL Server ExecutionStore (leader reads and fenced batched writes). Batches travel
+// as one JSON parameter read with OPENJSON(@batch) WITH (…), so K starts (or completions) are one statement.
+// The refresh cursor travels as CONVERT(char(27), last_modified_at, 121) text and is cast back server-side
+// with CONVERT(datetime2(7), @cursor_modified_at, 121): no JS Date (milliseconds) ever touches it.
+import type { AttemptCompletion, RefreshCursor, StartRequest } from '../intentPorts.js';
+import type { LeaseToken } from '../ports.js';
+import { buildFencedBatch } from './fence.js';
+import { BIN2, NIL_UUID, p, uuidText, type SqlQuery } from './params.js';
+import { modifiedText, scheduleCols } from './rows.js';
+
+/** DATEADD takes an int: add a bigint number of milliseconds as seconds + remainder. */
+const addMs = (ms: string, base: string) =>
+  `DATEADD(millisecond, CAST(${ms} % 1000 AS int), DATEADD(second, CAST(${ms} / 1000 AS int), ${base}))`;
+
+export const executionQueries = {
+  rebuildStart(commitGraceMs: number): SqlQuery {
+    return {
+      text: `DECLARE @now datetime2(7) = SYSUTCDATETIME();
+SELECT @now AS db_now, ${modifiedText('DATEADD(millisecond, -@commit_grace_ms, @now)')} AS cursor_text;`,
+      params: [p.int('commit_grace_ms', commitGraceMs)],
+    };
+  },
+
+  loadScheduled(afterId: string | null, limit: number): SqlQuery {
+    return {
+      text: `SELECT TOP (@limit) ${scheduleCols()} FROM submission_intents
+ WHERE status = 'scheduled' AND intent_id > @after_id ORDER BY intent_id;`,
+      params: [p.uuid('after_id', afterId ?? NIL_UUID), p.int('limit', limit)],
+    };
+  },
+
+  /**
+   * Rows after (t, id) in (last_modified_at, intent_id) order. `last_modified_at >= @t AND (… > @t OR id > @id)`
+   * is the spec's `(m > t) OR (m = t AND id > id0)` written so the (last_modified_at, intent_id) index seeks.
+   * Result set 0: db_now (also when no row follows); result set 1: the page.
+   */
+  refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): SqlQuery {
+    return {
+      text: `SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+DECLARE @t datetime2(7) = CONVERT(datetime2(7), @cursor_modified_at, 121);
+SELECT @now AS db_now;
+SELECT TOP (@limit) ${scheduleCols()},
+       CASE WHEN last_modified_at < DATEADD(millisecond, -@commit_grace_ms, @now) THEN CAST(1 AS bit) ELSE CAST(0 AS bit) END AS settled
+  FROM submission_intents
+ WHERE last_modified_at >= @t AND (last_modified_at > @t OR intent_id > @cursor_intent_id)
+ ORDER BY last_modified_at, intent_id;`,
+      params: [
+        p.cursorText('cursor_modified_at', cursor.modifiedAt),
+        p.uuid('cursor_intent_id', cursor.intentId),
+        p.int('limit', limit),
+        p.int('commit_grace_ms', commitGraceMs),
+      ],
+    };
+  },
+
+  /** in_flight intents whose current attempt was started by an older epoch: attempt → abandoned,
+   *  intent → scheduled now (failed when attempts are exhausted). Result: recovered (intents updated). */
+  recoverOrphans(token: LeaseToken): SqlQuery {
+    return buildFencedBatch(token, 'recover_orphans', {
+      declare: `DECLARE @now datetime2(7);
+DECLARE @orphan TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_no int NOT NULL, lease_epoch bigint NOT NULL);`,
+      body: `SET @now = SYSUTCDATETIME();
+INSERT INTO @orphan (intent_id, attempt_no, lease_epoch)
+SELECT a.intent_id, a.attempt_no, a.lease_epoch
+  FROM submission_intents AS i
+  JOIN submission_attempts AS a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
+ WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch;
+UPDATE a
+   SET outcome = 'abandoned', finished_at = @now,
+       error = CONCAT(N'abandoned: leader epoch ', o.lease_epoch, N' lost its lease before completing the attempt')
+  FROM submission_attempts AS a
+  JOIN @orphan AS o ON a.intent_id = o.intent_id AND a.attempt_no = o.attempt_no
+ WHERE a.outcome = 'started';
+UPDATE i
+   SET status = CASE WHEN i.attempt_count >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
+       next_attempt_at = @now, last_modified_at = @now, last_epoch = @fence_lease_epoch,
+       last_error = CONCAT(N'attempt ', i.attempt_count, N' abandoned after a leader change',
+                           CASE WHEN i.attempt_count >= i.max_attempts THEN N'; attempts exhausted' ELSE N'' END)
+  FROM submission_intents AS i
+  JOIN @orphan AS o ON i.intent_id = o.intent_id
+ WHERE i.status = 'in_flight';
+SET @rows_written = @@ROWCOUNT;`,
+      results: 'SELECT @rows_written AS recovered;',
+      params: [],
+    });
+  },
+
+  /** Optimistic predicate per intent (still scheduled, same attempt_count, due in database time). */
+  startAttempts(token: LeaseToken, requests: StartRequest[]): SqlQuery {
+    const batch = requests.map((r) => ({ intentId: uuidText('batch.intentId', r.intentId), expected: r.expectedAttemptCount }));
+    return buildFencedBatch(token, 'start_attempts', {
+      declare: `DECLARE @now datetime2(7);
+DECLARE @started TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_count int NOT NULL, max_attempts int NOT NULL,
+  contract nvarchar(max) NOT NULL, version char(27) NOT NULL);`,
+      body: `SET @now = SYSUTCDATETIME();
+UPDATE i
+   SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = @now, last_epoch = @fence_lease_epoch
+OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, inserted.contract,
+       ${modifiedText('inserted.last_modified_at')} INTO @started
+  FROM submission_intents AS i
+  JOIN OPENJSON(@batch) WITH (intent_id char(36) '$.intentId', expected int '$.expected') AS r
+    ON i.intent_id = r.intent_id COLLATE ${BIN2}
+ WHERE i.attempt_count = r.expected AND i.status = 'scheduled'
+   AND i.next_attempt_at <= @now AND i.attempt_count < i.max_attempts;
+INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
+SELECT intent_id, attempt_count, @fence_lease_epoch, @fence_holder_id, @now, 'started' FROM @started;
+SET @rows_written = @@ROWCOUNT;`,
+      results: 'SELECT intent_id, attempt_count, max_attempts, contract, version FROM @started;',
+      params: [p.nvarcharMax('batch', JSON.stringify(batch))],
+    });
+  },
+
+  /** The attempt row is closed (outcome set once, only by its own epoch); the intent moves on only if it
+   *  did not change meanwhile. Result: one row per completion, in request order. */
+  completeAttempts(token: LeaseToken, completions: AttemptCompletion[]): SqlQuery {
+    const batch = completions.map((c, ord) => ({
+      ord,
+      intentId: uuidText('batch.intentId', c.intentId),
+      attemptNo: c.attemptNo,
+      outcome: c.outcome,
+      httpStatus: c.httpStatus,
+      error: c.error,
+      durationMs: Math.round(c.durationMs),
+      nextStatus: c.next.status,
+      delayMs: c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null,
+    }));
+    return buildFencedBatch(token, 'complete_attempts', {
+      declare: `DECLARE @now datetime2(7);
+DECLARE @closed int;
+DECLARE @c TABLE (ord int NOT NULL, intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_no int NOT NULL,
+  outcome varchar(16) NOT NULL, http_status int NULL, error nvarchar(max) NULL, duration_ms int NULL,
+  next_status varchar(16) NOT NULL, delay_ms bigint NULL);
+DECLARE @upd TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, status varchar(16) NOT NULL, next_attempt_at datetime2(7) NOT NULL,
+  attempt_count int NOT NULL, max_attempts int NOT NULL, version char(27) NOT NULL);`,
+      body: `SET @now = SYSUTCDATETIME();
+INSERT INTO @c (ord, intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms)
+SELECT ord, intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms
+  FROM OPENJSON(@batch) WITH (ord int '$.ord', intent_id char(36) '$.intentId', attempt_no int '$.attemptNo',
+       outcome varchar(16) '$.outcome', http_status int '$.httpStatus', error nvarchar(max) '$.error',
+       duration_ms int '$.durationMs', next_status varchar(16) '$.nextStatus', delay_ms bigint '$.delayMs');
+UPDATE a
+   SET outcome = c.outcome, finished_at = @now, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
+  FROM submission_attempts AS a
+  JOIN @c AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
+ WHERE a.outcome = 'started' AND a.lease_epoch = @fence_lease_epoch;
+SET @closed = @@ROWCOUNT;
+UPDATE i
+   SET status = c.next_status,
+       next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN ${addMs('c.delay_ms', '@now')} ELSE i.next_attempt_at END,
+       last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
+       last_modified_at = @now, last_epoch = @fence_lease_epoch
+OUTPUT inserted.intent_id, inserted.status, inserted.next_attempt_at, inserted.attempt_count, inserted.max_attempts,
+       ${modifiedText('inserted.last_modified_at')} INTO @upd
+  FROM submission_intents AS i
+  JOIN @c AS c ON i.intent_id = c.intent_id
+ WHERE i.status = 'in_flight' AND i.attempt_count = c.attempt_no;
+SET @rows_written = @closed + @@ROWCOUNT;`,
+      results: `SELECT c.intent_id AS req_id, u.intent_id, u.status, u.next_attempt_at, u.attempt_count, u.max_attempts, u.version
+  FROM @c AS c LEFT JOIN @upd AS u ON u.intent_id = c.intent_id
+ ORDER BY c.ord;`,
+      params: [p.nvarcharMax('batch', JSON.stringify(batch))],
+    });
+  },
+};

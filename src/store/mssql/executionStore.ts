@@ -1,0 +1,70 @@
+// SQL Server ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. Each fenced call is
+// one batch, one round trip: fence (lease row WITH (HOLDLOCK)) → one batched statement → audit row → COMMIT.
+import type {
+  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
+} from '../intentPorts.js';
+import type { Fenced, LeaseToken } from '../ports.js';
+import type { MssqlRunner } from './db.js';
+import { runFencedBatch } from './fence.js';
+import { executionQueries } from './executionQueries.js';
+import { NIL_UUID } from './params.js';
+import { parseContract, toScheduleRow, type ScheduleDbRow } from './rows.js';
+
+export class MssqlExecutionStore implements ExecutionStore {
+  constructor(private readonly db: MssqlRunner) {}
+
+  async rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }> {
+    const [rows = []] = await this.db.run<{ db_now: Date; cursor_text: string }>(executionQueries.rebuildStart(commitGraceMs));
+    const row = rows[0]!;
+    return { dbNow: row.db_now, cursor: { modifiedAt: row.cursor_text, intentId: NIL_UUID } };
+  }
+
+  async loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]> {
+    const [rows = []] = await this.db.run<ScheduleDbRow>(executionQueries.loadScheduled(afterId, limit));
+    return rows.map(toScheduleRow);
+  }
+
+  async refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage> {
+    const [now = [], page = []] = await this.db.run<Record<string, unknown>>(
+      executionQueries.refreshPage(cursor, limit, commitGraceMs));
+    const rows = (page as unknown as (ScheduleDbRow & { settled: boolean })[])
+      .map((x) => ({ ...toScheduleRow(x), settled: x.settled === true }));
+    return { rows, dbNow: now[0]!.db_now as Date };
+  }
+
+  async fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>> {
+    const out = await runFencedBatch(this.db, executionQueries.recoverOrphans(token));
+    if (out.kind === 'leaseLost') return out;
+    return { kind: 'ok', value: { recovered: Number(out.value[0]?.[0]?.recovered ?? 0) } };
+  }
+
+  async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
+    const out = await runFencedBatch(this.db, executionQueries.startAttempts(token, requests));
+    if (out.kind === 'leaseLost') return out;
+    const rows = (out.value[0] ?? []) as { intent_id: string; attempt_count: number; max_attempts: number; contract: string; version: string }[];
+    return {
+      kind: 'ok',
+      value: rows.map((x) => ({
+        intentId: x.intent_id,
+        attemptNo: Number(x.attempt_count),
+        maxAttempts: Number(x.max_attempts),
+        contract: parseContract(x.contract),
+        version: x.version,
+      })),
+    };
+  }
+
+  async fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
+    const out = await runFencedBatch(this.db, executionQueries.completeAttempts(token, completions));
+    if (out.kind === 'leaseLost') return out;
+    const rows = (out.value[0] ?? []) as (Partial<ScheduleDbRow> & { req_id: string })[];
+    return {
+      kind: 'ok',
+      value: rows.map((x) => ({
+        intentId: x.req_id,
+        applied: x.intent_id != null,
+        row: x.intent_id != null ? toScheduleRow(x as ScheduleDbRow) : null,
+      })),
+    };
+  }
+}

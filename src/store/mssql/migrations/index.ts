@@ -1,0 +1,11 @@
+// Numbered migrations, applied in order, each once (see ../migrate.ts). Never edit a released one: add a new one.
+// Each is T-SQL text split into batches on GO lines, as sqlcmd does; every batch is idempotent on its own.
+import { m001Initial } from './m001Initial.js';
+
+export interface MssqlMigration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: readonly MssqlMigration[] = [{ id: 1, name: 'initial', sql: m001Initial }];
