@@ -9,6 +9,7 @@ import { fromPglite, openPgPool, type PgDatabase } from '../../src/store/postgre
 import { createPostgresStores } from '../../src/store/postgres/index.js';
 import { fencedTransaction } from '../../src/store/postgres/fence.js';
 import { PG_TEST_URL } from './pgServer.js';
+import { mssql } from './mssqlHarness.js';
 
 export interface DialectContext {
   name: string;
@@ -110,4 +111,4 @@ const postgres: DialectHarness = {
 };
 
 /** Every dialect the contract suites run against. SQL Server joins when configured (test/support/mssqlHarness.ts). */
-export const dialects: DialectHarness[] = [pglite, postgres];
+export const dialects: DialectHarness[] = [pglite, postgres, mssql];

@@ -1,0 +1,81 @@
+// Migrations: idempotent, and safe with concurrent migrators (they serialise on the schema's lock).
+import { randomBytes } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import { PGlite } from '@electric-sql/pglite';
+import { fromPglite, openPgPool } from '../../src/store/postgres/db.js';
+import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { migrations } from '../../src/store/postgres/migrations/index.js';
+import { PG_TEST_URL } from '../support/pgServer.js';
+
+const TABLES = ['submission_manager_leases', 'submission_manager_lease_events', 'submission_intents',
+  'submission_attempts', 'submission_execution_audit', 'submission_manager_migrations'];
+
+describe('postgres migrations', () => {
+  it('pglite: applies once, then is a no-op', async () => {
+    const lite = await PGlite.create();
+    const db = fromPglite(lite);
+    expect((await migratePostgres(db)).applied).toEqual(migrations.map((m) => m.id));
+    expect((await migratePostgres(db)).applied).toEqual([]);
+    const r = await db.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`);
+    expect(r.rows.map((x) => x.table_name).sort()).toEqual([...TABLES].sort());
+    await db.close();
+  });
+
+  it('postgres server: 4 concurrent migrators on a fresh schema all succeed, each migration applied once', async (t) => {
+    const skip = inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const schema = `m_${randomBytes(6).toString('hex')}`;
+    const admin = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const pools = Array.from({ length: 4 }, () => openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000, schema }));
+    try {
+      const results = await Promise.all(pools.map((p) => migratePostgres(p)));
+      const all = results.flatMap((r) => r.applied);
+      expect(all.sort()).toEqual(migrations.map((m) => m.id).sort());
+      const rows = await pools[0]!.query<{ n: number }>('SELECT count(*)::int AS n FROM submission_manager_migrations');
+      expect(rows.rows[0]!.n).toBe(migrations.length);
+    } finally {
+      for (const p of pools) await p.close();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    }
+  });
+});
+
+describe('npm run migrate (CLI)', () => {
+  it('two migrate processes at once against a fresh database both exit 0', async (t) => {
+    const skip = inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const { spawn } = await import('node:child_process');
+    const pg = (await import('pg')).default;
+    const dbName = `m_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: PG_TEST_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const url = PG_TEST_URL.replace(/\/[^/?]*(\?|$)/, `/${dbName}$1`);
+    try {
+      const run = () => new Promise<{ code: number | null; out: string }>((resolve) => {
+        const p = spawn(process.execPath, ['dist/src/store/migrateCli.js'], { env: { ...process.env, DATABASE_URL: url } });
+        let out = '';
+        p.stdout.on('data', (d) => (out += d));
+        p.stderr.on('data', (d) => (out += d));
+        p.on('exit', (code) => resolve({ code, out }));
+      });
+      const [a, b] = await Promise.all([run(), run()]);
+      expect([a.code, b.code]).toEqual([0, 0]);
+      expect([a.out, b.out].join('\n')).toMatch(/applied migrations: 1/);
+      const bad = await new Promise<{ code: number | null; out: string }>((resolve) => {
+        const p = spawn(process.execPath, ['dist/src/store/migrateCli.js'], { env: { ...process.env, DATABASE_URL: url, LEASE_DURATION_MS: 'soon' } });
+        let out = '';
+        p.stderr.on('data', (d) => (out += d));
+        p.on('exit', (code) => resolve({ code, out }));
+      });
+      expect(bad.code).toBe(2);
+      expect(bad.out).toMatch(/LEASE_DURATION_MS/);
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+      await admin.end();
+    }
+  });
+});
