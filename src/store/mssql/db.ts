@@ -21,7 +21,8 @@ export interface MssqlDatabase extends MssqlRunner {
   readonly pool: sql.ConnectionPool;
 }
 
-function bind(request: sql.Request, q: SqlQuery): sql.Request {
+/** Bind every param of a built query with its explicit type (never the driver's type inference). */
+export function bindParams(request: sql.Request, q: SqlQuery): sql.Request {
   for (const param of q.params) request.input(param.name, param.type, param.value);
   return request;
 }
@@ -30,7 +31,7 @@ function runner(newRequest: () => sql.Request): MssqlRunner {
   return {
     async run<R>(q: SqlQuery): Promise<R[][]> {
       try {
-        const r = await bind(newRequest(), q).query(q.text);
+        const r = await bindParams(newRequest(), q).query(q.text);
         return (r.recordsets ?? []) as unknown as R[][];
       } catch (e) {
         throw mapMssqlError(e);
