@@ -41,7 +41,8 @@ export function loadLocalSettings(env: Record<string, string | undefined>): Loca
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
     const name = String(i.path[0] ?? 'setting');
-    throw new ConfigError(`${name}: ${i.message} (got "${String(raw[name] ?? '')}")`);
+    const got = name === 'FUNCTION_KEY' ? '' : ` (got "${String(raw[name] ?? '')}")`; // never echo a secret
+    throw new ConfigError(`${name}: ${i.message}${got}`);
   }
   const s = parsed.data;
   return {

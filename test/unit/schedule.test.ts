@@ -133,7 +133,6 @@ describe('DueHeap', () => {
 type Step = { row: ScheduleRow; expect: ApplyResult };
 
 describe('Schedule.apply', () => {
-  const sched = (r: ScheduleRow) => r;
   const cases: [string, Step[], { inHeap: boolean; dueMs?: number; attemptCount?: number }][] = [
     ['first scheduled row', [{ row: row(1, v(1), { nextAttemptAt: due(5) }), expect: 'scheduled' }], { inHeap: true, dueMs: T0 + 5 }],
     ['newer version wins (due moves)', [
@@ -181,7 +180,7 @@ describe('Schedule.apply', () => {
 
   it.each(cases)('%s', (_l, steps, end) => {
     const s = new Schedule();
-    for (const st of steps) expect(s.apply(sched(st.row))).toBe(st.expect);
+    for (const st of steps) expect(s.apply(st.row)).toBe(st.expect);
     expect(s.has(id(1))).toBe(end.inHeap);
     expect(s.size).toBe(end.inHeap ? 1 : 0);
     if (end.inHeap) {
@@ -298,6 +297,7 @@ describe('Schedule: random applies, claims and releases never duplicate an inten
     const rand = prng(seed);
     const s = new Schedule();
     const N = 40;
+    const allIds = Array.from({ length: N }, (_, i) => id(i + 1));
     const statuses: IntentStatus[] = ['scheduled', 'scheduled', 'scheduled', 'in_flight', 'succeeded', 'cancelled'];
     // Model: newest row per intent, claimed flag and pending-while-claimed row.
     const newest = new Map<string, ScheduleRow>();
@@ -357,9 +357,11 @@ describe('Schedule: random applies, claims and releases never duplicate an inten
         if (rel) modelApply(rel);
         if (p) modelApply(p);
       }
-      expect(s.size).toBe(present.size);
-      expect(s.claimedCount).toBe(claimed.size);
-      for (let n = 1; n <= N; n++) expect(s.has(id(n))).toBe(present.has(id(n)));
+      const actual = allIds.filter((i) => s.has(i)).join();
+      const expected = allIds.filter((i) => present.has(i)).join();
+      if (actual !== expected || s.size !== present.size || s.claimedCount !== claimed.size) {
+        expect({ op, actual, size: s.size, claimed: s.claimedCount }).toEqual({ op, actual: expected, size: present.size, claimed: claimed.size });
+      }
     }
   });
 });
@@ -428,7 +430,7 @@ describe('Schedule.oldestDueLagMs / nextDueMs', () => {
 // ---------------------------------------------------------------------------------------------------------
 // ScheduleRefresher against an in-memory ExecutionStore
 
-interface StoredRow extends ScheduleRow {}
+type StoredRow = ScheduleRow;
 
 /** The read side of ExecutionStore over an array of rows; "db now" is set by the test. */
 class FakeExecutionStore implements Pick<ExecutionStore, 'rebuildStart' | 'loadScheduled' | 'refreshPage'> {
@@ -459,8 +461,12 @@ class FakeExecutionStore implements Pick<ExecutionStore, 'rebuildStart' | 'loadS
       .map((r) => ({ ...r }));
   }
 
+  /** Called before each refresh page is served (e.g. to move db now between pages). */
+  onPage: ((pageNo: number) => void) | null = null;
+
   async refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage> {
     this.calls.refreshPage++;
+    this.onPage?.(this.calls.refreshPage);
     const settledBefore = ts(this.dbNowMs - commitGraceMs);
     const after = (r: StoredRow) =>
       r.version > cursor.modifiedAt || (r.version === cursor.modifiedAt && r.intentId > cursor.intentId);
@@ -583,6 +589,24 @@ describe('ScheduleRefresher.refresh', () => {
     const r5 = await refresher.refresh();
     expect(r5).toEqual({ rows: 0, pages: 1, applied: 0 });
     expect(s.size).toBe(4);
+  });
+
+  it('settled rows after an unsettled one (db now moved on between pages) do not move the cursor past it', async () => {
+    const { store, refresher, s } = harness({ pageSize: 2 });
+    store.dbNowMs = T0 + 100_000;
+    await refresher.rebuild(); // cursor T0 + 95 000
+    store.put(at(1, 95_500));
+    store.put(at(2, 96_500)); // page 1 (db now T0 + 101 000): row 1 settled, row 2 not
+    store.put(at(3, 96_600));
+    store.put(at(4, 96_700)); // page 2 (db now T0 + 102 000): both settled
+    store.put(at(5, 96_800)); // page 3
+    store.dbNowMs = T0 + 101_000;
+    const first = store.calls.refreshPage + 1;
+    store.onPage = (n) => { store.dbNowMs = n === first ? T0 + 101_000 : T0 + 102_000; };
+    const st = await refresher.refresh();
+    expect(st).toEqual({ rows: 5, pages: 3, applied: 5 });
+    expect(s.size).toBe(5);
+    expect(refresher.currentCursor).toEqual({ modifiedAt: ts(T0 + 95_500), intentId: id(1) });
   });
 
   it('re-reading rows is harmless: the same rows never give duplicate due entries', async () => {

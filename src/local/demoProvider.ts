@@ -1,0 +1,129 @@
+// The demo provider the local host mounts when PROVIDER_URL is unset, so a new user sees intents succeed,
+// retry and fail with zero configuration. A node:http server on an ephemeral loopback port:
+// - answers after DEMO_PROVIDER_LATENCY_MS;
+// - payload `"fail": "permanent"` → 422 (permanent: the intent fails at once);
+//   payload `"fail": "retryable"` → always 503 (the intent retries until its max attempts, then fails);
+// - otherwise 503 + Retry-After: 1 with probability DEMO_PROVIDER_FAILURE_RATE, else 200;
+// - deduplicates by Idempotency-Key: a repeated call for an intent that already succeeded answers 200
+//   with `"duplicate": true` and is not counted twice.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HttpProvider } from '../provider/httpProvider.js';
+import type { Provider, ProviderRequest, ProviderResult } from '../provider/provider.js';
+
+export const DEMO_PROVIDER_PATH = '/demo-provider/submit';
+
+export interface DemoCall {
+  intentId: string;
+  attemptNo: number;
+  leaseEpoch: number;
+  status: number;
+  note: string;
+}
+
+export interface DemoProviderOptions {
+  latencyMs: number;
+  failureRate: number;
+  onCall?: (call: DemoCall) => void;
+  random?: () => number;
+}
+
+export interface DemoProvider {
+  url: string;
+  close(): Promise<void>;
+}
+
+const MAX_BODY = 1024 * 1024;
+const MAX_REMEMBERED = 100_000;
+
+export async function startDemoProvider(opts: DemoProviderOptions): Promise<DemoProvider> {
+  const random = opts.random ?? Math.random;
+  const succeeded = new Set<string>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_BODY) chunks.push(c);
+    });
+    req.on('end', () => {
+      const reply = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(body));
+      };
+      if (req.method !== 'POST' || req.url !== DEMO_PROVIDER_PATH) return reply(404, { error: 'not found' });
+      if (size > MAX_BODY) return reply(413, { error: 'body too large' });
+      let body: { intentId?: unknown; attemptNo?: unknown; payload?: { fail?: unknown } };
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+      } catch {
+        return reply(400, { error: 'malformed JSON' });
+      }
+      const intentId = String(req.headers['idempotency-key'] ?? body.intentId ?? '');
+      const call = { intentId, attemptNo: Number(body.attemptNo ?? 0), leaseEpoch: Number(req.headers['x-lease-epoch'] ?? 0) };
+      setTimeout(() => {
+        const fail = body.payload?.fail;
+        let status = 200;
+        let note = 'accepted';
+        if (succeeded.has(intentId)) {
+          note = 'duplicate (already accepted)';
+          reply(200, { accepted: true, duplicate: true, intentId });
+        } else if (fail === 'permanent') {
+          status = 422;
+          note = 'rejected permanently (payload says fail: permanent)';
+          reply(422, { error: 'rejected: the payload asked for a permanent failure' });
+        } else if (fail === 'retryable' || random() < opts.failureRate) {
+          status = 503;
+          note = 'unavailable, retry after 1 s';
+          reply(503, { error: 'demo provider: temporarily unavailable' }, { 'retry-after': '1' });
+        } else {
+          if (succeeded.size >= MAX_REMEMBERED) succeeded.clear();
+          succeeded.add(intentId);
+          reply(200, { accepted: true, intentId, attemptNo: call.attemptNo });
+        }
+        opts.onCall?.({ ...call, status, note });
+      }, opts.latencyMs);
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}${DEMO_PROVIDER_PATH}`,
+    close: () => new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+/** Intents store their provider URL at submit. The demo provider's port changes on every start, so an
+ *  intent submitted to a previous run's demo provider (same path on loopback) is sent to the current one. */
+export class DemoRoutingProvider implements Provider {
+  private readonly inner: HttpProvider;
+
+  constructor(private readonly currentUrl: string) {
+    this.inner = new HttpProvider(currentUrl);
+  }
+
+  submit(req: ProviderRequest, timeoutMs: number): Promise<ProviderResult> {
+    return this.inner.submit({ ...req, url: this.route(req.url) }, timeoutMs);
+  }
+
+  route(url: string | null): string {
+    if (url === null) return this.currentUrl;
+    try {
+      const u = new URL(url);
+      return u.hostname === '127.0.0.1' && u.pathname === DEMO_PROVIDER_PATH ? this.currentUrl : url;
+    } catch {
+      return url;
+    }
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+}

@@ -1,0 +1,151 @@
+// `npm start`: the local host. Serves exactly the functions registered with @azure/functions (discovered
+// through the @azure/functions-core stand-in, the way the real worker discovers them) over node:http, runs
+// the timer functions per instance on their NCRONTAB schedule, with INSTANCES in-process instances on one
+// database (embedded PGlite under .data/ by default) and a demo provider when PROVIDER_URL is unset.
+// stdout: readable lines only. pino JSON logs: LOG_FILE (default .data/host.log, `-` = stderr).
+// Exit codes: 0 clean shutdown, 2 bad configuration (one line naming the setting), 1 other start failure.
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { runWithApp } from '../app.js';
+import { ConfigError, loadConfig, redactUrl, type Config } from '../config.js';
+import { loadRegisteredFunctions } from './functionsCore.js';
+import { DemoRoutingProvider, startDemoProvider, type DemoProvider } from './demoProvider.js';
+import { createHttpHost, httpRoutes, readRoutePrefix } from './httpServer.js';
+import { startCluster, type Cluster } from './instances.js';
+import { loadLocalSettings, withLocalDefaults } from './localSettings.js';
+import { openLogSink, type LogSink } from './logSink.js';
+import { resolveTimerFunctions, startTimers, type TimerRunner } from './timers.js';
+
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const print = (line: string) => void process.stdout.write(`${line}\n`);
+
+function describeDatabase(config: Config, env: Record<string, string | undefined>): string {
+  const db = config.database;
+  if (db.kind === 'pglite') return db.dataDir ? `pglite:${db.dataDir}` : 'pglite: (in memory)';
+  if (db.kind === 'mssqlEntra') return `Azure SQL ${db.server}/${db.database} (Entra)`;
+  return redactUrl(env.DATABASE_URL ?? db.url);
+}
+
+async function main(): Promise<void> {
+  const env = withLocalDefaults(process.env);
+  const local = loadLocalSettings(env);
+  const config = loadConfig(env);
+
+  // Registrations first (no database yet): the stand-in must be installed before @azure/functions loads.
+  const registry = await loadRegisteredFunctions(projectRoot);
+  const azf = (await import('@azure/functions')).default;
+  const timers = resolveTimerFunctions(registry.functions, env);
+  const routes = httpRoutes(registry.functions);
+
+  const sink: LogSink = openLogSink(local.logFile);
+  let demo: DemoProvider | null = null;
+  let demoRouting: DemoRoutingProvider | null = null;
+  let cluster: Cluster | null = null;
+  let runner: TimerRunner | null = null;
+  try {
+    let appConfig = config;
+    if (!config.provider.url) {
+      demo = await startDemoProvider({
+        ...local.demoProvider,
+        onCall: local.demoProvider.verbose
+          ? (c) => print(`[demo-provider] intent ${c.intentId} attempt ${c.attemptNo} (epoch ${c.leaseEpoch}) → ${c.status} ${c.note}`)
+          : undefined,
+      });
+      demoRouting = new DemoRoutingProvider(demo.url);
+      appConfig = { ...config, provider: { ...config.provider, url: demo.url } };
+    }
+    cluster = await startCluster({ config: appConfig, count: local.instances, sink, print, ...(demoRouting ? { provider: demoRouting } : {}) });
+    const instances = cluster.instances;
+    for (const inst of instances) {
+      for (const h of registry.hooks.filter((x) => x.name === 'appStart')) {
+        await runWithApp(inst.app, () => h.callback({ hookData: {}, appHookData: {} }));
+      }
+    }
+    const routePrefix = readRoutePrefix(projectRoot);
+    const server = createHttpHost({ azf, functions: registry.functions, instances, functionKey: local.functionKey, routePrefix, sink });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(local.port, '127.0.0.1', () => resolve());
+    });
+    const port = (server.address() as AddressInfo).port;
+    runner = startTimers(azf, instances, timers, sink);
+
+    const base = `http://127.0.0.1:${port}${routePrefix ? `/${routePrefix}` : ''}`;
+    const provider = demo ? `demo provider on ${demo.url}` : `provider ${redactUrl(config.provider.url!)}`;
+    print(`SubmissionManager listening on ${base} (${instances.length} instance${instances.length === 1 ? '' : 's'}, ` +
+      `database ${describeDatabase(config, env)}, ${provider})`);
+    print(`  functions: ${routes.map((r) => `${r.methods.join('|')} /${routePrefix}/${r.route.template}`).join(', ')}; ` +
+      `timers: ${timers.map((t) => `${t.fn.name} "${t.schedule}"`).join(', ')}`);
+    print(`  holder ids: ${instances.map((i) => `${i.label}=${i.holderId}`).join(', ')}; ` +
+      `function key ${local.functionKey ? 'required' : 'not required'}; logs → ${sink.where} (LOG_LEVEL ${config.logLevel}); Ctrl-C stops`);
+
+    installSignalHandlers(async (signal) => {
+      print(`[host] ${signal}: stopping (timers stopped; waiting for running ticks; a second signal exits at once)`);
+      runner!.stop();
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
+      const bound = config.executor.tickBudgetMs + config.provider.timeoutMs + 2_000;
+      if (!(await runner!.drain(bound))) print(`[host] ticks still running after ${bound} ms; terminating anyway`);
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 2_000))]);
+      server.closeAllConnections();
+      await terminate(cluster!, registry.hooks, demo, demoRouting);
+      print('[host] stopped');
+      await sink.close();
+    });
+  } catch (e) {
+    runner?.stop();
+    await cluster?.close().catch(() => {});
+    await demo?.close().catch(() => {});
+    demoRouting?.close();
+    await sink.close();
+    throw e;
+  }
+}
+
+/** appTerminate hooks per instance (they release the lease), then close what the host owns. */
+async function terminate(cluster: Cluster, hooks: { name: string; callback: (ctx: unknown) => unknown }[],
+  demo: DemoProvider | null, demoRouting: DemoRoutingProvider | null): Promise<void> {
+  await Promise.all(cluster.instances.map(async (inst) => {
+    for (const h of hooks.filter((x) => x.name === 'appTerminate')) {
+      try {
+        await runWithApp(inst.app, () => h.callback({ hookData: {}, appHookData: {} }));
+      } catch (e) {
+        inst.app.logger.error({ event: 'app_terminate_failed', err: e }, 'appTerminate hook failed');
+      }
+    }
+    await inst.app.close(); // idempotent; releases the lease even if no hook is registered
+  }));
+  await cluster.close();
+  await demo?.close();
+  demoRouting?.close();
+}
+
+function installSignalHandlers(shutdown: (signal: NodeJS.Signals) => Promise<void>): void {
+  let stopping = false;
+  const on = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      print(`[host] second ${signal}: exiting now`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
+    stopping = true;
+    shutdown(signal).then(
+      () => process.exit(0),
+      (e: unknown) => {
+        process.stderr.write(`SubmissionManager: shutdown failed: ${(e as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
+}
+
+main().catch((e: unknown) => {
+  if (e instanceof ConfigError) {
+    process.stderr.write(`SubmissionManager: configuration error: ${e.message.replace(/\s+/g, ' ')}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`SubmissionManager: failed to start: ${(e as Error)?.message ?? String(e)}\n`);
+  process.exit(1);
+});
