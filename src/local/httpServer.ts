@@ -146,7 +146,7 @@ export function createHttpHost(o: HttpHostOptions): http.Server {
     const inst = o.instances[next++ % o.instances.length]!;
     handle(req, inst).then(
       (r) => {
-        res.writeHead(r.status, { ...r.headers, 'x-instance': inst.holderId });
+        res.writeHead(r.status, { ...r.headers, 'content-length': r.body.length, 'x-instance': inst.holderId });
         res.end(req.method === 'HEAD' ? undefined : r.body);
       },
       (e: unknown) => {

@@ -137,7 +137,8 @@ describe('mssql query builders: values are validated like the columns would', ()
   });
   it('a JS Date ISO string is never accepted as the cursor', () => {
     expect(() => executionQueries.refreshPage({ ...cursor, modifiedAt: new Date().toISOString() }, 10, 0)).toThrow(/cursor/);
-    expect(() => executionQueries.refreshPage({ ...cursor, modifiedAt: '2026-02-02 12:00:10.123456' }, 10, 0)).toThrow(/cursor/);
+    expect(() => executionQueries.refreshPage({ ...cursor, modifiedAt: '2026-02-02T12:00:10.1234567' }, 10, 0)).toThrow(/cursor/);
+    expect(() => executionQueries.refreshPage({ ...cursor, modifiedAt: '2026-02-02 12:00:10.12345678' }, 10, 0)).toThrow(/cursor/);
   });
   it('lengths and integer ranges are checked before sending', () => {
     expect(() => leaseQueries.get('x'.repeat(65))).toThrow(/longer than 64/);

@@ -1,7 +1,10 @@
-// SQL Server / Azure SQL dialect. The composition root opens one pool per process (openMssqlPool) and
-// builds the stores on it.
+// SQL Server / Azure SQL dialect. The composition root (src/app.ts) calls openMssqlStores once per process:
+// one ConnectionPool, the stores built on it.
+import type { Config, DatabaseTarget } from '../../config.js';
+import { sqlErrorField, type Logger } from '../../observability/logger.js';
 import type { Stores } from '../stores.js';
 import type { MssqlDatabase } from './db.js';
+import { openMssqlPool } from './pool.js';
 import { MssqlLeaseStore } from './leaseStore.js';
 import { MssqlIntentStore } from './intentStore.js';
 import { MssqlExecutionStore } from './executionStore.js';
@@ -22,4 +25,14 @@ export function createMssqlStores(db: MssqlDatabase): Stores {
     },
     close: () => db.close(),
   };
+}
+
+/** Open the process's pool for an `mssql` / `mssqlEntra` target and build the stores on it. */
+export async function openMssqlStores(target: DatabaseTarget, config: Config, logger: Logger): Promise<Stores> {
+  const db = await openMssqlPool(
+    target,
+    { poolMax: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs, appName: config.lease.holderId },
+    (e) => logger.warn({ event: 'db_idle_client_error', sql_error: sqlErrorField(e) }, 'idle database connection failed'),
+  );
+  return createMssqlStores(db);
 }
