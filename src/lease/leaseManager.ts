@@ -6,16 +6,10 @@ import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
 import type { Clock } from './clock.js';
 import type { LeaderGate } from './leaderGate.js';
+import type { Config } from '../config.js';
 
-export interface LeaseSettings {
-  name: string;
-  holderId: string;
-  durationMs: number;
-  renewIntervalMs: number;
-  acquireIntervalMs: number;
-  safetyMarginMs: number;
-  acquireJitterMs: number;
-}
+/** The lease settings as resolved by src/config.ts. */
+export type LeaseSettings = Config['lease'];
 
 export type LeadershipChange =
   | { kind: 'acquired'; token: LeaseToken; expiresAt: Date }
