@@ -98,20 +98,38 @@ export class Executor {
     const inFlight = new Set<Promise<void>>();
     const pending: AttemptCompletion[] = [];
     let wake: () => void = () => {};
+    let woken = false;
+    const signal = () => {
+      woken = true;
+      wake();
+    };
     let stop: string | null = null;
+    let failure: unknown = null;
+    // At most one fenced start and one fenced completion batch in flight at a time, running beside the
+    // provider calls, so the database round trips overlap instead of stalling the pipeline.
+    let starting: Promise<void> | null = null;
+    let flushing: Promise<void> | null = null;
     const deadline = () => Math.min(budgetEnd, this.clock.nowMs() + this.lease.remainingMs());
+    const background = (work: () => Promise<void>, done: () => void): Promise<void> =>
+      work().catch((e) => {
+        failure ??= e;
+      }).finally(() => {
+        done();
+        signal();
+      });
 
     const flush = async () => {
-      if (pending.length === 0) return;
       const batch = pending.splice(0);
+      if (batch.length === 0) return;
       const res = await this.store.fencedCompleteAttempts(token, batch);
       if (res.kind === 'leaseLost') {
         this.fenceFailed(sum);
         stop ??= 'lease_lost';
         return;
       }
+      const byId = new Map(batch.map((b) => [b.intentId, b]));
       for (const r of res.value) {
-        const c = batch.find((b) => b.intentId === r.intentId)!;
+        const c = byId.get(r.intentId)!;
         if (this.epoch === token.leaseEpoch) this.refresher.schedule.release(r.intentId, r.row);
         if (!r.applied) sum.skipped++;
         else if (c.outcome === 'succeeded') sum.succeeded++;
@@ -122,34 +140,62 @@ export class Executor {
     };
 
     const runAttempt = async (a: StartedAttempt) => {
-      try {
-        // The gate, just before the call: an attempt whose call was not sent is aborted. The call may
-        // outlive the tick budget (which bounds starts) but never the local lease deadline.
-        const timeoutMs = Math.min(s.providerTimeoutMs, this.lease.remainingMs());
-        if (!this.lease.ensureEpoch(token.leaseEpoch) || timeoutMs <= 0) {
-          pending.push(aborted(a, 'leadership lost before the provider call'));
-          return;
-        }
-        const t = this.clock.nowMs();
-        const result = await this.provider.submit(
-          { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
-          timeoutMs,
-        );
-        pending.push(decide(result, { ...a, durationMs: this.clock.nowMs() - t }, a.contract.retry, this.random));
-      } finally {
-        wake();
+      // The gate, just before the call: an attempt whose call was not sent is aborted. The call may
+      // outlive the tick budget (which bounds starts) but never the local lease deadline.
+      const timeoutMs = Math.min(s.providerTimeoutMs, this.lease.remainingMs());
+      if (!this.lease.ensureEpoch(token.leaseEpoch) || timeoutMs <= 0) {
+        pending.push(aborted(a, 'leadership lost before the provider call'));
+        return;
+      }
+      const t = this.clock.nowMs();
+      const result = await this.provider.submit(
+        { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
+        timeoutMs,
+      );
+      pending.push(decide(result, { ...a, durationMs: this.clock.nowMs() - t }, a.contract.retry, this.random));
+    };
+
+    const start = async (free: number) => {
+      const due = this.refresher.schedule.takeDue(this.refresher.dbNowMs(), free);
+      if (due.length === 0) return;
+      const res = await this.store.fencedStartAttempts(token, due.map((d) => ({ intentId: d.intentId, expectedAttemptCount: d.attemptCount })));
+      if (res.kind === 'leaseLost') {
+        this.fenceFailed(sum);
+        stop ??= 'lease_lost';
+        return;
+      }
+      const startedIds = new Set(res.value.map((a) => a.intentId));
+      for (const d of due) {
+        if (startedIds.has(d.intentId)) continue;
+        // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: keep it queued
+        // slightly later; a newer row from refresh wins over this one.
+        sum.skipped++;
+        this.refresher.schedule.release(d.intentId, { ...d, status: 'scheduled', nextAttemptAt: new Date(d.dueMs + 50) });
+      }
+      sum.started += res.value.length;
+      for (const a of res.value) {
+        const p: Promise<void> = runAttempt(a)
+          .catch((e: unknown) => {
+            pending.push(aborted(a, `internal error: ${(e as Error).message}`));
+          })
+          .finally(() => {
+            inFlight.delete(p); // before waking the loop, so it sees the slot free
+            signal();
+          });
+        inFlight.add(p);
       }
     };
 
-    while (stop === null) {
+    while (stop === null && failure === null) {
+      woken = false;
       const now = this.clock.nowMs();
       if (now >= deadline()) stop = 'deadline';
       else if (!this.lease.ensureEpoch(token.leaseEpoch)) stop = 'lease_lost';
       else if (this.lease.renewDue() && !(await this.lease.renew())) stop = 'lease_lost';
       if (stop !== null) break;
 
-      if (inFlight.size === 0 && now - this.lastReconcileMs >= s.reconcileIntervalMs) {
-        await flush();
+      const busy = inFlight.size > 0 || starting !== null || flushing !== null;
+      if (!busy && pending.length === 0 && now - this.lastReconcileMs >= s.reconcileIntervalMs) {
         const stats = await this.refresher.rebuild(); // defence in depth against late commits
         sum.refreshedRows += stats.rows;
         this.lastReconcileMs = this.lastRefreshMs = now;
@@ -160,49 +206,34 @@ export class Executor {
         this.lastRefreshMs = now;
       }
 
-      if (pending.length >= s.completionBatch || (pending.length > 0 && inFlight.size === 0)) await flush();
-      if (stop !== null) break;
-
+      if (!flushing && (pending.length >= s.completionBatch || (pending.length > 0 && inFlight.size === 0))) {
+        flushing = background(flush, () => (flushing = null));
+      }
       // Start due intents when a worthwhile batch of slots is free (or nothing runs).
       const free = Math.min(s.concurrency - inFlight.size, s.maxAttemptsPerTick - sum.started);
-      if (free > 0 && (free >= s.startBatch || inFlight.size === 0) && this.lease.requireLeader()) {
-        const due = this.refresher.schedule.takeDue(this.refresher.dbNowMs(), free);
-        if (due.length > 0) {
-          const res = await this.store.fencedStartAttempts(token, due.map((d) => ({ intentId: d.intentId, expectedAttemptCount: d.attemptCount })));
-          if (res.kind === 'leaseLost') {
-            this.fenceFailed(sum);
-            stop = 'lease_lost';
-            break;
-          }
-          const startedIds = new Set(res.value.map((a) => a.intentId));
-          for (const d of due) {
-            if (startedIds.has(d.intentId)) continue;
-            // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: keep it queued
-            // slightly later; a newer row from refresh wins over this one.
-            sum.skipped++;
-            this.refresher.schedule.release(d.intentId, { ...d, status: 'scheduled', nextAttemptAt: new Date(d.dueMs + 50) });
-          }
-          sum.started += res.value.length;
-          for (const a of res.value) {
-            const p: Promise<void> = runAttempt(a).finally(() => inFlight.delete(p));
-            inFlight.add(p);
-          }
-          continue;
-        }
+      if (!starting && free > 0 && (free >= s.startBatch || inFlight.size === 0) && this.lease.requireLeader() &&
+          (this.refresher.schedule.nextDueMs() ?? Infinity) <= this.refresher.dbNowMs()) {
+        starting = background(() => start(free), () => (starting = null));
       }
+      if (woken || stop !== null || failure !== null) continue;
 
-      // Idle until the next thing to do: a completion, the next refresh, the next due intent, the deadline.
+      // Idle until the next thing to do: a completion or finished batch, the next refresh, the next due
+      // intent, the deadline.
       const nextDue = this.refresher.schedule.nextDueMs();
-      const untilDue = nextDue === undefined ? Infinity : nextDue - this.refresher.dbNowMs();
+      const untilDue = nextDue === undefined || starting ? Infinity : nextDue - this.refresher.dbNowMs();
       const untilRefresh = this.lastRefreshMs + s.refresh.intervalMs - this.clock.nowMs();
       const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, deadline() - this.clock.nowMs()));
       const woke = new Promise<void>((r) => (wake = r));
-      await Promise.race([this.clock.sleep(waitMs), woke]);
+      if (!woken) await Promise.race([this.clock.sleep(waitMs), woke]);
     }
 
-    // End of the batch: in-flight calls end by the deadline (their timeout is clipped to it); their
+    // End of the batch: in-flight calls end by the lease deadline (their timeout is clipped to it); their
     // completions are fenced like any other write (a lost lease makes them orphans for the next leader).
-    await Promise.all(inFlight);
+    // The tick awaits everything it began, also when it stops on an error.
+    await starting;
+    await Promise.all([...inFlight]);
+    await flushing;
+    if (failure) throw failure;
     if (stop !== 'lease_lost') await flush();
     else pending.length = 0;
     return stop ?? 'deadline';

@@ -17,7 +17,7 @@ describe('mssql config: SQL login (DATABASE_URL=mssql://…)', () => {
     const c = build({ kind: 'mssql', url: 'mssql://app%40x:p%40ss%3Aw0rd@db.local:14330/submissions' });
     expect(c).toMatchObject({
       server: 'db.local', port: 14330, database: 'submissions', user: 'app@x', password: 'p@ss:w0rd',
-      requestTimeout: 2_500, pool: { max: 7, min: 0 },
+      requestTimeout: 2_500, pool: { max: 7, min: 0 }, validateConnection: 'socket',
     });
     expect(c.authentication).toBeUndefined();
     expect(c.options).toMatchObject({ encrypt: true, trustServerCertificate: false, useUTC: true, abortTransactionOnError: true });

@@ -30,9 +30,13 @@ SELECT @intent_id, @idempotency_key, @request_hash, @contract, 'scheduled', 0,
 SET @created = @@ROWCOUNT;
 COMMIT TRANSACTION;
 IF @created = 1
+BEGIN
   SELECT CAST(1 AS bit) AS created, ${intentCols()} FROM submission_intents WHERE intent_id = @intent_id;
+END
 ELSE
-  SELECT CAST(0 AS bit) AS created, ${intentCols()} FROM submission_intents WHERE idempotency_key = @idempotency_key;`,
+BEGIN
+  SELECT CAST(0 AS bit) AS created, ${intentCols()} FROM submission_intents WHERE idempotency_key = @idempotency_key;
+END;`,
       params: [
         p.uuid('intent_id', n.intentId),
         p.nvarchar('idempotency_key', 255, n.idempotencyKey),

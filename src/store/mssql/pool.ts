@@ -93,6 +93,10 @@ export function buildMssqlConfig(target: DatabaseTarget, opts: MssqlPoolOptions)
     requestTimeout: opts.statementTimeoutMs,
     connectionTimeout: opts.connectTimeoutMs ?? 30_000,
     pool: { max: opts.poolMax, min: 0, idleTimeoutMillis: 30_000 },
+    // Check the socket when lending a connection instead of a SELECT 1 round trip before every request
+    // (mssql's default): a connection the server closed is still caught; anything subtler surfaces as a
+    // transient StoreError on the request itself.
+    validateConnection: 'socket' as const,
   };
   if (target.kind === 'mssql') {
     const c = parseSqlLoginUrl(target.url);

@@ -1,0 +1,98 @@
+// Shared benchmark plumbing: a fresh schema on the PostgreSQL server, a counting database wrapper, a
+// no-op/latency provider in a child process, and table printing. Benchmarks never assert speed.
+import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import { openPgPool, type PgDatabase, type PgQueryable } from '../src/store/postgres/db.js';
+import { createPostgresStores } from '../src/store/postgres/index.js';
+import type { Stores } from '../src/store/stores.js';
+
+export const PG_URL = process.env.BENCH_PG_URL ?? process.env.PG_TEST_URL ?? 'postgres://postgres@127.0.0.1:5432/submission_manager_test';
+
+export interface BenchSchema {
+  schema: string;
+  open(max: number): PgDatabase;
+  drop(): Promise<void>;
+}
+
+export async function freshSchema(): Promise<BenchSchema> {
+  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = openPgPool({ url: PG_URL, max: 1, statementTimeoutMs: 600_000 });
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.close();
+  const open = (max: number) => openPgPool({ url: PG_URL, max, statementTimeoutMs: 600_000, schema });
+  const m = open(1);
+  await createPostgresStores(m, 'postgres').migrate();
+  await m.close();
+  return {
+    schema,
+    open,
+    async drop() {
+      const a = openPgPool({ url: PG_URL, max: 1, statementTimeoutMs: 600_000 });
+      await a.query(`DROP SCHEMA ${schema} CASCADE`);
+      await a.close();
+    },
+  };
+}
+
+/** Counts statements sent through a PgDatabase (transactions count BEGIN/COMMIT too). */
+export function counting(db: PgDatabase): PgDatabase & { count: number } {
+  const c = { count: 0 };
+  const wrap = (q: PgQueryable): PgQueryable => ({
+    query: (t, p) => {
+      c.count++;
+      return q.query(t, p);
+    },
+  });
+  return Object.assign(c, {
+    query: wrap(db).query,
+    transaction: <T>(fn: (tx: PgQueryable) => Promise<T>) => {
+      c.count += 2;
+      return db.transaction((tx) => fn(wrap(tx)));
+    },
+    exec: (s: string) => db.exec(s),
+    close: () => db.close(),
+  }) as PgDatabase & { count: number };
+}
+
+export function stores(db: PgDatabase): Stores {
+  return createPostgresStores(db, 'postgres');
+}
+
+/** Insert `n` due intents with one statement. */
+export async function seedIntents(db: PgQueryable, n: number, opts: { status?: string; dueInMs?: number } = {}): Promise<void> {
+  const contract = JSON.stringify({ provider: { url: null }, payload: { bench: true }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 } });
+  await db.query(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts,
+      next_attempt_at, created_at, last_modified_at)
+    SELECT gen_random_uuid(), repeat('0', 64), $2::jsonb, $3, 0, 3, clock_timestamp() + $4 * interval '1 ms', now(), clock_timestamp()
+      FROM generate_series(1, $1)`, [n, contract, opts.status ?? 'scheduled', opts.dueInMs ?? -1000]);
+}
+
+/** A provider in its own process (so it does not share our event loop): 200 after `latencyMs`. */
+export async function startProviderProcess(latencyMs: number): Promise<{ url: string; stop(): void }> {
+  const code = `const http=require('http');const s=http.createServer((q,r)=>{q.resume();q.on('end',()=>{const f=()=>{r.writeHead(200,{'content-type':'application/json'});r.end('{}')};${latencyMs}>0?setTimeout(f,${latencyMs}):f()})});s.keepAliveTimeout=60000;s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;
+  const child: ChildProcess = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve) => child.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
+  return { url: `http://127.0.0.1:${port}/submit`, stop: () => child.kill('SIGKILL') };
+}
+
+export async function pool<T>(items: T[], concurrency: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (i < items.length) await fn(items[i++]!);
+  }));
+}
+
+export function machine(): string {
+  return `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
+}
+
+export function printTable(title: string, rows: Record<string, string | number>[]): void {
+  console.log(`\n## ${title}`);
+  if (rows.length === 0) return;
+  const cols = Object.keys(rows[0]!);
+  console.log(`| ${cols.join(' | ')} |\n|${cols.map(() => '---').join('|')}|`);
+  for (const r of rows) console.log(`| ${cols.map((c) => r[c]).join(' | ')} |`);
+}
+
+export const fmt = (n: number, d = 0) => n.toFixed(d);

@@ -1,0 +1,216 @@
+// Real local-host processes for system tests: spawn `node dist/src/local/main.js`, read its readable
+// stdout (listening line, holder ids, leadership lines), talk to it over real HTTP, signal it. Also a fresh
+// PostgreSQL database per test (dropped afterwards) for multi-process clusters.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { settingsSchema } from '../../src/config.js';
+import { PG_ADMIN_URL } from './pgServer.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const MAIN = path.join(ROOT, 'dist/src/local/main.js');
+
+/** Short timings so failover and takeover happen in seconds. */
+export const FAST_ENV: Record<string, string> = {
+  EXECUTOR_SCHEDULE: '*/1 * * * * *', LEASE_DURATION_MS: '3000', LEASE_RENEW_INTERVAL_MS: '1000',
+  EXECUTOR_TICK_BUDGET_MS: '800', PROVIDER_TIMEOUT_MS: '1000', SCHEDULE_REFRESH_INTERVAL_MS: '200',
+  COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000', DEMO_PROVIDER_FAILURE_RATE: '0',
+  DEMO_PROVIDER_LATENCY_MS: '10', RETRY_BASE_DELAY_MS: '100', RETRY_MAX_DELAY_MS: '500', PORT: '0',
+};
+
+const LOCAL_KEYS = ['PORT', 'INSTANCES', 'FUNCTION_KEY', 'DEMO_PROVIDER_LATENCY_MS', 'DEMO_PROVIDER_FAILURE_RATE', 'DEMO_PROVIDER_VERBOSE', 'LOG_FILE'];
+
+function newestMtime(dir: string, ext: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) newest = Math.max(newest, newestMtime(p, ext));
+    else if (e.name.endsWith(ext)) newest = Math.max(newest, statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/** `npm test` builds first; a bare `vitest run` rebuilds here when dist is older than the sources. */
+export function ensureBuilt(): void {
+  const built = () => { try { return statSync(MAIN).mtimeMs; } catch { return 0; } };
+  const sources = () => Math.max(newestMtime(path.join(ROOT, 'src'), '.ts'), newestMtime(path.join(ROOT, 'functions'), '.ts'));
+  if (built() >= sources()) return;
+  const lock = path.join(os.tmpdir(), 'submission-manager-build.lock');
+  for (let i = 0; i < 600; i++) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100); // another test file is building
+      if (i === 599) rmSync(lock, { recursive: true, force: true });
+    }
+  }
+  try {
+    if (built() >= sources()) return;
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: ROOT, encoding: 'utf8' });
+    if (r.status !== 0) console.warn(`[localHostProcess] tsc reported errors (dist emitted anyway):\n${r.stdout.slice(0, 2000)}`);
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+export interface HostProcess {
+  child: ChildProcess;
+  pid: number;
+  /** `http://127.0.0.1:<port>/api` */
+  api: string;
+  holderIds: string[];
+  lines: string[];
+  stderr(): string;
+  waitForLine(re: RegExp, timeoutMs?: number, from?: number): Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  signal(sig: NodeJS.Signals): void;
+  logFile: string;
+}
+
+export const tmpDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), `sm-${prefix}-`));
+
+/** Spawn a host; resolves once it prints where it listens (rejects with its stderr if it exits first). */
+export async function startHost(env: Record<string, string>, startTimeoutMs = 30_000): Promise<HostProcess> {
+  const clean: Record<string, string | undefined> = { ...process.env };
+  for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_KEYS]) delete clean[k];
+  const logFile = path.join(tmpDir('log'), 'host.log');
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...clean, LOG_FILE: logFile, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  let err = '';
+  let partial = '';
+  const waiters = new Set<() => void>();
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    const parts = (partial + d).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+    for (const w of waiters) w();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    child.on('exit', (code, signal) => {
+      r({ code, signal });
+      for (const w of waiters) w();
+    }));
+  const waitForLine = (re: RegExp, timeoutMs = 15_000, from = 0) => new Promise<RegExpMatchArray>((resolve, reject) => {
+    const check = () => {
+      for (const l of lines.slice(from)) {
+        const m = re.exec(l);
+        if (m) return done(() => resolve(m));
+      }
+      if (child.exitCode !== null || child.signalCode !== null) {
+        done(() => reject(new Error(`host exited (${child.exitCode ?? child.signalCode}) before printing ${re}: ${err.trim()}`)));
+      }
+    };
+    const timer = setTimeout(() => done(() => reject(new Error(`no line ${re} within ${timeoutMs} ms; stdout:\n${lines.join('\n')}\nstderr: ${err}`))), timeoutMs);
+    const done = (f: () => void) => {
+      clearTimeout(timer);
+      waiters.delete(check);
+      f();
+    };
+    waiters.add(check);
+    check();
+  });
+  const listening = await waitForLine(/listening on (http:\/\/127\.0\.0\.1:\d+\/api)/, startTimeoutMs);
+  const holders = await waitForLine(/holder ids: ([^;]+);/, 2_000);
+  return {
+    child, pid: child.pid!, api: listening[1]!, lines, logFile, exited, waitForLine,
+    holderIds: holders[1]!.split(', ').map((x) => x.split('=')[1]!),
+    stderr: () => err,
+    signal: (sig) => void child.kill(sig),
+  };
+}
+
+/** Stop every host still running (SIGCONT first for stopped ones), without waiting for graceful exit. */
+export async function killAll(hosts: HostProcess[]): Promise<void> {
+  for (const h of hosts) {
+    if (h.child.exitCode === null && h.child.signalCode === null) {
+      h.child.kill('SIGCONT');
+      h.child.kill('SIGKILL');
+    }
+  }
+  await Promise.all(hosts.map((h) => h.exited));
+}
+
+export interface ReadyView { mode: 'leader' | 'follower'; holderId: string; leaseEpoch: number | null; leaseExpiresAt: string | null }
+
+export async function readyz(api: string, timeoutMs = 1_000): Promise<ReadyView> {
+  const r = await fetch(`${api}/readyz`, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(timeoutMs) });
+  return (await r.json()) as ReadyView;
+}
+
+export async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** The one leader among single-instance hosts, by their own /readyz (ignores unreachable ones). */
+export async function findLeader(hosts: HostProcess[], timeoutMs = 15_000): Promise<{ host: HostProcess; view: ReadyView }> {
+  return waitFor('a single leader', async () => {
+    const views = await Promise.all(hosts.map((h) => readyz(h.api).then((v) => ({ host: h, view: v }), () => null)));
+    const leaders = views.filter((v) => v?.view.mode === 'leader');
+    return leaders.length === 1 ? leaders[0]! : null;
+  }, timeoutMs);
+}
+
+export async function postIntent(api: string, payload: Record<string, unknown>, key?: string): Promise<{ status: number; intentId: string }> {
+  const r = await fetch(`${api}/intents`, {
+    method: 'POST', body: JSON.stringify({ payload }), signal: AbortSignal.timeout(5_000),
+    headers: { 'content-type': 'application/json', ...(key ? { 'x-functions-key': key } : {}) },
+  });
+  const body = (await r.json()) as { intentId?: string };
+  return { status: r.status, intentId: body.intentId ?? '' };
+}
+
+export async function intentStatus(api: string, id: string, key?: string): Promise<string> {
+  const r = await fetch(`${api}/intents/${id}`, { headers: key ? { 'x-functions-key': key } : {}, signal: AbortSignal.timeout(2_000) });
+  return ((await r.json()) as { status: string }).status;
+}
+
+export interface PgTestDatabase {
+  url: string;
+  sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
+  drop(): Promise<void>;
+}
+
+/** A fresh PostgreSQL database on the test server (the hosts migrate it concurrently at start). */
+export async function createPgDatabase(): Promise<PgTestDatabase> {
+  const name = `sm_proc_${randomBytes(5).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = PG_ADMIN_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  return {
+    url,
+    sql: async (text, params) => (await pool.query(text, params)).rows as never[],
+    async drop() {
+      await pool.end().catch(() => {});
+      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
