@@ -60,10 +60,8 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
     }
     case 'mssql':
     case 'mssqlEntra': {
-      const modPath = './store/mssql/index.js';
-      const mod = (await import(modPath).catch(() => null)) as { openMssqlStores?: (t: DatabaseTarget, c: Config, l: Logger) => Promise<Stores> } | null;
-      if (!mod?.openMssqlStores) throw new Error(`DATABASE_URL: SQL Server (${target.kind === 'mssql' ? redactUrl(target.url) : target.server}) is not yet supported by this build`);
-      return mod.openMssqlStores(target, config, logger);
+      const { openMssqlStores } = await import('./store/mssql/index.js');
+      return openMssqlStores(target, config, logger);
     }
   }
 }

@@ -81,11 +81,12 @@ async function main(): Promise<void> {
       `function key ${local.functionKey ? 'required' : 'not required'}; logs → ${sink.where} (LOG_LEVEL ${config.logLevel}); Ctrl-C stops`);
 
     installSignalHandlers(async (signal) => {
-      print(`[host] ${signal}: stopping (timers stopped; waiting for running ticks; a second signal exits at once)`);
+      const bound = config.executor.tickBudgetMs + config.provider.timeoutMs + 2_000;
+      print(`[host] ${signal}: stopping — timers stopped, letting running ticks finish (at most ${Math.round(bound / 1000)} s), ` +
+        'then releasing the lease; a second signal exits at once');
       runner!.stop();
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
-      const bound = config.executor.tickBudgetMs + config.provider.timeoutMs + 2_000;
       if (!(await runner!.drain(bound))) print(`[host] ticks still running after ${bound} ms; terminating anyway`);
       await Promise.race([closed, new Promise((r) => setTimeout(r, 2_000))]);
       server.closeAllConnections();
@@ -122,13 +123,15 @@ async function terminate(cluster: Cluster, hooks: { name: string; callback: (ctx
 }
 
 function installSignalHandlers(shutdown: (signal: NodeJS.Signals) => Promise<void>): void {
-  let stopping = false;
+  let stoppingAt: number | null = null;
   const on = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    // The same Ctrl-C can arrive twice (terminal process group + npm forwarding it): ignore an echo.
+    if (stoppingAt !== null && Date.now() - stoppingAt < 250) return;
+    if (stoppingAt !== null) {
       print(`[host] second ${signal}: exiting now`);
       process.exit(signal === 'SIGINT' ? 130 : 143);
     }
-    stopping = true;
+    stoppingAt = Date.now();
     shutdown(signal).then(
       () => process.exit(0),
       (e: unknown) => {

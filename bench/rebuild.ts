@@ -1,0 +1,55 @@
+// Full rebuild: N pending intents → time to load the schedule and heap growth; baseline: reading the same
+// rows (same columns) through the same pool without building anything.
+import { ScheduleRefresher } from '../src/schedule/refresher.js';
+import { systemClock } from '../src/lease/clock.js';
+import { fmt, freshSchema, printTable, seedIntents, stores } from './support.js';
+
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+
+async function one(n: number) {
+  const schema = await freshSchema();
+  const db = schema.open(4);
+  try {
+    for (let done = 0; done < n; done += 200_000) await seedIntents(db, Math.min(200_000, n - done), { dueInMs: 3600_000 });
+    await db.query('ANALYZE submission_intents');
+    const s = stores(db);
+    // Baseline: the same paged read, rows discarded.
+    let t0 = performance.now();
+    let after = '00000000-0000-0000-0000-000000000000';
+    for (;;) {
+      const r = await s.execution.loadScheduled(after, 1_000);
+      if (r.length < 1_000) break;
+      after = r[r.length - 1]!.intentId;
+    }
+    const baseMs = performance.now() - t0;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const refresher = new ScheduleRefresher(s.execution, { pageSize: 500, commitGraceMs: 5_000 }, systemClock);
+    t0 = performance.now();
+    const stats = await refresher.rebuild();
+    const ms = performance.now() - t0;
+    gc();
+    const growth = process.memoryUsage().heapUsed - before;
+    if (refresher.schedule.size !== n || stats.rows !== n) throw new Error(`rebuild loaded ${refresher.schedule.size} of ${n}`);
+    refresher.reset();
+    return { ms, baseMs, growthMb: growth / 2 ** 20 };
+  } finally {
+    await db.close();
+    await schema.drop();
+  }
+}
+
+export async function benchRebuild(sizes = (process.env.BENCH_REBUILD_SIZES ?? '100000,1000000').split(',').map(Number)): Promise<string> {
+  const rows = [];
+  for (const n of sizes) {
+    const r = await one(n);
+    rows.push({ intents: n, 'rebuild s': fmt(r.ms / 1000, 2), 'heap growth MB': fmt(r.growthMb), 'baseline read s': fmt(r.baseMs / 1000, 2),
+      ratio: fmt(r.baseMs / r.ms, 2) });
+  }
+  printTable('Rebuild (PostgreSQL server; heap measured with --expose-gc)', rows);
+  return `rebuild ${rows.map((r) => `${r.intents}=${r['rebuild s']}s/${r['heap growth MB']}MB (read÷rebuild ${r.ratio}x)`).join(' ')}`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  benchRebuild().then((line) => console.log(`\nratios: ${line}`), (e) => { console.error(e); process.exit(1); });
+}
