@@ -27,13 +27,19 @@ export interface PgPoolOptions {
 
 /** A pg Pool with bounded statements and transactions (COMMIT_GRACE_MS relies on that bound). */
 export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void): PgDatabase {
+  // Keep any `options` the URL carries (e.g. `?options=-c search_path=tenant`); ours are appended.
+  // (pg lets the URL's `options` override the config's, so it is moved out of the URL.)
+  const url = new URL(opts.url);
+  const fromUrl = url.searchParams.get('options');
+  url.searchParams.delete('options');
   const settings = [
+    ...(fromUrl ? [fromUrl] : []),
     `-c statement_timeout=${opts.statementTimeoutMs}`,
     `-c idle_in_transaction_session_timeout=${opts.statementTimeoutMs}`,
     ...(opts.schema ? [`-c search_path=${opts.schema}`] : []),
   ];
   const pool = new pg.Pool({
-    connectionString: opts.url,
+    connectionString: url.toString(),
     max: opts.max,
     options: settings.join(' '),
     application_name: opts.applicationName ?? 'submission-manager',
