@@ -16,11 +16,16 @@ import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSum
 
 export type { ExecutorSettings, TickSummary };
 
+/** A provider call with less time than this before the lease deadline is not sent (aborted instead):
+ *  it would most likely time out after reaching the provider and be sent again. */
+const MIN_CALL_MS = 100;
+
 export class Executor {
   private epoch: number | null = null;
   private lastRefreshMs = Number.NEGATIVE_INFINITY;
   private lastReconcileMs = Number.NEGATIVE_INFINITY;
   private running: Promise<TickSummary> | null = null;
+  private draining = false;
   readonly refresher: ScheduleRefresher;
 
   constructor(
@@ -44,8 +49,16 @@ export class Executor {
 
   /** Run one bounded tick. Overlapping calls share the running tick instead of starting a second one. */
   tick(budgetMs = this.settings.tickBudgetMs): Promise<TickSummary> {
+    if (this.draining) return Promise.resolve(this.finish(emptySummary(this.lease.holderId), this.clock.nowMs(), 'draining'));
     this.running ??= this.runTick(budgetMs).finally(() => (this.running = null));
     return this.running;
+  }
+
+  /** Stop starting attempts, let the running tick finish what it began, and run no further ticks
+   *  (shutdown and drain: release the lease only after this resolves, so completions still commit). */
+  async drain(): Promise<void> {
+    this.draining = true;
+    await this.running?.catch(() => {});
   }
 
   private async runTick(budgetMs: number): Promise<TickSummary> {
@@ -143,7 +156,7 @@ export class Executor {
       // The gate, just before the call: an attempt whose call was not sent is aborted. The call may
       // outlive the tick budget (which bounds starts) but never the local lease deadline.
       const timeoutMs = Math.min(s.providerTimeoutMs, this.lease.remainingMs());
-      if (!this.lease.ensureEpoch(token.leaseEpoch) || timeoutMs <= 0) {
+      if (!this.lease.ensureEpoch(token.leaseEpoch) || timeoutMs < MIN_CALL_MS) {
         pending.push(aborted(a, 'leadership lost before the provider call'));
         return;
       }
@@ -170,13 +183,17 @@ export class Executor {
         // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: keep it queued
         // slightly later; a newer row from refresh wins over this one.
         sum.skipped++;
-        this.refresher.schedule.release(d.intentId, { ...d, status: 'scheduled', nextAttemptAt: new Date(d.dueMs + 50) });
+        if (this.epoch === token.leaseEpoch) {
+          this.refresher.schedule.release(d.intentId, { ...d, status: 'scheduled', nextAttemptAt: new Date(d.dueMs + 50) });
+        }
       }
       sum.started += res.value.length;
       for (const a of res.value) {
         const p: Promise<void> = runAttempt(a)
           .catch((e: unknown) => {
-            pending.push(aborted(a, `internal error: ${(e as Error).message}`));
+            // Not known whether the call went out: a retryable attempt, not an abort.
+            pending.push(decide({ kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null },
+              { ...a, durationMs: 0 }, a.contract.retry, this.random));
           })
           .finally(() => {
             inFlight.delete(p); // before waking the loop, so it sees the slot free
@@ -186,13 +203,13 @@ export class Executor {
       }
     };
 
-    while (stop === null && failure === null) {
-      woken = false;
+    const iteration = async (): Promise<void> => {
       const now = this.clock.nowMs();
       if (now >= deadline()) stop = 'deadline';
+      else if (this.draining) stop = 'draining';
       else if (!this.lease.ensureEpoch(token.leaseEpoch)) stop = 'lease_lost';
       else if (this.lease.renewDue() && !(await this.lease.renew())) stop = 'lease_lost';
-      if (stop !== null) break;
+      if (stop !== null) return;
 
       const busy = inFlight.size > 0 || starting !== null || flushing !== null;
       if (!busy && pending.length === 0 && now - this.lastReconcileMs >= s.reconcileIntervalMs) {
@@ -210,21 +227,36 @@ export class Executor {
         flushing = background(flush, () => (flushing = null));
       }
       // Start due intents when a worthwhile batch of slots is free (or nothing runs).
-      const free = Math.min(s.concurrency - inFlight.size, s.maxAttemptsPerTick - sum.started);
-      if (!starting && free > 0 && (free >= s.startBatch || inFlight.size === 0) && this.lease.requireLeader() &&
-          (this.refresher.schedule.nextDueMs() ?? Infinity) <= this.refresher.dbNowMs()) {
+      const quota = s.maxAttemptsPerTick - sum.started;
+      if (quota <= 0 && !busy && pending.length === 0) {
+        stop = 'attempt_cap'; // this tick's share is done; the next tick continues
+        return;
+      }
+      const free = Math.min(s.concurrency - inFlight.size, quota);
+      const canStart = !starting && free > 0 && (free >= s.startBatch || inFlight.size === 0);
+      if (canStart && this.lease.requireLeader() && (this.refresher.schedule.nextDueMs() ?? Infinity) <= this.refresher.dbNowMs()) {
         starting = background(() => start(free), () => (starting = null));
       }
-      if (woken || stop !== null || failure !== null) continue;
+      if (woken || stop !== null || failure !== null) return;
 
       // Idle until the next thing to do: a completion or finished batch, the next refresh, the next due
       // intent, the deadline.
       const nextDue = this.refresher.schedule.nextDueMs();
-      const untilDue = nextDue === undefined || starting ? Infinity : nextDue - this.refresher.dbNowMs();
+      // Only a start we could make now bounds the wait; otherwise a completion wakes us (no busy loop).
+      const untilDue = nextDue === undefined || !canStart || starting ? Infinity : nextDue - this.refresher.dbNowMs();
       const untilRefresh = this.lastRefreshMs + s.refresh.intervalMs - this.clock.nowMs();
       const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, deadline() - this.clock.nowMs()));
       const woke = new Promise<void>((r) => (wake = r));
       if (!woken) await Promise.race([this.clock.sleep(waitMs), woke]);
+    };
+
+    while (stop === null && failure === null) {
+      woken = false;
+      try {
+        await iteration();
+      } catch (e) {
+        failure ??= e; // a refresh/renew SQL error: stop starting, then wait for what is running
+      }
     }
 
     // End of the batch: in-flight calls end by the lease deadline (their timeout is clipped to it); their

@@ -104,8 +104,11 @@ export class LeaseManager implements LeaderGate {
       const out = await this.store.tryAcquire(name, holderId, durationMs);
       if (out.acquired) {
         this.becomeLeader(out.lease, sentAtMs);
-        // A reply that arrives past the local deadline must not report leadership (requireLeader drops it).
-        return this.requireLeader() !== null;
+        // A reply that arrives past the local deadline must not report leadership (requireLeader drops it);
+        // the row is then handed back so that others need not wait for it to expire.
+        if (this.requireLeader() !== null) return true;
+        this.releaseQuietly({ leaseName: out.lease.leaseName, holderId: out.lease.holderId, leaseEpoch: out.lease.leaseEpoch });
+        return false;
       }
       this.scheduleRetry(out.current, out.dbNow);
       this.log.debug({ event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
@@ -124,7 +127,12 @@ export class LeaseManager implements LeaderGate {
     const sentAtMs = this.clock.nowMs();
     try {
       const row = await this.store.renew(held.token, this.settings.durationMs);
-      if (this.held !== held) return false; // dropped while the statement ran
+      if (this.held !== held) {
+        // Dropped while the statement ran (local deadline): the row we just extended would block every
+        // other instance for a whole lease; hand it back (best effort; the fence protects either way).
+        if (row) this.releaseQuietly(held.token);
+        return false;
+      }
       if (!row) {
         this.log.warn({ event: 'leader_renew_failed', ...this.fields(held) }, 'lease renew refused: no longer held');
         this.drop('renew_refused');
@@ -153,6 +161,11 @@ export class LeaseManager implements LeaderGate {
       this.log.warn({ event: 'leader_release_failed', ...this.fields(held), sql_error: sqlErrorField(e) }, 'lease release failed');
       return false;
     }
+  }
+
+  private releaseQuietly(token: LeaseToken): void {
+    this.store.release(token).catch((e: unknown) =>
+      this.log.debug({ event: 'leader_release_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) }, 'late release failed'));
   }
 
   drop(reason: string, sqlError?: unknown): void {

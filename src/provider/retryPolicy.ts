@@ -32,7 +32,7 @@ export function backoffMs(attemptNo: number, s: RetrySettings, random: () => num
 /** The completion to record for an attempt's result, given the intent's own (snapshot) policy. */
 export function decide(
   result: ProviderResult,
-  attempt: { intentId: string; attemptNo: number; maxAttempts: number; durationMs: number },
+  attempt: { intentId: string; attemptNo: number; maxAttempts: number; durationMs: number; abortedBefore?: number },
   s: RetrySettings,
   random: () => number = Math.random,
 ): AttemptCompletion {
@@ -43,19 +43,20 @@ export function decide(
   if (result.kind === 'permanent') {
     return { ...base, outcome: 'permanent_error', httpStatus: result.httpStatus, error: result.error, next: { status: 'failed' } };
   }
-  if (attempt.attemptNo >= attempt.maxAttempts) {
+  // Attempts that were aborted before sending never reached the provider and do not count.
+  const sent = attempt.attemptNo - (attempt.abortedBefore ?? 0);
+  if (sent >= attempt.maxAttempts) {
     return { ...base, outcome: 'retryable_error', httpStatus: result.httpStatus,
-      error: `${result.error} (attempts exhausted: ${attempt.attemptNo}/${attempt.maxAttempts})`, next: { status: 'failed' } };
+      error: `${result.error} (attempts exhausted: ${sent}/${attempt.maxAttempts})`, next: { status: 'failed' } };
   }
-  const delay = Math.max(backoffMs(attempt.attemptNo, s, random), result.retryAfterMs ?? 0);
+  const delay = Math.max(backoffMs(sent, s, random), result.retryAfterMs ?? 0);
   return { ...base, outcome: 'retryable_error', httpStatus: result.httpStatus, error: result.error,
     next: { status: 'scheduled', retryDelayMs: delay } };
 }
 
-/** An attempt started but never sent (leadership lost first): closed as aborted, intent due again now. */
-export function aborted(attempt: { intentId: string; attemptNo: number; maxAttempts: number }, reason: string): AttemptCompletion {
-  const exhausted = attempt.attemptNo >= attempt.maxAttempts;
+/** An attempt started but never sent (leadership lost first): closed as aborted; it does not use up the
+ *  intent's attempts (see StartedAttempt.abortedBefore), so the intent is simply due again now. */
+export function aborted(attempt: { intentId: string; attemptNo: number }, reason: string): AttemptCompletion {
   return { intentId: attempt.intentId, attemptNo: attempt.attemptNo, durationMs: 0, outcome: 'aborted', httpStatus: null,
-    error: `aborted before the provider call: ${reason}${exhausted ? '; attempts exhausted' : ''}`,
-    next: exhausted ? { status: 'failed' } : { status: 'scheduled', retryDelayMs: 0 } };
+    error: `aborted before the provider call: ${reason}`, next: { status: 'scheduled', retryDelayMs: 0 } };
 }

@@ -45,8 +45,13 @@ export class ScheduleRefresher {
     return this.dbAnchor.dbMs + (this.clock.nowMs() - this.dbAnchor.monoMs);
   }
 
+  /** Bumped by reset(): a refresh or rebuild still awaiting the database when leadership was dropped
+   *  must not repopulate the schedule (or resurrect the cursor) afterwards. */
+  private generation = 0;
+
   /** Drop everything (leadership lost or a new epoch). */
   reset(): void {
+    this.generation++;
     this.schedule.clear();
     this.cursor = null;
   }
@@ -54,6 +59,7 @@ export class ScheduleRefresher {
   /** Full load of scheduled intents; the cursor starts at (db_now − grace) so nothing committed late is missed. */
   async rebuild(): Promise<RefreshStats> {
     this.reset();
+    const gen = this.generation;
     const start = await this.store.rebuildStart(this.settings.commitGraceMs);
     this.observe(start.dbNow);
     let after: string | null = null;
@@ -61,6 +67,7 @@ export class ScheduleRefresher {
     const pageSize = Math.max(this.settings.pageSize, 1_000);
     for (;;) {
       const rows = await this.store.loadScheduled(after, pageSize);
+      if (gen !== this.generation) return stats; // reset meanwhile: leave the schedule empty
       stats.pages++;
       for (const r of rows) if (this.schedule.apply(r) === 'scheduled') stats.applied++;
       stats.rows += rows.length;
@@ -74,6 +81,7 @@ export class ScheduleRefresher {
   /** Incremental refresh: read every page after the cursor; advance the cursor over settled rows only. */
   async refresh(): Promise<RefreshStats> {
     if (!this.cursor) return this.rebuild();
+    const gen = this.generation;
     const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
     let read = this.cursor; // where this call reads from (runs ahead over unsettled rows)
     let settledUpTo = this.cursor; // what we persist
@@ -81,6 +89,7 @@ export class ScheduleRefresher {
     const maxPages = this.settings.maxPages ?? 50;
     while (stats.pages < maxPages) {
       const page = await this.store.refreshPage(read, this.settings.pageSize, this.settings.commitGraceMs);
+      if (gen !== this.generation) return stats; // reset meanwhile
       this.observe(page.dbNow);
       stats.pages++;
       for (const r of page.rows) {

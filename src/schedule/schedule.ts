@@ -40,7 +40,9 @@ export class Schedule {
     const known = this.versions.get(row.intentId);
     if (known !== undefined && known > row.version) return 'stale';
     this.versions.set(row.intentId, row.version);
-    if (row.status === 'scheduled' && row.attemptCount < row.maxAttempts) {
+    // Scheduled means schedulable: the attempt budget (which discounts aborted attempts) is enforced by
+    // the fenced start in SQL.
+    if (row.status === 'scheduled') {
       this.heap.upsert({
         intentId: row.intentId, dueMs: row.nextAttemptAt.getTime(), attemptCount: row.attemptCount,
         maxAttempts: row.maxAttempts, version: row.version,

@@ -105,6 +105,8 @@ export interface StartedAttempt {
   intentId: string;
   attemptNo: number;
   maxAttempts: number;
+  /** Earlier attempts of this intent closed as `aborted` (never sent): they do not use up max_attempts. */
+  abortedBefore: number;
   contract: IntentContract;
   version: string;
 }
@@ -137,7 +139,8 @@ export interface ExecutionStore {
   /** in_flight intents whose started attempt is from an older epoch: attempt → abandoned, intent → scheduled now
    *  (or failed when attempts are exhausted). */
   fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>>;
-  /** Inserts attempt rows and bumps attempt_count for every request whose optimistic predicate holds and is due. */
+  /** Inserts attempt rows and bumps attempt_count for every request whose optimistic predicate holds and is due,
+   *  while attempt_count − aborted attempts < max_attempts (an abort never reached the provider). */
   fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>>;
   fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>>;
 }

@@ -1,5 +1,6 @@
 // The IntentStore contract, run unchanged against every dialect (PGlite, PostgreSQL server, SQL Server when configured).
-// Raw SQL below is PostgreSQL text: it only arranges state (status) or reads last_modified_at at full precision.
+// Arrangement (status, attempt rows) and full-precision reads of last_modified_at go through the dialect
+// context's neutral helpers (test/support/dialects.ts, test/support/mssqlHarness.ts).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import type { Stores } from '../../src/store/stores.js';
@@ -15,12 +16,16 @@ const newIntent = (over: Partial<NewIntent> = {}): NewIntent => ({
   intentId: uuidv7(), idempotencyKey: null, requestHash: 'a'.repeat(64), contract: contract(), maxAttempts: 3, notBefore: null, ...over,
 });
 
-/** 'YYYY-MM-DD HH24:MI:SS.US' (UTC) → microseconds since the epoch, exactly. */
-const micros = (t: string): bigint => {
-  const [sec, frac = '0'] = t.split('.');
-  return BigInt(Date.parse(`${sec!.replace(' ', 'T')}Z`)) * 1000n + BigInt(frac.padEnd(6, '0'));
+/** Full-precision database time text (UTC; 6 fraction digits on PostgreSQL, 7 on SQL Server) → 100-ns ticks
+ *  since the epoch, exactly. Only for arithmetic (a clock window with slack); versions compare as text. */
+const ticks = (t: string): bigint => {
+  const m = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})\.(\d{6,7})$/.exec(t);
+  if (!m) throw new Error(`not a full-precision database time: "${t}"`);
+  return BigInt(Date.parse(`${m[1]}T${m[2]}Z`)) * 10_000n + BigInt(m[3]!.padEnd(7, '0'));
 };
-const UTC_US = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
+const TICKS_PER_MS = 10_000n;
+/** `later` is strictly after `earlier`: both are fixed-width database time texts, so text order is time order. */
+const expectAfter = (later: string, earlier: string) => expect(later > earlier, `${later} > ${earlier}`).toBe(true);
 
 describe.each(dialects)('intent store contract: $name', (dialect) => {
   const skip = dialect.unavailable();
@@ -35,15 +40,17 @@ describe.each(dialects)('intent store contract: $name', (dialect) => {
     await ctx?.close();
   });
 
-  const setStatus = (id: string, status: IntentStatus) =>
-    ctx.sql('UPDATE submission_intents SET status = $2 WHERE intent_id = $1', [id, status]);
-  const countRows = async () => Number((await ctx.sql<{ n: string | number }>('SELECT count(*) AS n FROM submission_intents'))[0]!.n);
-  /** Database clock and the row's last_modified_at, both as full-precision database text. */
-  const modified = async (id: string) => {
-    const [r] = await ctx.sql<{ m: string }>(`SELECT ${UTC_US('last_modified_at')} AS m FROM submission_intents WHERE intent_id = $1`, [id]);
-    return micros(r!.m);
+  const setStatus = (id: string, status: IntentStatus) => ctx.setIntentStatus(id, status);
+  const countRows = () => ctx.countIntents();
+  /** A full-precision database time text, checked to be the dialect's fixed width (so texts order as times). */
+  const fixed = (t: string) => {
+    expect(t).toHaveLength(ctx.timeTextWidth);
+    ticks(t); // well formed
+    return t;
   };
-  const dbNow = async () => micros((await ctx.sql<{ t: string }>(`SELECT ${UTC_US('clock_timestamp()')} AS t`))[0]!.t);
+  /** Database clock and the row's last_modified_at, both as full-precision database text. */
+  const modified = async (id: string) => fixed(await ctx.modifiedAtText(id));
+  const dbNow = async () => fixed(await ctx.dbNowText());
 
   it('inserts and reads back an intent: scheduled, due now (database time), contract intact', async () => {
     const n = newIntent({ idempotencyKey: 'k-1', contract: contract({ nested: { b: [1, 'x', null] }, s: 'ü' }) });
@@ -59,7 +66,7 @@ describe.each(dialects)('intent store contract: $name', (dialect) => {
     expect(r.intent.nextAttemptAt.getTime()).toBe(r.intent.createdAt.getTime());
     expect(r.intent.lastModifiedAt.getTime()).toBe(r.intent.createdAt.getTime());
     const m = await modified(n.intentId);
-    expect(m >= before && m <= after).toBe(true);
+    expect(m >= before && m <= after, `${before} <= ${m} <= ${after}`).toBe(true);
     expect(await s.intents.get(n.intentId)).toEqual(r.intent);
     expect(await s.intents.get(uuidv7())).toBeNull();
   });
@@ -167,40 +174,40 @@ describe.each(dialects)('intent store contract: $name', (dialect) => {
       await update();
       const after = await dbNow();
       const m = await modified(a.intentId);
-      expect(m).toBeGreaterThan(prev);
+      expectAfter(m, prev);
       // Database clock window; a row may run ≤ 1 µs per update ahead of a coarse (PGlite: 1 ms) clock.
-      expect(m).toBeGreaterThanOrEqual(before);
-      expect(m).toBeLessThanOrEqual(after + 1000n);
+      expect(m >= before, `${m} >= ${before}`).toBe(true);
+      expect(ticks(m)).toBeLessThanOrEqual(ticks(after) + TICKS_PER_MS);
       prev = m;
     }
     expect((await s.intents.get(a.intentId))?.status).toBe('cancelled');
   });
 
   it('last_modified_at strictly increases across updates issued back to back (no reads in between)', async () => {
-    // A test-only trigger records every version the row takes, so nothing slows the updates down.
-    await ctx.sql('CREATE TABLE t_modlog (seq serial PRIMARY KEY, m text NOT NULL)');
-    await ctx.sql(`CREATE FUNCTION t_log_modified() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN INSERT INTO t_modlog (m) VALUES (${UTC_US('NEW.last_modified_at')}); RETURN NEW; END $$`);
-    await ctx.sql(`CREATE TRIGGER t_modlog AFTER UPDATE ON submission_intents FOR EACH ROW EXECUTE FUNCTION t_log_modified()`);
+    // The database records every version the row takes (PostgreSQL: a trigger; SQL Server: system
+    // versioning), so nothing slows the updates down.
     const a = (await s.intents.insert(newIntent())).intent;
+    await ctx.startVersionLog(a.intentId);
     const first = await modified(a.intentId);
     for (let i = 0; i < 20; i++) await s.intents.reschedule(a.intentId, new Date(Date.UTC(2030, 0, 1, 0, 0, i)));
     await s.intents.cancel(a.intentId);
-    const log = (await ctx.sql<{ m: string }>('SELECT m FROM t_modlog ORDER BY seq')).map((r) => micros(r.m));
+    const log = (await ctx.versionLog()).map(fixed);
     expect(log).toHaveLength(21);
     let prev = first;
     for (const m of log) {
-      expect(m).toBeGreaterThan(prev);
+      expectAfter(m, prev);
       prev = m;
     }
+    expect(prev).toBe(await modified(a.intentId)); // the last logged version is the row's current one
   });
 
   it('lists attempts of an intent (none before execution)', async () => {
     const a = (await s.intents.insert(newIntent())).intent;
     expect(await s.intents.listAttempts(a.intentId)).toEqual([]);
-    await ctx.sql(
-      `INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
-       VALUES ($1, 2, 7, 'h', clock_timestamp(), 'started'), ($1, 1, 7, 'h', clock_timestamp(), 'retryable_error')`, [a.intentId]);
+    await ctx.insertAttempts([
+      { intentId: a.intentId, attemptNo: 2, leaseEpoch: 7, holderId: 'h', outcome: 'started' },
+      { intentId: a.intentId, attemptNo: 1, leaseEpoch: 7, holderId: 'h', outcome: 'retryable_error' },
+    ]);
     const attempts = await s.intents.listAttempts(a.intentId);
     expect(attempts.map((x) => [x.attemptNo, x.leaseEpoch, x.outcome])).toEqual([[1, 7, 'retryable_error'], [2, 7, 'started']]);
   });

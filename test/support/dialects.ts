@@ -5,11 +5,30 @@ import { inject } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import type { Fenced, LeaseToken } from '../../src/store/ports.js';
 import type { Stores } from '../../src/store/stores.js';
+import type { AttemptOutcome, AttemptRow, IntentContract, IntentRow, IntentStatus } from '../../src/store/intentPorts.js';
+import {
+  INTENT_COLS, toAttempt as toPgAttempt, toIntent as toPgIntent,
+  type AttemptDbRow as PgAttemptDbRow, type IntentDbRow as PgIntentDbRow,
+} from '../../src/store/postgres/rows.js';
 import { fromPglite, openPgPool, type PgDatabase } from '../../src/store/postgres/db.js';
 import { createPostgresStores } from '../../src/store/postgres/index.js';
 import { fencedTransaction } from '../../src/store/postgres/fence.js';
 import { PG_TEST_URL } from './pgServer.js';
 import { mssql } from './mssqlHarness.js';
+
+/** An intent row as stored, normalised to JS types, with last_modified_at also as full-precision database text. */
+export interface IntentDbView extends IntentRow {
+  lastModifiedText: string;
+}
+
+/** An attempt row to arrange directly (started_at = database now). */
+export interface AttemptSeed {
+  intentId: string;
+  attemptNo: number;
+  leaseEpoch: number;
+  holderId: string;
+  outcome: AttemptOutcome;
+}
 
 export interface DialectContext {
   name: string;
@@ -20,7 +39,43 @@ export interface DialectContext {
   fencedHold(stores: Stores, token: LeaseToken, hold: Promise<void>, onFenced?: () => void): Promise<Fenced<number>>;
   /** Audit sequence numbers with their epochs (fenced writes), oldest first. */
   auditLog(): Promise<{ seq: number; leaseEpoch: number; action: string }[]>;
-  /** Raw SQL in this context (dialect-specific text: only for tests that arrange or inspect state). */
+
+  // Dialect-neutral arrangement and inspection helpers (each dialect implements them in its own SQL).
+  /** Width of the full-precision database time text ('YYYY-MM-DD hh:mm:ss.' + fraction, UTC): 26 for
+   *  PostgreSQL (microseconds), 27 for SQL Server (100 ns). Fixed width per dialect, so texts compare as times. */
+  readonly timeTextWidth: number;
+  /** Readers never wait for an open writer (MVCC; SQL Server with READ_COMMITTED_SNAPSHOT ON). */
+  readonly snapshotReads: boolean;
+  /** The database clock now (clock_timestamp() / SYSUTCDATETIME()) as full-precision text. */
+  dbNowText(): Promise<string>;
+  /** The row's last_modified_at as full-precision database text (the refresh cursor's form). */
+  modifiedAtText(intentId: string): Promise<string>;
+  /** Set status directly (arrangement only: last_modified_at is left as is). */
+  setIntentStatus(intentId: string, status: IntentStatus): Promise<void>;
+  /** Number of intents, optionally only those in `status`. */
+  countIntents(status?: IntentStatus): Promise<number>;
+  /** Intents per status, from one snapshot (statuses without rows are absent). */
+  statusCounts(): Promise<Partial<Record<IntentStatus, number>>>;
+  /** Every intent, ordered by intent_id. */
+  intentRows(): Promise<IntentDbView[]>;
+  /** Every attempt, ordered by intent_id, attempt_no. */
+  attemptRows(): Promise<AttemptRow[]>;
+  /** Insert attempt rows directly, in one statement (started_at = database now). */
+  insertAttempts(rows: AttemptSeed[]): Promise<void>;
+  /** Insert `n` due, scheduled intents (random ids) in ONE statement: one shared created_at/last_modified_at. */
+  insertIntentsOneStatement(n: number, contract: IntentContract): Promise<void>;
+  /** Take the lease behind its holder's back (as another instance after a pause): holder := `holderId`,
+   *  epoch + 1, expires in 1 h, and the 'acquired' event (shared sequence) — one transaction. Throws if no row. */
+  stealLease(leaseName: string, holderId: string): Promise<void>;
+  /** On a separate connection: BEGIN; next_attempt_at = last_modified_at = database now for `intentId`;
+   *  wait `holdMs`; COMMIT (an older timestamp that commits late). Not possible on PGlite (one session). */
+  holdLateReschedule(intentId: string, holdMs: number): Promise<void>;
+  /** From now on, record every version (last_modified_at text) that UPDATEs give `intentId`. */
+  startVersionLog(intentId: string): Promise<void>;
+  /** The versions recorded since startVersionLog, in update order, as full-precision database text. */
+  versionLog(): Promise<string[]>;
+
+  /** Raw SQL in this context (dialect-specific text; shared suites use the neutral helpers above instead). */
   sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
   close(): Promise<void>;
 }
@@ -33,14 +88,32 @@ export interface DialectHarness {
 }
 
 const schemaName = () => `t_${randomBytes(6).toString('hex')}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function pgContext(name: string, admin: PgDatabase, open: (max: number) => PgDatabase, cleanup: () => Promise<void>, dialect: 'postgres' | 'pglite'): DialectContext {
+/** Full-precision UTC text of a timestamptz expression: 'YYYY-MM-DD HH24:MI:SS.US' (26 characters). */
+const UTC_US = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
+
+interface PgContextOptions {
+  name: 'pglite' | 'postgres';
+  admin: PgDatabase;
+  open: (max: number) => PgDatabase;
+  cleanup: () => Promise<void>;
+  /** A dedicated connection that can hold a transaction open while others commit (null: PGlite). */
+  separateConnection: (() => PgDatabase) | null;
+}
+
+function pgContext(o: PgContextOptions): DialectContext {
+  const { admin, open } = o;
   const opened = new Map<Stores, PgDatabase>();
+  let logged: string | null = null;
+  const q = async <R>(text: string, params?: unknown[]) => (await admin.query<R>(text, params)).rows;
   return {
-    name,
+    name: o.name,
+    timeTextWidth: 26,
+    snapshotReads: true,
     async openStores(opts) {
       const db = open(opts?.poolMax ?? 4);
-      const stores = createPostgresStores(db, dialect);
+      const stores = createPostgresStores(db, o.name);
       opened.set(stores, db);
       return stores;
     },
@@ -58,16 +131,100 @@ function pgContext(name: string, admin: PgDatabase, open: (max: number) => PgDat
       });
     },
     async auditLog() {
-      const r = await admin.query<{ seq: string; lease_epoch: string; action: string }>(
+      const rows = await q<{ seq: string; lease_epoch: string; action: string }>(
         'SELECT seq, lease_epoch, action FROM submission_execution_audit ORDER BY seq');
-      return r.rows.map((x) => ({ seq: Number(x.seq), leaseEpoch: Number(x.lease_epoch), action: x.action }));
+      return rows.map((x) => ({ seq: Number(x.seq), leaseEpoch: Number(x.lease_epoch), action: x.action }));
+    },
+    async dbNowText() {
+      return (await q<{ t: string }>(`SELECT ${UTC_US('clock_timestamp()')} AS t`))[0]!.t;
+    },
+    async modifiedAtText(intentId) {
+      const [r] = await q<{ m: string }>(`SELECT ${UTC_US('last_modified_at')} AS m FROM submission_intents WHERE intent_id = $1`, [intentId]);
+      if (!r) throw new Error(`modifiedAtText: no intent ${intentId}`);
+      return r.m;
+    },
+    async setIntentStatus(intentId, status) {
+      const r = await admin.query('UPDATE submission_intents SET status = $2 WHERE intent_id = $1', [intentId, status]);
+      if (r.rowCount !== 1) throw new Error(`setIntentStatus: no intent ${intentId}`);
+    },
+    async countIntents(status) {
+      const [r] = await q<{ n: string | number }>(
+        'SELECT count(*) AS n FROM submission_intents WHERE $1::text IS NULL OR status = $1', [status ?? null]);
+      return Number(r!.n);
+    },
+    async statusCounts() {
+      const rows = await q<{ status: IntentStatus; n: string | number }>('SELECT status, count(*) AS n FROM submission_intents GROUP BY status');
+      return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+    },
+    async intentRows() {
+      const rows = await q<PgIntentDbRow & { last_modified_text: string }>(
+        `SELECT ${INTENT_COLS}, ${UTC_US('last_modified_at')} AS last_modified_text FROM submission_intents ORDER BY intent_id`);
+      return rows.map((r) => ({ ...toPgIntent(r), lastModifiedText: r.last_modified_text }));
+    },
+    async attemptRows() {
+      const rows = await q<PgAttemptDbRow>(
+        `SELECT intent_id, attempt_no, lease_epoch, holder_id, started_at, finished_at, outcome, http_status, error, duration_ms
+           FROM submission_attempts ORDER BY intent_id, attempt_no`);
+      return rows.map(toPgAttempt);
+    },
+    async insertAttempts(rows) {
+      const values = rows.map((_, i) => `($${i * 5 + 1}, $${i * 5 + 2}, $${i * 5 + 3}, $${i * 5 + 4}, clock_timestamp(), $${i * 5 + 5})`);
+      await admin.query(
+        `INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome) VALUES ${values.join(', ')}`,
+        rows.flatMap((r) => [r.intentId, r.attemptNo, r.leaseEpoch, r.holderId, r.outcome]));
+    },
+    async insertIntentsOneStatement(n, contract) {
+      const r = await admin.query(
+        `INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts,
+           next_attempt_at, created_at, last_modified_at)
+         SELECT gen_random_uuid(), repeat('0', 64), $2::jsonb, 'scheduled', 0, $3, now(), now(), now() FROM generate_series(1, $1::int)`,
+        [n, JSON.stringify(contract), contract.retry.maxAttempts]);
+      if (r.rowCount !== n) throw new Error(`insertIntentsOneStatement: inserted ${r.rowCount} of ${n}`);
+    },
+    async stealLease(leaseName, holderId) {
+      const r = await admin.query(
+        `WITH s AS (UPDATE submission_manager_leases SET holder_id = $2, lease_epoch = lease_epoch + 1,
+             acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = clock_timestamp() + interval '1 hour'
+            WHERE lease_name = $1
+           RETURNING lease_name, lease_epoch, holder_id, acquired_at)
+         INSERT INTO submission_manager_lease_events (lease_name, lease_epoch, holder_id, event, at)
+         SELECT lease_name, lease_epoch, holder_id, 'acquired', acquired_at FROM s`, [leaseName, holderId]);
+      if (r.rowCount !== 1) throw new Error(`stealLease: no lease ${leaseName}`);
+    },
+    async holdLateReschedule(intentId, holdMs) {
+      if (!o.separateConnection) throw new Error(`${o.name}: one session only; it cannot hold a transaction open while others commit`);
+      const db = o.separateConnection();
+      try {
+        await db.transaction(async (tx) => {
+          const r = await tx.query(
+            `UPDATE submission_intents SET next_attempt_at = clock_timestamp(), last_modified_at = clock_timestamp()
+              WHERE intent_id = $1`, [intentId]);
+          if (r.rowCount !== 1) throw new Error(`holdLateReschedule: no intent ${intentId}`);
+          await sleep(holdMs);
+        });
+      } finally {
+        await db.close();
+      }
+    },
+    async startVersionLog(intentId) {
+      // A test-only trigger records every version the row takes, so nothing slows the updates down.
+      await admin.exec(`
+        CREATE TABLE t_modlog (seq serial PRIMARY KEY, intent_id uuid NOT NULL, m text NOT NULL);
+        CREATE FUNCTION t_log_modified() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN INSERT INTO t_modlog (intent_id, m) VALUES (NEW.intent_id, ${UTC_US('NEW.last_modified_at')}); RETURN NEW; END $$;
+        CREATE TRIGGER t_modlog AFTER UPDATE ON submission_intents FOR EACH ROW EXECUTE FUNCTION t_log_modified();`);
+      logged = intentId;
+    },
+    async versionLog() {
+      if (!logged) throw new Error('versionLog: startVersionLog first');
+      return (await q<{ m: string }>('SELECT m FROM t_modlog WHERE intent_id = $1 ORDER BY seq', [logged])).map((r) => r.m);
     },
     async sql(text, params) {
       return (await admin.query(text, params)).rows as never[];
     },
     async close() {
       for (const s of opened.keys()) await s.close().catch(() => {});
-      await cleanup();
+      await o.cleanup();
     },
   };
 }
@@ -83,9 +240,12 @@ const pglite: DialectHarness = {
     const schema = schemaName();
     await lite.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema};`);
     const db = fromPglite(lite, { closeOnClose: false });
-    const ctx = pgContext('pglite', db, () => db, async () => {
-      await lite.exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE;`);
-    }, 'pglite');
+    const ctx = pgContext({
+      name: 'pglite', admin: db, open: () => db, separateConnection: null,
+      cleanup: async () => {
+        await lite.exec(`SET search_path TO public; DROP SCHEMA ${schema} CASCADE;`);
+      },
+    });
     await createPostgresStores(db, 'pglite').migrate();
     return ctx;
   },
@@ -103,10 +263,13 @@ const postgres: DialectHarness = {
     await bootstrap.close();
     const admin = open(4);
     await createPostgresStores(admin, 'postgres').migrate();
-    return pgContext('postgres', admin, (max) => open(max), async () => {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {});
-      await admin.close();
-    }, 'postgres');
+    return pgContext({
+      name: 'postgres', admin, open: (max) => open(max), separateConnection: () => open(1),
+      cleanup: async () => {
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {});
+        await admin.close();
+      },
+    });
   },
 };
 

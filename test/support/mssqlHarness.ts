@@ -9,8 +9,13 @@ import sql from 'mssql';
 import type { DatabaseTarget } from '../../src/config.js';
 import type { Stores } from '../../src/store/stores.js';
 import { createMssqlStores, openMssqlPool, type MssqlDatabase } from '../../src/store/mssql/index.js';
+import type { MssqlRunner } from '../../src/store/mssql/db.js';
 import { fencedTransaction } from '../../src/store/mssql/fence.js';
-import { p, type SqlParam } from '../../src/store/mssql/params.js';
+import { BIN2, p, type SqlParam, type SqlQuery } from '../../src/store/mssql/params.js';
+import {
+  ATTEMPT_COLS, intentCols, modifiedText, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow,
+} from '../../src/store/mssql/rows.js';
+import type { IntentStatus } from '../../src/store/intentPorts.js';
 import type { DialectContext, DialectHarness } from './dialects.js';
 
 const env = process.env;
@@ -46,6 +51,14 @@ async function rawSql<R>(db: MssqlDatabase, text: string, params: unknown[] = []
   return sets[0] ?? [];
 }
 
+/** The last result set of a typed query (its answer; statements before it run with NOCOUNT ON). */
+async function lastSet<R>(db: MssqlDatabase | MssqlRunner, q: SqlQuery): Promise<R[]> {
+  const sets = await db.run<R>(q);
+  return sets[sets.length - 1] ?? [];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 async function adminBatch(target: DatabaseTarget, text: string): Promise<void> {
   const admin = await open(target, 1);
   try {
@@ -72,8 +85,19 @@ export const mssql: DialectHarness = {
     const admin = await open(target, 4, dbName);
     await createMssqlStores(admin).migrate();
     const opened = new Map<Stores, MssqlDatabase>();
+    let logged: { intentId: string; start: string } | null = null;
+    const modifiedAtText = async (intentId: string) => {
+      const [r] = await lastSet<{ m: string }>(admin, {
+        text: `SELECT ${modifiedText('last_modified_at')} AS m FROM submission_intents WHERE intent_id = @intent_id;`,
+        params: [p.uuid('intent_id', intentId)],
+      });
+      if (!r) throw new Error(`modifiedAtText: no intent ${intentId}`);
+      return r.m;
+    };
     return {
       name: 'mssql',
+      timeTextWidth: 27,
+      snapshotReads: rcsi,
       async openStores(opts) {
         const db = await open(target, opts?.poolMax ?? 4, dbName);
         const stores = createMssqlStores(db);
@@ -98,6 +122,144 @@ OUTPUT inserted.seq VALUES (@lease_name, @lease_epoch, @holder_id, 'probe', 1, S
         const rows = await rawSql<{ seq: string; lease_epoch: string; action: string }>(admin,
           'SELECT seq, lease_epoch, [action] AS action FROM submission_execution_audit ORDER BY seq;');
         return rows.map((x) => ({ seq: Number(x.seq), leaseEpoch: Number(x.lease_epoch), action: x.action }));
+      },
+      async dbNowText() {
+        return (await lastSet<{ t: string }>(admin, { text: `SELECT ${modifiedText('SYSUTCDATETIME()')} AS t;`, params: [] }))[0]!.t;
+      },
+      modifiedAtText,
+      async setIntentStatus(intentId, status) {
+        const [r] = await lastSet<{ n: number }>(admin, {
+          text: `SET NOCOUNT ON;
+UPDATE submission_intents SET status = @status WHERE intent_id = @intent_id;
+SELECT @@ROWCOUNT AS n;`,
+          params: [p.uuid('intent_id', intentId), p.varchar('status', 16, status)],
+        });
+        if (Number(r?.n) !== 1) throw new Error(`setIntentStatus: no intent ${intentId}`);
+      },
+      async countIntents(status) {
+        const [r] = await lastSet<{ n: string | number }>(admin, {
+          text: 'SELECT COUNT_BIG(*) AS n FROM submission_intents WHERE @status IS NULL OR status = @status;',
+          params: [p.varchar('status', 16, status ?? null)],
+        });
+        return Number(r!.n);
+      },
+      async statusCounts() {
+        const rows = await lastSet<{ status: IntentStatus; n: string | number }>(admin, {
+          text: 'SELECT status, COUNT_BIG(*) AS n FROM submission_intents GROUP BY status;', params: [],
+        });
+        return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+      },
+      async intentRows() {
+        const rows = await lastSet<IntentDbRow & { last_modified_text: string }>(admin, {
+          text: `SELECT ${intentCols()}, ${modifiedText('last_modified_at')} AS last_modified_text
+  FROM submission_intents ORDER BY intent_id;`,
+          params: [],
+        });
+        return rows.map((r) => ({ ...toIntent(r), lastModifiedText: r.last_modified_text }));
+      },
+      async attemptRows() {
+        const rows = await lastSet<AttemptDbRow>(admin, {
+          text: `SELECT ${ATTEMPT_COLS} FROM submission_attempts ORDER BY intent_id, attempt_no;`, params: [],
+        });
+        return rows.map(toAttempt);
+      },
+      async insertAttempts(rows) {
+        if (rows.length === 0) return;
+        await admin.run({
+          text: `INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome) VALUES
+${rows.map((_, i) => `(@intent_id_${i}, @attempt_no_${i}, @lease_epoch_${i}, @holder_id_${i}, SYSUTCDATETIME(), @outcome_${i})`).join(',\n')};`,
+          params: rows.flatMap((r, i) => [
+            p.uuid(`intent_id_${i}`, r.intentId), p.int(`attempt_no_${i}`, r.attemptNo), p.bigint(`lease_epoch_${i}`, r.leaseEpoch),
+            p.varchar(`holder_id_${i}`, 128, r.holderId), p.varchar(`outcome_${i}`, 16, r.outcome),
+          ]),
+        });
+      },
+      async insertIntentsOneStatement(n, contract) {
+        // One INSERT … SELECT: every row gets the same @now; ids are random lower-case UUID text (as PostgreSQL prints uuid).
+        const [r] = await lastSet<{ n: number }>(admin, {
+          text: `SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts,
+  next_attempt_at, created_at, last_modified_at)
+SELECT LOWER(CONVERT(char(36), NEWID())), REPLICATE('0', 64), @contract, 'scheduled', 0, @max_attempts, @now, @now, @now
+  FROM (SELECT TOP (@n) 1 AS x FROM sys.all_columns AS a CROSS JOIN sys.all_columns AS b) AS g;
+SELECT @@ROWCOUNT AS n;`,
+          params: [p.int('n', n), p.nvarcharMax('contract', JSON.stringify(contract)), p.int('max_attempts', contract.retry.maxAttempts)],
+        });
+        if (Number(r?.n) !== n) throw new Error(`insertIntentsOneStatement: inserted ${r?.n} of ${n}`);
+      },
+      async stealLease(leaseName, holderId) {
+        // Like tryAcquire, minus the expiry check: the UPDATE's X lock waits for open fenced transactions.
+        const [r] = await lastSet<{ stolen: number }>(admin, {
+          text: `SET XACT_ABORT ON;
+SET NOCOUNT ON;
+DECLARE @now datetime2(7);
+DECLARE @s TABLE (lease_name varchar(64) COLLATE ${BIN2} NOT NULL, lease_epoch bigint NOT NULL,
+  holder_id varchar(128) COLLATE ${BIN2} NOT NULL, acquired_at datetime2(7) NOT NULL);
+BEGIN TRANSACTION;
+SET @now = SYSUTCDATETIME();
+UPDATE submission_manager_leases
+   SET holder_id = @holder_id, lease_epoch = lease_epoch + 1, acquired_at = @now, renewed_at = @now,
+       expires_at = DATEADD(hour, 1, @now)
+OUTPUT inserted.lease_name, inserted.lease_epoch, inserted.holder_id, inserted.acquired_at INTO @s
+ WHERE lease_name = @lease_name;
+INSERT INTO submission_manager_lease_events (lease_name, lease_epoch, holder_id, [event], [at])
+SELECT lease_name, lease_epoch, holder_id, 'acquired', acquired_at FROM @s;
+COMMIT TRANSACTION;
+SELECT COUNT(*) AS stolen FROM @s;`,
+          params: [p.varchar('lease_name', 64, leaseName), p.varchar('holder_id', 128, holderId)],
+        });
+        if (Number(r?.stolen) !== 1) throw new Error(`stealLease: no lease ${leaseName}`);
+      },
+      async holdLateReschedule(intentId, holdMs) {
+        // Its own pool (one connection), so the open transaction never borrows a connection the test needs.
+        const db = await open(target, 1, dbName);
+        try {
+          await db.transaction(async (tx) => {
+            const [r] = await lastSet<{ n: number }>(tx, {
+              text: `SET NOCOUNT ON;
+UPDATE submission_intents SET next_attempt_at = SYSUTCDATETIME(), last_modified_at = SYSUTCDATETIME()
+ WHERE intent_id = @intent_id;
+SELECT @@ROWCOUNT AS n;`,
+              params: [p.uuid('intent_id', intentId)],
+            });
+            if (Number(r?.n) !== 1) throw new Error(`holdLateReschedule: no intent ${intentId}`);
+            await sleep(holdMs);
+          });
+        } finally {
+          await db.close().catch(() => {});
+        }
+      },
+      async startVersionLog(intentId) {
+        // No trigger: SQL Server rejects an OUTPUT clause without INTO (the store's cancel/reschedule) on a table
+        // with an enabled UPDATE trigger (error 334). System versioning records every version without one: each
+        // UPDATE writes the superseded row to the history table, its period ending when the next version began.
+        await admin.runBatch(`ALTER TABLE submission_intents ADD
+  t_valid_from datetime2(7) GENERATED ALWAYS AS ROW START HIDDEN
+    CONSTRAINT df_t_valid_from DEFAULT DATEADD(second, -1, SYSUTCDATETIME()),
+  t_valid_to datetime2(7) GENERATED ALWAYS AS ROW END HIDDEN
+    CONSTRAINT df_t_valid_to DEFAULT CONVERT(datetime2(7), '9999-12-31 23:59:59.9999999'),
+  PERIOD FOR SYSTEM_TIME (t_valid_from, t_valid_to);`);
+        await admin.runBatch(`DECLARE @ddl nvarchar(max) = N'ALTER TABLE submission_intents SET (SYSTEM_VERSIONING = ON (HISTORY_TABLE = '
+  + QUOTENAME(OBJECT_SCHEMA_NAME(OBJECT_ID(N'submission_intents'))) + N'.t_intents_history));';
+EXEC sp_executesql @ddl;`);
+        logged = { intentId, start: await modifiedAtText(intentId) };
+      },
+      async versionLog() {
+        if (!logged) throw new Error('versionLog: startVersionLog first');
+        // Versions in the order they were current: by period (end, then start); the live row ends in 9999.
+        const rows = await lastSet<{ m: string }>(admin, {
+          text: `SELECT m FROM (
+  SELECT ${modifiedText('last_modified_at')} AS m, t_valid_from, t_valid_to FROM t_intents_history WHERE intent_id = @intent_id
+  UNION ALL
+  SELECT ${modifiedText('last_modified_at')}, t_valid_from, t_valid_to FROM submission_intents WHERE intent_id = @intent_id
+) AS v ORDER BY t_valid_to, t_valid_from;`,
+          params: [p.uuid('intent_id', logged.intentId)],
+        });
+        const versions = rows.map((r) => r.m);
+        // The first is the version the row had when logging started; every later one is an UPDATE's.
+        if (versions[0] !== logged.start) throw new Error(`versionLog: first version ${versions[0]} is not the start ${logged.start}`);
+        return versions.slice(1);
       },
       sql: (text, params) => rawSql(admin, text, params),
       async close() {

@@ -6,9 +6,7 @@ import { startRecordingProvider, type RecordingProvider } from '../support/recor
 import { LEASE_NAME, runTicks, startInstances, submit } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
 
-const pgDialects = dialects.filter((d) => d.name !== 'mssql'); // raw arrangement SQL below is PostgreSQL text
-
-describe.each(pgDialects)('executor races: $name', (dialect) => {
+describe.each(dialects)('executor races: $name', (dialect) => {
   const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
@@ -73,27 +71,26 @@ describe.each(pgDialects)('executor races: $name', (dialect) => {
     provider.answer = () => (k++ % 5 === 0 ? { status: 503, headers: { 'retry-after': '0' } } : { status: 200 });
     const inst = await startInstances(ctx, 3, { providerUrl: provider.url, concurrency: 32, leaseMs: 2_000 });
     for (let i = 0; i < 500; i++) await submit(inst[i % 3]!.stores, { i }, { maxAttempts: 1 + (i % 3) });
-    await runTicks(inst, async () => (await ctx.sql<{ n: number }>(
-      `SELECT count(*)::int AS n FROM submission_intents WHERE status NOT IN ('succeeded', 'failed')`))[0]!.n === 0, 120_000, 1_000);
-    const intents = await ctx.sql<{ intent_id: string; status: string; attempt_count: number; max_attempts: number }>(
-      'SELECT intent_id, status, attempt_count, max_attempts FROM submission_intents');
-    const attempts = await ctx.sql<{ intent_id: string; attempt_no: number; outcome: string; lease_epoch: string }>(
-      'SELECT intent_id, attempt_no, outcome, lease_epoch FROM submission_attempts ORDER BY intent_id, attempt_no');
+    const unsettled = async () => Object.entries(await ctx.statusCounts())
+      .filter(([status]) => status !== 'succeeded' && status !== 'failed').reduce((n, [, k]) => n + k, 0);
+    await runTicks(inst, async () => (await unsettled()) === 0, 120_000, 1_000);
+    const intents = await ctx.intentRows();
+    const attempts = await ctx.attemptRows(); // ordered by intent_id, attempt_no
     const byIntent = new Map<string, typeof attempts>();
-    for (const a of attempts) byIntent.set(a.intent_id, [...(byIntent.get(a.intent_id) ?? []), a]);
+    for (const a of attempts) byIntent.set(a.intentId, [...(byIntent.get(a.intentId) ?? []), a]);
     expect(intents).toHaveLength(500);
     for (const it of intents) {
-      const list = byIntent.get(it.intent_id) ?? [];
-      expect(list.map((a) => a.attempt_no)).toEqual(list.map((_, i) => i + 1)); // contiguous from 1
-      expect(list).toHaveLength(it.attempt_count);
+      const list = byIntent.get(it.intentId) ?? [];
+      expect(list.map((a) => a.attemptNo)).toEqual(list.map((_, i) => i + 1)); // contiguous from 1
+      expect(list).toHaveLength(it.attemptCount);
       const last = list[list.length - 1]!;
       if (it.status === 'succeeded') expect(last.outcome).toBe('succeeded');
-      else expect([it.attempt_count, last.outcome]).toEqual([it.max_attempts, 'retryable_error']);
+      else expect([it.attemptCount, last.outcome]).toEqual([it.maxAttempts, 'retryable_error']);
     }
     expect(intents.some((i) => i.status === 'failed')).toBe(true);
     // The provider saw no attempt stamped with a stale epoch: each call carries its attempt row's epoch,
     // and no fenced write committed after a newer acquire.
-    const epochOf = new Map(attempts.map((a) => [`${a.intent_id}/${a.attempt_no}`, Number(a.lease_epoch)]));
+    const epochOf = new Map(attempts.map((a) => [`${a.intentId}/${a.attemptNo}`, a.leaseEpoch]));
     for (const c of provider.calls) expect(c.leaseEpoch).toBe(epochOf.get(`${c.intentId}/${c.attemptNo}`));
     expect(staleWrites(await ctx.auditLog(), await inst[0]!.stores.lease.listEvents(LEASE_NAME))).toEqual([]);
   });

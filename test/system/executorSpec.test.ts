@@ -24,11 +24,9 @@ describe.each(dialects)('executor spec tests: $name', (dialect) => {
     await ctx?.close();
   });
 
-  const statuses = async () =>
-    ctx.sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM submission_intents GROUP BY status`);
   const allSucceeded = (n: number) => async () => {
-    const s = await statuses();
-    return s.length === 1 && s[0]!.status === 'succeeded' && s[0]!.n === n;
+    const s = Object.entries(await ctx.statusCounts());
+    return s.length === 1 && s[0]![0] === 'succeeded' && s[0]![1] === n;
   };
   const noStaleWrites = async () =>
     expect(staleWrites(await ctx.auditLog(), await inst[0]!.stores.lease.listEvents(LEASE_NAME))).toEqual([]);
@@ -39,8 +37,9 @@ describe.each(dialects)('executor spec tests: $name', (dialect) => {
     for (let k = 0; k < 20; k++) await submit(inst[k % 3]!.stores, { k });
     await runTicks(inst, allSucceeded(20));
     const leader = summaries.find((s) => s.role === 'leader')!;
-    const attempts = await ctx.sql<{ holder_id: string; lease_epoch: string }>('SELECT holder_id, lease_epoch FROM submission_attempts');
-    expect(new Set(attempts.map((a) => a.holder_id))).toEqual(new Set([leader.holderId]));
+    const attempts = await ctx.attemptRows();
+    expect(new Set(attempts.map((a) => a.holderId))).toEqual(new Set([leader.holderId]));
+    expect(new Set(attempts.map((a) => a.leaseEpoch))).toEqual(new Set([leader.leaseEpoch]));
     expect(new Set(provider.calls.map((c) => c.leaseEpoch))).toEqual(new Set([leader.leaseEpoch]));
     await noStaleWrites();
   });
@@ -70,7 +69,7 @@ describe.each(dialects)('executor spec tests: $name', (dialect) => {
       expect(sums.every((s) => s.role === 'follower' && s.started === 0)).toBe(true);
     }
     expect(provider.calls).toHaveLength(0);
-    expect(await ctx.sql('SELECT 1 FROM submission_attempts')).toHaveLength(0);
+    expect(await ctx.attemptRows()).toHaveLength(0);
     expect(followers.every((f) => f.executor.refresher.schedule.size === 0)).toBe(true); // followers build no schedule
   });
 
@@ -82,11 +81,7 @@ describe.each(dialects)('executor spec tests: $name', (dialect) => {
     const tick = leader.executor.tick(5_000);
     await provider.waitFor((c) => c.length >= 5);
     // Another instance takes the lease behind the leader's back (as after a pause), with its event.
-    await ctx.sql(`WITH s AS (UPDATE submission_manager_leases SET holder_id = 'thief', lease_epoch = lease_epoch + 1,
-        acquired_at = clock_timestamp(), renewed_at = clock_timestamp(), expires_at = clock_timestamp() + interval '1 hour'
-        RETURNING lease_name, lease_epoch, holder_id, acquired_at)
-      INSERT INTO submission_manager_lease_events (lease_name, lease_epoch, holder_id, event, at)
-      SELECT lease_name, lease_epoch, holder_id, 'acquired', acquired_at FROM s`);
+    await ctx.stealLease(LEASE_NAME, 'thief');
     const stolenAt = Date.now();
     const sum = await tick;
     expect(sum.leaseLost).toBe(true);

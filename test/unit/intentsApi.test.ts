@@ -115,7 +115,7 @@ describe.each(dialects)('intents API: $name', (dialect) => {
     await ctx?.close();
   });
 
-  const rows = async () => Number((await ctx.sql<{ n: string | number }>('SELECT count(*) AS n FROM submission_intents'))[0]!.n);
+  const rows = () => ctx.countIntents();
   const submit = (body: object, key?: string) => h.postIntent(request({ body, headers: key ? { 'idempotency-key': key } : {} }));
 
   it.each(BAD)('$name → $status problem naming "$names", nothing stored', async (c) => {
@@ -136,9 +136,9 @@ describe.each(dialects)('intents API: $name', (dialect) => {
     const v = parse(res);
     expect(res.headers.location).toBe(`/api/intents/${v.intentId}`);
     expect(v).toMatchObject({ status: 'scheduled', attemptCount: 0, maxAttempts: 5, nextAttemptAt: '2030-01-01T00:00:00.000Z', lastError: null, payload: { order: 42, note: 'ü 😀' } });
-    const [row] = await ctx.sql<{ contract: unknown }>('SELECT contract FROM submission_intents WHERE intent_id = $1', [v.intentId]);
-    const contract = typeof row!.contract === 'string' ? JSON.parse(row!.contract) : row!.contract;
-    expect(contract).toEqual({ provider: { url: CONFIG.provider.url }, payload: { order: 42, note: 'ü 😀' }, retry: { maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: 60_000 } });
+    const stored = await ctx.intentRows();
+    expect(stored.map((r) => r.intentId)).toEqual([v.intentId]);
+    expect(stored[0]!.contract).toEqual({ provider: { url: CONFIG.provider.url }, payload: { order: 42, note: 'ü 😀' }, retry: { maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: 60_000 } });
     const got = await h.getIntent(request({ path: `/api/intents/${v.intentId}`, params: { id: v.intentId } }));
     expect(got.status).toBe(200);
     expect(parse(got)).toEqual(v);
@@ -185,7 +185,7 @@ describe.each(dialects)('intents API: $name', (dialect) => {
     expect(ok.status).toBe(200);
     expect(parse(ok).nextAttemptAt).toBe('2031-06-01T12:00:00.000Z');
     for (const status of ['in_flight', 'succeeded'] as const) {
-      await ctx.sql('UPDATE submission_intents SET status = $2 WHERE intent_id = $1', [intentId, status]);
+      await ctx.setIntentStatus(intentId, status);
       const res = await h.postReschedule(request({ params: { id: intentId }, body: { notBefore: '2040-01-01T00:00:00Z' } }));
       expect(res.status).toBe(409);
       expect(parse(res)).toMatchObject({ intentStatus: status, detail: expect.stringContaining(status) });

@@ -236,8 +236,18 @@ describe('mssql query shapes', () => {
       for (const m of c.matchAll(/\b(?:UPDATE (?:submission_intents|i)\b|INSERT INTO submission_intents\b)[\s\S]*?;/g)) {
         writes++;
         expect(m[0], name).toMatch(/last_modified_at/);
-        // Assigned from SYSUTCDATETIME() directly or from @now, which is only ever SYSUTCDATETIME().
-        for (const a of m[0].matchAll(/last_modified_at = (\S+)/g)) expect(['SYSUTCDATETIME()', '@now,', '@now']).toContain(a[1]);
+        // Assigned from SYSUTCDATETIME() directly, from @now (only ever SYSUTCDATETIME()), or — on updates —
+        // from the database clock bumped past the previous value (CASE WHEN clock > prev THEN clock ELSE prev + 100 ns).
+        for (const a of m[0].matchAll(/last_modified_at = (CASE WHEN (\S+) > (\S+) THEN (\S+) ELSE DATEADD\(nanosecond, 100, (\S+)\) END|\S+)/g)) {
+          if (a[2] !== undefined) {
+            expect(['SYSUTCDATETIME()', '@now']).toContain(a[2]);
+            expect(a[4]).toBe(a[2]);
+            expect(a[5]).toBe(a[3]);
+            expect(a[3]).toMatch(/^(i\.)?last_modified_at$/);
+          } else {
+            expect(['SYSUTCDATETIME()', '@now,', '@now']).toContain(a[1]);
+          }
+        }
       }
       for (const a of c.matchAll(/(?:DECLARE|SET) @now(?: datetime2\(7\))? = ([^;]+);/g)) expect(a[1], name).toBe('SYSUTCDATETIME()');
     }

@@ -216,22 +216,29 @@ describe('backoffMs', () => {
 });
 
 describe('aborted', () => {
+  // An aborted attempt never reached the provider: it never fails the intent, whatever the count.
   it.each([
-    [1, 5, false],
-    [4, 5, false],
-    [5, 5, true],
-    [6, 5, true],
-    [1, 1, true],
-  ] as const)('attempt %i/%i (exhausted: %s)', (attemptNo, maxAttempts, exhausted) => {
-    const c = aborted({ intentId: ID, attemptNo, maxAttempts }, 'leadership lost before the provider call');
+    [1, 5],
+    [4, 5],
+    [5, 5],
+    [6, 5],
+    [1, 1],
+  ] as const)('attempt %i/%i → due again now, never failed', (attemptNo, maxAttempts) => {
+    const c = aborted({ intentId: ID, attemptNo, maxAttempts } as { intentId: string; attemptNo: number }, 'leadership lost before the provider call');
     expect(c).toMatchObject({ intentId: ID, attemptNo, durationMs: 0, outcome: 'aborted', httpStatus: null });
     expect(c.error).toContain('aborted before the provider call: leadership lost before the provider call');
-    if (exhausted) {
-      expect(c.next).toEqual({ status: 'failed' });
-      expect(c.error).toContain('attempts exhausted');
-    } else {
-      expect(c.next).toEqual({ status: 'scheduled', retryDelayMs: 0 });
-      expect(c.error).not.toContain('exhausted');
-    }
+    expect(c.next).toEqual({ status: 'scheduled', retryDelayMs: 0 });
+    expect(c.error).not.toContain('exhausted');
+  });
+
+  it.each([
+    [3, 3, 1, 'scheduled'],
+    [3, 3, 0, 'failed'],
+    [4, 3, 1, 'failed'],
+    [5, 3, 3, 'scheduled'],
+  ] as const)('decide: attempt %i of %i with %i aborted before → %s', (attemptNo, maxAttempts, abortedBefore, next) => {
+    const c = decide({ kind: 'retryable', httpStatus: 503, error: 'HTTP 503', retryAfterMs: null },
+      { intentId: ID, attemptNo, maxAttempts, durationMs: 1, abortedBefore }, { baseDelayMs: 10, maxDelayMs: 100 }, () => 0);
+    expect(c.next.status).toBe(next);
   });
 });

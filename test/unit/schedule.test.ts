@@ -165,13 +165,14 @@ describe('Schedule.apply', () => {
       { row: row(1, v(5), { status: 'succeeded' }), expect: 'removed' },
       { row: row(1, v(4)), expect: 'stale' },
     ], { inHeap: false }],
-    ['attemptCount == maxAttempts is not scheduled', [
-      { row: row(1, v(1), { attemptCount: 5, maxAttempts: 5 }), expect: 'removed' },
-    ], { inHeap: false }],
-    ['attemptCount > maxAttempts is not scheduled', [
-      { row: row(1, v(1)), expect: 'scheduled' },
-      { row: row(1, v(2), { attemptCount: 6, maxAttempts: 5 }), expect: 'removed' },
-    ], { inHeap: false }],
+    // The budget discounts aborted attempts and is enforced by the fenced start in SQL, so the schedule
+    // keeps every scheduled row (an exhausted one is simply not started).
+    ['attemptCount == maxAttempts is still scheduled', [
+      { row: row(1, v(1), { attemptCount: 5, maxAttempts: 5 }), expect: 'scheduled' },
+    ], { inHeap: true, dueMs: T0, attemptCount: 5 }],
+    ['attemptCount > maxAttempts is still scheduled', [
+      { row: row(1, v(2), { attemptCount: 6, maxAttempts: 5 }), expect: 'scheduled' },
+    ], { inHeap: true, dueMs: T0, attemptCount: 6 }],
     ['attemptCount == maxAttempts − 1 is scheduled', [
       { row: row(1, v(1), { attemptCount: 4, maxAttempts: 5 }), expect: 'scheduled' },
     ], { inHeap: true, dueMs: T0, attemptCount: 4 }],
@@ -303,7 +304,7 @@ describe('Schedule: random applies, claims and releases never duplicate an inten
     const newest = new Map<string, ScheduleRow>();
     const claimed = new Map<string, ScheduleRow | null>();
     const present = new Set<string>();
-    const schedulable = (r: ScheduleRow) => r.status === 'scheduled' && r.attemptCount < r.maxAttempts;
+    const schedulable = (r: ScheduleRow) => r.status === 'scheduled';
     const modelApply = (r: ScheduleRow) => {
       if (claimed.has(r.intentId)) {
         const p = claimed.get(r.intentId);
@@ -492,12 +493,12 @@ const at = (n: number, atMs: number, over: Partial<ScheduleRow> = {}, micros = 0
   row(n, ts(T0 + atMs, micros), { nextAttemptAt: due(atMs), ...over });
 
 describe('ScheduleRefresher.rebuild', () => {
-  it('loads only scheduled rows (with attempts left) and sets the cursor to db_now − grace', async () => {
+  it('loads only scheduled rows and sets the cursor to db_now − grace', async () => {
     const { store, clock, refresher, s } = harness();
     let n = 0;
     const statuses: IntentStatus[] = ['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled'];
     for (let i = 0; i < 2_500; i++) store.put(at(++n, i, { status: statuses[i % 5]! }));
-    store.put(at(++n, 1, { attemptCount: 5, maxAttempts: 5 })); // scheduled but exhausted
+    store.put(at(++n, 1, { attemptCount: 5, maxAttempts: 5 })); // scheduled with the count at max: kept (aborts do not count; SQL decides)
     store.dbNowMs = T0 + 120_000;
     expect(refresher.ready).toBe(false);
     expect(refresher.dbNowMs()).toBe(Number.NEGATIVE_INFINITY);
@@ -507,11 +508,11 @@ describe('ScheduleRefresher.rebuild', () => {
     expect(refresher.ready).toBe(true);
     expect(refresher.currentCursor).toEqual({ modifiedAt: ts(T0 + 120_000 - GRACE), intentId: '' });
     expect(stats.rows).toBe(501);
-    expect(stats.applied).toBe(500);
-    expect(s.size).toBe(500);
+    expect(stats.applied).toBe(501);
+    expect(s.size).toBe(501);
     expect(stats.pages).toBe(1); // page size at least 1 000 for rebuilds
     expect(store.pageSizes.every((p) => p >= 1_000)).toBe(true);
-    for (const r of store.rows) expect(s.has(r.intentId)).toBe(r.status === 'scheduled' && r.attemptCount < r.maxAttempts);
+    for (const r of store.rows) expect(s.has(r.intentId)).toBe(r.status === 'scheduled');
     // Database clock estimate: last db now + monotonic time since.
     expect(refresher.dbNowMs()).toBe(T0 + 120_000);
     clock.advance(1_500);

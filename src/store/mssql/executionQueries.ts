@@ -12,6 +12,14 @@ import { modifiedText, scheduleCols } from './rows.js';
 const addMs = (ms: string, base: string) =>
   `DATEADD(millisecond, CAST(${ms} % 1000 AS int), DATEADD(second, CAST(${ms} / 1000 AS int), ${base}))`;
 
+/** Strictly newer than the previous value even if the clock has not advanced (newer state wins in the
+ *  leader's schedule; mirrors PostgreSQL's GREATEST(now, previous + 1 µs)). */
+export const NEXT_VERSION = (prev: string, now: string) =>
+  `CASE WHEN ${now} > ${prev} THEN ${now} ELSE DATEADD(nanosecond, 100, ${prev}) END`;
+
+/** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
+const ABORTED = "(SELECT COUNT(*) FROM submission_attempts AS x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
+
 export const executionQueries = {
   rebuildStart(commitGraceMs: number): SqlQuery {
     return {
@@ -73,10 +81,10 @@ UPDATE a
   JOIN @orphan AS o ON a.intent_id = o.intent_id AND a.attempt_no = o.attempt_no
  WHERE a.outcome = 'started';
 UPDATE i
-   SET status = CASE WHEN i.attempt_count >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
-       next_attempt_at = @now, last_modified_at = @now, last_epoch = @fence_lease_epoch,
+   SET status = CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
+       next_attempt_at = @now, last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}, last_epoch = @fence_lease_epoch,
        last_error = CONCAT(N'attempt ', i.attempt_count, N' abandoned after a leader change',
-                           CASE WHEN i.attempt_count >= i.max_attempts THEN N'; attempts exhausted' ELSE N'' END)
+                           CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN N'; attempts exhausted' ELSE N'' END)
   FROM submission_intents AS i
   JOIN @orphan AS o ON i.intent_id = o.intent_id
  WHERE i.status = 'in_flight';
@@ -95,18 +103,23 @@ DECLARE @started TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_cou
   contract nvarchar(max) NOT NULL, version char(27) NOT NULL);`,
       body: `SET @now = SYSUTCDATETIME();
 UPDATE i
-   SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = @now, last_epoch = @fence_lease_epoch
+   SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}, last_epoch = @fence_lease_epoch
 OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, inserted.contract,
        ${modifiedText('inserted.last_modified_at')} INTO @started
   FROM submission_intents AS i
   JOIN OPENJSON(@batch) WITH (intent_id char(36) '$.intentId', expected int '$.expected') AS r
     ON i.intent_id = r.intent_id COLLATE ${BIN2}
  WHERE i.attempt_count = r.expected AND i.status = 'scheduled'
-   AND i.next_attempt_at <= @now AND i.attempt_count < i.max_attempts;
+   AND i.next_attempt_at <= @now
+   AND (i.attempt_count < i.max_attempts OR i.attempt_count - ${ABORTED} < i.max_attempts);
 INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
 SELECT intent_id, attempt_count, @fence_lease_epoch, @fence_holder_id, @now, 'started' FROM @started;
 SET @rows_written = @@ROWCOUNT;`,
-      results: 'SELECT intent_id, attempt_count, max_attempts, contract, version FROM @started;',
+      // (OUTPUT cannot hold subqueries, so the aborted count is read here.)
+      results: `SELECT s.intent_id, s.attempt_count, s.max_attempts, s.contract, s.version,
+       CASE WHEN s.attempt_count > 1 THEN (SELECT COUNT(*) FROM submission_attempts AS x
+         WHERE x.intent_id = s.intent_id AND x.outcome = 'aborted') ELSE 0 END AS aborted_before
+  FROM @started AS s;`,
       params: [p.nvarcharMax('batch', JSON.stringify(batch))],
     });
   },
@@ -149,7 +162,7 @@ UPDATE i
    SET status = c.next_status,
        next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN ${addMs('c.delay_ms', '@now')} ELSE i.next_attempt_at END,
        last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
-       last_modified_at = @now, last_epoch = @fence_lease_epoch
+       last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}, last_epoch = @fence_lease_epoch
 OUTPUT inserted.intent_id, inserted.status, inserted.next_attempt_at, inserted.attempt_count, inserted.max_attempts,
        ${modifiedText('inserted.last_modified_at')} INTO @upd
   FROM submission_intents AS i

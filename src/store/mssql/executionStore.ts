@@ -41,13 +41,14 @@ export class MssqlExecutionStore implements ExecutionStore {
   async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
     const out = await runFencedBatch(this.db, executionQueries.startAttempts(token, requests));
     if (out.kind === 'leaseLost') return out;
-    const rows = (out.value[0] ?? []) as { intent_id: string; attempt_count: number; max_attempts: number; contract: string; version: string }[];
+    const rows = (out.value[0] ?? []) as { intent_id: string; attempt_count: number; max_attempts: number; contract: string; version: string; aborted_before: number }[];
     return {
       kind: 'ok',
       value: rows.map((x) => ({
         intentId: x.intent_id,
         attemptNo: Number(x.attempt_count),
         maxAttempts: Number(x.max_attempts),
+        abortedBefore: Number(x.aborted_before),
         contract: parseContract(x.contract),
         version: x.version,
       })),

@@ -1,6 +1,7 @@
 // SQL Server IntentStore: client-side writes on any instance. Every insert/update sets last_modified_at to
 // SYSUTCDATETIME() in the same statement, so the leader's refresh cursor sees it.
 import type { AttemptRow, IntentRow, IntentStatus, IntentStore, MutationOutcome, NewIntent } from '../intentPorts.js';
+import { NEXT_VERSION } from './executionQueries.js';
 import { isStoreError } from '../ports.js';
 import type { MssqlRunner } from './db.js';
 import { p, type SqlQuery } from './params.js';
@@ -78,7 +79,7 @@ END;`,
   cancel(intentId: string): SqlQuery {
     return {
       text: `SET NOCOUNT ON;
-UPDATE submission_intents SET status = 'cancelled', last_modified_at = SYSUTCDATETIME()
+UPDATE submission_intents SET status = 'cancelled', last_modified_at = ${NEXT_VERSION('last_modified_at', 'SYSUTCDATETIME()')}
 OUTPUT ${intentCols('inserted.')}
  WHERE intent_id = @intent_id AND status IN ('scheduled', 'in_flight');`,
       params: [p.uuid('intent_id', intentId)],
@@ -88,7 +89,7 @@ OUTPUT ${intentCols('inserted.')}
   reschedule(intentId: string, notBefore: Date): SqlQuery {
     return {
       text: `SET NOCOUNT ON;
-UPDATE submission_intents SET next_attempt_at = @not_before, last_modified_at = SYSUTCDATETIME()
+UPDATE submission_intents SET next_attempt_at = @not_before, last_modified_at = ${NEXT_VERSION('last_modified_at', 'SYSUTCDATETIME()')}
 OUTPUT ${intentCols('inserted.')}
  WHERE intent_id = @intent_id AND status = 'scheduled';`,
       params: [p.uuid('intent_id', intentId), p.datetime2('not_before', notBefore)],

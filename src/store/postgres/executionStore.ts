@@ -11,6 +11,8 @@ import { fencedTransaction } from './fence.js';
 import { SCHEDULE_COLS, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+/** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
+const ABORTED = `${"(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')"}`;
 const UTC_TEXT = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
 
 // The cursor is cast back from database text server-side: no JS Date (millisecond) ever touches it.
@@ -42,10 +44,10 @@ abandoned AS (
   RETURNING a.intent_id
 )
 UPDATE submission_intents i
-   SET status = CASE WHEN i.attempt_count >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
+   SET status = CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
        next_attempt_at = now.t, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1,
        last_error = 'attempt ' || i.attempt_count || ' abandoned after a leader change' ||
-                    CASE WHEN i.attempt_count >= i.max_attempts THEN '; attempts exhausted' ELSE '' END
+                    CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN '; attempts exhausted' ELSE '' END
   FROM orphan o, now
  WHERE i.intent_id = o.intent_id AND i.status = 'in_flight'
 RETURNING i.intent_id`;
@@ -59,8 +61,10 @@ started AS (
      SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1
     FROM req, now
    WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND i.status = 'scheduled'
-     AND i.next_attempt_at <= now.t AND i.attempt_count < i.max_attempts
-  RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${UTC_TEXT('i.last_modified_at')} AS version
+     AND i.next_attempt_at <= now.t
+     AND (i.attempt_count < i.max_attempts OR i.attempt_count - ${ABORTED} < i.max_attempts)
+  RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${UTC_TEXT('i.last_modified_at')} AS version,
+            CASE WHEN i.attempt_count > 1 THEN ${ABORTED} ELSE 0 END AS aborted_before
 ),
 ins AS (
   INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
@@ -128,12 +132,13 @@ export class PgExecutionStore implements ExecutionStore {
 
   fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
     return fencedTransaction(this.db, token, 'start_attempts', async (tx) => {
-      const r = await tx.query<Pick<IntentDbRow, 'intent_id' | 'attempt_count' | 'max_attempts' | 'contract'> & { version: string }>(START, [
+      const r = await tx.query<Pick<IntentDbRow, 'intent_id' | 'attempt_count' | 'max_attempts' | 'contract'> & { version: string; aborted_before: number }>(START, [
         token.leaseEpoch, requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount), token.holderId]);
       const value = r.rows.map((x) => ({
         intentId: x.intent_id,
         attemptNo: Number(x.attempt_count),
         maxAttempts: Number(x.max_attempts),
+        abortedBefore: Number(x.aborted_before),
         contract: typeof x.contract === 'string' ? JSON.parse(x.contract) : x.contract,
         version: x.version,
       }));

@@ -1,0 +1,185 @@
+// Review findings (executor / lease / provider interplay) as failing tests. Each test names the bug it shows.
+// Instances are built by hand (not startInstances) so a test can wrap the clock, the execution store or the
+// provider — the ports the executor receives — to stage a pause or a fault at an exact point.
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { LEASE_NAME, submit } from '../support/instances.js';
+import { staleWrites } from '../support/fenceChecker.js';
+import { LeaseManager } from '../../src/lease/leaseManager.js';
+import { systemClock, type Clock } from '../../src/lease/clock.js';
+import { Executor } from '../../src/executor/executor.js';
+import { HttpProvider } from '../../src/provider/httpProvider.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import type { ExecutorSettings } from '../../src/executor/tickSummary.js';
+import type { Provider } from '../../src/provider/provider.js';
+import type { ExecutionStore } from '../../src/store/intentPorts.js';
+import type { Stores } from '../../src/store/stores.js';
+
+const pgDialects = dialects.filter((d) => d.name !== 'mssql');
+
+/** systemClock with a manual forward jump (a GC pause / SIGSTOP as seen by the monotonic clock). */
+class JumpClock implements Clock {
+  offset = 0;
+  nowCalls = 0;
+  nowMs(): number {
+    this.nowCalls++;
+    return systemClock.nowMs() + this.offset;
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return systemClock.sleep(ms, signal);
+  }
+}
+
+interface Built {
+  stores: Stores;
+  lease: LeaseManager;
+  executor: Executor;
+  clock: JumpClock;
+}
+
+async function build(ctx: DialectContext, o: {
+  providerUrl: string;
+  leaseMs?: number;
+  concurrency?: number;
+  maxAttemptsPerTick?: number;
+  wrapStore?: (s: ExecutionStore, clock: JumpClock) => ExecutionStore;
+  wrapProvider?: (p: Provider) => Provider;
+}): Promise<Built> {
+  const stores = await ctx.openStores({ poolMax: 4 });
+  const clock = new JumpClock();
+  const leaseMs = o.leaseMs ?? 3_000;
+  const lease = new LeaseManager(stores.lease, {
+    name: LEASE_NAME, holderId: `rev-${randomUUID().slice(0, 6)}`, durationMs: leaseMs, renewIntervalMs: Math.floor(leaseMs / 3),
+    acquireIntervalMs: leaseMs, safetyMarginMs: Math.floor(leaseMs / 5), acquireJitterMs: 20,
+  }, clock, silentLogger);
+  const concurrency = o.concurrency ?? 8;
+  const settings: ExecutorSettings = {
+    tickBudgetMs: 1_000, maxAttemptsPerTick: o.maxAttemptsPerTick ?? 1_000, concurrency,
+    providerTimeoutMs: 2_000, reconcileIntervalMs: 60_000,
+    refresh: { intervalMs: 100, pageSize: 100, commitGraceMs: 500 },
+    startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)),
+    minLeaderWorkMs: 100,
+  };
+  const store = o.wrapStore ? o.wrapStore(stores.execution, clock) : stores.execution;
+  const base: Provider = new HttpProvider(o.providerUrl);
+  const provider = o.wrapProvider ? o.wrapProvider(base) : base;
+  const executor = new Executor(lease, store, provider, settings, clock, silentLogger);
+  return { stores, lease, executor, clock };
+}
+
+describe.each(pgDialects)('review: executor findings: $name', (dialect) => {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    provider = await startRecordingProvider();
+  });
+  afterEach(async () => {
+    await provider?.close();
+    await ctx?.close();
+  });
+
+  const intentRow = async (id: string) =>
+    (await ctx.sql<{ status: string; attempt_count: number; last_error: string | null }>(
+      'SELECT status, attempt_count, last_error FROM submission_intents WHERE intent_id = $1', [id]))[0]!;
+
+  // FINDING: retryPolicy.aborted() + executor end-of-loop flush. An attempt that was started but never sent
+  // (gate failed: local deadline passed during the START round trip) is written as `aborted` and, when it
+  // was the last allowed attempt, the intent is marked `failed` — although the provider never saw it.
+  // The stop reason is 'deadline' (not 'lease_lost') because deadline() drops leadership first, so the
+  // completion is flushed (the DB lease is still valid thanks to the safety margin, so the fence passes).
+  it('an attempt aborted before the provider call must not fail the intent (max_attempts = 1)', async () => {
+    const inst = await build(ctx, {
+      providerUrl: provider.url,
+      wrapStore: (s, clock) => ({
+        rebuildStart: (g) => s.rebuildStart(g),
+        loadScheduled: (a, l) => s.loadScheduled(a, l),
+        refreshPage: (c, l, g) => s.refreshPage(c, l, g),
+        fencedRecoverOrphans: (t) => s.fencedRecoverOrphans(t),
+        fencedCompleteAttempts: (t, c) => s.fencedCompleteAttempts(t, c),
+        async fencedStartAttempts(t, r) {
+          const out = await s.fencedStartAttempts(t, r);
+          clock.offset += 10_000; // the process stalls right after START commits (GC pause, CPU starvation)
+          return out;
+        },
+      }),
+    });
+    const intent = await submit(inst.stores, { once: true }, { maxAttempts: 1 });
+    const sum = await inst.executor.tick(1_000);
+    expect(sum.role).toBe('leader');
+    expect(provider.calls).toHaveLength(0); // never sent
+    const row = await intentRow(intent.intentId);
+    expect(staleWrites(await ctx.auditLog(), await inst.stores.lease.listEvents(LEASE_NAME))).toEqual([]);
+    // BUG: row.status is 'failed' ("aborted before the provider call ...; attempts exhausted").
+    expect(row.status, `last_error=${row.last_error}`).not.toBe('failed');
+  });
+
+  // FINDING: executor.ts:213/223-225 — once EXECUTOR_MAX_ATTEMPTS_PER_TICK is reached (free = 0) with due intents
+  // left, untilDue <= 0 so waitMs = 1: the loop spins with 1 ms sleeps until the tick budget ends, instead of
+  // ending the tick (or at least sleeping until a refresh/completion). Same spin whenever concurrency is
+  // saturated and the heap top is overdue.
+  it('per-tick cap reached with a backlog: the loop must not spin every millisecond until the budget ends', async () => {
+    const inst = await build(ctx, { providerUrl: provider.url, maxAttemptsPerTick: 2 });
+    for (let k = 0; k < 10; k++) await submit(inst.stores, { k });
+    await inst.executor.tick(50); // acquire + rebuild
+    let iterations = 0;
+    const orig = inst.lease.renewDue.bind(inst.lease);
+    inst.lease.renewDue = () => { iterations++; return orig(); }; // called once per loop iteration
+    const t0 = Date.now();
+    const sum = await inst.executor.tick(1_500);
+    expect(sum.started).toBe(2);
+    // With a 100 ms refresh interval a sane loop wakes ~15 times in 1.5 s (+ a few for completions).
+    // BUG: several hundred iterations (one per ~1-2 ms) after the cap was hit.
+    expect(iterations, `${iterations} loop iterations in ${Date.now() - t0} ms`).toBeLessThan(100);
+  });
+
+  // FINDING: executor.ts:199/203 vs 233-236. The loop's own awaits (refresher.refresh(), the reconcile rebuild)
+  // are not covered by the "await starting / inFlight / flushing" epilogue: when a refresh query fails (the
+  // spec's SQL-error path), loop() throws straight out, runTick catches, drops leadership and the tick resolves
+  // while provider calls, a background fenced START and a background fenced COMPLETE are still running. The
+  // file header promises "the tick awaits everything it began, also when it stops on an error"; the Functions
+  // timer relies on it (the invocation returns with work still running, and `running` is cleared so a new tick
+  // may start beside the leftovers). Their completions are silently dropped (orphans until the next epoch).
+  it('a refresh SQL error mid-batch: the tick must not resolve before its in-flight provider calls end', async () => {
+    provider.answer = () => ({ status: 200, delayMs: 800 });
+    let outstanding = 0;
+    let failRefresh = false;
+    const inst = await build(ctx, {
+      providerUrl: provider.url,
+      wrapProvider: (p) => ({
+        async submit(req, timeoutMs) {
+          outstanding++;
+          try {
+            return await p.submit(req, timeoutMs);
+          } finally {
+            outstanding--;
+          }
+        },
+      }),
+      wrapStore: (s) => ({
+        rebuildStart: (g) => s.rebuildStart(g),
+        loadScheduled: (a, l) => s.loadScheduled(a, l),
+        async refreshPage(c, l, g) {
+          if (failRefresh) throw new Error('simulated: connection reset during refresh');
+          return s.refreshPage(c, l, g);
+        },
+        fencedRecoverOrphans: (t) => s.fencedRecoverOrphans(t),
+        fencedCompleteAttempts: (t, c) => s.fencedCompleteAttempts(t, c),
+        fencedStartAttempts: (t, r) => s.fencedStartAttempts(t, r),
+      }),
+    });
+    await submit(inst.stores, { slow: true });
+    const tick = inst.executor.tick(2_000);
+    await provider.waitFor((c) => c.length === 1);
+    failRefresh = true; // the next refresh (≤ 100 ms) fails while the provider call is in flight
+    const sum = await tick;
+    expect(sum.stopReason).toBe('sql_error');
+    // BUG: outstanding is 1 — the tick returned with the provider call still running.
+    expect(outstanding, 'provider calls still in flight when tick() resolved').toBe(0);
+    await new Promise((r) => setTimeout(r, 1_000));
+  });
+});
