@@ -7,9 +7,12 @@ import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
 import { Executor } from './executor/executor.js';
 import { executorSettingsFrom } from './executor/tickSummary.js';
+import { ExecutionOps } from './executor/executorOps.js';
 import { createIntentHandlers, type IntentHandlers } from './intents/http.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
+import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
+import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './observability/instrument.js';
 import { HttpProvider } from './provider/httpProvider.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
@@ -21,6 +24,11 @@ export interface App {
   lease: LeaseManager;
   executor: Executor;
   handlers: IntentHandlers;
+  /** This instance's metrics (every point labelled holder_id) and the registry /api/metrics renders. */
+  metrics: AppMetrics;
+  metricsRegistry: MetricsRegistry;
+  /** Pause flag as last read, retention purge (consulted by the executor on the leader path). */
+  ops: ExecutionOps;
   /** Release the lease (graceful handover) and, if this app owns them, close the stores. */
   close(): Promise<void>;
 }
@@ -33,6 +41,9 @@ export interface CreateAppOptions {
   provider?: Provider;
   logger?: Logger;
   clock?: Clock;
+  /** Share one metrics registry between in-process instances (local host); the app then does not shut it
+   *  down. Default: one per app, or in Azure (APPLICATIONINSIGHTS_CONNECTION_STRING) the process-wide one. */
+  metrics?: MetricsRegistry;
   /** Apply migrations at start (default true; Azure deployments may migrate from the postprovision hook). */
   migrate?: boolean;
 }
@@ -73,21 +84,52 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const ownsStores = !opts.stores;
   const stores = opts.stores ?? (await openStores(config.database, config, logger));
   if (opts.migrate ?? true) await stores.migrate();
-  const lease = new LeaseManager(stores.lease, config.lease, clock, logger);
+  const ownsMetrics = !opts.metrics;
+  const metricsRegistry = opts.metrics ?? (await metricsRegistryFor(config));
+  const metrics = metricsRegistry.forInstance(config.lease.holderId);
+  const lease = new LeaseManager(instrumentLeaseStore(stores.lease, metrics, clock), config.lease, clock, logger);
+  bindLeaseMetrics(lease, metrics);
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
-  const executor = new Executor(lease, stores.execution, provider, executorSettingsFrom(config), clock, logger);
-  const handlers = createIntentHandlers({ intents: stores.intents, lease: stores.lease, leaseName: config.lease.name, config, logger });
+  const ops = new ExecutionOps(stores.ops, config.lease.name, config.retention, clock, logger, metrics);
+  const executor = new Executor(lease, instrumentExecutionStore(stores.execution, metrics, clock), provider,
+    executorSettingsFrom(config), clock, logger, Math.random, ops);
+  const unregisterGauges = metrics.gauges({
+    leadership: () => {
+      const token = lease.requireLeader();
+      return token ? { epoch: token.leaseEpoch, remainingMs: lease.remainingMs() } : null;
+    },
+    scheduleSize: () => executor.refresher.schedule.size,
+    oldestDueLagMs: () => executor.refresher.schedule.oldestDueLagMs(executor.refresher.dbNowMs()),
+    paused: () => ops.paused,
+  });
+  const handlers = createIntentHandlers({
+    intents: stores.intents, lease: stores.lease, leaseName: config.lease.name, config, logger,
+    metrics: (e) => {
+      if (e.name === 'intent_submit') metrics.intentSubmitted(e.outcome);
+    },
+  });
   let closed = false;
   return {
-    config, logger, stores, lease, executor, handlers,
+    config, logger, stores, lease, executor, handlers, metrics, metricsRegistry, ops,
     async close() {
       if (closed) return;
       closed = true;
+      unregisterGauges();
+      await executor.drain(); // the running tick finishes (its completions commit) before we let go
       await lease.release();
       if (provider instanceof HttpProvider) provider.close();
       if (ownsStores) await stores.close();
+      if (ownsMetrics) await metricsRegistry.shutdown();
     },
   };
+}
+
+/** Azure (Application Insights configured): the process-wide registry behind useAzureMonitor(); else one of our own. */
+async function metricsRegistryFor(config: Config): Promise<MetricsRegistry> {
+  const cs = config.telemetry.appInsightsConnectionString;
+  if (!cs) return MetricsRegistry.standalone();
+  const { azureMonitorRegistry } = await import('./observability/azureMonitor.js');
+  return azureMonitorRegistry(cs);
 }
 
 const current = new AsyncLocalStorage<App>();
