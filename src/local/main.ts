@@ -65,7 +65,8 @@ async function main(): Promise<void> {
     const routePrefix = readRoutePrefix(projectRoot);
     const server = createHttpHost({ azf, functions: registry.functions, instances, functionKey: local.functionKey, routePrefix, sink });
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE'
+        ? new ConfigError(`PORT: 127.0.0.1:${local.port} is already in use (choose another PORT, or PORT=0 for a free one)`) : e));
       server.listen(local.port, '127.0.0.1', () => resolve());
     });
     const port = (server.address() as AddressInfo).port;

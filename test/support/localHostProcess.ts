@@ -115,14 +115,28 @@ export async function startHost(env: Record<string, string>, startTimeoutMs = 30
     waiters.add(check);
     check();
   });
-  const listening = await waitForLine(/listening on (http:\/\/127\.0\.0\.1:\d+\/api)/, startTimeoutMs);
-  const holders = await waitForLine(/holder ids: ([^;]+);/, 2_000);
+  let listening: RegExpMatchArray;
+  let holders: RegExpMatchArray;
+  try {
+    listening = await waitForLine(/listening on (http:\/\/127\.0\.0\.1:\d+\/api)/, startTimeoutMs);
+    holders = await waitForLine(/holder ids: ([^;]+);/, 2_000);
+  } catch (e) {
+    child.kill('SIGKILL');
+    await exited;
+    removeLogs(logFile);
+    throw e;
+  }
   return {
     child, pid: child.pid!, api: listening[1]!, lines, logFile, exited, waitForLine,
     holderIds: holders[1]!.split(', ').map((x) => x.split('=')[1]!),
     stderr: () => err,
     signal: (sig) => void child.kill(sig),
   };
+}
+
+/** Host logs are kept only with KEEP_HOST_LOGS=1 (for debugging a failure). */
+function removeLogs(logFile: string): void {
+  if (!process.env.KEEP_HOST_LOGS) rmSync(path.dirname(logFile), { recursive: true, force: true });
 }
 
 /** Stop every host still running (SIGCONT first for stopped ones), without waiting for graceful exit. */
@@ -134,6 +148,7 @@ export async function killAll(hosts: HostProcess[]): Promise<void> {
     }
   }
   await Promise.all(hosts.map((h) => h.exited));
+  for (const h of hosts) removeLogs(h.logFile);
 }
 
 export interface ReadyView { mode: 'leader' | 'follower'; holderId: string; leaseEpoch: number | null; leaseExpiresAt: string | null }

@@ -141,6 +141,8 @@ describe('spec tests with separate OS processes (PostgreSQL server)', () => {
     await old.host.waitForLine(/^\[inst-1\] follower \(reason /, 5_000, from);
     await waitFor('all succeeded', allSucceeded(40), 30_000);
     await sleep(2 * TICK_MS); // the resumed process ticks again as a follower
+    // It must survive the pause (its database sessions were ended by the server meanwhile).
+    expect(old.host.child.exitCode, `resumed process exited: ${old.host.stderr().slice(0, 800)}`).toBeNull();
     expect((await readyz(old.host.api)).mode).toBe('follower');
     expect(old.host.lines.slice(from).some((l) => l.startsWith('[inst-1] leader'))).toBe(false);
 

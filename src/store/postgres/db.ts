@@ -69,6 +69,12 @@ export function fromPgPool(pool: pg.Pool): PgDatabase {
         throw mapPgError(e);
       }
       let broken = false;
+      // A borrowed client has no 'error' listener of its own: if the server ends the session while we hold
+      // it (idle-in-transaction timeout after a long pause), the error must not crash the process.
+      const onError = () => {
+        broken = true;
+      };
+      client.on('error', onError);
       const tx: PgQueryable = {
         async query(text, params) {
           try {
@@ -90,6 +96,7 @@ export function fromPgPool(pool: pg.Pool): PgDatabase {
         throw e;
       } finally {
         // A connection that failed mid-transaction is discarded rather than reused.
+        client.removeListener('error', onError);
         client.release(broken ? true : undefined);
       }
     },
