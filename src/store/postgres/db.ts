@@ -107,7 +107,9 @@ export function fromPgPool(pool: pg.Pool): PgDatabase {
         throw mapPgError(e);
       }
     },
-    close: () => pool.end(),
+    close: async () => {
+      if (!pool.ended && !pool.ending) await pool.end(); // idempotent: shutdown paths may overlap
+    },
   };
 }
 
