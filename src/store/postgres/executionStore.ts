@@ -7,7 +7,7 @@ import type {
 } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
-import { fencedTransaction } from './fence.js';
+import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
 import { SCHEDULE_COLS, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -54,12 +54,14 @@ RETURNING i.intent_id`;
 
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time).
 const START = `
-WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
-req AS (SELECT * FROM unnest($2::uuid[], $3::int[]) AS r(intent_id, expected)),
+WITH ${FENCE_CTE},
+now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+req AS (SELECT * FROM unnest($4::uuid[], $5::int[]) AS r(intent_id, expected)),
 started AS (
   UPDATE submission_intents i
-     SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1
-    FROM req, now
+     SET status = 'in_flight', attempt_count = i.attempt_count + 1,
+         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
+    FROM req, now, fence
    WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND i.status = 'scheduled'
      AND i.next_attempt_at <= now.t
      AND (i.attempt_count < i.max_attempts OR i.attempt_count - ${ABORTED} < i.max_attempts)
@@ -68,20 +70,22 @@ started AS (
 ),
 ins AS (
   INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
-  SELECT intent_id, attempt_count, $1, $4, (SELECT t FROM now), 'started' FROM started
-)
-SELECT * FROM started`;
+  SELECT intent_id, attempt_count, $3, $2, (SELECT t FROM now), 'started' FROM started
+),
+${auditCte('start_attempts', 'SELECT count(*) FROM started')}
+SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOIN started s ON true`;
 
 // The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile.
 const COMPLETE = `
-WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
-c AS (SELECT * FROM unnest($2::uuid[], $3::int[], $4::text[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int8[])
+WITH ${FENCE_CTE},
+now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+c AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int[], $10::text[], $11::int8[])
         AS c(intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms)),
 att AS (
   UPDATE submission_attempts a
      SET outcome = c.outcome, finished_at = now.t, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
-    FROM c, now
-   WHERE a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND a.outcome = 'started' AND a.lease_epoch = $1
+    FROM c, now, fence
+   WHERE a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND a.outcome = 'started' AND a.lease_epoch = $3
   RETURNING a.intent_id
 ),
 upd AS (
@@ -89,13 +93,15 @@ upd AS (
      SET status = c.next_status,
          next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN now.t + c.delay_ms * interval '1 millisecond' ELSE i.next_attempt_at END,
          last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
-         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1
-    FROM c, now
+         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
+    FROM c, now, fence
    WHERE i.intent_id = c.intent_id AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
   RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${UTC_TEXT('i.last_modified_at')} AS version
-)
-SELECT c.intent_id AS req_id, (SELECT count(*) FROM att)::int AS attempts_closed, upd.*
-  FROM c LEFT JOIN upd ON upd.intent_id = c.intent_id`;
+),
+${auditCte('complete_attempts', 'SELECT (SELECT count(*) FROM att) + (SELECT count(*) FROM upd)')}
+SELECT f.fenced, c.intent_id AS req_id, upd.*
+  FROM (SELECT count(*)::int AS fenced FROM fence) f
+  CROSS JOIN c LEFT JOIN upd ON upd.intent_id = c.intent_id`;
 
 export class PgExecutionStore implements ExecutionStore {
   constructor(private readonly db: PgDatabase) {}
@@ -130,43 +136,46 @@ export class PgExecutionStore implements ExecutionStore {
     });
   }
 
-  fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
-    return fencedTransaction(this.db, token, 'start_attempts', async (tx) => {
-      const r = await tx.query<Pick<IntentDbRow, 'intent_id' | 'attempt_count' | 'max_attempts' | 'contract'> & { version: string; aborted_before: number }>(START, [
-        token.leaseEpoch, requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount), token.holderId]);
-      const value = r.rows.map((x) => ({
+  // One statement each (fence + write + audit): one round trip and one commit per batch.
+  async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
+    type Row = Pick<IntentDbRow, 'intent_id' | 'attempt_count' | 'max_attempts' | 'contract'> & { version: string; aborted_before: number };
+    const out = await fencedStatement<Row>(this.db, token, START, [
+      requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount)]);
+    if (out.kind === 'leaseLost') return out;
+    return {
+      kind: 'ok',
+      value: out.value.filter((x) => x.intent_id !== null).map((x) => ({
         intentId: x.intent_id,
         attemptNo: Number(x.attempt_count),
         maxAttempts: Number(x.max_attempts),
         abortedBefore: Number(x.aborted_before),
         contract: typeof x.contract === 'string' ? JSON.parse(x.contract) : x.contract,
         version: x.version,
-      }));
-      return { value, rowsWritten: value.length };
-    });
+      })),
+    };
   }
 
-  fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
-    return fencedTransaction(this.db, token, 'complete_attempts', async (tx) => {
-      const r = await tx.query<Partial<ScheduleDbRow> & { req_id: string; attempts_closed: number }>(COMPLETE, [
-        token.leaseEpoch,
-        completions.map((c) => c.intentId),
-        completions.map((c) => c.attemptNo),
-        completions.map((c) => c.outcome),
-        completions.map((c) => c.httpStatus),
-        completions.map((c) => c.error),
-        completions.map((c) => Math.round(c.durationMs)),
-        completions.map((c) => c.next.status),
-        completions.map((c) => (c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null)),
-      ]);
-      const value = r.rows.map((x) => ({
+  async fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
+    if (completions.length === 0) return { kind: 'ok', value: [] };
+    const out = await fencedStatement<Partial<ScheduleDbRow> & { req_id: string }>(this.db, token, COMPLETE, [
+      completions.map((c) => c.intentId),
+      completions.map((c) => c.attemptNo),
+      completions.map((c) => c.outcome),
+      completions.map((c) => c.httpStatus),
+      completions.map((c) => c.error),
+      completions.map((c) => Math.round(c.durationMs)),
+      completions.map((c) => c.next.status),
+      completions.map((c) => (c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null)),
+    ]);
+    if (out.kind === 'leaseLost') return out;
+    return {
+      kind: 'ok',
+      value: out.value.map((x) => ({
         intentId: x.req_id,
         applied: x.intent_id != null,
         row: x.intent_id != null ? toScheduleRow(x as ScheduleDbRow) : null,
-      }));
-      const rowsWritten = Number(r.rows[0]?.attempts_closed ?? 0) + value.filter((v) => v.applied).length;
-      return { value, rowsWritten };
-    });
+      })),
+    };
   }
 }
 

@@ -40,3 +40,27 @@ export async function fencedTransaction<T>(
     throw e;
   }
 }
+
+/**
+ * The same fence as one statement (one round trip, one commit): the `fence` CTE locks the lease row
+ * FOR SHARE and every data-modifying CTE must join it (`FROM …, fence`), so no row is written unless the
+ * fence row was produced — and locked — first; the lock is held until the statement's transaction
+ * commits. The audit row is inserted by the same statement (its sequence number is taken under the lock).
+ * Parameters $1..$3 are (lease_name, holder_id, lease_epoch); the statement's own from $4.
+ */
+export const FENCE_CTE = `fence AS MATERIALIZED (
+  SELECT 1 AS ok FROM submission_manager_leases
+   WHERE lease_name = $1 AND holder_id = $2 AND lease_epoch = $3 AND expires_at > clock_timestamp()
+   FOR SHARE)`;
+
+/** Audit CTE for a one-statement fenced write; `countExpr` counts the rows the statement wrote. */
+export const auditCte = (action: string, countExpr: string) => `audit AS (
+  INSERT INTO submission_execution_audit (lease_name, lease_epoch, holder_id, action, rows_written, at)
+  SELECT $1, $3, $2, '${action}', c.n, clock_timestamp() FROM (SELECT (${countExpr}) AS n) c, fence WHERE c.n > 0)`;
+
+/** Run a one-statement fenced write whose result rows carry `fenced` (rows of the fence CTE: 0 = lost). */
+export async function fencedStatement<R>(db: PgQueryable, token: LeaseToken, sql: string, params: unknown[]): Promise<Fenced<R[]>> {
+  const r = await db.query<R & { fenced: number }>(sql, [token.leaseName, token.holderId, token.leaseEpoch, ...params]);
+  if (Number(r.rows[0]?.fenced ?? 0) === 0) return { kind: 'leaseLost' };
+  return { kind: 'ok', value: r.rows };
+}

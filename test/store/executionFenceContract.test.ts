@@ -1,0 +1,52 @@
+// The executor's batched writes are fenced on every dialect: a stale token writes nothing (no attempt
+// rows, no intent change, no audit row) and reports leaseLost; the current token writes and audits.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { staleWrites } from '../support/fenceChecker.js';
+import { LEASE_NAME, submit } from '../support/instances.js';
+import type { Stores } from '../../src/store/stores.js';
+
+describe.each(dialects)('execution fence contract: $name', (dialect) => {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext;
+  let s: Stores;
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    s = await ctx.openStores();
+  });
+  afterEach(async () => {
+    await ctx?.close();
+  });
+
+  it('start and complete write only under the current epoch', async () => {
+    const a = await s.lease.tryAcquire(LEASE_NAME, 'A', 60_000);
+    if (!a.acquired) throw new Error('not acquired');
+    const tokenA = { leaseName: LEASE_NAME, holderId: 'A', leaseEpoch: a.lease.leaseEpoch };
+    const i1 = await submit(s);
+    const i2 = await submit(s);
+    const started = await s.execution.fencedStartAttempts(tokenA, [{ intentId: i1.intentId, expectedAttemptCount: 0 }]);
+    expect(started.kind === 'ok' && started.value.map((x) => [x.intentId, x.attemptNo, x.abortedBefore])).toEqual([[i1.intentId, 1, 0]]);
+    // The lease moves on (A paused past expiry, B acquired): A's token is stale now.
+    await ctx.stealLease(LEASE_NAME, 'B');
+    const lateStart = await s.execution.fencedStartAttempts(tokenA, [{ intentId: i2.intentId, expectedAttemptCount: 0 }]);
+    expect(lateStart).toEqual({ kind: 'leaseLost' });
+    const lateComplete = await s.execution.fencedCompleteAttempts(tokenA, [{
+      intentId: i1.intentId, attemptNo: 1, outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } }]);
+    expect(lateComplete).toEqual({ kind: 'leaseLost' });
+    expect((await s.intents.get(i2.intentId))?.attemptCount).toBe(0);
+    expect((await s.intents.get(i1.intentId))?.status).toBe('in_flight');
+    expect((await s.intents.listAttempts(i1.intentId)).map((x) => x.outcome)).toEqual(['started']);
+    const audit = await ctx.auditLog();
+    expect(audit.map((x) => [x.leaseEpoch, x.action])).toEqual([[tokenA.leaseEpoch, 'start_attempts']]);
+    expect(staleWrites(audit, await s.lease.listEvents(LEASE_NAME))).toEqual([]);
+  });
+
+  it('an empty batch is a no-op, not a lease loss', async () => {
+    const a = await s.lease.tryAcquire(LEASE_NAME, 'A', 60_000);
+    if (!a.acquired) throw new Error('not acquired');
+    const token = { leaseName: LEASE_NAME, holderId: 'A', leaseEpoch: a.lease.leaseEpoch };
+    expect(await s.execution.fencedStartAttempts(token, [])).toEqual({ kind: 'ok', value: [] });
+    expect(await s.execution.fencedCompleteAttempts(token, [])).toEqual({ kind: 'ok', value: [] });
+  });
+});
