@@ -8,7 +8,7 @@ import type {
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
 import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
-import { SCHEDULE_COLS, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
+import { SCHEDULE_COLS, parseContract, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
@@ -149,7 +149,7 @@ export class PgExecutionStore implements ExecutionStore {
         attemptNo: Number(x.attempt_count),
         maxAttempts: Number(x.max_attempts),
         abortedBefore: Number(x.aborted_before),
-        contract: typeof x.contract === 'string' ? JSON.parse(x.contract) : x.contract,
+        contract: parseContract(x.contract),
         version: x.version,
       })),
     };

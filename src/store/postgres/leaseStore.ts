@@ -2,26 +2,7 @@
 // is the transaction start). The `now` CTE is materialised once, so one statement sees one instant.
 import type { AcquireOutcome, LeaseEvent, LeaseRow, LeaseStore, LeaseToken } from '../ports.js';
 import type { PgQueryable } from './db.js';
-
-interface LeaseDbRow {
-  lease_name: string;
-  holder_id: string;
-  lease_epoch: string | number;
-  acquired_at: Date;
-  renewed_at: Date;
-  expires_at: Date;
-  db_now: Date;
-}
-
-const toLease = (r: LeaseDbRow): LeaseRow => ({
-  leaseName: r.lease_name,
-  holderId: r.holder_id,
-  leaseEpoch: Number(r.lease_epoch),
-  acquiredAt: r.acquired_at,
-  renewedAt: r.renewed_at,
-  expiresAt: r.expires_at,
-  dbNow: r.db_now,
-});
+import { toLease, type LeaseDbRow } from './rows.js';
 
 const COLS = 'lease_name, holder_id, lease_epoch, acquired_at, renewed_at, expires_at';
 
