@@ -129,7 +129,7 @@ async function metricsRegistryFor(config: Config): Promise<MetricsRegistry> {
   const cs = config.telemetry.appInsightsConnectionString;
   if (!cs) return MetricsRegistry.standalone();
   const { azureMonitorRegistry } = await import('./observability/azureMonitor.js');
-  return azureMonitorRegistry(cs);
+  return azureMonitorRegistry(cs, config.telemetry.aad);
 }
 
 const current = new AsyncLocalStorage<App>();

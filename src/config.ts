@@ -63,6 +63,16 @@ export const settingsSchema = z.object({
   DB_STATEMENT_TIMEOUT_MS: intMs(3_000, 100),
   /** pino level (default info). */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Retention: terminal intents (succeeded, failed, cancelled) and their attempts are purged by the leader,
+   *  in bounded fenced batches, once their last change is older than this many days (default 30; 0 = keep
+   *  forever). Active intents (scheduled, in_flight) are never purged. */
+  RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(30),
+  /** Application Insights connection string (Azure): when set, metrics are also exported through
+   *  @azure/monitor-opentelemetry (`useAzureMonitor`); /api/metrics serves them either way. */
+  APPLICATIONINSIGHTS_CONNECTION_STRING: z.string().trim().min(1).optional(),
+  /** `Authorization=AAD[;ClientId=<user-assigned identity>]`: export telemetry with a managed identity token
+   *  (required when the Application Insights resource disables local auth, as infra/ provisions it). */
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: z.string().trim().min(1).optional(),
 });
 
 export type SettingsInput = z.input<typeof settingsSchema>;
@@ -91,6 +101,11 @@ export interface Config {
   retry: { baseDelayMs: number; maxDelayMs: number; defaultMaxAttempts: number };
   db: { poolMax: number; statementTimeoutMs: number };
   logLevel: z.infer<typeof settingsSchema>['LOG_LEVEL'];
+  /** Retention purge: `olderThanMs` 0 = disabled; at most `batchSize` intents per fenced statement and
+   *  `maxBatchesPerTick` statements per leader tick, at most once per `intervalMs`. */
+  retention: { days: number; olderThanMs: number; batchSize: number; maxBatchesPerTick: number; intervalMs: number };
+  /** `aad` set: export with a managed identity token (clientId null = system-assigned). */
+  telemetry: { appInsightsConnectionString: string | null; aad: { clientId: string | null } | null };
 }
 
 /** Settings the app needs in Azure (checked against infra/app/api.bicep by test/unit/infra.test.ts). */
@@ -141,6 +156,18 @@ function parseDatabase(s: z.infer<typeof settingsSchema>): DatabaseTarget {
   throw new ConfigError(
     `DATABASE_URL: ${scheme ? `unsupported scheme "${scheme}:"` : 'not a URL'}; expected pglite:, pglite:<dir>, postgres://… or mssql://…`,
   );
+}
+
+/** `Authorization=AAD;ClientId=<id>` (the Functions host's format) → managed identity; anything else is an error. */
+function parseAppInsightsAuth(value: string | undefined): { clientId: string | null } | null {
+  if (value === undefined) return null;
+  const parts = Object.fromEntries(value.split(';').filter((p) => p.trim()).map((p) => {
+    const i = p.indexOf('=');
+    return [p.slice(0, i).trim().toLowerCase(), p.slice(i + 1).trim()];
+  }));
+  check(parts.authorization?.toUpperCase() === 'AAD',
+    'APPLICATIONINSIGHTS_AUTHENTICATION_STRING must be "Authorization=AAD" optionally with ";ClientId=<managed identity client id>"');
+  return { clientId: parts.clientid || null };
 }
 
 /** Hide credentials before a URL reaches an error message or a log line. */
@@ -229,5 +256,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     retry: { baseDelayMs: s.RETRY_BASE_DELAY_MS, maxDelayMs: s.RETRY_MAX_DELAY_MS, defaultMaxAttempts: s.DEFAULT_MAX_ATTEMPTS },
     db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS },
     logLevel: s.LOG_LEVEL,
+    retention: { days: s.RETENTION_DAYS, olderThanMs: s.RETENTION_DAYS * 86_400_000, batchSize: 1_000, maxBatchesPerTick: 5, intervalMs: 60_000 },
+    telemetry: { appInsightsConnectionString: s.APPLICATIONINSIGHTS_CONNECTION_STRING ?? null, aad: parseAppInsightsAuth(s.APPLICATIONINSIGHTS_AUTHENTICATION_STRING) },
   };
 }

@@ -13,6 +13,7 @@ import { ScheduleRefresher } from '../schedule/refresher.js';
 import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSummary.js';
+import { NO_OPS, type ExecutorOps } from './executorOps.js';
 
 export type { ExecutorSettings, TickSummary };
 
@@ -26,6 +27,7 @@ export class Executor {
   private lastReconcileMs = Number.NEGATIVE_INFINITY;
   private running: Promise<TickSummary> | null = null;
   private draining = false;
+  private standDownUntilMs = Number.NEGATIVE_INFINITY; // after handOver: start nothing, do not acquire
   readonly refresher: ScheduleRefresher;
 
   constructor(
@@ -36,6 +38,7 @@ export class Executor {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly random: () => number = Math.random,
+    private readonly ops: ExecutorOps = NO_OPS,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
@@ -61,10 +64,19 @@ export class Executor {
     await this.running?.catch(() => {});
   }
 
+  /** Leader drain: stop starting, finish the running tick, release the lease, sit out acquiring for `standDownMs`. */
+  async handOver(standDownMs: number): Promise<'released' | 'not_leader' | 'lost'> {
+    if (!this.lease.requireLeader()) return 'not_leader';
+    this.standDownUntilMs = this.clock.nowMs() + standDownMs;
+    await this.running?.catch(() => {});
+    return (await this.lease.release()) ? 'released' : 'lost';
+  }
+
   private async runTick(budgetMs: number): Promise<TickSummary> {
     const t0 = this.clock.nowMs();
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
+    if (t0 < this.standDownUntilMs) return this.finish(sum, t0, 'standing_down');
     let token = await this.lease.tryAcquireOrRenew();
     if (!token) {
       // Follower: if the holder's lease expires within this tick, try again right after it.
@@ -79,6 +91,7 @@ export class Executor {
     sum.leaseEpoch = token.leaseEpoch;
     try {
       if (this.epoch !== token.leaseEpoch && !(await this.rebuild(token, sum))) return this.finish(sum, t0, 'lease_lost');
+      if ((await this.ops.leaderTick(token, sum)) === 'leaseLost') return this.finish(sum, t0, this.fenceFailed(sum) || 'lease_lost'); // pause flag, retention
       const stop = await this.loop(token, budgetEnd, sum);
       return this.finish(sum, t0, stop);
     } catch (e) {
@@ -157,6 +170,7 @@ export class Executor {
       // outlive the tick budget (which bounds starts) but never the local lease deadline.
       const timeoutMs = Math.min(s.providerTimeoutMs, this.lease.remainingMs());
       if (!this.lease.ensureEpoch(token.leaseEpoch) || timeoutMs < MIN_CALL_MS) {
+        this.ops.blockedNotLeader();
         pending.push(aborted(a, 'leadership lost before the provider call'));
         return;
       }
@@ -206,7 +220,7 @@ export class Executor {
     const iteration = async (): Promise<void> => {
       const now = this.clock.nowMs();
       if (now >= deadline()) stop = 'deadline';
-      else if (this.draining) stop = 'draining';
+      else if (this.draining || now < this.standDownUntilMs) stop = 'draining';
       else if (!this.lease.ensureEpoch(token.leaseEpoch)) stop = 'lease_lost';
       else if (this.lease.renewDue() && !(await this.lease.renew())) stop = 'lease_lost';
       if (stop !== null) return;
@@ -218,6 +232,7 @@ export class Executor {
         this.lastReconcileMs = this.lastRefreshMs = now;
       } else if (now - this.lastRefreshMs >= s.refresh.intervalMs) {
         const stats = await this.refresher.refresh();
+        await this.ops.refreshControl(); // the pause flag, at the refresh cadence (never per attempt)
         sum.refreshedRows += stats.rows;
         sum.refreshes++;
         this.lastRefreshMs = now;
@@ -233,7 +248,7 @@ export class Executor {
         return;
       }
       const free = Math.min(s.concurrency - inFlight.size, quota);
-      const canStart = !starting && free > 0 && (free >= s.startBatch || inFlight.size === 0);
+      const canStart = !starting && free > 0 && (free >= s.startBatch || inFlight.size === 0) && this.ops.mayStart();
       if (canStart && this.lease.requireLeader() && (this.refresher.schedule.nextDueMs() ?? Infinity) <= this.refresher.dbNowMs()) {
         starting = background(() => start(free), () => (starting = null));
       }
@@ -281,6 +296,7 @@ export class Executor {
     sum.stopReason = stopReason;
     sum.durationMs = Math.round(this.clock.nowMs() - t0);
     sum.scheduleSize = this.refresher.schedule.size;
+    this.ops.tickFinished(sum);
     return sum;
   }
 }

@@ -31,6 +31,10 @@ export interface TickSummary {
   /** Starts or completions whose intent changed meanwhile (cancelled, rescheduled, not yet due). */
   skipped: number;
   leaseLost: boolean;
+  /** The cluster-wide pause flag was set when this leader tick read it (nothing was started). */
+  paused: boolean;
+  /** Terminal intents deleted by the retention purge in this tick. */
+  purgedIntents: number;
   scheduleSize: number;
   durationMs: number;
   stopReason: string;
@@ -39,7 +43,7 @@ export interface TickSummary {
 export function emptySummary(holderId: string): TickSummary {
   return {
     role: 'follower', holderId, leaseEpoch: null, rebuilt: false, recovered: 0, refreshes: 0, refreshedRows: 0,
-    started: 0, succeeded: 0, retried: 0, failed: 0, aborted: 0, skipped: 0, leaseLost: false, scheduleSize: 0,
+    started: 0, succeeded: 0, retried: 0, failed: 0, aborted: 0, skipped: 0, leaseLost: false, paused: false, purgedIntents: 0, scheduleSize: 0,
     durationMs: 0, stopReason: '',
   };
 }

@@ -1,12 +1,15 @@
 // The set of stores one process uses, built once by the composition root for the configured dialect.
 import type { LeaseStore } from './ports.js';
 import type { ExecutionStore, IntentStore } from './intentPorts.js';
+import type { OpsStore } from './opsPorts.js';
 
 export interface Stores {
   dialect: 'postgres' | 'pglite' | 'mssql';
   lease: LeaseStore;
   intents: IntentStore;
   execution: ExecutionStore;
+  /** Execution control (pause/resume) and retention purge. */
+  ops: OpsStore;
   /** Apply numbered migrations idempotently (safe with concurrent migrators). */
   migrate(): Promise<{ applied: number[] }>;
   /** Cheap round trip for readiness checks. */

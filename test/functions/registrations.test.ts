@@ -21,6 +21,12 @@ describe('function registrations', () => {
     http('getLease', ['GET'], 'lease', 'function'),
     http('healthz', ['GET'], 'healthz', 'anonymous'),
     http('readyz', ['GET'], 'readyz', 'anonymous'),
+    http('metrics', ['GET'], 'metrics', 'function'),
+    http('openapi', ['GET'], 'openapi.json', 'anonymous'),
+    http('releaseLease', ['POST'], 'ops/lease/release', 'admin'),
+    http('getExecution', ['GET'], 'ops/execution', 'admin'),
+    http('pauseExecution', ['POST'], 'ops/execution/pause', 'admin'),
+    http('resumeExecution', ['POST'], 'ops/execution/resume', 'admin'),
   ])('$name: $methods /api/$route ($authLevel)', (want) => {
     const f = reg.functions.find((x) => x.name === want.name);
     expect(f, `function ${want.name} registered`).toBeDefined();
@@ -35,9 +41,16 @@ describe('function registrations', () => {
 
   it('registers exactly these functions and an appTerminate hook', () => {
     expect(reg.functions.map((f) => f.name).sort()).toEqual([
-      'cancelIntent', 'executorTimer', 'getIntent', 'getIntentAttempts', 'getLease', 'healthz', 'listIntents',
-      'postIntent', 'readyz', 'rescheduleIntent']);
+      'cancelIntent', 'executorTimer', 'getExecution', 'getIntent', 'getIntentAttempts', 'getLease', 'healthz', 'listIntents',
+      'metrics', 'openapi', 'pauseExecution', 'postIntent', 'readyz', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
     expect(reg.hooks.map((h) => h.name)).toEqual(['appTerminate']);
+  });
+
+  it('no route starts with "admin": the Functions host reserves it for its admin API, also under /api', () => {
+    for (const f of reg.functions) {
+      if (typeof f.trigger.route === 'string') expect(f.trigger.route, f.name).not.toMatch(/^admin(\/|$)/i);
+      expect(f.name, f.name).not.toMatch(/^admin/i);
+    }
   });
 
   it('function files stay thin', async () => {

@@ -8,7 +8,7 @@ import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { PG_TEST_URL } from '../support/pgServer.js';
 
 const TABLES = ['submission_manager_leases', 'submission_manager_lease_events', 'submission_intents',
-  'submission_attempts', 'submission_execution_audit', 'submission_manager_migrations'];
+  'submission_attempts', 'submission_execution_audit', 'submission_manager_migrations', 'submission_manager_execution_control'];
 
 describe('postgres migrations', () => {
   it('pglite: applies once, then is a no-op', async () => {

@@ -127,10 +127,10 @@ describe('migrateMssql', () => {
       },
     } as unknown as MssqlDatabase;
     const out = await migrateMssql(db);
-    expect(out.applied).toEqual([1]);
+    expect(out.applied).toEqual(migrations.map((m) => m.id));
     expect(calls[0]).toBe('run:DECLARE @lock_result int;');
     expect(calls[1]).toMatch(/^batch:IF OBJECT_ID\(N'submission_manager_migrations'/);
-    expect(calls.filter((c) => c.startsWith('batch:')).length).toBe(1 + splitBatches(migrations[0]!.sql).length);
+    expect(calls.filter((c) => c.startsWith('batch:')).length).toBe(1 + migrations.reduce((n, m) => n + splitBatches(m.sql).length, 0));
     expect(calls.at(-1)).toBe('run:INSERT INTO submission_manager_migrations (id, name) VALUES (@id, @name);');
     const lock = migrateQueries.lock(1_000).text;
     expect(lock).toMatch(/sp_getapplock @Resource = N'submission_manager_migrations', @LockMode = 'Exclusive',\s+@LockOwner = 'Transaction'/);

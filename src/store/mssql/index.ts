@@ -8,6 +8,7 @@ import { openMssqlPool } from './pool.js';
 import { MssqlLeaseStore } from './leaseStore.js';
 import { MssqlIntentStore } from './intentStore.js';
 import { MssqlExecutionStore } from './executionStore.js';
+import { MssqlOpsStore } from './opsStore.js';
 import { migrateMssql } from './migrate.js';
 
 export { buildMssqlConfig, openMssqlPool, type MssqlPoolOptions } from './pool.js';
@@ -19,6 +20,7 @@ export function createMssqlStores(db: MssqlDatabase): Stores {
     lease: new MssqlLeaseStore(db),
     intents: new MssqlIntentStore(db),
     execution: new MssqlExecutionStore(db),
+    ops: new MssqlOpsStore(db),
     migrate: () => migrateMssql(db),
     ping: async () => {
       await db.run({ text: 'SELECT 1 AS ok;', params: [] });

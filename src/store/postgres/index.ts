@@ -4,6 +4,7 @@ import type { PgDatabase } from './db.js';
 import { PgLeaseStore } from './leaseStore.js';
 import { PgIntentStore } from './intentStore.js';
 import { PgExecutionStore } from './executionStore.js';
+import { PgOpsStore } from './opsStore.js';
 import { migratePostgres } from './migrate.js';
 
 export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pglite'): Stores {
@@ -12,6 +13,7 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
     lease: new PgLeaseStore(db),
     intents: new PgIntentStore(db),
     execution: new PgExecutionStore(db),
+    ops: new PgOpsStore(db),
     migrate: () => migratePostgres(db),
     ping: async () => {
       await db.query('SELECT 1');

@@ -1,6 +1,7 @@
 // Numbered migrations, applied in order, each once (see ../migrate.ts). Never edit a released one: add a new one.
 // Each is T-SQL text split into batches on GO lines, as sqlcmd does; every batch is idempotent on its own.
 import { m001Initial } from './m001Initial.js';
+import { m002Operations } from './m002Operations.js';
 
 export interface MssqlMigration {
   id: number;
@@ -8,4 +9,7 @@ export interface MssqlMigration {
   sql: string;
 }
 
-export const migrations: readonly MssqlMigration[] = [{ id: 1, name: 'initial', sql: m001Initial }];
+export const migrations: readonly MssqlMigration[] = [
+  { id: 1, name: 'initial', sql: m001Initial },
+  { id: 2, name: 'operations', sql: m002Operations },
+];

@@ -1,5 +1,6 @@
 // Numbered migrations, applied in order, each once (see migrate.ts). Never edit a released one: add a new one.
 import { m001Initial } from './m001Initial.js';
+import { m002Operations } from './m002Operations.js';
 
 export interface Migration {
   id: number;
@@ -7,4 +8,7 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: readonly Migration[] = [{ id: 1, name: 'initial', sql: m001Initial }];
+export const migrations: readonly Migration[] = [
+  { id: 1, name: 'initial', sql: m001Initial },
+  { id: 2, name: 'operations', sql: m002Operations },
+];

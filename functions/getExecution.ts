@@ -1,0 +1,11 @@
+// GET /api/ops/execution — the cluster-wide execution control row (paused, by whom, why, since when).
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { executionControlHandler } from '../src/opsHandlers.js';
+
+azf.app.http('getExecution', {
+  methods: ['GET'],
+  route: 'ops/execution',
+  authLevel: 'admin',
+  handler: httpHandler((app) => executionControlHandler(app, null)),
+});

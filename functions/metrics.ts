@@ -1,0 +1,11 @@
+// GET /api/metrics — Prometheus text of the instance that serves the request (series labelled holder_id).
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { metricsHandler } from '../src/opsHandlers.js';
+
+azf.app.http('metrics', {
+  methods: ['GET'],
+  route: 'metrics',
+  authLevel: 'function',
+  handler: httpHandler((app) => metricsHandler(app)),
+});

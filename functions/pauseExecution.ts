@@ -1,0 +1,11 @@
+// POST /api/ops/execution/pause — set the cluster-wide pause flag (SQL); every leader starts nothing while set.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { executionControlHandler } from '../src/opsHandlers.js';
+
+azf.app.http('pauseExecution', {
+  methods: ['POST'],
+  route: 'ops/execution/pause',
+  authLevel: 'admin',
+  handler: httpHandler((app) => executionControlHandler(app, 'pause')),
+});

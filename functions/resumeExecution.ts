@@ -1,0 +1,11 @@
+// POST /api/ops/execution/resume — clear the cluster-wide pause flag.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { executionControlHandler } from '../src/opsHandlers.js';
+
+azf.app.http('resumeExecution', {
+  methods: ['POST'],
+  route: 'ops/execution/resume',
+  authLevel: 'admin',
+  handler: httpHandler((app) => executionControlHandler(app, 'resume')),
+});

@@ -1,0 +1,112 @@
+// Operations the executor consults on the leader path: the cluster-wide pause flag (read from SQL once per
+// leader tick and beside every schedule refresh — never per attempt), the fenced retention purge (bounded
+// batches, at most once per interval, never while paused), and observers (metrics). NO_OPS keeps the executor
+// usable without any of it (unit and system tests that do not need them).
+import type { Clock } from '../lease/clock.js';
+import type { AppMetrics } from '../observability/metrics.js';
+import type { Logger } from '../observability/logger.js';
+import type { OpsStore } from '../store/opsPorts.js';
+import type { LeaseToken } from '../store/ports.js';
+import type { TickSummary } from './tickSummary.js';
+
+export interface ExecutorOps {
+  /** Once per leader tick, after acquire/rebuild and before the loop: read the flags, purge when due. */
+  leaderTick(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'>;
+  /** Beside each schedule refresh: re-read the flags (one primary-key read). */
+  refreshControl(): Promise<void>;
+  /** false while the cluster is paused: start nothing. */
+  mayStart(): boolean;
+  /** The gate refused a provider call (leadership lost, or too little lease left to send it). */
+  blockedNotLeader(): void;
+  tickFinished(sum: TickSummary): void;
+}
+
+export const NO_OPS: ExecutorOps = {
+  leaderTick: async () => 'ok',
+  refreshControl: async () => {},
+  mayStart: () => true,
+  blockedNotLeader: () => {},
+  tickFinished: () => {},
+};
+
+export interface RetentionSettings {
+  /** 0 = retention disabled. */
+  olderThanMs: number;
+  batchSize: number;
+  maxBatchesPerTick: number;
+  intervalMs: number;
+}
+
+export class ExecutionOps implements ExecutorOps {
+  private pausedFlag: boolean | null = null;
+  private lastPurgeMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly store: OpsStore,
+    private readonly leaseName: string,
+    private readonly retention: RetentionSettings,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly metrics?: AppMetrics,
+  ) {}
+
+  /** The pause flag as last read (null before the first read: only leaders read it). */
+  get paused(): boolean | null {
+    return this.pausedFlag;
+  }
+
+  async leaderTick(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
+    await this.refreshControl();
+    sum.paused = this.pausedFlag === true;
+    if (sum.paused) return 'ok';
+    return this.purgeIfDue(token, sum);
+  }
+
+  async refreshControl(): Promise<void> {
+    const c = await this.store.getExecutionControl(this.leaseName);
+    if (c.paused !== this.pausedFlag && (this.pausedFlag !== null || c.paused)) {
+      this.log.info({ event: c.paused ? 'execution_paused_observed' : 'execution_resumed_observed', lease_name: this.leaseName,
+        changed_by: c.changedBy, changed_at: c.changedAt?.toISOString() ?? null, reason: c.reason },
+        c.paused ? 'cluster is paused: starting nothing' : 'cluster resumed');
+    }
+    this.pausedFlag = c.paused;
+  }
+
+  mayStart(): boolean {
+    return this.pausedFlag !== true;
+  }
+
+  blockedNotLeader(): void {
+    this.metrics?.blockedNotLeader();
+  }
+
+  tickFinished(sum: TickSummary): void {
+    this.metrics?.tick(sum.role, sum.durationMs);
+  }
+
+  /** Up to maxBatchesPerTick fenced statements of batchSize; a full last batch leaves the rest for the next
+   *  tick (no interval wait), a partial one means caught up until the next interval. */
+  private async purgeIfDue(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
+    const r = this.retention;
+    const now = this.clock.nowMs();
+    if (r.olderThanMs <= 0 || now - this.lastPurgeMs < r.intervalMs) return 'ok';
+    let intents = 0;
+    let attempts = 0;
+    let caughtUp = false;
+    for (let i = 0; i < r.maxBatchesPerTick && !caughtUp; i++) {
+      const out = await this.store.fencedPurgeTerminal(token, r.olderThanMs, r.batchSize);
+      if (out.kind === 'leaseLost') return 'leaseLost';
+      intents += out.value.intents;
+      attempts += out.value.attempts;
+      caughtUp = out.value.intents < r.batchSize;
+    }
+    if (caughtUp) this.lastPurgeMs = now;
+    sum.purgedIntents += intents;
+    if (intents > 0) {
+      this.metrics?.purged(intents, attempts);
+      this.log.info({ event: 'retention_purged', holder_id: token.holderId, lease_epoch: token.leaseEpoch, intents, attempts,
+        caught_up: caughtUp }, 'purged terminal intents past retention');
+    }
+    return 'ok';
+  }
+}

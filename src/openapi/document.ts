@@ -1,0 +1,181 @@
+// The OpenAPI 3.1 document, generated from the zod schemas that validate requests (src/intents/contract.ts,
+// src/openapi/schemas.ts) and describe responses. operationId = the registered function's name, and
+// `x-auth-level` its auth level (test/functions/openapi.test.ts checks both against the registrations).
+// Served at GET /api/openapi.json; `npm run openapi` writes docs/openapi.json (a test fails when it is stale).
+import { z } from 'zod';
+import { IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, rescheduleBodySchema, submitBodySchema } from '../intents/contract.js';
+import * as S from './schemas.js';
+
+export const API_VERSION = '0.1.0';
+
+type Json = Record<string, unknown>;
+
+const jsonSchemaOptions = {
+  target: 'draft-2020-12' as const,
+  unrepresentable: 'any' as const,
+  // The payload is a zod custom type (any JSON object): say so instead of "anything".
+  override: (ctx: { zodSchema: unknown; jsonSchema: Json }) => {
+    const def = (ctx.zodSchema as { _zod?: { def?: { type?: string } } })._zod?.def;
+    if (def?.type === 'custom') Object.assign(ctx.jsonSchema, { type: 'object', description: 'Any JSON object (at most 64 levels deep)' });
+  },
+};
+
+function components(): Record<string, Json> {
+  const reg = z.registry<{ id: string }>();
+  const add = (id: string, s: z.ZodType) => reg.add(s, { id });
+  add('SubmitIntentRequest', submitBodySchema);
+  add('RescheduleRequest', rescheduleBodySchema);
+  add('ExecutionChangeRequest', S.executionChangeBodySchema);
+  add('Intent', S.intentViewSchema);
+  add('IntentSummary', S.intentSummarySchema);
+  add('IntentList', S.intentListSchema);
+  add('Attempt', S.attemptViewSchema);
+  add('AttemptList', S.attemptListSchema);
+  add('Lease', S.leaseViewSchema);
+  add('Ready', S.readyViewSchema);
+  add('FieldError', S.fieldErrorSchema);
+  add('Problem', S.problemSchema);
+  add('ExecutionControl', S.executionControlSchema);
+  add('LeaseRelease', S.leaseReleaseSchema);
+  const out = z.toJSONSchema(reg, { ...jsonSchemaOptions, io: 'output', uri: (id) => `#/components/schemas/${id}` });
+  const schemas: Record<string, Json> = {};
+  for (const [id, s] of Object.entries(out.schemas)) {
+    const { $schema: _s, $id: _i, ...rest } = s as Json;
+    schemas[id] = rest;
+  }
+  return schemas;
+}
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const jsonContent = (id: string) => ({ 'application/json': { schema: ref(id) } });
+const text = (description: string) => ({ description, content: { 'text/plain': { schema: { type: 'string' } } } });
+
+const PROBLEMS: Record<number, string> = {
+  400: 'Invalid input (`errors` names each field); nothing was stored',
+  404: 'Not found',
+  409: 'Conflict with the current state (see `type`)',
+  413: 'Body larger than 256 KiB',
+  415: 'Content type is not application/json',
+  500: 'Unexpected error (logged)',
+  503: 'Database unavailable or the app is starting; retry later (Retry-After)',
+};
+const problems = (...statuses: number[]) => Object.fromEntries([...statuses, 500, 503].map((s) => [String(s),
+  { description: PROBLEMS[s], content: { 'application/problem+json': { schema: ref('Problem') } } }]));
+
+const FUNCTION_KEY = [{ functionKey: [] }, { functionKeyQuery: [] }];
+const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'Intent id' };
+
+function op(operationId: string, auth: 'anonymous' | 'function' | 'admin', summary: string, spec: Json): Json {
+  return { operationId, summary, 'x-auth-level': auth, security: auth === 'anonymous' ? [] : FUNCTION_KEY, ...spec };
+}
+
+function listParameters(): Json[] {
+  const s = z.toJSONSchema(listQuerySchema, { ...jsonSchemaOptions, io: 'input' }) as { properties: Record<string, Json> };
+  return Object.entries(s.properties).map(([name, schema]) => ({ name, in: 'query', required: false, schema }));
+}
+
+export function buildOpenApiDocument(): Json {
+  const idempotencyHeader = {
+    name: IDEMPOTENCY_HEADER, in: 'header', required: false,
+    description: 'Same key + same body → 200 with the same intent; same key + different body → 409',
+    schema: z.toJSONSchema(idempotencyKeySchema, { ...jsonSchemaOptions, io: 'input' }),
+  };
+  delete (idempotencyHeader.schema as Json).$schema;
+  const intent = (description: string) => ({ description, content: jsonContent('Intent') });
+  const located = (description: string) => ({ ...intent(description), headers: { Location: { schema: { type: 'string' }, description: 'The intent URL' } } });
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'SubmissionManager',
+      version: API_VERSION,
+      description: 'Accepts submission intents on every instance; exactly one instance (the SQL lease holder) executes attempts. ' +
+        'Errors are RFC 9457 problem details (application/problem+json). Admin routes need the host (master) key in Azure.',
+    },
+    servers: [{ url: '/api' }],
+    paths: {
+      '/intents': {
+        post: op('postIntent', 'function', 'Submit an intent', {
+          parameters: [idempotencyHeader],
+          requestBody: { required: true, content: jsonContent('SubmitIntentRequest') },
+          responses: { 201: located('Created'), 200: located('Idempotent replay: the intent this key created'), ...problems(400, 409, 413, 415) },
+        }),
+        get: op('listIntents', 'function', 'List intents by id (creation order)', {
+          parameters: listParameters(),
+          responses: { 200: { description: 'A page', content: jsonContent('IntentList') }, ...problems(400) },
+        }),
+      },
+      '/intents/{id}': {
+        get: op('getIntent', 'function', 'Get an intent', { parameters: [idParam], responses: { 200: intent('The intent'), ...problems(404) } }),
+      },
+      '/intents/{id}/attempts': {
+        get: op('getIntentAttempts', 'function', 'The attempt log of an intent', {
+          parameters: [idParam], responses: { 200: { description: 'Attempts, oldest first', content: jsonContent('AttemptList') }, ...problems(404) },
+        }),
+      },
+      '/intents/{id}/cancel': {
+        post: op('cancelIntent', 'function', 'Cancel a scheduled or in-flight intent', {
+          parameters: [idParam], responses: { 200: intent('Cancelled'), ...problems(404, 409) },
+        }),
+      },
+      '/intents/{id}/reschedule': {
+        post: op('rescheduleIntent', 'function', 'Move the next attempt of a scheduled intent', {
+          parameters: [idParam], requestBody: { required: true, content: jsonContent('RescheduleRequest') },
+          responses: { 200: intent('Rescheduled'), ...problems(400, 404, 409, 413, 415) },
+        }),
+      },
+      '/lease': {
+        get: op('getLease', 'function', 'The lease as the database holds it (downstream fencing checks)', {
+          responses: { 200: { description: 'The lease row', content: jsonContent('Lease') }, ...problems(404) },
+        }),
+      },
+      '/healthz': { get: op('healthz', 'anonymous', 'HTTP up (no database round trip)', { responses: { 200: text('ok') } }) },
+      '/readyz': {
+        get: op('readyz', 'anonymous', "This instance's role; 200 for leader and follower", {
+          responses: {
+            200: { description: '`mode=leader holder_id=… lease_epoch=… lease_expires_at=…` (JSON with Accept: application/json)',
+              content: { 'text/plain': { schema: { type: 'string' } }, ...jsonContent('Ready') } },
+            ...problems(),
+          },
+        }),
+      },
+      '/metrics': {
+        get: op('metrics', 'function', 'Prometheus text exposition of this instance (every series labelled holder_id)', {
+          responses: { 200: text('Prometheus text format 0.0.4'), ...problems() },
+        }),
+      },
+      '/openapi.json': {
+        get: op('openapi', 'anonymous', 'This document', { responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } } }),
+      },
+      '/ops/lease/release': {
+        post: op('releaseLease', 'admin', 'Leader drain: stop starting, finish in-flight attempts, release the lease', {
+          description: 'Load-balanced like every route: a follower answers 409 `not-leader` (with `leaderHolderId`); retry until the leader answers. ' +
+            'The drained instance does not try to acquire for one lease duration, so a follower takes over at its next tick.',
+          responses: { 200: { description: 'Released', content: jsonContent('LeaseRelease') }, ...problems(409) },
+        }),
+      },
+      '/ops/execution': {
+        get: op('getExecution', 'admin', 'The cluster-wide execution control row', {
+          responses: { 200: { description: 'Control row', content: jsonContent('ExecutionControl') }, ...problems() },
+        }),
+      },
+      ...Object.fromEntries((['pause', 'resume'] as const).map((k) => [`/ops/execution/${k}`, {
+        post: op(`${k}Execution`, 'admin', k === 'pause' ? 'Pause execution cluster-wide (leaders start nothing)' : 'Resume execution cluster-wide', {
+          requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
+          responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') }, ...problems(400, 413, 415) },
+        }),
+      }])),
+    },
+    components: {
+      schemas: components(),
+      securitySchemes: {
+        functionKey: { type: 'apiKey', in: 'header', name: 'x-functions-key', description: 'Function key (admin routes: the host master key)' },
+        functionKeyQuery: { type: 'apiKey', in: 'query', name: 'code' },
+      },
+    },
+  };
+}
+
+/** docs/openapi.json as `npm run openapi` writes it (stable: two-space JSON and a final newline). */
+export function renderOpenApiFile(): string {
+  return `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`;
+}

@@ -1,0 +1,104 @@
+// zod schemas of the API's responses and of the admin request bodies. The request schemas of the intents
+// API live in src/intents/contract.ts (they validate requests); these describe what the handlers send and
+// are checked against the TypeScript view types at compile time, so the OpenAPI document cannot drift from
+// the code that builds the responses.
+import { z } from 'zod';
+import { INTENT_STATUSES, MAX_ATTEMPTS_LIMIT, type AttemptView, type IntentView } from '../intents/contract.js';
+import type { AttemptOutcome } from '../store/intentPorts.js';
+
+const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant (UTC, milliseconds), database time');
+const ATTEMPT_OUTCOMES = ['started', 'succeeded', 'retryable_error', 'permanent_error', 'abandoned', 'aborted'] as const satisfies readonly AttemptOutcome[];
+
+const intentFields = {
+  intentId: z.uuid().describe('Intent id (UUIDv7: ordered by creation)'),
+  status: z.enum(INTENT_STATUSES),
+  attemptCount: z.int().min(0).describe('Attempts started so far (authoritative)'),
+  maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT),
+  nextAttemptAt: instant,
+  createdAt: instant,
+  lastModifiedAt: instant,
+  lastError: z.string().nullable(),
+};
+
+export const intentViewSchema = z.strictObject({
+  ...intentFields,
+  payload: z.record(z.string(), z.unknown()).optional().describe('The submitted payload (single-intent representations only)'),
+}).describe('An intent');
+
+export const intentSummarySchema = z.strictObject(intentFields).describe('An intent in a list page (no payload)');
+
+export const intentListSchema = z.strictObject({
+  items: z.array(intentSummarySchema),
+  nextAfter: z.uuid().nullable().describe('Pass as `after` for the next page; null on the last page'),
+});
+
+export const attemptViewSchema = z.strictObject({
+  attemptNo: z.int().min(1),
+  leaseEpoch: z.int().min(1).describe('Epoch of the leader that started the attempt'),
+  holderId: z.string(),
+  startedAt: instant,
+  finishedAt: instant.nullable(),
+  outcome: z.enum(ATTEMPT_OUTCOMES),
+  httpStatus: z.int().nullable(),
+  error: z.string().nullable(),
+  durationMs: z.int().nullable(),
+});
+
+export const attemptListSchema = z.strictObject({ intentId: z.uuid(), attempts: z.array(attemptViewSchema) });
+
+export const leaseViewSchema = z.strictObject({
+  leaseName: z.string(),
+  holderId: z.string(),
+  leaseEpoch: z.int().min(1),
+  acquiredAt: instant,
+  renewedAt: instant,
+  expiresAt: instant,
+  dbNow: instant.describe('Database time when the row was read'),
+  expired: z.boolean().describe('expiresAt <= dbNow (judged by database time)'),
+}).describe('The lease row as the database holds it');
+
+export const readyViewSchema = z.strictObject({
+  mode: z.enum(['leader', 'follower']),
+  holderId: z.string(),
+  leaseEpoch: z.int().min(1).nullable(),
+  leaseExpiresAt: instant.nullable(),
+  scheduleSize: z.int().min(0),
+}).describe("This instance's own view of its role");
+
+export const fieldErrorSchema = z.strictObject({ path: z.string(), message: z.string() });
+
+export const problemSchema = z.looseObject({
+  type: z.string().describe('Stable URN per problem kind (branch on this)'),
+  title: z.string(),
+  status: z.int().min(400).max(599),
+  detail: z.string(),
+  instance: z.string().optional(),
+  errors: z.array(fieldErrorSchema).optional().describe('Validation problems, one per field'),
+}).describe('RFC 9457 problem details');
+
+/** POST /ops/execution/pause and /resume: optional body. */
+export const executionChangeBodySchema = z.strictObject(
+  { reason: z.string().min(1).max(500).optional().describe('Why (kept with the flag and logged)') },
+  { error: (i) => (i.code === 'unrecognized_keys' ? undefined : 'the body must be a JSON object') },
+);
+
+export const executionControlSchema = z.strictObject({
+  leaseName: z.string(),
+  paused: z.boolean(),
+  changedAt: instant.nullable(),
+  changedBy: z.string().nullable(),
+  reason: z.string().nullable(),
+  dbNow: instant,
+}).describe('The cluster-wide execution control row (no row = running)');
+
+export const leaseReleaseSchema = z.strictObject({
+  released: z.literal(true),
+  holderId: z.string(),
+  leaseEpoch: z.int().min(1).describe('The epoch that was released; the next leader gets a higher one'),
+  standDownMs: z.int().min(0).describe('This instance will not try to acquire for this long'),
+});
+
+// Compile-time: the schemas describe exactly the view types the handlers build.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const viewsMatch: [Same<z.infer<typeof intentViewSchema>, IntentView>, Same<z.infer<typeof attemptViewSchema>, AttemptView>] = [true, true];
+void viewsMatch;

@@ -1,0 +1,109 @@
+// SQL Server OpsStore: the execution control row (pause/resume) and the fenced retention purge (one batch,
+// one round trip, like the executor's fenced writes). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
+// (as the lease acquire; no MERGE).
+import type { Fenced, LeaseToken } from '../ports.js';
+import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { MssqlRunner } from './db.js';
+import { buildFencedBatch, runFencedBatch } from './fence.js';
+import { BIN2, p, type SqlQuery } from './params.js';
+
+const TERMINAL = `('succeeded', 'failed', 'cancelled')`;
+
+const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now
+  FROM (SELECT SYSUTCDATETIME() AS t) AS n
+  LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = @lease_name;`;
+
+export const opsQueries = {
+  getExecutionControl(leaseName: string): SqlQuery {
+    return { text: SELECT_CONTROL, params: [p.varchar('lease_name', 64, leaseName)] };
+  },
+
+  /** Idempotent: changed_at/changed_by/reason only move when the flag actually flips. Last result set: the row. */
+  setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): SqlQuery {
+    return {
+      text: `
+SET XACT_ABORT ON;
+SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+BEGIN TRANSACTION;
+UPDATE submission_manager_execution_control WITH (UPDLOCK, SERIALIZABLE)
+   SET paused = CAST(@paused AS bit), changed_at = @now, changed_by = @changed_by, reason = @reason
+ WHERE lease_name = @lease_name AND paused <> CAST(@paused AS bit);
+IF NOT EXISTS (SELECT 1 FROM submission_manager_execution_control WITH (UPDLOCK, SERIALIZABLE) WHERE lease_name = @lease_name)
+  INSERT INTO submission_manager_execution_control (lease_name, paused, changed_at, changed_by, reason)
+  VALUES (@lease_name, CAST(@paused AS bit), @now, @changed_by, @reason);
+COMMIT TRANSACTION;
+${SELECT_CONTROL}`,
+      params: [
+        p.varchar('lease_name', 64, leaseName),
+        p.int('paused', paused ? 1 : 0),
+        p.varchar('changed_by', 128, changedBy.slice(0, 128)),
+        p.nvarchar('reason', 500, reason === null ? null : reason.slice(0, 500)),
+      ],
+    };
+  },
+
+  /** Oldest terminal intents first (ix_intents_modified), READPAST so a concurrent writer is never waited for;
+   *  attempts first (foreign key), then the intents, re-checking the terminal status. */
+  purgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): SqlQuery {
+    return buildFencedBatch(token, 'purge_retention', {
+      declare: `DECLARE @cutoff datetime2(7);
+DECLARE @purged_intents int = 0;
+DECLARE @purged_attempts int = 0;
+DECLARE @victim TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL PRIMARY KEY);`,
+      body: `SET @cutoff = DATEADD(millisecond, -CAST(@older_than_ms % 1000 AS int),
+  DATEADD(second, -CAST(@older_than_ms / 1000 AS int), SYSUTCDATETIME()));
+INSERT INTO @victim (intent_id)
+SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, READPAST, ROWLOCK)
+ WHERE status IN ${TERMINAL} AND last_modified_at < @cutoff
+ ORDER BY last_modified_at, intent_id;
+DELETE a FROM submission_attempts AS a JOIN @victim AS v ON a.intent_id = v.intent_id;
+SET @purged_attempts = @@ROWCOUNT;
+DELETE i FROM submission_intents AS i JOIN @victim AS v ON i.intent_id = v.intent_id
+ WHERE i.status IN ${TERMINAL};
+SET @purged_intents = @@ROWCOUNT;
+SET @rows_written = @purged_intents + @purged_attempts;`,
+      results: 'SELECT @purged_intents AS intents, @purged_attempts AS attempts;',
+      params: [p.bigint('older_than_ms', Math.max(0, Math.round(olderThanMs))), p.int('limit', limit)],
+    });
+  },
+};
+
+interface ControlDbRow {
+  lease_name: string | null;
+  paused: boolean | null;
+  changed_at: Date | null;
+  changed_by: string | null;
+  reason: string | null;
+  db_now: Date;
+}
+
+const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
+  leaseName,
+  paused: r.paused === true,
+  changedAt: r.changed_at,
+  changedBy: r.changed_by,
+  reason: r.reason,
+  dbNow: r.db_now,
+});
+
+export class MssqlOpsStore implements OpsStore {
+  constructor(private readonly db: MssqlRunner) {}
+
+  async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
+    const [rows = []] = await this.db.run<ControlDbRow>(opsQueries.getExecutionControl(leaseName));
+    return toControl(leaseName, rows[0]!);
+  }
+
+  async setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl> {
+    const sets = await this.db.run<ControlDbRow>(opsQueries.setPaused(leaseName, paused, changedBy, reason));
+    return toControl(leaseName, sets[sets.length - 1]![0]!);
+  }
+
+  async fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): Promise<Fenced<PurgeResult>> {
+    const out = await runFencedBatch(this.db, opsQueries.purgeTerminal(token, olderThanMs, limit));
+    if (out.kind === 'leaseLost') return out;
+    const row = out.value[0]?.[0] ?? {};
+    return { kind: 'ok', value: { intents: Number(row.intents ?? 0), attempts: Number(row.attempts ?? 0) } };
+  }
+}

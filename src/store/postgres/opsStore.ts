@@ -1,0 +1,84 @@
+// PostgreSQL OpsStore: the execution control row (pause/resume) and the fenced retention purge.
+import type { Fenced, LeaseToken } from '../ports.js';
+import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { PgDatabase } from './db.js';
+import { fencedTransaction } from './fence.js';
+
+interface ControlDbRow {
+  lease_name: string | null;
+  paused: boolean | null;
+  changed_at: Date | null;
+  changed_by: string | null;
+  reason: string | null;
+  db_now: Date;
+}
+
+// Always one row: database now, joined with the control row when there is one.
+const GET = `
+SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now
+  FROM (SELECT clock_timestamp() AS t) n
+  LEFT JOIN submission_manager_execution_control c ON c.lease_name = $1`;
+
+// Idempotent: changed_at/changed_by/reason only move when the flag actually flips.
+const SET = `
+WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t)
+INSERT INTO submission_manager_execution_control AS c (lease_name, paused, changed_at, changed_by, reason)
+SELECT $1, $2, now.t, $3, $4 FROM now
+ON CONFLICT (lease_name) DO UPDATE
+  SET paused = EXCLUDED.paused, changed_at = EXCLUDED.changed_at, changed_by = EXCLUDED.changed_by, reason = EXCLUDED.reason
+  WHERE c.paused IS DISTINCT FROM EXCLUDED.paused
+RETURNING c.lease_name`;
+
+// Oldest terminal intents first (the (last_modified_at, intent_id) index), locked so a concurrent purge by a
+// stale leader could not pick the same rows (it is fenced anyway). Attempts and intents go in one statement:
+// the foreign key is checked at the end of the statement, when both deletes are done. Terminal statuses are
+// final (cancel/reschedule refuse them; orphan recovery touches only in_flight), and the delete re-checks it.
+const PURGE = `
+WITH victim AS (
+  SELECT intent_id FROM submission_intents
+   WHERE status IN ('succeeded', 'failed', 'cancelled')
+     AND last_modified_at < clock_timestamp() - $1::float8 * interval '1 millisecond'
+   ORDER BY last_modified_at, intent_id
+   LIMIT $2
+   FOR UPDATE SKIP LOCKED
+),
+att AS (
+  DELETE FROM submission_attempts a USING victim v WHERE a.intent_id = v.intent_id RETURNING 1
+),
+del AS (
+  DELETE FROM submission_intents i USING victim v
+   WHERE i.intent_id = v.intent_id AND i.status IN ('succeeded', 'failed', 'cancelled')
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM del)::int AS intents, (SELECT count(*) FROM att)::int AS attempts`;
+
+const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
+  leaseName,
+  paused: r.paused === true,
+  changedAt: r.changed_at,
+  changedBy: r.changed_by,
+  reason: r.reason,
+  dbNow: r.db_now,
+});
+
+export class PgOpsStore implements OpsStore {
+  constructor(private readonly db: PgDatabase) {}
+
+  async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
+    const r = await this.db.query<ControlDbRow>(GET, [leaseName]);
+    return toControl(leaseName, r.rows[0]!);
+  }
+
+  async setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl> {
+    await this.db.query(SET, [leaseName, paused, changedBy.slice(0, 128), reason === null ? null : reason.slice(0, 500)]);
+    return this.getExecutionControl(leaseName);
+  }
+
+  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): Promise<Fenced<PurgeResult>> {
+    return fencedTransaction(this.db, token, 'purge_retention', async (tx) => {
+      const r = await tx.query<{ intents: number; attempts: number }>(PURGE, [Math.max(0, Math.round(olderThanMs)), limit]);
+      const value = { intents: Number(r.rows[0]?.intents ?? 0), attempts: Number(r.rows[0]?.attempts ?? 0) };
+      return { value, rowsWritten: value.intents + value.attempts };
+    });
+  }
+}

@@ -1,0 +1,124 @@
+// The chaos checker must catch what it claims to: a clean synthetic history passes, and each corruption
+// (the kind a real bug would leave behind) is reported under the right check, with its evidence.
+import { describe, expect, it } from 'vitest';
+import { check, type History } from './checker.js';
+import type { FaultRecord } from './faults.js';
+
+const A = '00000000-0000-0000-0000-00000000000a';
+const B = '00000000-0000-0000-0000-00000000000b';
+
+function clean(): History {
+  const fault: FaultRecord = {
+    kind: 'kill', slot: 0, victim: 'h1', victimWasLeader: true, epochAtFault: 1, startedAt: 10_000, endedAt: 10_500,
+    measureFrom: 10_000, exclude: { holderId: 'h1', until: Number.POSITIVE_INFINITY }, detail: 'killed h1', resumedAt: 13_000,
+  };
+  return {
+    leaseMs: 2_000, resumeBound: 2.5,
+    events: [
+      { seq: 1, epoch: 1, holderId: 'h1', event: 'acquired' },
+      { seq: 6, epoch: 2, holderId: 'h2', event: 'acquired' },
+    ],
+    audit: [
+      { seq: 2, epoch: 1, holderId: 'h1', action: 'start_attempts', atMs: 9_000 },
+      { seq: 7, epoch: 2, holderId: 'h2', action: 'recover_orphans', atMs: 12_900 },
+      { seq: 8, epoch: 2, holderId: 'h2', action: 'start_attempts', atMs: 13_000 },
+      { seq: 9, epoch: 2, holderId: 'h2', action: 'complete_attempts', atMs: 13_100 },
+    ],
+    intents: [
+      { intentId: A, key: 'k1', status: 'succeeded', attemptCount: 2 },
+      { intentId: B, key: 'k2', status: 'cancelled', attemptCount: 0 },
+    ],
+    attempts: [
+      { intentId: A, attemptNo: 1, epoch: 1, holderId: 'h1', outcome: 'abandoned', httpStatus: null, error: 'abandoned: leader epoch 1 …' },
+      { intentId: A, attemptNo: 2, epoch: 2, holderId: 'h2', outcome: 'succeeded', httpStatus: 200, error: null },
+    ],
+    provider: [
+      { key: A, attemptNo: 1, epoch: 1, arrivedAt: 9_100, status: 200, delayMs: 10, staleEpoch: false },
+      { key: A, attemptNo: 2, epoch: 2, arrivedAt: 13_050, status: 200, delayMs: 10, staleEpoch: false },
+    ],
+    accepted: [
+      { key: 'k1', n: 1, mode: 'ok', intentId: A, status: 201, at: 8_000 },
+      { key: 'k2', n: 2, mode: 'ok', intentId: B, status: 201, at: 8_000 },
+    ],
+    replays: [{ key: 'k1', expectedId: A, answer: 200, intentId: A }],
+    cancels: [{ intentId: B, answer: 200 }],
+    faults: [fault],
+    leaderless: [],
+  };
+}
+
+const checksOf = (h: History) => check(h).violations.map((v) => v.check);
+
+describe('chaos checker', () => {
+  it('passes a clean history and reports the abandoned re-delivery as a duplicate with its reason', () => {
+    const { violations, stats } = check(clean());
+    expect(violations).toEqual([]);
+    expect(stats.duplicateDeliveries).toBe(1);
+    expect(stats.duplicatesByReason).toEqual({ 'abandoned (lease lost / crash mid-attempt)': 1 });
+    expect(stats.resumes[0]!.ms).toBe(3_000);
+  });
+
+  it('lease: two holders for one epoch, a non-increasing epoch, a write by a non-holder', () => {
+    const h = clean();
+    h.events.push({ seq: 10, epoch: 2, holderId: 'h3', event: 'acquired' });
+    expect(checksOf(h)).toContain('lease');
+    const h2 = clean();
+    h2.audit[2]!.holderId = 'h1';
+    expect(check(h2).violations.some((v) => v.check === 'lease' && v.message.includes('seq 8'))).toBe(true);
+  });
+
+  it('fencing: a write of epoch 1 committed after epoch 2 was acquired', () => {
+    const h = clean();
+    h.audit.push({ seq: 11, epoch: 1, holderId: 'h1', action: 'complete_attempts', atMs: 14_000 });
+    expect(check(h).violations).toContainEqual({ check: 'fencing', message: expect.stringContaining('write seq 11') });
+  });
+
+  it('attempts: a gap, and attempt_count disagreeing with the rows', () => {
+    const h = clean();
+    h.attempts[1]!.attemptNo = 3;
+    h.provider[1]!.attemptNo = 3;
+    expect(checksOf(h)).toContain('attempts');
+    const h2 = clean();
+    h2.intents[0]!.attemptCount = 3;
+    expect(checksOf(h2)).toContain('attempts');
+  });
+
+  it('lost: an accepted intent missing or not terminal, a replay creating a second intent, an acknowledged cancel undone', () => {
+    const h = clean();
+    h.intents[1]!.status = 'in_flight';
+    expect(checksOf(h)).toContain('lost');
+    const h2 = clean();
+    h2.intents.splice(1, 1);
+    expect(checksOf(h2)).toContain('lost');
+    const h3 = clean();
+    h3.replays.push({ key: 'k2', expectedId: B, answer: 201, intentId: A });
+    expect(checksOf(h3)).toContain('lost');
+    const h4 = clean();
+    h4.cancels.push({ intentId: A, answer: 200 });
+    expect(checksOf(h4)).toContain('lost');
+  });
+
+  it('provider: epoch mismatch, an aborted attempt that was sent, an unexplained duplicate, a success never delivered', () => {
+    const h = clean();
+    h.provider[1]!.epoch = 1;
+    expect(checksOf(h)).toContain('provider');
+    const h2 = clean();
+    h2.attempts[0]!.outcome = 'aborted';
+    expect(checksOf(h2)).toContain('provider');
+    const h3 = clean();
+    h3.attempts[0]!.outcome = 'permanent_error';
+    expect(checksOf(h3)).toContain('provider');
+    const h4 = clean();
+    h4.provider[1]!.status = 503;
+    expect(checksOf(h4)).toContain('provider');
+  });
+
+  it('liveness: resuming later than the bound, or never', () => {
+    const h = clean();
+    h.audit[2]!.atMs = 16_000; // 6 s = 3 × lease > 2.5
+    expect(checksOf(h)).toContain('liveness');
+    const h2 = clean();
+    h2.audit[2]!.holderId = 'h1'; // the killed victim does not count (and is no holder of epoch 2)
+    expect(check(h2).violations.some((v) => v.check === 'liveness' && v.message.includes('never resumed'))).toBe(true);
+  });
+});

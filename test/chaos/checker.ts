@@ -1,0 +1,196 @@
+// The invariant checker over one run's recorded history: the database (lease events, fenced-write audit,
+// intents, attempts), the provider's own record, the load generator's answers and the fault log. Pure:
+// every violation carries its evidence; counts that are allowed but must never be silent go in `stats`.
+import { staleWrites } from '../support/fenceChecker.js';
+import type { ProviderRecord } from './providerProcess.js';
+import type { Accepted, CancelRecord, ReplayRecord } from './load.js';
+import type { FaultRecord } from './faults.js';
+
+export interface LeaseEventRow { seq: number; epoch: number; holderId: string; event: string }
+export interface AuditRow { seq: number; epoch: number; holderId: string; action: string; atMs: number }
+export interface IntentRow { intentId: string; key: string | null; status: string; attemptCount: number }
+export interface AttemptRow { intentId: string; attemptNo: number; epoch: number; holderId: string; outcome: string; httpStatus: number | null; error: string | null }
+
+export interface History {
+  leaseMs: number;
+  /** Liveness bound on resume time ÷ lease duration. */
+  resumeBound: number;
+  events: LeaseEventRow[];
+  audit: AuditRow[];
+  intents: IntentRow[];
+  attempts: AttemptRow[];
+  provider: ProviderRecord[];
+  accepted: Accepted[];
+  replays: ReplayRecord[];
+  cancels: CancelRecord[];
+  faults: FaultRecord[];
+  /** Wall times at which the cluster had had no live leader for 10 s (between faults). */
+  leaderless: number[];
+}
+
+export interface Violation { check: string; message: string }
+
+export interface RunStats {
+  epochs: number;
+  intentsAccepted: number;
+  intentsInDb: number;
+  byStatus: Record<string, number>;
+  attempts: number;
+  byOutcome: Record<string, number>;
+  providerRequests: number;
+  duplicateDeliveries: number;
+  duplicatesByReason: Record<string, number>;
+  staleEpochArrivals: number;
+  openAttemptsOfCancelled: number;
+  replays: number;
+  cancelsAcknowledged: number;
+  /** [fault kind, resume ms, ratio] per fault. */
+  resumes: { kind: string; ms: number | null; ratio: number | null; detail: string }[];
+  worstResumeRatio: number;
+}
+
+const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+const inc = (m: Record<string, number>, k: string, n = 1) => (m[k] = (m[k] ?? 0) + n);
+
+export function check(h: History): { violations: Violation[]; stats: RunStats } {
+  const v: Violation[] = [];
+  const fail = (check: string, message: string) => v.push({ check, message });
+
+  // 1. Lease history.
+  const acquired = h.events.filter((e) => e.event === 'acquired');
+  const holderOf = new Map<number, string>();
+  let prev = 0;
+  for (const e of acquired) {
+    if (e.epoch <= prev) fail('lease', `acquire seq ${e.seq}: epoch ${e.epoch} not greater than the previous acquire's epoch ${prev}`);
+    else if (e.epoch !== prev + 1) fail('lease', `acquire seq ${e.seq}: epoch jumped from ${prev} to ${e.epoch} (an acquire without its event)`);
+    prev = Math.max(prev, e.epoch);
+    const other = holderOf.get(e.epoch);
+    if (other !== undefined && other !== e.holderId) fail('lease', `epoch ${e.epoch} acquired by both ${other} and ${e.holderId}`);
+    holderOf.set(e.epoch, e.holderId);
+  }
+  for (const e of h.events.filter((x) => x.event !== 'acquired')) {
+    if (holderOf.get(e.epoch) !== e.holderId) fail('lease', `${e.event} seq ${e.seq}: epoch ${e.epoch} by ${e.holderId}, acquired by ${holderOf.get(e.epoch) ?? 'nobody'}`);
+  }
+  for (const w of [...h.audit.map((a) => ({ what: `audit seq ${a.seq} (${a.action})`, ...a })),
+    ...h.attempts.map((a) => ({ what: `attempt ${a.intentId}#${a.attemptNo}`, ...a }))]) {
+    if (holderOf.get(w.epoch) !== w.holderId) fail('lease', `${w.what}: written by ${w.holderId} under epoch ${w.epoch}, whose holder is ${holderOf.get(w.epoch) ?? 'nobody'}`);
+  }
+
+  // 2. Fencing: no write of epoch e committed after a newer epoch was acquired (commit-ordered sequence).
+  for (const s of staleWrites(h.audit.map((a) => ({ seq: a.seq, leaseEpoch: a.epoch, action: a.action })),
+    h.events.map((e) => ({ seq: e.seq, leaseEpoch: e.epoch, event: e.event })))) fail('fencing', s);
+
+  // 3. Attempts: contiguous from 1, no duplicates, attempt_count == rows.
+  const attemptsOf = new Map<string, AttemptRow[]>();
+  for (const a of h.attempts) attemptsOf.set(a.intentId, [...(attemptsOf.get(a.intentId) ?? []), a]);
+  const intentById = new Map(h.intents.map((i) => [i.intentId, i]));
+  for (const [id, rows] of attemptsOf) if (!intentById.has(id)) fail('attempts', `attempts for unknown intent ${id}`);
+  let openOfCancelled = 0;
+  for (const i of h.intents) {
+    const rows = (attemptsOf.get(i.intentId) ?? []).sort((a, b) => a.attemptNo - b.attemptNo);
+    const nos = rows.map((r) => r.attemptNo);
+    if (nos.some((n, k) => n !== k + 1)) fail('attempts', `intent ${i.intentId}: attempt numbers [${nos.join(',')}] are not 1..${nos.length}`);
+    if (i.attemptCount !== rows.length) fail('attempts', `intent ${i.intentId}: attempt_count ${i.attemptCount} but ${rows.length} attempt rows`);
+    const open = rows.filter((r) => r.outcome === 'started');
+    if (i.status === 'cancelled') openOfCancelled += open.length;
+    else if (TERMINAL.has(i.status) && open.length) fail('attempts', `intent ${i.intentId} is ${i.status} with attempt(s) ${open.map((r) => r.attemptNo).join(',')} still 'started'`);
+    if (i.status === 'succeeded' && rows[rows.length - 1]?.outcome !== 'succeeded') {
+      fail('attempts', `intent ${i.intentId} succeeded but its last attempt #${rows.length} is '${rows[rows.length - 1]?.outcome}'`);
+    }
+  }
+
+  // 4. Nothing lost: every accepted intent exists and is terminal; nothing is left scheduled/in_flight.
+  const byKey = new Map(h.intents.filter((i) => i.key).map((i) => [i.key!, i]));
+  for (const a of h.accepted) {
+    const i = intentById.get(a.intentId);
+    if (!i) fail('lost', `key ${a.key} was answered ${a.status} with intent ${a.intentId}, which does not exist`);
+    else if (i.key !== a.key) fail('lost', `intent ${a.intentId} answered for key ${a.key} carries key ${i.key}`);
+    else if (!TERMINAL.has(i.status)) fail('lost', `accepted intent ${a.intentId} (key ${a.key}) is still ${i.status} after the drain`);
+  }
+  const acceptedIds = new Set(h.accepted.map((a) => a.intentId));
+  for (const i of h.intents) if (!TERMINAL.has(i.status) && !acceptedIds.has(i.intentId)) {
+    fail('lost', `intent ${i.intentId} (key ${i.key}, accepted with an unknown answer) is still ${i.status} after the drain`);
+  }
+  for (const r of h.replays) {
+    if (r.answer === 201) fail('lost', `replay of key ${r.key} answered 201 (a second intent ${r.intentId}; the first was ${r.expectedId})`);
+    if (r.answer === 200 && r.intentId !== r.expectedId) fail('lost', `replay of key ${r.key} answered intent ${r.intentId}, expected ${r.expectedId}`);
+    if (typeof r.answer === 'number' && r.answer >= 400 && r.answer < 500) fail('lost', `replay of key ${r.key} answered ${r.answer}`);
+    if (byKey.get(r.key) && byKey.get(r.key)!.intentId !== r.expectedId) fail('lost', `key ${r.key} maps to ${byKey.get(r.key)!.intentId}, answered ${r.expectedId}`);
+  }
+  for (const c of h.cancels) {
+    const st = intentById.get(c.intentId)?.status;
+    if (c.answer === 200 && st !== 'cancelled') fail('lost', `cancel of ${c.intentId} answered 200 but the intent ended ${st}`);
+  }
+
+  // 5. Provider effects.
+  const attemptByNo = new Map(h.attempts.map((a) => [`${a.intentId}#${a.attemptNo}`, a]));
+  const deliveries = new Map<string, ProviderRecord[]>();
+  for (const p of h.provider) {
+    const a = attemptByNo.get(`${p.key}#${p.attemptNo}`);
+    if (!a) {
+      fail('provider', `provider call ${p.key}#${p.attemptNo} (epoch ${p.epoch}) has no attempt row`);
+      continue;
+    }
+    if (a.epoch !== p.epoch) fail('provider', `provider call ${p.key}#${p.attemptNo} carried epoch ${p.epoch}; its attempt row has epoch ${a.epoch}`);
+    if (a.outcome === 'aborted') fail('provider', `attempt ${p.key}#${p.attemptNo} is 'aborted' (never sent) but reached the provider`);
+    if (a.httpStatus !== null && a.httpStatus !== p.status) fail('provider', `attempt ${p.key}#${p.attemptNo} recorded HTTP ${a.httpStatus}; the provider answered ${p.status}`);
+    if (p.status >= 200 && p.status < 300) deliveries.set(p.key, [...(deliveries.get(p.key) ?? []), p]);
+  }
+  for (const i of h.intents.filter((x) => x.status === 'succeeded')) {
+    const ok = (deliveries.get(i.intentId) ?? []).some((p) => p.attemptNo === i.attemptCount && attemptByNo.get(`${p.key}#${p.attemptNo}`)?.epoch === p.epoch);
+    if (!ok) fail('provider', `intent ${i.intentId} succeeded (attempt #${i.attemptCount}) but the provider never answered that attempt 2xx`);
+  }
+  // A call in flight while its process was SIGSTOPped: on SIGCONT the timeout timer can fire before the
+  // answer that arrived meanwhile is read, so the attempt is recorded as a timeout and retried.
+  const pausedDuring = (holderId: string, atMs: number) => h.faults.some((f) =>
+    (f.kind === 'stop' || f.kind === 'pause') && f.victim === holderId && atMs >= f.startedAt - 1_000 && atMs <= f.endedAt);
+  const duplicatesByReason: Record<string, number> = {};
+  let duplicateDeliveries = 0;
+  for (const [key, ds] of deliveries) {
+    if (ds.length < 2) continue;
+    duplicateDeliveries += ds.length - 1;
+    const outcomes = ds.map((p) => attemptByNo.get(`${key}#${p.attemptNo}`)!);
+    if (outcomes.filter((a) => a.outcome === 'succeeded').length > 1) fail('provider', `key ${key}: more than one attempt recorded 'succeeded'`);
+    // The deliveries that did not end the intent need a reason; the one recorded 'succeeded' (if any) does not.
+    const extra = outcomes.some((a) => a.outcome === 'succeeded') ? outcomes.filter((a) => a.outcome !== 'succeeded') : outcomes.slice(0, -1);
+    for (const a of extra) {
+      const p = ds.find((d) => d.attemptNo === a.attemptNo)!;
+      const reason = a.outcome === 'abandoned' ? 'abandoned (lease lost / crash mid-attempt)'
+        : a.outcome === 'retryable_error' && /timeout|connection error|response error|internal error/.test(a.error ?? '')
+          ? `answer lost (${(a.error ?? '').split(/[: ]/)[0]}${pausedDuring(a.holderId, p.arrivedAt) ? ' while its process was stopped' : ', no fault on its process'})`
+          : a.outcome === 'started' && intentById.get(key)?.status === 'cancelled' ? 'attempt of a cancelled intent left open by a crash'
+            : null;
+      if (reason) inc(duplicatesByReason, reason);
+      else fail('provider', `key ${key} delivered ${ds.length}× without a reason: attempt #${a.attemptNo} is '${a.outcome}' (${a.error ?? ''})`);
+    }
+  }
+
+  // 6. Liveness: time from each fault until a fenced start committed (not by the killed/stopped victim).
+  const starts = h.audit.filter((a) => a.action === 'start_attempts').sort((a, b) => a.atMs - b.atMs);
+  const resumes = h.faults.map((f) => {
+    const s = starts.find((a) => a.atMs > f.measureFrom && !(f.exclude && a.holderId === f.exclude.holderId && a.atMs < f.exclude.until));
+    const ms = s ? Math.round(s.atMs - f.measureFrom) : null;
+    const ratio = ms === null ? null : ms / h.leaseMs;
+    if (ratio === null || ratio > h.resumeBound) {
+      fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}): ${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`} > bound ${h.resumeBound.toFixed(2)}`);
+    }
+    return { kind: f.kind, ms, ratio, detail: f.detail };
+  });
+
+  for (const t of h.leaderless) fail('liveness', `no live leader for 10 s up to ${new Date(t).toISOString()} (between faults)`);
+
+  const byStatus: Record<string, number> = {};
+  for (const i of h.intents) inc(byStatus, i.status);
+  const byOutcome: Record<string, number> = {};
+  for (const a of h.attempts) inc(byOutcome, a.outcome);
+  return {
+    violations: v,
+    stats: {
+      epochs: acquired.length, intentsAccepted: h.accepted.length, intentsInDb: h.intents.length, byStatus,
+      attempts: h.attempts.length, byOutcome, providerRequests: h.provider.length, duplicateDeliveries, duplicatesByReason,
+      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, openAttemptsOfCancelled: openOfCancelled, resumes,
+      replays: h.replays.length, cancelsAcknowledged: h.cancels.filter((c) => c.answer === 200).length,
+      worstResumeRatio: Math.max(0, ...resumes.map((r) => r.ratio ?? Number.POSITIVE_INFINITY)),
+    },
+  };
+}

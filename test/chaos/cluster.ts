@@ -1,0 +1,205 @@
+// One run's cluster: a fresh PostgreSQL database, a recording provider process, and N instance slots. Each
+// slot runs one local-host process (INSTANCES=1) that reaches PostgreSQL through its own TCP proxy, so a
+// network fault can hit exactly one instance; a killed slot is refilled by a new process (new holder id).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { killHosts, PROVIDER_MAIN, startChaosHost, type ChaosHost } from './hostProcess.js';
+import { PG_ADMIN_URL } from '../support/pgServer.js';
+import { TcpProxy } from './tcpProxy.js';
+
+export interface Timings { leaseMs: number; renewMs: number; refreshMs: number; tickMs: number }
+
+/** Short lease; every relational rule of src/config.ts holds (budget 700 + provider 800 + margin 400 < 2000). */
+export function hostEnv(t: Timings): Record<string, string> {
+  return {
+    EXECUTOR_SCHEDULE: `*/${t.tickMs / 1000} * * * * *`, LEASE_DURATION_MS: String(t.leaseMs),
+    LEASE_RENEW_INTERVAL_MS: String(t.renewMs), LEASE_SAFETY_MARGIN_MS: '400', EXECUTOR_TICK_BUDGET_MS: '700',
+    PROVIDER_TIMEOUT_MS: '800', SCHEDULE_REFRESH_INTERVAL_MS: String(t.refreshMs), SCHEDULE_RECONCILE_INTERVAL_MS: '5000',
+    COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000', RETRY_BASE_DELAY_MS: '100', RETRY_MAX_DELAY_MS: '500',
+    DB_POOL_MAX: '5', RETENTION_DAYS: '0', LOG_LEVEL: 'info', PORT: '0', INSTANCES: '1', DEMO_PROVIDER_VERBOSE: 'false',
+  };
+}
+
+export interface ChaosDb {
+  name: string;
+  url: string;
+  sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
+  drop(): Promise<void>;
+}
+
+const adminClient = async () => {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
+  c.on('error', () => {});
+  await c.connect();
+  return c;
+};
+
+/** A fresh database; its pool survives killed sessions and server restarts (errors are per query). */
+export async function createChaosDb(): Promise<ChaosDb> {
+  const name = `sm_chaos_${randomBytes(5).toString('hex')}`;
+  const admin = await adminClient();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end().catch(() => {});
+  }
+  const u = new URL(PG_ADMIN_URL);
+  u.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: u.toString(), max: 3, connectionTimeoutMillis: 5_000, application_name: 'chaos-runner' });
+  pool.on('error', () => {}); // idle client killed (pg restart): the pool drops it
+  return {
+    name, url: u.toString(),
+    sql: async (text, params) => (await pool.query(text, params)).rows as never[],
+    async drop() {
+      await pool.end().catch(() => {});
+      for (let i = 0; ; i++) {
+        try {
+          const c = await adminClient();
+          try {
+            await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+          } finally {
+            await c.end().catch(() => {});
+          }
+          return;
+        } catch (e) {
+          if (i >= 10) throw e; // the server may be restarting
+          await new Promise((r) => setTimeout(r, 1_000));
+        }
+      }
+    },
+  };
+}
+
+export interface ProviderProcess { url: string; child: ChildProcess; stop(): Promise<void> }
+
+export async function startProviderProcess(out: string, seed: number, failureRate: number): Promise<ProviderProcess> {
+  const child = spawn(process.execPath, [PROVIDER_MAIN, '--out', out, '--seed', String(seed),
+    '--failure-rate', String(failureRate)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let buf = '';
+    const timer = setTimeout(() => reject(new Error(`provider did not start: ${err}`)), 15_000);
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      const m = /listening (\S+)/.exec((buf += d));
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`provider exited (${code}): ${err}`)));
+  });
+  return {
+    url, child,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export interface Slot {
+  index: number;
+  proxy: TcpProxy;
+  host: ChaosHost | null;
+  /** HOLDER_ID given to the process (its pool's application_name); the instance's holder id is `${base}-1`. */
+  base: string;
+  holderId: string;
+  generation: number;
+  stopped: boolean;
+}
+
+export class ChaosCluster {
+  readonly slots: Slot[] = [];
+  /** Every process ever started (for cleanup and holder → slot history). */
+  readonly all: ChaosHost[] = [];
+  readonly holders = new Map<string, number>();
+
+  constructor(private readonly db: ChaosDb, private readonly env: Record<string, string>, private readonly runTag: string,
+    private readonly logDir: string) {}
+
+  async start(count: number): Promise<void> {
+    const target = new URL(PG_ADMIN_URL);
+    for (let i = 0; i < count; i++) {
+      const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+      await proxy.listen();
+      this.slots.push({ index: i, proxy, host: null, base: '', holderId: '', generation: 0, stopped: false });
+    }
+    await Promise.all(this.slots.map((s) => this.spawn(s)));
+  }
+
+  /** (Re)fill a slot with a fresh process. */
+  async spawn(slot: Slot): Promise<void> {
+    slot.generation++;
+    slot.base = `${this.runTag}-s${slot.index}-g${slot.generation}`;
+    const u = new URL(this.db.url);
+    u.hostname = '127.0.0.1';
+    u.port = String(slot.proxy.port);
+    const host = await startChaosHost({
+      ...this.env, DATABASE_URL: u.toString(), HOLDER_ID: slot.base, LOG_FILE: path.join(this.logDir, `${slot.base}.log`),
+    }, path.join(this.logDir, `${slot.base}.out`));
+    this.all.push(host);
+    slot.host = host;
+    slot.holderId = host.holderIds[0]!;
+    slot.stopped = false;
+    this.holders.set(slot.holderId, slot.index);
+  }
+
+  live(): Slot[] {
+    return this.slots.filter((s) => s.host && !s.stopped);
+  }
+
+  /** The lease row as the database holds it (null when unreachable). */
+  async lease(): Promise<{ holderId: string; epoch: number; live: boolean } | null> {
+    try {
+      const r = await this.db.sql<{ holder_id: string; lease_epoch: string; live: boolean }>(
+        'SELECT holder_id, lease_epoch, expires_at > clock_timestamp() AS live FROM submission_manager_leases');
+      return r[0] ? { holderId: r[0].holder_id, epoch: Number(r[0].lease_epoch), live: r[0].live } : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The slot whose instance holds a live lease, waiting up to `timeoutMs` for one. */
+  async leaderSlot(timeoutMs: number): Promise<{ slot: Slot; epoch: number } | null> {
+    const end = Date.now() + timeoutMs;
+    do {
+      const l = await this.lease();
+      const slot = l?.live ? this.slots.find((s) => s.holderId === l.holderId && s.host && !s.stopped) : undefined;
+      if (slot) return { slot, epoch: l!.epoch };
+      await new Promise((r) => setTimeout(r, 100));
+    } while (Date.now() < end);
+    return null;
+  }
+
+  /** pg_terminate_backend of every session of one instance (application_name = its HOLDER_ID). */
+  async terminateSessions(slot: Slot): Promise<number> {
+    const r = await this.db.sql<{ n: number }>(
+      `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1`, [slot.base]);
+    return r[0]?.n ?? 0;
+  }
+
+  async stopAll(): Promise<void> {
+    await killHosts(this.all);
+    await Promise.all(this.slots.map((s) => s.proxy.close().catch(() => {})));
+  }
+}
+
+/** Restart the PostgreSQL server (disrupts every database on it). Resolves when the command finished. */
+export function restartPostgres(): Promise<void> {
+  const version = readdirSync('/etc/postgresql')[0];
+  if (!version) return Promise.reject(new Error('no cluster under /etc/postgresql'));
+  return new Promise((resolve, reject) => {
+    const c = spawn('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+    c.on('error', reject);
+    c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`pg_ctlcluster restart exited ${code}: ${err.trim()}`))));
+  });
+}

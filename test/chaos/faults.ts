@@ -1,0 +1,161 @@
+// The seeded fault schedule and its injectors. Faults run one at a time: inject, let it last, recover,
+// wait until the cluster executes again (a fenced start committed after the fault), pause, next.
+import { restartPostgres, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
+import { sleep, type Rng } from './rng.js';
+
+export const FAULT_KINDS = ['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'pg_restart'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
+  kill: 'SIGKILL the leader process, then start a replacement process (new holder id) in its slot',
+  stop: 'SIGSTOP the leader for lease + 0.2–2 s, then SIGCONT (a paused ex-leader wakes up with stale state)',
+  pause: 'SIGSTOP the leader for 0.3–1.5 s (< lease, a GC-like pause around its local deadline), then SIGCONT',
+  terminate: 'pg_terminate_backend of every session of one instance (the leader 75 % of the time), 1–3 times',
+  proxy_drop: "reset that instance's PostgreSQL connections and refuse new ones for 0.5–3 s (its own TCP proxy)",
+  proxy_blackhole: "forward nothing on that instance's PostgreSQL connections for 1–4 s, then resume (late bytes) or reset",
+  pg_restart: 'restart the PostgreSQL server (pg_ctlcluster … restart): every session of every instance breaks',
+};
+
+export interface FaultRecord {
+  kind: FaultKind;
+  slot: number | null;
+  victim: string | null;
+  victimWasLeader: boolean;
+  epochAtFault: number | null;
+  startedAt: number;
+  endedAt: number;
+  /** Resume is measured from here (the injection; for pg_restart, when the server is back). */
+  measureFrom: number;
+  /** Writes of this holder before `until` do not count as the cluster resuming (killed / stopped victim). */
+  exclude: { holderId: string; until: number } | null;
+  detail: string;
+  /** Wall time of the first fenced start after the fault, as seen while the run was going (null: none yet). */
+  resumedAt: number | null;
+}
+
+export interface FaultOptions { leaseMs: number; pgRestart: boolean; resumeWaitMs: number }
+
+const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5 };
+
+export class FaultInjector {
+  readonly faults: FaultRecord[] = [];
+  /** Times (wall ms) a leader-targeted fault found no live leader for 10 s: a liveness violation. */
+  readonly leaderless: number[] = [];
+
+  constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly rng: Rng,
+    private readonly o: FaultOptions) {}
+
+  pickKind(): FaultKind {
+    const w = { ...WEIGHTS };
+    if (!this.o.pgRestart) w.pg_restart = 0;
+    return this.rng.weighted(w);
+  }
+
+  /** Inject one fault of `kind`, recover from it, and wait (bounded) until the cluster executes again. */
+  async inject(kind: FaultKind): Promise<FaultRecord | null> {
+    const leader = await this.cluster.leaderSlot(10_000);
+    const needsLeader = kind === 'kill' || kind === 'stop' || kind === 'pause';
+    if (needsLeader && !leader) {
+      this.leaderless.push(Date.now());
+      return null;
+    }
+    const slot: Slot | null = kind === 'pg_restart' ? null
+      : needsLeader || (leader && this.rng.chance(0.75)) ? leader!.slot : this.rng.pick(this.cluster.live());
+    const f: FaultRecord = {
+      kind, slot: slot?.index ?? null, victim: slot?.holderId ?? null, victimWasLeader: !!slot && slot === leader?.slot,
+      epochAtFault: leader?.epoch ?? null, startedAt: Date.now(), endedAt: 0, measureFrom: 0, exclude: null, detail: '', resumedAt: null,
+    };
+    f.measureFrom = f.startedAt;
+    this.faults.push(f);
+    const r = this.rng;
+    switch (kind) {
+      case 'kill': {
+        const host = slot!.host!;
+        host.signal('SIGKILL');
+        f.exclude = { holderId: slot!.holderId, until: Number.POSITIVE_INFINITY };
+        await host.exited;
+        slot!.host = null;
+        await this.respawn(slot!);
+        f.detail = `killed ${f.victim}; replacement ${slot!.holderId}`;
+        break;
+      }
+      case 'stop':
+      case 'pause': {
+        const ms = kind === 'stop' ? this.o.leaseMs + r.int(200, 2_000) : r.int(300, 1_500);
+        slot!.stopped = true;
+        slot!.host!.signal('SIGSTOP');
+        await sleep(ms);
+        slot!.host!.signal('SIGCONT');
+        slot!.stopped = false;
+        f.exclude = { holderId: slot!.holderId, until: Date.now() };
+        f.detail = `stopped ${f.victim} for ${ms} ms`;
+        break;
+      }
+      case 'terminate': {
+        const times = r.int(1, 3);
+        let n = 0;
+        for (let i = 0; i < times; i++) {
+          n += await this.cluster.terminateSessions(slot!).catch(() => 0);
+          if (i + 1 < times) await sleep(r.int(100, 400));
+        }
+        f.detail = `terminated ${n} sessions of ${f.victim} (${times}×)`;
+        break;
+      }
+      case 'proxy_drop': {
+        const ms = r.int(500, 3_000);
+        await slot!.proxy.drop(ms);
+        f.detail = `dropped ${f.victim}'s connections for ${ms} ms`;
+        break;
+      }
+      case 'proxy_blackhole': {
+        const ms = r.int(1_000, 4_000);
+        const end = r.chance(0.5) ? 'resume' : 'reset';
+        await slot!.proxy.blackhole(ms, end);
+        f.detail = `blackholed ${f.victim}'s connections for ${ms} ms, then ${end}`;
+        break;
+      }
+      case 'pg_restart': {
+        const t = Date.now();
+        await restartPostgres();
+        f.measureFrom = Date.now();
+        f.detail = `PostgreSQL restart took ${f.measureFrom - t} ms`;
+        break;
+      }
+    }
+    f.endedAt = Date.now();
+    f.resumedAt = await this.waitResumed(f);
+    return f;
+  }
+
+  /** A replacement process; the database may be briefly unreachable, so try a few times. */
+  private async respawn(slot: Slot): Promise<void> {
+    for (let i = 0; ; i++) {
+      try {
+        await this.cluster.spawn(slot);
+        return;
+      } catch (e) {
+        if (i >= 4) throw new Error(`could not start a replacement process: ${(e as Error).message}`);
+        await sleep(1_000);
+      }
+    }
+  }
+
+  /** First fenced start committed after the fault (by database time, same machine clock), not by the victim. */
+  async firstStartAfter(f: FaultRecord): Promise<number | null> {
+    const r = await this.db.sql<{ t: string | null }>(
+      `SELECT (extract(epoch FROM min(at)) * 1000)::float8 AS t FROM submission_execution_audit
+        WHERE action = 'start_attempts' AND at > to_timestamp($1 / 1000.0)
+          AND NOT (holder_id = $2 AND at < to_timestamp($3 / 1000.0))`,
+      [f.measureFrom, f.exclude?.holderId ?? '', Number.isFinite(f.exclude?.until) ? f.exclude!.until : 253_402_300_799_000]);
+    return r[0]?.t == null ? null : Number(r[0].t);
+  }
+
+  private async waitResumed(f: FaultRecord): Promise<number | null> {
+    const end = Date.now() + this.o.resumeWaitMs;
+    for (;;) {
+      const t = await this.firstStartAfter(f).catch(() => null);
+      if (t !== null || Date.now() > end) return t;
+      await sleep(200);
+    }
+  }
+}

@@ -1,0 +1,85 @@
+// The chaos campaign's recording provider, run as its own process so its record survives whatever happens
+// to the hosts: every request is appended (synchronously, at arrival) as one JSON line to --out with its
+// Idempotency-Key, X-Lease-Epoch, X-Attempt-No, arrival time and the answer decided for it. Answers are
+// seeded: payload.mode "permanent" → 422; otherwise a share --failure-rate gets 503, the rest 200 after
+// --latency-ms (±50 %), and a share --slow-rate answers after --slow-ms (so calls are in flight at faults).
+// Prints `listening <url>` on stdout once ready; SIGTERM closes it.
+import { closeSync, openSync, writeSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRng } from './rng.js';
+
+export interface ProviderRecord {
+  key: string;
+  attemptNo: number;
+  epoch: number;
+  arrivedAt: number;
+  status: number;
+  delayMs: number;
+  /** X-Lease-Epoch lower than the highest epoch this provider had already seen (informational). */
+  staleEpoch: boolean;
+}
+
+function arg(name: string, def: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] !== undefined ? process.argv[i + 1]! : def;
+}
+
+const out = arg('out', '');
+if (!out) {
+  process.stderr.write('providerProcess: --out <file> is required\n');
+  process.exit(2);
+}
+const rng = createRng(Number(arg('seed', '1')));
+const failureRate = Number(arg('failure-rate', '0.1'));
+const latencyMs = Number(arg('latency-ms', '20'));
+const slowRate = Number(arg('slow-rate', '0.03'));
+const slowMs = Number(arg('slow-ms', '300'));
+const fd = openSync(out, 'a');
+let maxEpoch = 0;
+
+const server = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('error', () => {});
+  req.on('end', () => {
+    const arrivedAt = Date.now();
+    let mode = '';
+    try {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { payload?: { mode?: string } };
+      mode = String(body.payload?.mode ?? '');
+    } catch {
+      mode = 'unparsable';
+    }
+    const epoch = Number(req.headers['x-lease-epoch']);
+    let status = 200;
+    if (mode === 'permanent' || mode === 'unparsable') status = 422;
+    else if (rng.chance(failureRate)) status = 503;
+    const delayMs = rng.chance(slowRate) ? slowMs : Math.round(latencyMs * (0.5 + rng.next()));
+    const rec: ProviderRecord = {
+      key: String(req.headers['idempotency-key'] ?? ''), attemptNo: Number(req.headers['x-attempt-no']), epoch,
+      arrivedAt, status, delayMs, staleEpoch: epoch < maxEpoch,
+    };
+    maxEpoch = Math.max(maxEpoch, epoch);
+    writeSync(fd, `${JSON.stringify(rec)}\n`); // before answering: the effect is recorded even if we die
+    setTimeout(() => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(status === 200 ? '{"accepted":true}' : '{"error":"chaos provider"}');
+    }, delayMs);
+  });
+});
+
+server.keepAliveTimeout = 30_000;
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`listening http://127.0.0.1:${(server.address() as AddressInfo).port}/submit\n`);
+});
+const stop = () => {
+  server.closeAllConnections();
+  server.close(() => {
+    closeSync(fd);
+    process.exit(0);
+  });
+  setTimeout(() => process.exit(0), 1_000).unref();
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,68 @@
+// The campaign table: runs, faults by kind, intents, attempts, duplicate deliveries (and why), worst
+// resume ÷ lease, violations — as markdown, so it can go into docs/reliability.md as printed.
+import type { RunResult } from './runOne.js';
+
+const add = (into: Record<string, number>, from: Record<string, number>) => {
+  for (const [k, n] of Object.entries(from)) into[k] = (into[k] ?? 0) + n;
+};
+const list = (m: Record<string, number>) => Object.entries(m).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || '—';
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : NaN;
+};
+
+export interface CampaignInfo { title: string; leaseMs: number; resumeBound: number; wallMs: number }
+
+export function campaignTable(results: RunResult[], info: CampaignInfo): string {
+  const failed = results.filter((r) => r.error || r.violations.length > 0);
+  const faults: Record<string, number> = {};
+  const leaderHit: Record<string, number> = {};
+  const status: Record<string, number> = {};
+  const outcome: Record<string, number> = {};
+  const dupWhy: Record<string, number> = {};
+  const checks: Record<string, number> = {};
+  const ratios: Record<string, number[]> = {};
+  let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
+  let worst = { ratio: 0, what: '—' };
+  const drains: number[] = [];
+  for (const r of results) {
+    for (const f of r.faults) {
+      faults[f.kind] = (faults[f.kind] ?? 0) + 1;
+      if (f.victimWasLeader) leaderHit[f.kind] = (leaderHit[f.kind] ?? 0) + 1;
+    }
+    for (const v of r.violations) checks[v.check] = (checks[v.check] ?? 0) + 1;
+    if (r.drainMs !== null) drains.push(r.drainMs);
+    const s = r.stats;
+    if (!s) continue;
+    accepted += s.intentsAccepted; attempts += s.attempts; requests += s.providerRequests; dups += s.duplicateDeliveries;
+    stale += s.staleEpochArrivals; replays += s.replays; cancels += s.cancelsAcknowledged; epochs += s.epochs; openCancelled += s.openAttemptsOfCancelled;
+    add(status, s.byStatus); add(outcome, s.byOutcome); add(dupWhy, s.duplicatesByReason);
+    for (const x of s.resumes) {
+      if (x.ratio !== null) (ratios[x.kind] ??= []).push(x.ratio);
+      const ratio = x.ratio ?? Number.POSITIVE_INFINITY;
+      if (ratio > worst.ratio) worst = { ratio, what: `${x.kind}: ${x.detail} (run seed ${r.seed})` };
+    }
+  }
+  const totalFaults = Object.values(faults).reduce((a, b) => a + b, 0);
+  const byKind = Object.entries(ratios).map(([k, xs]) => `${k} ${quantile(xs, 0.5).toFixed(2)} / ${Math.max(...xs).toFixed(2)}`).join(', ');
+  const violations = results.reduce((n, r) => n + r.violations.length + (r.error ? 1 : 0), 0);
+  const rows: [string, string][] = [
+    ['runs (passed / failed)', `${results.length} (${results.length - failed.length} / ${failed.length}); seeds ${results.map((r) => r.seed).join(', ')}`],
+    ['wall time', `${(info.wallMs / 60_000).toFixed(1)} min`],
+    ['faults injected', `${totalFaults}: ${list(faults)}`],
+    ['… of which hit the leader', list(leaderHit)],
+    ['intents accepted (201/200)', `${accepted} (plus ${replays} key replays, ${cancels} cancels answered 200)`],
+    ['intents at the end', list(status)],
+    ['attempts', `${attempts}: ${list(outcome)}`],
+    ['provider requests', String(requests)],
+    ['duplicate deliveries (2xx for a key already delivered)', `${dups}${dups ? `: ${list(dupWhy)}` : ''}`],
+    ['provider requests with an epoch older than one already seen', String(stale)],
+    ['attempts left `started` on cancelled intents', String(openCancelled)],
+    ['lease epochs', String(epochs)],
+    ['resume ÷ lease, median / max by fault', byKind || '—'],
+    ['worst resume ÷ lease', `${Number.isFinite(worst.ratio) ? worst.ratio.toFixed(2) : 'never resumed'} (${worst.what}); bound ${info.resumeBound.toFixed(2)}`],
+    ['drain time, max', drains.length ? `${(Math.max(...drains) / 1000).toFixed(1)} s` : '—'],
+    ['violations', `**${violations}**${violations ? ` (${list(checks)}${results.some((r) => r.error) ? ', harness errors' : ''})` : ''}`],
+  ];
+  return [`### ${info.title}`, '', '| | |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
+}

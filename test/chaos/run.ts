@@ -1,0 +1,148 @@
+// `npm run chaos -- --runs N --seed S --duration D [--pg-restart]`: a fault campaign against real
+// local-host processes on the PostgreSQL server, with an invariant checker (see docs/reliability.md).
+// `--ci`: the short campaign `npm test` runs after vitest (3 fixed seeds, no PostgreSQL restart).
+// Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
+// campaign is skipped (exit 0), except under CI=true, where that fails like the other PostgreSQL suites.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { IN_CI, PG_ADMIN_URL } from '../support/pgServer.js';
+import { FAULT_DESCRIPTIONS } from './faults.js';
+import { campaignTable } from './report.js';
+import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
+
+const USAGE = `usage: node dist/test/chaos/run.js [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
+  [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
+
+function parseArgs(argv: string[]) {
+  const flags = new Set<string>();
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
+    const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
+    if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
+    else if (inline !== undefined) values.set(k, inline);
+    else if (argv[i + 1] !== undefined) values.set(k, argv[++i]!);
+    else throw new Error(`--${k} needs a value\n${USAGE}`);
+  }
+  const n = (k: string, def: number) => {
+    const v = values.has(k) ? Number(values.get(k)) : def;
+    if (!Number.isFinite(v) || v < 0) throw new Error(`--${k}: not a number: ${values.get(k)}`);
+    return v;
+  };
+  const ci = flags.has('ci');
+  const leaseMs = 2_000, tickMs = 1_000;
+  const slackMs = n('slack-ms', ci ? 4_000 : 2_000);
+  return {
+    help: flags.has('help'), ci,
+    runs: Math.floor(n('runs', ci ? 3 : 1)),
+    seeds: ci ? [1101, 2202, 3303] : null,
+    seed: Math.floor(n('seed', Date.now() % 100_000)),
+    durationMs: n('duration', ci ? 50 : 60) * 1000,
+    instances: Math.max(3, Math.floor(n('instances', 3))),
+    pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
+    keep: flags.has('keep'),
+    timings: { leaseMs, renewMs: 500, refreshMs: 200, tickMs },
+    resumeBound: n('bound', (leaseMs + tickMs + slackMs) / leaseMs),
+    failureRate: n('failure-rate', 0.1),
+    rate: n('rate', DEFAULT_LOAD.ratePerSec),
+    report: values.get('report') ?? null,
+    dir: values.get('dir') ?? path.join(os.tmpdir(), `sm-chaos-${new Date().toISOString().replace(/[:.]/g, '-')}`),
+  };
+}
+
+async function pgReachable(): Promise<string | null> {
+  const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3_000 });
+  c.on('error', () => {});
+  try {
+    await c.connect();
+    return null;
+  } catch (e) {
+    return `PostgreSQL server not reachable at ${PG_ADMIN_URL}: ${(e as Error).message}`;
+  } finally {
+    await c.end().catch(() => {});
+  }
+}
+
+/** Other test processes on this machine (a PostgreSQL restart would break them). */
+function othersTesting(): string[] {
+  try {
+    return execFileSync('pgrep', ['-fa', 'vitest|dist/test/chaos/run.js'], { encoding: 'utf8' }).split('\n')
+      .filter((l) => l.trim() && !l.startsWith(`${process.pid} `) && !l.includes('pgrep'));
+  } catch {
+    return []; // pgrep exits 1 when nothing matches
+  }
+}
+
+async function main(): Promise<number> {
+  const o = parseArgs(process.argv.slice(2));
+  if (o.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const problem = await pgReachable();
+  if (problem) {
+    console.log(`[chaos] ${problem}: ${IN_CI ? 'required under CI=true' : 'campaign skipped (it runs whenever the server is reachable)'}`);
+    return IN_CI ? 1 : 0;
+  }
+  if (o.pgRestart && !o.forcePgRestart && othersTesting().length > 0) {
+    console.log(`[chaos] other test processes are running; PostgreSQL restarts disabled (--force-pg-restart overrides):\n  ${othersTesting().join('\n  ')}`);
+    o.pgRestart = false;
+  }
+  mkdirSync(o.dir, { recursive: true });
+  const seeds = o.seeds ?? Array.from({ length: o.runs }, (_, i) => o.seed + i);
+  console.log(`[chaos] ${seeds.length} run(s) × ${o.durationMs / 1000} s, ${o.instances} instances, lease ${o.timings.leaseMs} ms, ` +
+    `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
+      .filter((k) => k !== 'pg_restart' || o.pgRestart).join(', ')}; resume bound ${o.resumeBound.toFixed(2)} × lease; seeds ${seeds.join(', ')}`);
+  const t0 = Date.now();
+  const results: RunResult[] = [];
+  for (const [i, seed] of seeds.entries()) {
+    console.log(`[chaos] run ${i + 1}/${seeds.length} (seed ${seed})`);
+    const r = await runOne({
+      index: i + 1, seed, durationMs: o.durationMs, instances: o.instances, pgRestart: o.pgRestart, timings: o.timings,
+      resumeBound: o.resumeBound, failureRate: o.failureRate, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
+      campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
+    });
+    results.push(r);
+    const s = r.stats;
+    const ok = !r.error && r.violations.length === 0;
+    console.log(`[chaos] run ${i + 1} seed ${seed}: ${ok ? 'PASS' : 'FAIL'} in ${(r.wallMs / 1000).toFixed(0)} s — ${r.faults.length} faults, ` +
+      `${s?.intentsAccepted ?? '?'} accepted, ${s?.attempts ?? '?'} attempts, ${s?.duplicateDeliveries ?? '?'} duplicate deliveries, ` +
+      `worst resume ${s ? s.worstResumeRatio.toFixed(2) : '?'} × lease, ${r.violations.length} violations`);
+    if (r.error) console.log(`[chaos]   harness error: ${r.error}`);
+    for (const c of [...new Set(r.violations.map((v) => v.check))]) {
+      const of = r.violations.filter((v) => v.check === c);
+      for (const v of of.slice(0, 10)) console.log(`[chaos]   VIOLATION [${c}] ${v.message}`);
+      if (of.length > 10) console.log(`[chaos]   … and ${of.length - 10} more [${c}] violations (history.json has the evidence)`);
+    }
+    if (!ok) console.log(`[chaos]   evidence kept in ${r.dir} (host logs, provider.jsonl, history.json)`);
+  }
+  const table = campaignTable(results, {
+    title: `Chaos campaign: ${results.length} runs × ${o.durationMs / 1000} s${o.pgRestart ? ', with PostgreSQL restarts' : ''}`,
+    leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound, wallMs: Date.now() - t0,
+  });
+  console.log(`\n${table}\n`);
+  if (o.report) writeFileSync(o.report, `${table}\n`);
+  const failed = results.filter((r) => r.error || r.violations.length > 0).length;
+  console.log(failed ? `[chaos] ${failed} run(s) FAILED` : '[chaos] all runs passed with 0 violations');
+  return failed ? 1 : 0;
+}
+
+let stopping = false;
+const interrupt = (sig: NodeJS.Signals) => {
+  if (stopping) process.exit(130);
+  stopping = true;
+  console.log(`[chaos] ${sig}: stopping every process of the run and dropping its database`);
+  void Promise.race([Promise.all([...activeCleanups].map((c) => c())), new Promise((r) => setTimeout(r, 15_000))])
+    .finally(() => process.exit(130));
+};
+process.on('SIGINT', interrupt);
+process.on('SIGTERM', interrupt);
+
+main().then((code) => process.exit(code), (e: unknown) => {
+  console.error(`[chaos] ${(e as Error).message}`);
+  process.exit(2);
+});

@@ -1,0 +1,141 @@
+// One chaos run: fresh database, provider process, N instance processes behind their own TCP proxies,
+// load, seeded faults until the duration is up, drain, stop everything, check the recorded history.
+// Everything it started is stopped and the database dropped, also when something fails; the run's
+// directory (host logs, provider record, history.json) is kept only when the run failed (or --keep).
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { check, type History, type RunStats, type Violation } from './checker.js';
+import { ChaosCluster, createChaosDb, hostEnv, startProviderProcess, type ChaosDb, type ProviderProcess, type Timings } from './cluster.js';
+import { FaultInjector, type FaultRecord } from './faults.js';
+import { DEFAULT_LOAD, LoadGenerator, type LoadOptions } from './load.js';
+import type { ProviderRecord } from './providerProcess.js';
+import { createRng, sleep } from './rng.js';
+
+export interface RunOptions {
+  index: number;
+  seed: number;
+  durationMs: number;
+  instances: number;
+  pgRestart: boolean;
+  timings: Timings;
+  resumeBound: number;
+  failureRate: number;
+  load: LoadOptions;
+  campaignDir: string;
+  keep: boolean;
+  drainTimeoutMs: number;
+  log: (line: string) => void;
+}
+
+export interface RunResult {
+  index: number;
+  seed: number;
+  faults: FaultRecord[];
+  stats: RunStats | null;
+  violations: Violation[];
+  error: string | null;
+  dir: string;
+  wallMs: number;
+  drainMs: number | null;
+}
+
+const num = (x: unknown) => Number(x);
+
+/** Cleanups of the run in progress, for a campaign interrupted by a signal. */
+export const activeCleanups = new Set<() => Promise<void>>();
+
+async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, load: LoadGenerator, injector: FaultInjector): Promise<History> {
+  const [events, audit, intents, attempts] = await Promise.all([
+    db.sql('SELECT seq, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'),
+    db.sql(`SELECT seq, lease_epoch, holder_id, action, (extract(epoch FROM at) * 1000)::float8 AS at_ms
+              FROM submission_execution_audit ORDER BY seq`),
+    db.sql('SELECT intent_id, idempotency_key, status, attempt_count FROM submission_intents'),
+    db.sql('SELECT intent_id, attempt_no, lease_epoch, holder_id, outcome, http_status, error FROM submission_attempts'),
+  ]);
+  const provider = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
+  return {
+    leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound,
+    events: events.map((e) => ({ seq: num(e.seq), epoch: num(e.lease_epoch), holderId: String(e.holder_id), event: String(e.event) })),
+    audit: audit.map((a) => ({ seq: num(a.seq), epoch: num(a.lease_epoch), holderId: String(a.holder_id), action: String(a.action), atMs: num(a.at_ms) })),
+    intents: intents.map((i) => ({ intentId: String(i.intent_id), key: (i.idempotency_key as string | null) ?? null, status: String(i.status), attemptCount: num(i.attempt_count) })),
+    attempts: attempts.map((a) => ({
+      intentId: String(a.intent_id), attemptNo: num(a.attempt_no), epoch: num(a.lease_epoch), holderId: String(a.holder_id),
+      outcome: String(a.outcome), httpStatus: a.http_status == null ? null : num(a.http_status), error: (a.error as string | null) ?? null,
+    })),
+    provider, accepted: [...load.accepted.values()], replays: load.replays, cancels: load.cancels,
+    faults: injector.faults, leaderless: injector.leaderless,
+  };
+}
+
+async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<number> {
+  const t0 = Date.now();
+  for (;;) {
+    if (await probe().catch(() => false)) return Date.now() - t0;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(250);
+  }
+}
+
+export async function runOne(o: RunOptions): Promise<RunResult> {
+  const t0 = Date.now();
+  const tag = `c${o.seed}r${o.index}`;
+  const dir = path.join(o.campaignDir, `run-${o.index}-seed-${o.seed}`);
+  mkdirSync(dir, { recursive: true });
+  const providerFile = path.join(dir, 'provider.jsonl');
+  const result: RunResult = { index: o.index, seed: o.seed, faults: [], stats: null, violations: [], error: null, dir, wallMs: 0, drainMs: null };
+  const rng = createRng(o.seed);
+  let db: ChaosDb | null = null;
+  let provider: ProviderProcess | null = null;
+  let cluster: ChaosCluster | null = null;
+  let load: LoadGenerator | null = null;
+  const cleanup = async () => {
+    await load?.stop().catch(() => {});
+    await cluster?.stopAll().catch(() => {});
+    await provider?.stop().catch(() => {});
+    await db?.drop().catch((e: unknown) => o.log(`    could not drop database ${db?.name}: ${(e as Error).message}`));
+  };
+  activeCleanups.add(cleanup);
+  try {
+    db = await createChaosDb();
+    provider = await startProviderProcess(providerFile, o.seed, o.failureRate);
+    cluster = new ChaosCluster(db, { ...hostEnv(o.timings), PROVIDER_URL: provider.url }, tag, dir);
+    await cluster.start(o.instances);
+    if (!(await cluster.leaderSlot(20_000))) throw new Error('no leader within 20 s of start');
+    load = new LoadGenerator(cluster, createRng(o.seed ^ 0x5bd1e995), tag, o.load);
+    load.start();
+    const d = db;
+    await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
+    const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
+      leaseMs: o.timings.leaseMs, pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(o.resumeBound * o.timings.leaseMs) + 5_000,
+    });
+    result.faults = injector.faults;
+    const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
+    while (Date.now() < faultsEnd) {
+      const f = await injector.inject(injector.pickKind());
+      if (f) o.log(`    ${f.kind.padEnd(15)} ${f.detail}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
+      await sleep(rng.int(500, 2_500));
+    }
+    await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
+    await load.stop();
+    result.drainMs = await waitUntil('drain (every intent terminal)', async () =>
+      (await d.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status IN ('scheduled', 'in_flight')`))[0]!.n === 0,
+    o.drainTimeoutMs).catch(() => null);
+    await cluster.stopAll(); // quiescent database and provider record before checking
+    await provider.stop();
+    const history = await loadHistory(db, o, providerFile, load, injector);
+    const { violations, stats } = check(history);
+    result.violations = violations;
+    result.stats = stats;
+    if (violations.length > 0 || o.keep) writeFileSync(path.join(dir, 'history.json'), JSON.stringify(history, null, 1));
+  } catch (e) {
+    result.error = (e as Error).stack ?? String(e);
+  } finally {
+    activeCleanups.delete(cleanup);
+    await cleanup();
+    result.wallMs = Date.now() - t0;
+    if (!o.keep && !result.error && result.violations.length === 0) rmSync(dir, { recursive: true, force: true });
+  }
+  return result;
+}
+
+export { DEFAULT_LOAD };

@@ -1,0 +1,193 @@
+// The OpenAPI document against reality: every registered HTTP function is an operation (same route, method,
+// auth level); real responses from every route — success and error cases, through real @azure/functions
+// objects against PGlite — have a documented status and content type and validate against the schema; and
+// the committed docs/openapi.json is what `npm run openapi` would write.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import type { Registry } from '../../src/local/functionsCore.js';
+import type { App } from '../../src/app.js';
+// @ts-ignore compiled output has no declarations
+import { loadRegisteredFunctions } from '../../dist/src/local/functionsCore.js';
+// @ts-ignore compiled output has no declarations
+import { createApp, openStores, runWithApp } from '../../dist/src/app.js';
+// @ts-ignore compiled output has no declarations
+import { loadConfig } from '../../dist/src/config.js';
+// @ts-ignore compiled output has no declarations
+import { silentLogger } from '../../dist/src/observability/logger.js';
+// @ts-ignore compiled output has no declarations
+import { buildOpenApiDocument, renderOpenApiFile } from '../../dist/src/openapi/document.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+
+type Json = Record<string, any>;
+const require = createRequire(import.meta.url);
+const Ajv2020 = require('ajv/dist/2020.js') as new (o: object) => { validate(s: object, d: unknown): boolean; errors: unknown };
+const addFormats = require('ajv-formats') as (ajv: unknown) => void;
+
+let reg: Registry;
+let azf: typeof import('@azure/functions');
+let provider: RecordingProvider;
+let leader: App;
+let follower: App;
+let broken: App;
+const doc = buildOpenApiDocument() as Json;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+
+const ops = new Map<string, { path: string; method: string; op: Json }>();
+for (const [path, item] of Object.entries(doc.paths as Json)) {
+  for (const [method, op] of Object.entries(item as Json)) ops.set(op.operationId, { path, method, op });
+}
+const exercised = new Map<string, Set<number>>();
+
+beforeAll(async () => {
+  reg = await loadRegisteredFunctions(process.cwd());
+  azf = require('@azure/functions');
+  provider = await startRecordingProvider();
+  const env = { DATABASE_URL: 'pglite:', PROVIDER_URL: provider.url, LEASE_DURATION_MS: '5000', LEASE_RENEW_INTERVAL_MS: '1000',
+    EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000', COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000' };
+  const base = loadConfig(env);
+  const stores = await openStores(base.database, base, silentLogger);
+  await stores.migrate();
+  const make = (holderId: string, s = stores) => createApp({ config: { ...base, lease: { ...base.lease, holderId } }, stores: s, logger: silentLogger });
+  leader = await make('oa-leader');
+  follower = await make('oa-follower');
+  const lost = await openStores(base.database, base, silentLogger);
+  await lost.migrate();
+  broken = await make('oa-broken', lost);
+  await lost.close(); // every database call now fails: the store-unavailable path
+});
+afterAll(async () => {
+  await leader?.close();
+  await follower?.close();
+  await leader?.stores.close();
+  await provider?.close();
+});
+
+interface Call { method: string; path: string; params?: Record<string, string>; body?: string; headers?: Record<string, string> }
+async function call(app: App, name: string, c: Call) {
+  const f = reg.functions.find((x) => x.name === name)!;
+  const req = new azf.HttpRequest({ method: c.method, url: `http://localhost/api/${c.path}`, headers: c.headers ?? {}, params: c.params ?? {},
+    ...(c.body !== undefined ? { body: { string: c.body } } : {}) });
+  const ctx = new azf.InvocationContext({ functionName: name, invocationId: 'oa', logHandler: () => {} });
+  const res = (await runWithApp(app, () => f.handler(req, ctx))) as { status?: number; headers?: Record<string, string>; body?: string };
+  const status = res.status ?? 200;
+  const contentType = String(res.headers?.['content-type'] ?? '');
+  checkAgainstDocument(name, status, contentType, res.body);
+  return { status, body: res.body, json: /json/.test(contentType) && res.body ? JSON.parse(res.body) : undefined };
+}
+
+function checkAgainstDocument(name: string, status: number, contentType: string, body: string | undefined) {
+  const o = ops.get(name);
+  expect(o, `operation ${name} documented`).toBeDefined();
+  const r = o!.op.responses[String(status)];
+  expect(r, `${name}: status ${status} documented`).toBeDefined();
+  const media = contentType.split(';')[0]!.trim();
+  const m = r.content?.[media];
+  expect(m, `${name} ${status}: content type ${media} documented`).toBeDefined();
+  const value = /json/.test(media) ? JSON.parse(body ?? 'null') : body ?? '';
+  const ok = ajv.validate({ ...m.schema, components: doc.components }, value);
+  expect(ok, `${name} ${status}: ${JSON.stringify(ajv.errors)}\n${String(body).slice(0, 500)}`).toBe(true);
+  (exercised.get(name) ?? exercised.set(name, new Set()).get(name)!).add(status);
+}
+
+const J = { 'content-type': 'application/json' };
+
+describe('OpenAPI document', () => {
+  it('the committed docs/openapi.json is current (npm run openapi)', () => {
+    expect(readFileSync('docs/openapi.json', 'utf8'), 'docs/openapi.json is stale: run npm run openapi').toBe(renderOpenApiFile());
+    expect(doc.openapi).toBe('3.1.0');
+  });
+
+  it('operations are exactly the registered HTTP functions (route, method, auth level)', () => {
+    const http = reg.functions.filter((f) => f.trigger.type === 'httpTrigger');
+    expect([...ops.keys()].sort()).toEqual(http.map((f) => f.name).sort());
+    for (const f of http) {
+      const o = ops.get(f.name)!;
+      expect(o.path, f.name).toBe(`/${f.trigger.route}`);
+      expect([o.method.toUpperCase()], f.name).toEqual(f.trigger.methods);
+      expect(o.op['x-auth-level'], f.name).toBe(f.trigger.authLevel);
+      expect(o.op.security, f.name).toEqual(f.trigger.authLevel === 'anonymous' ? [] : expect.arrayContaining([{ functionKey: [] }]));
+    }
+  });
+
+  it('real responses of every route, success and error cases, validate against it', async () => {
+    // Lease not yet acquired; intents API: create, replay, conflict, bad input.
+    expect((await call(follower, 'getLease', { method: 'GET', path: 'lease' })).status).toBe(404);
+    const body = JSON.stringify({ payload: { order: 1 }, maxAttempts: 3 });
+    const created = await call(follower, 'postIntent', { method: 'POST', path: 'intents', body, headers: { ...J, 'idempotency-key': 'oa-1' } });
+    expect(created.status).toBe(201);
+    const id = created.json.intentId as string;
+    expect((await call(leader, 'postIntent', { method: 'POST', path: 'intents', body, headers: { ...J, 'idempotency-key': 'oa-1' } })).status).toBe(200);
+    expect((await call(leader, 'postIntent', { method: 'POST', path: 'intents', body: '{"payload":{"order":2}}', headers: { ...J, 'idempotency-key': 'oa-1' } })).status).toBe(409);
+    expect((await call(leader, 'postIntent', { method: 'POST', path: 'intents', body: '{"payload":1,"x":2}', headers: J })).status).toBe(400);
+    expect((await call(leader, 'postIntent', { method: 'POST', path: 'intents', body: '{', headers: J })).status).toBe(400);
+    expect((await call(leader, 'postIntent', { method: 'POST', path: 'intents', body: 'a=1', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+    expect((await call(leader, 'postIntent', { method: 'POST', path: 'intents', body: `{"payload":{"s":"${'x'.repeat(300_000)}"}}`, headers: J })).status).toBe(413);
+
+    // Execute it: timer on the leader (lease acquired), attempts and lease views.
+    const timer = reg.functions.find((x) => x.name === 'executorTimer')!;
+    const tctx = () => new azf.InvocationContext({ functionName: 'executorTimer', invocationId: 't', logHandler: () => {} });
+    for (let i = 0; i < 10 && !provider.calls.some((c) => c.intentId === id); i++) {
+      await runWithApp(leader, () => timer.handler({ isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: {} }, tctx()));
+    }
+    expect((await call(follower, 'getIntent', { method: 'GET', path: `intents/${id}`, params: { id } })).json.status).toBe('succeeded');
+    expect((await call(follower, 'getIntent', { method: 'GET', path: 'intents/nope', params: { id: 'nope' } })).status).toBe(404);
+    expect((await call(follower, 'getIntentAttempts', { method: 'GET', path: `intents/${id}/attempts`, params: { id } })).json.attempts).toHaveLength(1);
+    expect((await call(follower, 'getIntentAttempts', { method: 'GET', path: 'intents/nope/attempts', params: { id: 'nope' } })).status).toBe(404);
+    expect((await call(follower, 'getLease', { method: 'GET', path: 'lease' })).json.holderId).toBe('oa-leader');
+    expect((await call(follower, 'listIntents', { method: 'GET', path: 'intents?limit=2&status=succeeded' })).json.items).toHaveLength(1);
+    expect((await call(follower, 'listIntents', { method: 'GET', path: 'intents?limit=0' })).status).toBe(400);
+
+    // Cancel and reschedule, each in every state.
+    const other = (await call(follower, 'postIntent', { method: 'POST', path: 'intents', body: JSON.stringify({ payload: { b: 1 }, notBefore: '2099-01-01T00:00:00Z' }), headers: J })).json.intentId as string;
+    const resched = (p: string, b: string, h: Record<string, string> = J) =>
+      call(follower, 'rescheduleIntent', { method: 'POST', path: `intents/${p}/reschedule`, params: { id: p }, body: b, headers: h });
+    expect((await resched(other, '{"notBefore":"2098-01-01T00:00:00Z"}')).status).toBe(200);
+    expect((await resched(other, '{"notBefore":"soon"}')).status).toBe(400);
+    expect((await resched(other, 'x', { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await resched(other, `{"notBefore":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
+    expect((await resched('nope', '{"notBefore":"2098-01-01T00:00:00Z"}')).status).toBe(404);
+    const cancel = (p: string) => call(follower, 'cancelIntent', { method: 'POST', path: `intents/${p}/cancel`, params: { id: p } });
+    expect((await cancel(other)).json.status).toBe('cancelled');
+    expect((await cancel(other)).status).toBe(409);
+    expect((await cancel('nope')).status).toBe(404);
+    expect((await resched(other, '{"notBefore":"2098-01-01T00:00:00Z"}')).status).toBe(409);
+
+    // Health, readiness (both representations), metrics, the document itself.
+    expect((await call(follower, 'healthz', { method: 'GET', path: 'healthz' })).status).toBe(200);
+    expect((await call(leader, 'readyz', { method: 'GET', path: 'readyz' })).body).toMatch(/^mode=leader/);
+    expect((await call(follower, 'readyz', { method: 'GET', path: 'readyz', headers: { accept: 'application/json' } })).json.mode).toBe('follower');
+    expect((await call(leader, 'metrics', { method: 'GET', path: 'metrics' })).body).toMatch(/^leader_acquired_total\{holder_id="oa-leader"\} 1$/m);
+    expect((await call(leader, 'openapi', { method: 'GET', path: 'openapi.json' })).json).toEqual(doc);
+
+    // Admin: execution control (pause with and without a body, bad bodies), then drain on follower and leader.
+    expect((await call(follower, 'getExecution', { method: 'GET', path: 'ops/execution' })).json.paused).toBe(false);
+    const pause = (b?: string, h: Record<string, string> = J) => call(follower, 'pauseExecution', { method: 'POST', path: 'ops/execution/pause', ...(b === undefined ? {} : { body: b, headers: h }) });
+    expect((await pause()).json.paused).toBe(true);
+    expect((await pause('{"reason":"maintenance"}')).json.paused).toBe(true);
+    expect((await pause('{"why":"x"}')).status).toBe(400);
+    expect((await pause('reason', { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await pause(`{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
+    const resume = (b?: string, h: Record<string, string> = J) => call(leader, 'resumeExecution', { method: 'POST', path: 'ops/execution/resume', ...(b === undefined ? {} : { body: b, headers: h }) });
+    expect((await resume('{"reason":""}')).status).toBe(400);
+    expect((await resume('x', { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await resume(`{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
+    expect((await resume()).json.paused).toBe(false);
+    const notLeader = await call(follower, 'releaseLease', { method: 'POST', path: 'ops/lease/release' });
+    expect([notLeader.status, notLeader.json.leaderHolderId]).toEqual([409, 'oa-leader']);
+    expect((await call(leader, 'releaseLease', { method: 'POST', path: 'ops/lease/release' })).json).toMatchObject({ released: true, leaseEpoch: 1 });
+
+    // The database is unreachable: 503 problem+json (documented on every route that needs it).
+    for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }],
+      ['pauseExecution', { method: 'POST', path: 'ops/execution/pause' }], ['listIntents', { method: 'GET', path: 'intents' }]] as [string, Call][]) {
+      expect((await call(broken, name, c)).status, name).toBe(503);
+    }
+
+    // Coverage: every operation answered, with every documented status but 500/503.
+    for (const [name, { op }] of ops) {
+      const want = Object.keys(op.responses).map(Number).filter((s) => s !== 500 && s !== 503).sort();
+      expect([...(exercised.get(name) ?? [])].filter((s) => s !== 503).sort(), name).toEqual(want);
+    }
+  });
+});

@@ -1,0 +1,112 @@
+// The OpsStore contract (execution control row, fenced retention purge), run unchanged against every dialect.
+// Retention is exercised with a small `olderThanMs` and real waiting, so no dialect-specific SQL ages rows.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import type { Stores } from '../../src/store/stores.js';
+import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
+import type { LeaseToken } from '../../src/store/ports.js';
+import { uuidv7 } from '../../src/intents/ids.js';
+
+const LEASE = 'ops-contract-lease';
+const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(dialects)('ops store contract: $name', (dialect) => {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext;
+  let s: Stores;
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    s = await ctx.openStores();
+  });
+  afterEach(async () => {
+    await ctx?.close();
+  });
+
+  async function leader(holderId = 'ops-leader'): Promise<LeaseToken> {
+    const out = await s.lease.tryAcquire(LEASE, holderId, 60_000);
+    if (!out.acquired) throw new Error('lease not acquired');
+    return { leaseName: LEASE, holderId, leaseEpoch: out.lease.leaseEpoch };
+  }
+
+  /** An intent in `status`, with `attempts` closed attempt rows (a started one when in_flight). */
+  async function intent(status: IntentStatus, attempts = 1): Promise<string> {
+    const intentId = uuidv7();
+    await s.intents.insert({ intentId, idempotencyKey: null, requestHash: 'a'.repeat(64), contract, maxAttempts: 3, notBefore: null });
+    if (status !== 'scheduled') await ctx.setIntentStatus(intentId, status);
+    const outcome = status === 'in_flight' ? 'started' : status === 'succeeded' ? 'succeeded' : 'permanent_error';
+    const n = status === 'scheduled' ? 0 : attempts;
+    if (n > 0) {
+      await ctx.insertAttempts(Array.from({ length: n }, (_, i) => ({
+        intentId, attemptNo: i + 1, leaseEpoch: 1, holderId: 'old', outcome: i + 1 === n ? outcome : 'retryable_error' as const,
+      })));
+    }
+    return intentId;
+  }
+
+  it('execution control: no row = running; pause/resume upsert; repeating a change keeps its first changedAt', async () => {
+    const none = await s.ops.getExecutionControl(LEASE);
+    expect(none).toMatchObject({ leaseName: LEASE, paused: false, changedAt: null, changedBy: null, reason: null });
+    expect(none.dbNow).toBeInstanceOf(Date);
+    const paused = await s.ops.setPaused(LEASE, true, 'ops@inst-1', 'maintenance window');
+    expect(paused).toMatchObject({ paused: true, changedBy: 'ops@inst-1', reason: 'maintenance window' });
+    expect(paused.changedAt!.getTime()).toBeLessThanOrEqual(paused.dbNow.getTime());
+    const again = await s.ops.setPaused(LEASE, true, 'someone-else', null);
+    expect(again).toMatchObject({ paused: true, changedBy: 'ops@inst-1', reason: 'maintenance window' });
+    expect(again.changedAt!.getTime()).toBe(paused.changedAt!.getTime());
+    expect((await s.ops.getExecutionControl(LEASE)).paused).toBe(true);
+    expect((await s.ops.getExecutionControl('another-cluster')).paused).toBe(false); // scoped by lease name
+    const resumed = await s.ops.setPaused(LEASE, false, 'ops@inst-2', null);
+    expect(resumed).toMatchObject({ paused: false, changedBy: 'ops@inst-2', reason: null });
+    // Concurrent first writes of the row do not fail (upsert under a key lock).
+    const [a, b] = await Promise.all([s.ops.setPaused('fresh', true, 'a', null), s.ops.setPaused('fresh', true, 'b', null)]);
+    expect([a.paused, b.paused]).toEqual([true, true]);
+  });
+
+  it('retention: deletes only terminal intents older than the cutoff, with their attempts, in bounded batches; never an active one', async () => {
+    const token = await leader();
+    const old = { succeeded: [] as string[], failed: [] as string[], cancelled: [] as string[] };
+    for (let i = 0; i < 9; i++) old.succeeded.push(await intent('succeeded', 2));
+    for (let i = 0; i < 8; i++) old.failed.push(await intent('failed', 1));
+    for (let i = 0; i < 8; i++) old.cancelled.push(await intent('cancelled', 0));
+    const activeScheduled = [await intent('scheduled'), await intent('scheduled')];
+    const activeInFlight = [await intent('in_flight', 1), await intent('in_flight', 2)];
+    await sleep(700);
+    const young = [await intent('succeeded', 1), await intent('cancelled', 0)];
+    const oldAttempts = 9 * 2 + 8 * 1;
+
+    const batches: { intents: number; attempts: number }[] = [];
+    for (;;) {
+      const out = await s.ops.fencedPurgeTerminal(token, 500, 10);
+      if (out.kind !== 'ok') throw new Error('lease lost');
+      batches.push(out.value);
+      if (out.value.intents < 10) break;
+    }
+    expect(batches.map((b) => b.intents)).toEqual([10, 10, 5]);
+    expect(batches.reduce((n, b) => n + b.attempts, 0)).toBe(oldAttempts);
+
+    const left = (await ctx.intentRows()).map((r) => r.intentId).sort();
+    expect(left).toEqual([...activeScheduled, ...activeInFlight, ...young].sort());
+    const attemptsLeft = await ctx.attemptRows();
+    expect(new Set(attemptsLeft.map((a) => a.intentId))).toEqual(new Set([...activeInFlight, young[0]!]));
+    expect(attemptsLeft).toHaveLength(1 + 2 + 1);
+    // Fenced and audited like every executor write.
+    const audit = (await ctx.auditLog()).filter((a) => a.action === 'purge_retention');
+    expect(audit).toHaveLength(3);
+    expect(audit.every((a) => a.leaseEpoch === token.leaseEpoch)).toBe(true);
+    // Nothing older than the cutoff is left to purge.
+    const done = await s.ops.fencedPurgeTerminal(token, 500, 10);
+    expect(done).toEqual({ kind: 'ok', value: { intents: 0, attempts: 0 } });
+  });
+
+  it('retention is fenced: a stale token deletes nothing', async () => {
+    const token = await leader();
+    const ids = [await intent('succeeded'), await intent('failed')];
+    await sleep(300);
+    await ctx.stealLease(LEASE, 'thief');
+    expect(await s.ops.fencedPurgeTerminal(token, 100, 1_000)).toEqual({ kind: 'leaseLost' });
+    expect((await ctx.intentRows()).map((r) => r.intentId).sort()).toEqual([...ids].sort());
+    expect(await ctx.attemptRows()).toHaveLength(2);
+  });
+});

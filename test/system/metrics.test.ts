@@ -1,0 +1,113 @@
+// /api/metrics across the life of a leader, read as Prometheus text from two in-process apps on each dialect:
+// acquire (and a follower's refused acquire), submits, attempts (success and retry), drain, renew failure.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { releaseLeaseHandler, executionControlHandler } from '../../src/opsHandlers.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { TEST_LEASE, metric, request, scrape, startApps, submitVia, testConfig, waitUntil } from '../support/apps.js';
+
+describe.each(dialects)('metrics: $name', (dialect) => {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  let apps: App[] = [];
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    // The first attempt of a payload {fail: true} answers 503 (retryable); everything else 200.
+    provider = await startRecordingProvider((c) => ({ status: (c.payload as { fail?: boolean }).fail && c.attemptNo === 1 ? 503 : 200 }));
+    apps = await startApps(ctx, 2, testConfig(provider.url));
+  });
+  afterEach(async () => {
+    for (const a of apps) await a.close();
+    apps = [];
+    await provider?.close();
+    await ctx?.close();
+  });
+
+  it('change as expected across acquire, attempts, drain and a renew failure', async () => {
+    const [a, b] = apps as [App, App];
+    const A = { holder_id: a.lease.holderId };
+    const B = { holder_id: b.lease.holderId };
+
+    // Before anything: zero series exist, nobody leads.
+    let ta = await scrape(a);
+    expect(metric(ta, 'leader_acquired_total', A)).toBe(0);
+    expect(metric(ta, 'is_leader', A)).toBe(0);
+    expect(metric(ta, 'execution_blocked_not_leader_total', A)).toBe(0);
+    expect(ta).toMatch(/^# TYPE leader_acquired_total counter$/m);
+    expect(ta).not.toMatch(new RegExp(b.lease.holderId)); // per app: A's registry knows only A
+
+    // Acquire.
+    await a.executor.tick(200);
+    ta = await scrape(a);
+    const epoch = a.lease.status().leaseEpoch!;
+    expect(metric(ta, 'leader_acquired_total', A)).toBe(1);
+    expect(metric(ta, 'acquire_attempts_total', { ...A, result: 'acquired' })).toBe(1);
+    expect(metric(ta, 'acquire_latency_ms_count', { ...A, result: 'acquired' })).toBe(1);
+    expect(metric(ta, 'is_leader', A)).toBe(1);
+    expect(metric(ta, 'leader_epoch', A)).toBe(epoch);
+    expect(metric(ta, 'lease_remaining_ms', A)).toBeGreaterThan(0);
+    expect(metric(ta, 'execution_paused', A)).toBe(0); // the leader read the flag
+    expect(metric(ta, 'tick_duration_ms_count', { ...A, role: 'leader' })).toBe(1);
+    expect(ta).toMatch(/^# TYPE tick_duration_ms histogram$/m);
+    expect(ta).toMatch(new RegExp(`^tick_duration_ms_bucket\\{holder_id="${a.lease.holderId}",role="leader",le="\\+Inf"\\} 1$`, 'm'));
+
+    // A follower's acquire is refused.
+    await b.executor.tick(200);
+    let tb = await scrape(b);
+    expect(metric(tb, 'acquire_attempts_total', { ...B, result: 'held' })).toBeGreaterThanOrEqual(1);
+    expect(metric(tb, 'is_leader', B)).toBe(0);
+    expect(metric(tb, 'leader_epoch', B)).toBeUndefined();
+    expect(metric(tb, 'tick_duration_ms_count', { ...B, role: 'follower' })).toBe(1);
+
+    // Submits on the follower; attempts on the leader (one retry).
+    const ids = [await submitVia(b, { n: 1 }), await submitVia(b, { n: 2 }), await submitVia(b, { n: 3, fail: true })];
+    expect(metric(await scrape(b), 'intents_submitted_total', { ...B, outcome: 'created' })).toBe(3);
+    await waitUntil('all succeeded', async () => {
+      await a.executor.tick(300);
+      return (await ctx.statusCounts()).succeeded === 3;
+    });
+    ta = await scrape(a);
+    expect(metric(ta, 'attempts_started_total', A)).toBe(4);
+    expect(metric(ta, 'attempts_total', { ...A, outcome: 'succeeded' })).toBe(3);
+    expect(metric(ta, 'attempts_total', { ...A, outcome: 'retryable_error' })).toBe(1);
+    expect(metric(ta, 'attempt_duration_ms_count', A)).toBe(4);
+    expect(metric(ta, 'refresh_latency_ms_count', { ...A, kind: 'refresh' })).toBeGreaterThan(0);
+    expect(metric(ta, 'schedule_size', A)).toBe(0);
+    expect(metric(ta, 'schedule_oldest_due_lag_ms', A)).toBe(0);
+    expect(provider.calls.map((c) => c.intentId).sort()).toEqual([...ids, ids[2]!].sort());
+
+    // Pause is visible as a gauge on the leader after its next read.
+    await executionControlHandler(b, 'pause')(request('POST', '/api/ops/execution/pause'));
+    await a.executor.tick(150);
+    expect(metric(await scrape(a), 'execution_paused', A)).toBe(1);
+    await executionControlHandler(b, 'resume')(request('POST', '/api/ops/execution/resume'));
+
+    // Drain: the follower refuses (409), the leader releases; B takes over at its next tick.
+    expect((await releaseLeaseHandler(b)(request('POST', '/api/ops/lease/release'))).status).toBe(409);
+    const released = await releaseLeaseHandler(a)(request('POST', '/api/ops/lease/release'));
+    expect(released.status).toBe(200);
+    ta = await scrape(a);
+    expect(metric(ta, 'leadership_lost_total', { ...A, reason: 'released' })).toBe(1);
+    expect(metric(ta, 'is_leader', A)).toBe(0);
+    expect(metric(ta, 'lease_remaining_ms', A)).toBe(0);
+    expect(metric(ta, 'leader_epoch', A)).toBeUndefined(); // gauges report what is observed now, not a stale epoch
+    const acquiresBefore = metric(ta, 'acquire_attempts_total', A);
+    await a.executor.tick(100); // standing down: not even an acquire statement
+    expect(metric(await scrape(a), 'acquire_attempts_total', A)).toBe(acquiresBefore);
+    await b.executor.tick(150);
+    tb = await scrape(b);
+    expect(metric(tb, 'leader_acquired_total', B)).toBe(1);
+    expect(metric(tb, 'leader_epoch', B)).toBe(epoch + 1);
+
+    // Renew failure: the lease is taken behind B's back; its renew is refused and leadership dropped.
+    await ctx.stealLease(TEST_LEASE, 'thief');
+    expect(await b.lease.renew()).toBe(false);
+    tb = await scrape(b);
+    expect(metric(tb, 'renew_latency_ms_count', { ...B, result: 'refused' })).toBe(1);
+    expect(metric(tb, 'leadership_lost_total', { ...B, reason: 'renew_refused' })).toBe(1);
+    expect(metric(tb, 'is_leader', B)).toBe(0);
+  });
+});

@@ -1,0 +1,156 @@
+// Operations with whole in-process apps on each dialect, their executors ticking like timers:
+// - leader drain hands over to another instance within about one tick, and no attempt runs twice;
+// - a cluster-wide pause stops execution on every instance within one tick (also mid-tick, within one refresh);
+// - the leader purges terminal intents past retention in bounded batches, never an active one.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { executionControlHandler, releaseLeaseHandler } from '../../src/opsHandlers.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { TEST_LEASE, jsonBody, metric, request, scrape, sleep, startApps, submitVia, testConfig, tickLoops, waitUntil } from '../support/apps.js';
+
+describe.each(dialects)('operations: $name', (dialect) => {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  let apps: App[] = [];
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    provider = await startRecordingProvider(() => ({ status: 200, delayMs: 60 }));
+  });
+  afterEach(async () => {
+    for (const a of apps) await a.close();
+    apps = [];
+    await provider?.close();
+    await ctx?.close();
+  });
+
+  const leaderOf = () => apps.find((a) => a.lease.requireLeader() !== null);
+  const succeeded = async (n: number) => ((await ctx.statusCounts()).succeeded ?? 0) >= n;
+
+  it('drain: the leader finishes in-flight attempts and releases; another instance takes over within a tick; no attempt runs twice', async () => {
+    apps = await startApps(ctx, 3, testConfig(provider.url));
+    const loops = tickLoops(apps, 400, 50);
+    try {
+      for (let i = 0; i < 40; i++) await submitVia(apps[i % 3]!, { i });
+      await waitUntil('execution under way', () => provider.calls.length >= 8);
+      const old = leaderOf()!;
+      const oldEpoch = old.lease.requireLeader()!.leaseEpoch;
+      // A follower refuses and names the leader (callers retry until the leader answers).
+      const follower = apps.find((a) => a !== old)!;
+      const refused = await releaseLeaseHandler(follower)(request('POST', '/api/ops/lease/release'));
+      expect(refused.status).toBe(409);
+      expect(JSON.parse(refused.body!)).toMatchObject({ type: 'urn:submission-manager:problem:not-leader', leaderHolderId: old.lease.holderId });
+
+      const res = await releaseLeaseHandler(old)(request('POST', '/api/ops/lease/release'));
+      const releasedAt = Date.now();
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body!)).toEqual({ released: true, holderId: old.lease.holderId, leaseEpoch: oldEpoch, standDownMs: 3_000 });
+      expect(old.lease.requireLeader()).toBeNull();
+      await waitUntil('a new leader', () => leaderOf() !== undefined, 5_000);
+      const next = leaderOf()!;
+      expect(Date.now() - releasedAt).toBeLessThan(1_500); // one tick (400 ms budget + 50 ms gap) plus slack
+      expect(next).not.toBe(old);
+      expect(next.lease.requireLeader()!.leaseEpoch).toBe(oldEpoch + 1);
+      await waitUntil('all 40 succeeded', () => succeeded(40));
+      expect(old.lease.requireLeader()).toBeNull(); // sat out while standing down
+    } finally {
+      await loops.stop();
+    }
+    // Exactly one provider call and one attempt per intent; nothing abandoned or aborted by the handover.
+    const perIntent = new Map<string, number>();
+    for (const c of provider.calls) perIntent.set(c.intentId, (perIntent.get(c.intentId) ?? 0) + 1);
+    expect(perIntent.size).toBe(40);
+    expect([...perIntent.values()].every((n) => n === 1)).toBe(true);
+    const attempts = await ctx.attemptRows();
+    expect(attempts).toHaveLength(40);
+    expect(attempts.every((a) => a.attemptNo === 1 && a.outcome === 'succeeded')).toBe(true);
+    const events = (await apps[0]!.stores.lease.listEvents(TEST_LEASE)).map((e) => e.event);
+    expect(events).toContain('released');
+  });
+
+  it('pause: every instance starts nothing from its next tick on, also after a handover; resume executes the rest', async () => {
+    apps = await startApps(ctx, 3, testConfig(provider.url));
+    const loops = tickLoops(apps, 400, 50);
+    try {
+      for (let i = 0; i < 5; i++) await submitVia(apps[i % 3]!, { before: i });
+      await waitUntil('first batch done', () => succeeded(5));
+      // Paused through a follower: the flag is cluster-wide (SQL), not per instance.
+      const follower = apps.find((a) => a.lease.requireLeader() === null)!;
+      const paused = await executionControlHandler(follower, 'pause')(request('POST', '/api/ops/execution/pause', ...Object.values(jsonBody({ reason: 'test' })) as [string, Record<string, string>]));
+      expect(paused.status).toBe(200);
+      expect(JSON.parse(paused.body!)).toMatchObject({ paused: true, reason: 'test' });
+      const pausedAt = Date.now();
+      const callsAtPause = provider.calls.length;
+      for (let i = 0; i < 6; i++) await submitVia(apps[i % 3]!, { after: i });
+      await sleep(1_200); // several ticks on every instance
+      // Drain while paused: the next leader is paused too.
+      const old = leaderOf()!;
+      expect((await releaseLeaseHandler(old)(request('POST', '/api/ops/lease/release'))).status).toBe(200);
+      await waitUntil('a new leader', () => leaderOf() !== undefined, 5_000);
+      await sleep(600);
+      expect(provider.calls.length).toBe(callsAtPause);
+      const leaderTicks = loops.summaries.filter((s) => s.sum.role === 'leader' && s.at > pausedAt + 600);
+      expect(new Set(leaderTicks.map((s) => s.app)).size).toBe(2); // both leaders ticked while paused
+      expect(leaderTicks.every((s) => s.sum.paused && s.sum.started === 0)).toBe(true);
+      expect(metric(await scrape(leaderOf()!), 'execution_paused')).toBe(1);
+
+      const resumed = await executionControlHandler(apps[0]!, 'resume')(request('POST', '/api/ops/execution/resume'));
+      expect(JSON.parse(resumed.body!)).toMatchObject({ paused: false });
+      await waitUntil('all 11 succeeded', () => succeeded(11));
+    } finally {
+      await loops.stop();
+    }
+  });
+
+  it('pause mid-tick: the running leader tick starts nothing more after its next refresh', async () => {
+    apps = await startApps(ctx, 1, testConfig(provider.url, { LEASE_DURATION_MS: '5000' }));
+    const [app] = apps as [App];
+    await app.executor.tick(100); // acquire
+    let pausedAt = Number.POSITIVE_INFINITY;
+    const feeder = (async () => {
+      for (let i = 0; i < 25; i++) {
+        await submitVia(app, { feed: i });
+        await sleep(50);
+      }
+    })();
+    const tick = app.executor.tick(1_500);
+    await sleep(500);
+    await app.stores.ops.setPaused(TEST_LEASE, true, 'test', null);
+    pausedAt = Date.now();
+    const sum = await tick;
+    await feeder;
+    expect(sum.role).toBe('leader');
+    expect(sum.started).toBeGreaterThan(0);
+    // Refresh interval 100 ms: calls started after the next refresh read the flag would arrive later than this.
+    const late = provider.calls.filter((c) => c.arrivedAt > pausedAt + 100 + 250);
+    expect(late).toEqual([]);
+  });
+
+  it('retention: the leader purges terminal intents past retention in bounded batches per tick, never active ones', async () => {
+    const base = testConfig(provider.url);
+    apps = await startApps(ctx, 1, { ...base, retention: { ...base.retention, olderThanMs: 400, batchSize: 3, maxBatchesPerTick: 2, intervalMs: 60_000 } });
+    const [app] = apps as [App];
+    const terminal: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const id = await submitVia(app, { t: i });
+      await ctx.setIntentStatus(id, (['succeeded', 'failed', 'cancelled'] as const)[i % 3]!);
+      terminal.push(id);
+    }
+    const active = [await submitVia(app, { a: 1 }), await submitVia(app, { a: 2 })];
+    await app.stores.intents.reschedule(active[0]!, new Date(Date.now() + 3_600_000)); // scheduled, not due
+    await ctx.setIntentStatus(active[1]!, 'in_flight');
+    await sleep(600);
+    const young = await submitVia(app, { young: true });
+    await ctx.setIntentStatus(young, 'succeeded');
+
+    const t1 = await app.executor.tick(150);
+    const t2 = await app.executor.tick(150);
+    const t3 = await app.executor.tick(150);
+    expect([t1.purgedIntents, t2.purgedIntents, t3.purgedIntents]).toEqual([6, 4, 0]); // 2 × 3 per tick, then caught up
+    const left = (await ctx.intentRows()).map((r) => r.intentId).sort();
+    expect(left).toEqual([...active, young].sort());
+    expect(metric(await scrape(app), 'retention_purged_rows_total', { table: 'intents' })).toBe(10);
+  });
+});

@@ -1,0 +1,61 @@
+// SQL Server OpsStore query builders, inspected without a server (the rules of mssqlQueries.test.ts, except
+// that the retention purge is the one place that DELETEs): explicit parameter types, every @name bound or
+// declared, SYSUTCDATETIME() as the only clock, the fence first, and the upsert without MERGE.
+import { describe, expect, it } from 'vitest';
+import sql from 'mssql';
+import { opsQueries } from '../../src/store/mssql/opsStore.js';
+import type { SqlQuery } from '../../src/store/mssql/params.js';
+
+const token = { leaseName: 'submission-manager-executor', holderId: 'host-1-abc', leaseEpoch: 42 };
+const samples: Record<string, () => SqlQuery> = {
+  getExecutionControl: () => opsQueries.getExecutionControl(token.leaseName),
+  setPaused: () => opsQueries.setPaused(token.leaseName, true, 'admin@host-1', 'maintenance'),
+  purgeTerminal: () => opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000),
+};
+const all = Object.entries(samples).map(([n, f]) => [n, f()] as [string, SqlQuery]);
+
+const ALLOWED = new Set<unknown>([sql.VarChar, sql.NVarChar, sql.Char, sql.Int, sql.BigInt, sql.DateTime2]);
+const code = (text: string) => text.replace(/'(?:[^']|'')*'/g, "''").replace(/--.*$/gm, '');
+const declared = (text: string) => new Set([...code(text).matchAll(/\bDECLARE\s+@(\w+)/gi)].map((m) => m[1]!.toLowerCase()));
+const referenced = (text: string) => new Set([...code(text).matchAll(/(?<![@\w])@(\w+)/g)].map((m) => m[1]!.toLowerCase()));
+
+describe('mssql ops query builders', () => {
+  it('every builder has a sample', () => {
+    expect(Object.keys(samples).sort()).toEqual(Object.keys(opsQueries).sort());
+  });
+
+  it.each(all)('%s binds only explicitly typed parameters; every @name is bound or declared and every param used', (_n, q) => {
+    for (const x of q.params) expect(ALLOWED.has(x.type?.type), `@${x.name}`).toBe(true);
+    const bound = new Set(q.params.map((x) => x.name.toLowerCase()));
+    const locals = declared(q.text);
+    for (const n of referenced(q.text)) expect(bound.has(n) || locals.has(n), `@${n} bound or declared`).toBe(true);
+    for (const n of bound) expect(referenced(q.text).has(n), `@${n} used`).toBe(true);
+  });
+
+  it.each(all)('%s: SYSUTCDATETIME() is the only clock; no MERGE', (_n, q) => {
+    expect(code(q.text)).not.toMatch(/\b(GETDATE|GETUTCDATE|SYSDATETIME|SYSDATETIMEOFFSET|CURRENT_TIMESTAMP|MERGE)\b/i);
+  });
+
+  it('setPaused: UPDATE then INSERT under UPDLOCK+SERIALIZABLE in one transaction; a bit from an int param', () => {
+    const t = opsQueries.setPaused(token.leaseName, false, 'x', null).text;
+    expect(t).toMatch(/BEGIN TRANSACTION;\s+UPDATE submission_manager_execution_control WITH \(UPDLOCK, SERIALIZABLE\)/);
+    expect(t).toMatch(/IF NOT EXISTS \(SELECT 1 FROM submission_manager_execution_control WITH \(UPDLOCK, SERIALIZABLE\)/);
+    expect(t).toMatch(/CAST\(@paused AS bit\)/);
+    expect(opsQueries.setPaused(token.leaseName, false, 'x', null).params.find((p) => p.name === 'paused')?.value).toBe(0);
+  });
+
+  it('purgeTerminal: fenced first (HOLDLOCK), only terminal statuses, oldest first, bounded by TOP, 30 days without int overflow', () => {
+    const q = opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000);
+    const t = code(q.text);
+    expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeGreaterThan(0);
+    expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeLessThan(t.indexOf('DELETE'));
+    expect(t).toMatch(/SELECT TOP \(@limit\) intent_id FROM submission_intents WITH \(UPDLOCK, READPAST, ROWLOCK\)/);
+    expect(t).toMatch(/ORDER BY last_modified_at, intent_id/);
+    expect(q.text.match(/status IN \('succeeded', 'failed', 'cancelled'\)/g)).toHaveLength(2);
+    expect(q.text).not.toMatch(/'scheduled'|'in_flight'/);
+    expect(q.params.find((p) => p.name === 'older_than_ms')).toMatchObject({ value: 2_592_000_000 });
+    expect(q.params.find((p) => p.name === 'older_than_ms')!.type.type).toBe(sql.BigInt);
+    expect(t).toMatch(/DATEADD\(second, -CAST\(@older_than_ms \/ 1000 AS int\)/);
+    expect(t).toMatch(/SET @rows_written = @purged_intents \+ @purged_attempts;/);
+  });
+});
