@@ -294,6 +294,7 @@ export class Executor {
 
   private finish(sum: TickSummary, t0: number, stopReason: string): TickSummary {
     sum.stopReason = stopReason;
+    if (stopReason === 'lease_lost') sum.leaseLost = true; // whichever check noticed first (fence, renew, gate)
     sum.durationMs = Math.round(this.clock.nowMs() - t0);
     sum.scheduleSize = this.refresher.schedule.size;
     this.ops.tickFinished(sum);

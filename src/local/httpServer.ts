@@ -33,6 +33,8 @@ export interface HttpHostOptions {
   functions: RegisteredFunction[];
   instances: HostInstance[];
   functionKey: string | null;
+  /** Required on admin routes when set (else FUNCTION_KEY); also accepted on function routes. */
+  adminKey?: string | null;
   routePrefix: string;
   sink: LogSink;
 }
@@ -105,9 +107,13 @@ export function createHttpHost(o: HttpHostOptions): http.Server {
       const allow = [...new Set(matches.flatMap((m) => m.r.methods))].join(', ');
       return problem(405, 'Method Not Allowed', `${method} is not allowed on ${pathname}; use ${allow}`, { allow });
     }
-    if (o.functionKey !== null && hit.r.authLevel !== 'anonymous') {
+    const adminKey = o.adminKey ?? null;
+    const accepted = hit.r.authLevel === 'anonymous' ? []
+      : hit.r.authLevel === 'admin' ? [adminKey ?? o.functionKey].filter((k): k is string => k !== null)
+      : [o.functionKey, adminKey].filter((k): k is string => k !== null);
+    if (accepted.length > 0) {
       const given = (req.headers['x-functions-key'] as string | undefined) ?? url.searchParams.get('code');
-      if (!keyMatches(o.functionKey, given)) {
+      if (!accepted.some((k) => keyMatches(k, given))) {
         return problem(401, 'Unauthorized', 'this function requires a key: send the x-functions-key header or the code query parameter');
       }
     }

@@ -13,6 +13,9 @@ const localSchema = z.object({
   INSTANCES: z.coerce.number().int().min(1).max(64).default(3),
   /** When set, routes with authLevel function/admin need `x-functions-key: <key>` or `?code=<key>`. */
   FUNCTION_KEY: z.string().trim().min(1).optional(),
+  /** When set, routes with authLevel admin (the ops routes) need this key, as Azure needs the master key;
+   *  it is also accepted on function routes. Unset: admin routes take FUNCTION_KEY (or nothing). */
+  ADMIN_KEY: z.string().trim().min(1).optional(),
   /** Demo provider (mounted when PROVIDER_URL is unset): response latency (default 50 ms). */
   DEMO_PROVIDER_LATENCY_MS: z.coerce.number().int().min(0).max(600_000).default(50),
   /** Demo provider: share of calls answered 503 + Retry-After: 1 (default 0.2). */
@@ -27,6 +30,7 @@ export interface LocalSettings {
   port: number;
   instances: number;
   functionKey: string | null;
+  adminKey: string | null;
   demoProvider: { latencyMs: number; failureRate: number; verbose: boolean };
   /** null → stderr. */
   logFile: string | null;
@@ -41,7 +45,7 @@ export function loadLocalSettings(env: Record<string, string | undefined>): Loca
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
     const name = String(i.path[0] ?? 'setting');
-    const got = name === 'FUNCTION_KEY' ? '' : ` (got "${String(raw[name] ?? '')}")`; // never echo a secret
+    const got = name === 'FUNCTION_KEY' || name === 'ADMIN_KEY' ? '' : ` (got "${String(raw[name] ?? '')}")`; // never echo a secret
     throw new ConfigError(`${name}: ${i.message}${got}`);
   }
   const s = parsed.data;
@@ -49,6 +53,7 @@ export function loadLocalSettings(env: Record<string, string | undefined>): Loca
     port: s.PORT,
     instances: s.INSTANCES,
     functionKey: s.FUNCTION_KEY ?? null,
+    adminKey: s.ADMIN_KEY ?? null,
     demoProvider: { latencyMs: s.DEMO_PROVIDER_LATENCY_MS, failureRate: s.DEMO_PROVIDER_FAILURE_RATE, verbose: s.DEMO_PROVIDER_VERBOSE },
     logFile: s.LOG_FILE === '-' || s.LOG_FILE.toLowerCase() === 'stderr' ? null : s.LOG_FILE,
   };

@@ -63,7 +63,7 @@ async function main(): Promise<void> {
       }
     }
     const routePrefix = readRoutePrefix(projectRoot);
-    const server = createHttpHost({ azf, functions: registry.functions, instances, functionKey: local.functionKey, routePrefix, sink });
+    const server = createHttpHost({ azf, functions: registry.functions, instances, functionKey: local.functionKey, adminKey: local.adminKey, routePrefix, sink });
     await new Promise<void>((resolve, reject) => {
       server.once('error', (e: NodeJS.ErrnoException) => reject(e.code === 'EADDRINUSE'
         ? new ConfigError(`PORT: 127.0.0.1:${local.port} is already in use (choose another PORT, or PORT=0 for a free one)`) : e));

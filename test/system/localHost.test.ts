@@ -28,11 +28,13 @@ afterEach(async () => {
 
 const succeeded = (api: string, id: string, key?: string) => () => intentStatus(api, id, key).then((s) => s === 'succeeded');
 
+const ADMIN = 'admin-secret-for-tests';
+
 describe('local host on embedded PGlite', () => {
   it('serves the registered functions across 3 instances, executes an intent, enforces keys, stops on SIGTERM', async () => {
     const dir = tmpDir('pglite');
     dirs.push(dir);
-    const h = await start({ ...FAST_ENV, DATABASE_URL: `pglite:${dir}/db`, FUNCTION_KEY: KEY });
+    const h = await start({ ...FAST_ENV, DATABASE_URL: `pglite:${dir}/db`, FUNCTION_KEY: KEY, ADMIN_KEY: ADMIN });
     expect(h.holderIds).toHaveLength(3);
 
     // Anonymous routes need no key; function-level routes do (header or code query).
@@ -61,6 +63,12 @@ describe('local host on embedded PGlite', () => {
     expect(leaders).toHaveLength(1);
     expect(leaders[0]!.leaseEpoch).toBeGreaterThanOrEqual(1);
     expect(h.lines.some((l) => /^\[inst-\d\] leader \(epoch \d+, expires /.test(l))).toBe(true);
+
+    // Admin routes need ADMIN_KEY (the function key is not enough); the admin key also opens function routes.
+    const pauseState = `${h.api}/ops/execution`;
+    expect((await fetch(pauseState, { headers: { 'x-functions-key': KEY } })).status).toBe(401);
+    expect((await fetch(pauseState, { headers: { 'x-functions-key': ADMIN } })).status).toBe(200);
+    expect((await fetch(`${h.api}/intents`, { headers: { 'x-functions-key': ADMIN } })).status).toBe(200);
 
     // Routing: unknown → 404 problem+json; wrong method → 405 with Allow.
     const missing = await fetch(`${h.api}/nope`);
