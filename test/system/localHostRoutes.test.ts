@@ -79,7 +79,7 @@ describe('timer schedules', () => {
 describe('local settings', () => {
   it('has zero-config defaults', () => {
     expect(loadLocalSettings({})).toEqual({
-      port: 7071, instances: 3, functionKey: null,
+      port: 7071, instances: 3, functionKey: null, adminKey: null,
       demoProvider: { latencyMs: 50, failureRate: 0.2, verbose: true }, logFile: '.data/host.log',
     });
     expect(withLocalDefaults({}).DATABASE_URL).toBe('pglite:.data/pglite');
