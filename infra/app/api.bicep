@@ -112,6 +112,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'PROVIDER_URL', value: providerUrl }
         { name: 'PROVIDER_TIMEOUT_MS', value: '10000' }
         { name: 'LOG_LEVEL', value: 'info' }
+        { name: 'RETENTION_DAYS', value: '30' }
       ]
     }
     functionAppConfig: {
