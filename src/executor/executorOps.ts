@@ -93,9 +93,13 @@ export class ExecutionOps implements ExecutorOps {
     let intents = 0;
     let attempts = 0;
     let caughtUp = false;
+    let lost = false;
     for (let i = 0; i < r.maxBatchesPerTick && !caughtUp; i++) {
       const out = await this.store.fencedPurgeTerminal(token, r.olderThanMs, r.batchSize);
-      if (out.kind === 'leaseLost') return 'leaseLost';
+      if (out.kind === 'leaseLost') {
+        lost = true; // batches committed before the loss still count below
+        break;
+      }
       intents += out.value.intents;
       attempts += out.value.attempts;
       caughtUp = out.value.intents < r.batchSize;
@@ -107,6 +111,6 @@ export class ExecutionOps implements ExecutorOps {
       this.log.info({ event: 'retention_purged', holder_id: token.holderId, lease_epoch: token.leaseEpoch, intents, attempts,
         caught_up: caughtUp }, 'purged terminal intents past retention');
     }
-    return 'ok';
+    return lost ? 'leaseLost' : 'ok';
   }
 }

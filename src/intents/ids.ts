@@ -35,8 +35,3 @@ export function uuidv7(now: number = Date.now()): string {
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
-
-/** The millisecond timestamp a UUIDv7 carries (for tests and diagnostics). */
-export function uuidv7Time(id: string): number {
-  return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
-}

@@ -7,7 +7,6 @@
 // - Ordinary outcomes are values; only store failures (StoreError) and bugs are thrown.
 import type { Config } from '../config.js';
 import type { AttemptRow, IntentContract, IntentRow, IntentStore } from '../store/intentPorts.js';
-import { TERMINAL_STATUSES } from '../store/intentPorts.js';
 import {
   IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, normaliseSubmit, requestHash, rescheduleBodySchema,
   submitBodySchema, validate, type FieldError, type ListQuery,
@@ -159,4 +158,3 @@ export async function rescheduleIntent(deps: IntentDeps, intentId: string, body:
   return r;
 }
 
-export const isTerminal = (i: IntentRow): boolean => TERMINAL_STATUSES.includes(i.status);

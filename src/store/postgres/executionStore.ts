@@ -1,5 +1,6 @@
-// PostgreSQL ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. Each fenced call
-// is one transaction: fence (lease row FOR SHARE) → one batched statement → audit row → commit.
+// PostgreSQL ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. Start and complete
+// are one statement each (fence CTE locking the lease row FOR SHARE + the batched write + the audit row);
+// orphan recovery is a fenced transaction (fence.ts).
 // last_modified_at is always strictly newer than the previous value (PGlite's clock ticks per millisecond), so
 // "newer state wins" in the schedule can rely on it.
 import type {
@@ -12,7 +13,7 @@ import { SCHEDULE_COLS, parseContract, toScheduleRow, type IntentDbRow, type Sch
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
-const ABORTED = `${"(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')"}`;
+const ABORTED = "(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
 const UTC_TEXT = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
 
 // The cursor is cast back from database text server-side: no JS Date (millisecond) ever touches it.
