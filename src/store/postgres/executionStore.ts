@@ -9,12 +9,11 @@ import type {
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
 import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
-import { SCHEDULE_COLS, parseContract, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
+import { SCHEDULE_COLS, parseContract, utcText, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
 const ABORTED = "(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
-const UTC_TEXT = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
 
 // The cursor is cast back from database text server-side: no JS Date (millisecond) ever touches it.
 const REFRESH = `
@@ -66,7 +65,7 @@ started AS (
    WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND i.status = 'scheduled'
      AND i.next_attempt_at <= now.t
      AND (i.attempt_count < i.max_attempts OR i.attempt_count - ${ABORTED} < i.max_attempts)
-  RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${UTC_TEXT('i.last_modified_at')} AS version,
+  RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
             CASE WHEN i.attempt_count > 1 THEN ${ABORTED} ELSE 0 END AS aborted_before
 ),
 ins AS (
@@ -97,7 +96,7 @@ upd AS (
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM c, now, fence
    WHERE i.intent_id = c.intent_id AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
-  RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${UTC_TEXT('i.last_modified_at')} AS version
+  RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${utcText('i.last_modified_at')} AS version
 ),
 ${auditCte('complete_attempts', 'SELECT (SELECT count(*) FROM att) + (SELECT count(*) FROM upd)')}
 SELECT f.fenced, c.intent_id AS req_id, upd.*
@@ -109,7 +108,7 @@ export class PgExecutionStore implements ExecutionStore {
 
   async rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }> {
     const r = await this.db.query<{ db_now: Date; cursor: string }>(
-      `SELECT n.t AS db_now, ${UTC_TEXT(`n.t - $1 * interval '1 millisecond'`)} AS cursor
+      `SELECT n.t AS db_now, ${utcText(`n.t - $1 * interval '1 millisecond'`)} AS cursor
          FROM (SELECT clock_timestamp() AS t) n`, [commitGraceMs]);
     const row = r.rows[0]!;
     return { dbNow: row.db_now, cursor: { modifiedAt: row.cursor, intentId: NIL_UUID } };

@@ -1,7 +1,10 @@
 // Column lists and time text for the PostgreSQL dialect; the row mappers are shared (../rowMapping.ts).
 
-/** last_modified_at as full-precision database text (microseconds, UTC): the refresh cursor/version. */
-export const MODIFIED_TEXT = `to_char(last_modified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
+/** A timestamptz as full-precision database text (microseconds, UTC, fixed width): cursors and versions. */
+export const utcText = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
+
+/** last_modified_at as database text: the refresh cursor / row version. */
+export const MODIFIED_TEXT = utcText('last_modified_at');
 
 export const INTENT_COLS = `intent_id, idempotency_key, request_hash, contract, status, attempt_count, max_attempts,
   next_attempt_at, created_at, last_modified_at, last_error, last_epoch`;
