@@ -1,9 +1,9 @@
 // One run's cluster: a fresh PostgreSQL database, a recording provider process, and N instance slots. Each
 // slot runs one local-host process (INSTANCES=1) that reaches PostgreSQL through its own TCP proxy, so a
 // network fault can hit exactly one instance; a killed slot is refilled by a new process (new holder id).
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { killHosts, PROVIDER_MAIN, startChaosHost, type ChaosHost } from './hostProcess.js';
@@ -202,4 +202,24 @@ export function restartPostgres(): Promise<void> {
     c.on('error', reject);
     c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`pg_ctlcluster restart exited ${code}: ${err.trim()}`))));
   });
+}
+
+/** Other test processes on this machine (vitest, another campaign): a PostgreSQL restart would break them.
+ *  This process and its ancestors (`npm run chaos` → sh → node) do not count. */
+export function othersTesting(): string[] {
+  const mine = new Set<number>();
+  for (let pid = process.pid; pid > 1 && !mine.has(pid);) {
+    mine.add(pid);
+    try {
+      pid = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
+    } catch {
+      break;
+    }
+  }
+  try {
+    return execFileSync('pgrep', ['-fa', 'vitest|dist/test/chaos/run.js'], { encoding: 'utf8' }).split('\n')
+      .filter((l) => l.trim() && !mine.has(Number(l.split(' ')[0])) && !l.includes('pgrep'));
+  } catch {
+    return []; // pgrep exits 1 when nothing matches
+  }
 }

@@ -33,7 +33,13 @@ export interface FaultRecord {
   resumedAt: number | null;
 }
 
-export interface FaultOptions { leaseMs: number; pgRestart: boolean; resumeWaitMs: number }
+export interface FaultOptions {
+  leaseMs: number;
+  pgRestart: boolean;
+  resumeWaitMs: number;
+  /** Asked before every PostgreSQL restart: false (someone else is testing on the server) → another fault. */
+  mayRestartPg: () => boolean;
+}
 
 const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5 };
 
@@ -41,6 +47,7 @@ export class FaultInjector {
   readonly faults: FaultRecord[] = [];
   /** Times (wall ms) a leader-targeted fault found no live leader for 10 s: a liveness violation. */
   readonly leaderless: number[] = [];
+  pgRestartsSkipped = 0;
 
   constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly rng: Rng,
     private readonly o: FaultOptions) {}
@@ -48,7 +55,10 @@ export class FaultInjector {
   pickKind(): FaultKind {
     const w = { ...WEIGHTS };
     if (!this.o.pgRestart) w.pg_restart = 0;
-    return this.rng.weighted(w);
+    const kind = this.rng.weighted(w);
+    if (kind !== 'pg_restart' || this.o.mayRestartPg()) return kind;
+    this.pgRestartsSkipped++;
+    return 'kill';
   }
 
   /** Inject one fault of `kind`, recover from it, and wait (bounded) until the cluster executes again. */

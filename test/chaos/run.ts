@@ -3,12 +3,12 @@
 // `--ci`: the short campaign `npm test` runs after vitest (3 fixed seeds, no PostgreSQL restart).
 // Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
 // campaign is skipped (exit 0), except under CI=true, where that fails like the other PostgreSQL suites.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { IN_CI, PG_ADMIN_URL } from '../support/pgServer.js';
+import { othersTesting } from './cluster.js';
 import { FAULT_DESCRIPTIONS } from './faults.js';
 import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
@@ -24,6 +24,9 @@ function parseArgs(argv: string[]) {
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
+    else if (!['runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'rate', 'report', 'dir'].includes(k)) {
+      throw new Error(`unknown option --${k}\n${USAGE}`);
+    }
     else if (inline !== undefined) values.set(k, inline);
     else if (argv[i + 1] !== undefined) values.set(k, argv[++i]!);
     else throw new Error(`--${k} needs a value\n${USAGE}`);
@@ -67,16 +70,6 @@ async function pgReachable(): Promise<string | null> {
   }
 }
 
-/** Other test processes on this machine (a PostgreSQL restart would break them). */
-function othersTesting(): string[] {
-  try {
-    return execFileSync('pgrep', ['-fa', 'vitest|dist/test/chaos/run.js'], { encoding: 'utf8' }).split('\n')
-      .filter((l) => l.trim() && !l.startsWith(`${process.pid} `) && !l.includes('pgrep'));
-  } catch {
-    return []; // pgrep exits 1 when nothing matches
-  }
-}
-
 async function main(): Promise<number> {
   const o = parseArgs(process.argv.slice(2));
   if (o.help) {
@@ -102,7 +95,7 @@ async function main(): Promise<number> {
   for (const [i, seed] of seeds.entries()) {
     console.log(`[chaos] run ${i + 1}/${seeds.length} (seed ${seed})`);
     const r = await runOne({
-      index: i + 1, seed, durationMs: o.durationMs, instances: o.instances, pgRestart: o.pgRestart, timings: o.timings,
+      index: i + 1, seed, durationMs: o.durationMs, instances: o.instances, pgRestart: o.pgRestart, forcePgRestart: o.forcePgRestart, timings: o.timings,
       resumeBound: o.resumeBound, failureRate: o.failureRate, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
       campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
     });
@@ -127,6 +120,9 @@ async function main(): Promise<number> {
   console.log(`\n${table}\n`);
   if (o.report) writeFileSync(o.report, `${table}\n`);
   const failed = results.filter((r) => r.error || r.violations.length > 0).length;
+  try {
+    rmdirSync(o.dir); // only when empty: failed (or --keep) runs keep their directories
+  } catch { /* not empty */ }
   console.log(failed ? `[chaos] ${failed} run(s) FAILED` : '[chaos] all runs passed with 0 violations');
   return failed ? 1 : 0;
 }

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, type History, type RunStats, type Violation } from './checker.js';
-import { ChaosCluster, createChaosDb, hostEnv, startProviderProcess, type ChaosDb, type ProviderProcess, type Timings } from './cluster.js';
+import { ChaosCluster, createChaosDb, hostEnv, othersTesting, startProviderProcess, type ChaosDb, type ProviderProcess, type Timings } from './cluster.js';
 import { FaultInjector, type FaultRecord } from './faults.js';
 import { DEFAULT_LOAD, LoadGenerator, type LoadOptions } from './load.js';
 import type { ProviderRecord } from './providerProcess.js';
@@ -17,6 +17,8 @@ export interface RunOptions {
   durationMs: number;
   instances: number;
   pgRestart: boolean;
+  /** Restart PostgreSQL even while other test processes run. */
+  forcePgRestart: boolean;
   timings: Timings;
   resumeBound: number;
   failureRate: number;
@@ -107,6 +109,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
       leaseMs: o.timings.leaseMs, pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(o.resumeBound * o.timings.leaseMs) + 5_000,
+      mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0,
     });
     result.faults = injector.faults;
     const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
@@ -115,6 +118,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       if (f) o.log(`    ${f.kind.padEnd(15)} ${f.detail}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
       await sleep(rng.int(500, 2_500));
     }
+    if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
     await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
     await load.stop();
     result.drainMs = await waitUntil('drain (every intent terminal)', async () =>
