@@ -66,6 +66,21 @@ describe.each(dialects)('executor races: $name', (dialect) => {
     expect(staleWrites(await ctx.auditLog(), await b!.stores.lease.listEvents(LEASE_NAME))).toEqual([]);
   });
 
+  it('orphan recovery closes an older-epoch attempt left started on an intent cancelled mid-call', async () => {
+    const [a, b] = await startInstances(ctx, 2, { providerUrl: provider.url, leaseMs: 1_000 });
+    const intent = await submit(a!.stores);
+    const token = await a!.lease.tryAcquireOrRenew();
+    if (!token) throw new Error('A should lead');
+    await a!.stores.execution.fencedStartAttempts(token, [{ intentId: intent.intentId, expectedAttemptCount: 0 }]);
+    expect((await a!.stores.intents.cancel(intent.intentId)).kind).toBe('ok'); // cancelled while "in flight"
+    // A dies before completing; B takes over after expiry and recovers.
+    await runTicks([b!], async () => (await b!.stores.intents.listAttempts(intent.intentId))[0]?.outcome !== 'started', 15_000, 300);
+    const attempts = await b!.stores.intents.listAttempts(intent.intentId);
+    expect(attempts.map((x) => [x.attemptNo, x.outcome])).toEqual([[1, 'abandoned']]);
+    expect(await b!.stores.intents.get(intent.intentId)).toMatchObject({ status: 'cancelled', attemptCount: 1 });
+    expect(provider.calls).toHaveLength(0);
+  });
+
   it('end to end: 500 intents over 3 instances, provider fails 20% with 503', async () => {
     let k = 0;
     provider.answer = () => (k++ % 5 === 0 ? { status: 503, headers: { 'retry-after': '0' } } : { status: 200 });

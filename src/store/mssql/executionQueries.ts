@@ -74,6 +74,13 @@ SELECT a.intent_id, a.attempt_no, a.lease_epoch
   FROM submission_intents AS i
   JOIN submission_attempts AS a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
  WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch;
+-- Older-epoch attempts left 'started' on intents that moved on (cancelled mid-call, then the leader died).
+UPDATE a
+   SET outcome = 'abandoned', finished_at = @now,
+       error = CONCAT(N'abandoned: leader epoch ', a.lease_epoch, N' lost its lease before completing the attempt')
+  FROM submission_attempts AS a
+  JOIN submission_intents AS i ON i.intent_id = a.intent_id
+ WHERE a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch AND i.status <> 'in_flight';
 UPDATE a
    SET outcome = 'abandoned', finished_at = @now,
        error = CONCAT(N'abandoned: leader epoch ', o.lease_epoch, N' lost its lease before completing the attempt')

@@ -35,6 +35,16 @@ orphan AS (
     JOIN submission_attempts a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
    WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < $1
 ),
+-- Attempts of older epochs left 'started' on intents that moved on meanwhile (cancelled while the call was
+-- in flight, then the leader died): closed too, so the attempt log never keeps a 'started' row forever.
+settled AS (
+  UPDATE submission_attempts a
+     SET outcome = 'abandoned', finished_at = now.t,
+         error = 'abandoned: leader epoch ' || a.lease_epoch || ' lost its lease before completing the attempt'
+    FROM submission_intents i, now
+   WHERE a.intent_id = i.intent_id AND a.outcome = 'started' AND a.lease_epoch < $1 AND i.status <> 'in_flight'
+  RETURNING a.intent_id
+),
 abandoned AS (
   UPDATE submission_attempts a
      SET outcome = 'abandoned', finished_at = now.t,
