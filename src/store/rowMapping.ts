@@ -2,6 +2,7 @@
 // in how they deliver bigint (string) and JSON (text or object), which these mappers absorb.
 import type { AttemptRow, IntentContract, IntentRow, IntentStatus, ScheduleRow } from './intentPorts.js';
 import type { LeaseRow } from './ports.js';
+import type { ExecutionControl } from './opsPorts.js';
 
 export const num = (v: unknown): number => Number(v);
 export const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -100,4 +101,23 @@ export const toAttempt = (r: AttemptDbRow): AttemptRow => ({
   httpStatus: numOrNull(r.http_status),
   error: r.error,
   durationMs: numOrNull(r.duration_ms),
+});
+
+/** The execution-control (pause) row; an absent row reads as not paused. */
+export interface ControlDbRow {
+  lease_name: string | null;
+  paused: boolean | null;
+  changed_at: Date | null;
+  changed_by: string | null;
+  reason: string | null;
+  db_now: Date;
+}
+
+export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
+  leaseName,
+  paused: r.paused === true,
+  changedAt: r.changed_at,
+  changedBy: r.changed_by,
+  reason: r.reason,
+  dbNow: r.db_now,
 });

@@ -5,6 +5,7 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
 import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
+import { toControl, type ControlDbRow } from '../rowMapping.js';
 import { BIN2, p, type SqlQuery } from './params.js';
 
 const TERMINAL = `('succeeded', 'failed', 'cancelled')`;
@@ -68,24 +69,6 @@ SET @rows_written = @purged_intents + @purged_attempts;`,
     });
   },
 };
-
-interface ControlDbRow {
-  lease_name: string | null;
-  paused: boolean | null;
-  changed_at: Date | null;
-  changed_by: string | null;
-  reason: string | null;
-  db_now: Date;
-}
-
-const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
-  leaseName,
-  paused: r.paused === true,
-  changedAt: r.changed_at,
-  changedBy: r.changed_by,
-  reason: r.reason,
-  dbNow: r.db_now,
-});
 
 export class MssqlOpsStore implements OpsStore {
   constructor(private readonly db: MssqlRunner) {}

@@ -3,15 +3,7 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
 import type { PgDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
-
-interface ControlDbRow {
-  lease_name: string | null;
-  paused: boolean | null;
-  changed_at: Date | null;
-  changed_by: string | null;
-  reason: string | null;
-  db_now: Date;
-}
+import { toControl, type ControlDbRow } from '../rowMapping.js';
 
 // Always one row: database now, joined with the control row when there is one.
 const GET = `
@@ -51,15 +43,6 @@ del AS (
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM del)::int AS intents, (SELECT count(*) FROM att)::int AS attempts`;
-
-const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
-  leaseName,
-  paused: r.paused === true,
-  changedAt: r.changed_at,
-  changedBy: r.changed_by,
-  reason: r.reason,
-  dbNow: r.db_now,
-});
 
 export class PgOpsStore implements OpsStore {
   constructor(private readonly db: PgDatabase) {}
