@@ -4,6 +4,8 @@ import type { Fenced, LeaseToken } from './ports.js';
 
 export type IntentStatus = 'scheduled' | 'in_flight' | 'succeeded' | 'failed' | 'cancelled';
 export const TERMINAL_STATUSES: readonly IntentStatus[] = ['succeeded', 'failed', 'cancelled'];
+/** `('succeeded', 'failed', 'cancelled')`: the terminal statuses as an SQL list (constant text, never user input). */
+export const TERMINAL_SQL_LIST = `(${TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 
 /** Immutable snapshot taken at submit: never changes afterwards. */
 export interface IntentContract {

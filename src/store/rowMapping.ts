@@ -1,8 +1,13 @@
 // Row ↔ domain mapping shared by the SQL dialects: column names are identical in both; drivers differ only
 // in how they deliver bigint (string) and JSON (text or object), which these mappers absorb.
-import type { AttemptRow, IntentContract, IntentRow, IntentStatus, ScheduleRow } from './intentPorts.js';
+import type {
+  AttemptRow, CompletedAttempt, IntentContract, IntentRow, IntentStatus, ScheduleRow, StartedAttempt,
+} from './intentPorts.js';
 import type { LeaseRow } from './ports.js';
 import type { ExecutionControl } from './opsPorts.js';
+
+/** The smallest uuid: the start of an id-ordered scan and the intent id of a rebuild's first cursor. */
+export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 export const num = (v: unknown): number => Number(v);
 export const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -101,6 +106,35 @@ export const toAttempt = (r: AttemptDbRow): AttemptRow => ({
   httpStatus: numOrNull(r.http_status),
   error: r.error,
   durationMs: numOrNull(r.duration_ms),
+});
+
+/** A row the fenced start returns: the intent as it is now in flight, with its new attempt number. */
+export interface StartedDbRow {
+  intent_id: string;
+  attempt_count: number;
+  max_attempts: number;
+  contract: string | IntentContract;
+  version: string;
+  /** Aborted (never sent) attempts before this one: they do not count toward max_attempts. */
+  aborted_before: number;
+}
+
+export const toStartedAttempt = (x: StartedDbRow): StartedAttempt => ({
+  intentId: x.intent_id,
+  attemptNo: num(x.attempt_count),
+  maxAttempts: num(x.max_attempts),
+  abortedBefore: num(x.aborted_before),
+  contract: parseContract(x.contract),
+  version: x.version,
+});
+
+/** A row the fenced completion returns per request: `intent_id` is null when the intent had moved on. */
+export type CompletedDbRow = Partial<ScheduleDbRow> & { req_id: string };
+
+export const toCompletedAttempt = (x: CompletedDbRow): CompletedAttempt => ({
+  intentId: x.req_id,
+  applied: x.intent_id != null,
+  row: x.intent_id != null ? toScheduleRow(x as ScheduleDbRow) : null,
 });
 
 /** The execution-control (pause) row; an absent row reads as not paused. */

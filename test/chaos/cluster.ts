@@ -75,9 +75,9 @@ export async function createChaosDb(): Promise<ChaosDb> {
 
 export interface ProviderProcess { url: string; child: ChildProcess; stop(): Promise<void> }
 
-export async function startProviderProcess(out: string, seed: number, failureRate: number): Promise<ProviderProcess> {
+export async function startProviderProcess(out: string, seed: number, failureRate: number, latencyMs = 20): Promise<ProviderProcess> {
   const child = spawn(process.execPath, [PROVIDER_MAIN, '--out', out, '--seed', String(seed),
-    '--failure-rate', String(failureRate)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--failure-rate', String(failureRate), '--latency-ms', String(latencyMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));

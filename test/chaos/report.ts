@@ -11,6 +11,18 @@ const quantile = (xs: number[], q: number) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : NaN;
 };
 
+/** `[1, 2, 3, 7, 9, 10]` → `1–3, 7, 9–10`: a 200-run campaign's seeds fit on one line. */
+export function seedRanges(seeds: number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < seeds.length; ) {
+    let j = i;
+    while (j + 1 < seeds.length && seeds[j + 1] === seeds[j]! + 1) j++;
+    parts.push(j > i ? `${seeds[i]}–${seeds[j]}` : String(seeds[i]));
+    i = j + 1;
+  }
+  return parts.join(', ') || '—';
+}
+
 export interface CampaignInfo { title: string; leaseMs: number; resumeBound: number; wallMs: number }
 
 export function campaignTable(results: RunResult[], info: CampaignInfo): string {
@@ -47,7 +59,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   const byKind = Object.entries(ratios).map(([k, xs]) => `${k} ${quantile(xs, 0.5).toFixed(2)} / ${Math.max(...xs).toFixed(2)}`).join(', ');
   const violations = results.reduce((n, r) => n + r.violations.length + (r.error ? 1 : 0), 0);
   const rows: [string, string][] = [
-    ['runs (passed / failed)', `${results.length} (${results.length - failed.length} / ${failed.length}); seeds ${results.map((r) => r.seed).join(', ')}`],
+    ['runs (passed / failed)', `${results.length} (${results.length - failed.length} / ${failed.length}); seeds ${seedRanges(results.map((r) => r.seed))}`],
     ['wall time', `${(info.wallMs / 60_000).toFixed(1)} min`],
     ['faults injected', `${totalFaults}: ${list(faults)}`],
     ['… of which hit the leader', list(leaderHit)],

@@ -14,7 +14,7 @@ import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
+  [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
 
 function parseArgs(argv: string[]) {
   const flags = new Set<string>();
@@ -24,7 +24,7 @@ function parseArgs(argv: string[]) {
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
-    else if (!['runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'rate', 'report', 'dir'].includes(k)) {
+    else if (!['runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'rate', 'report', 'dir'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
     else if (inline !== undefined) values.set(k, inline);
@@ -44,13 +44,14 @@ function parseArgs(argv: string[]) {
     runs: Math.floor(n('runs', ci ? 3 : 1)),
     seeds: ci ? [1101, 2202, 3303] : null,
     seed: Math.floor(n('seed', Date.now() % 100_000)),
-    durationMs: n('duration', ci ? 50 : 60) * 1000,
+    durationMs: n('duration', ci ? 50 : 30) * 1000,
     instances: Math.max(3, Math.floor(n('instances', 3))),
     pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
     keep: flags.has('keep'),
     timings: { leaseMs, renewMs: 500, refreshMs: 200, tickMs },
     resumeBound: n('bound', (leaseMs + tickMs + slackMs) / leaseMs),
     failureRate: n('failure-rate', 0.1),
+    latencyMs: n('latency-ms', 20),
     rate: n('rate', DEFAULT_LOAD.ratePerSec),
     report: values.get('report') ?? null,
     dir: values.get('dir') ?? path.join(os.tmpdir(), `sm-chaos-${new Date().toISOString().replace(/[:.]/g, '-')}`),
@@ -96,7 +97,7 @@ async function main(): Promise<number> {
     console.log(`[chaos] run ${i + 1}/${seeds.length} (seed ${seed})`);
     const r = await runOne({
       index: i + 1, seed, durationMs: o.durationMs, instances: o.instances, pgRestart: o.pgRestart, forcePgRestart: o.forcePgRestart, timings: o.timings,
-      resumeBound: o.resumeBound, failureRate: o.failureRate, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
+      resumeBound: o.resumeBound, failureRate: o.failureRate, latencyMs: o.latencyMs, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
       campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
     });
     results.push(r);

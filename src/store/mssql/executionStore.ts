@@ -7,8 +7,9 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { MssqlRunner } from './db.js';
 import { runFencedBatch } from './fence.js';
 import { executionQueries } from './executionQueries.js';
-import { NIL_UUID } from './params.js';
-import { parseContract, toScheduleRow, type ScheduleDbRow } from './rows.js';
+import {
+  NIL_UUID, toCompletedAttempt, toScheduleRow, toStartedAttempt, type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
+} from './rows.js';
 
 export class MssqlExecutionStore implements ExecutionStore {
   constructor(private readonly db: MssqlRunner) {}
@@ -39,33 +40,14 @@ export class MssqlExecutionStore implements ExecutionStore {
   }
 
   async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
-    const out = await runFencedBatch(this.db, executionQueries.startAttempts(token, requests));
+    const out = await runFencedBatch<StartedDbRow>(this.db, executionQueries.startAttempts(token, requests));
     if (out.kind === 'leaseLost') return out;
-    const rows = (out.value[0] ?? []) as { intent_id: string; attempt_count: number; max_attempts: number; contract: string; version: string; aborted_before: number }[];
-    return {
-      kind: 'ok',
-      value: rows.map((x) => ({
-        intentId: x.intent_id,
-        attemptNo: Number(x.attempt_count),
-        maxAttempts: Number(x.max_attempts),
-        abortedBefore: Number(x.aborted_before),
-        contract: parseContract(x.contract),
-        version: x.version,
-      })),
-    };
+    return { kind: 'ok', value: (out.value[0] ?? []).map(toStartedAttempt) };
   }
 
   async fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
-    const out = await runFencedBatch(this.db, executionQueries.completeAttempts(token, completions));
+    const out = await runFencedBatch<CompletedDbRow>(this.db, executionQueries.completeAttempts(token, completions));
     if (out.kind === 'leaseLost') return out;
-    const rows = (out.value[0] ?? []) as (Partial<ScheduleDbRow> & { req_id: string })[];
-    return {
-      kind: 'ok',
-      value: rows.map((x) => ({
-        intentId: x.req_id,
-        applied: x.intent_id != null,
-        row: x.intent_id != null ? toScheduleRow(x as ScheduleDbRow) : null,
-      })),
-    };
+    return { kind: 'ok', value: (out.value[0] ?? []).map(toCompletedAttempt) };
   }
 }

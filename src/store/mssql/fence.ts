@@ -92,12 +92,12 @@ ${work.results.trim()}`,
   };
 }
 
-/** Run a fenced batch: leaseLost, or the work's result sets (after the `fenced` one). */
-export async function runFencedBatch(db: MssqlRunner, q: SqlQuery): Promise<Fenced<Row[][]>> {
+/** Run a fenced batch: leaseLost, or the work's result sets (after the `fenced` one), typed as `T` rows. */
+export async function runFencedBatch<T = Row>(db: MssqlRunner, q: SqlQuery): Promise<Fenced<T[][]>> {
   const sets = await db.run<Row>(q);
   const fenced = sets[0]?.[0]?.fenced;
   if (fenced !== true && fenced !== 1) return { kind: 'leaseLost' };
-  return { kind: 'ok', value: sets.slice(1) };
+  return { kind: 'ok', value: sets.slice(1) as unknown as T[][] };
 }
 
 class LeaseLostSignal extends Error {}

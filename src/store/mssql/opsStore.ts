@@ -3,12 +3,12 @@
 // (as the lease acquire; no MERGE).
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
 import { toControl, type ControlDbRow } from '../rowMapping.js';
 import { BIN2, p, type SqlQuery } from './params.js';
 
-const TERMINAL = `('succeeded', 'failed', 'cancelled')`;
 
 const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now
   FROM (SELECT SYSUTCDATETIME() AS t) AS n
@@ -56,12 +56,12 @@ DECLARE @victim TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL PRIMARY KEY);
   DATEADD(second, -CAST(@older_than_ms / 1000 AS int), SYSUTCDATETIME()));
 INSERT INTO @victim (intent_id)
 SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, READPAST, ROWLOCK)
- WHERE status IN ${TERMINAL} AND last_modified_at < @cutoff
+ WHERE status IN ${TERMINAL_SQL_LIST} AND last_modified_at < @cutoff
  ORDER BY last_modified_at, intent_id;
 DELETE a FROM submission_attempts AS a JOIN @victim AS v ON a.intent_id = v.intent_id;
 SET @purged_attempts = @@ROWCOUNT;
 DELETE i FROM submission_intents AS i JOIN @victim AS v ON i.intent_id = v.intent_id
- WHERE i.status IN ${TERMINAL};
+ WHERE i.status IN ${TERMINAL_SQL_LIST};
 SET @purged_intents = @@ROWCOUNT;
 SET @rows_written = @purged_intents + @purged_attempts;`,
       results: 'SELECT @purged_intents AS intents, @purged_attempts AS attempts;',

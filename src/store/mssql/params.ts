@@ -25,7 +25,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 /** The refresh cursor as SQL Server writes it: CONVERT(char(27), datetime2(7), 121) = 'yyyy-mm-dd hh:mi:ss.fffffff'
  *  (fewer fraction digits parse the same way; an ISO 'T…Z' string from a JS Date never does). */
 export const CURSOR_TEXT_RE = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,7})?$/;
-export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+export { NIL_UUID } from '../rowMapping.js';
 
 /** Identifier columns compare byte-wise (case-sensitive, plain string order), like PostgreSQL. */
 export const BIN2 = 'Latin1_General_100_BIN2';

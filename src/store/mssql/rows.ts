@@ -20,6 +20,6 @@ export const leaseCols = (prefix = '') => LEASE_COLS.split(', ').map((c) => `${p
 export const ATTEMPT_COLS = 'intent_id, attempt_no, lease_epoch, holder_id, started_at, finished_at, outcome, http_status, error, duration_ms';
 
 export {
-  parseContract, toAttempt, toIntent, toLease, toScheduleRow,
-  type AttemptDbRow, type IntentDbRow, type LeaseDbRow, type ScheduleDbRow,
+  NIL_UUID, parseContract, toAttempt, toCompletedAttempt, toIntent, toLease, toScheduleRow, toStartedAttempt,
+  type AttemptDbRow, type CompletedDbRow, type IntentDbRow, type LeaseDbRow, type ScheduleDbRow, type StartedDbRow,
 } from '../rowMapping.js';

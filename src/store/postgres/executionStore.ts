@@ -9,9 +9,11 @@ import type {
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
 import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
-import { SCHEDULE_COLS, parseContract, utcText, toScheduleRow, type IntentDbRow, type ScheduleDbRow } from './rows.js';
+import {
+  NIL_UUID, SCHEDULE_COLS, toCompletedAttempt, toScheduleRow, toStartedAttempt, utcText,
+  type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
+} from './rows.js';
 
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
 const ABORTED = "(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
 
@@ -148,26 +150,16 @@ export class PgExecutionStore implements ExecutionStore {
 
   // One statement each (fence + write + audit): one round trip and one commit per batch.
   async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
-    type Row = Pick<IntentDbRow, 'intent_id' | 'attempt_count' | 'max_attempts' | 'contract'> & { version: string; aborted_before: number };
-    const out = await fencedStatement<Row>(this.db, token, START, [
+    const out = await fencedStatement<StartedDbRow>(this.db, token, START, [
       requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount)]);
     if (out.kind === 'leaseLost') return out;
-    return {
-      kind: 'ok',
-      value: out.value.filter((x) => x.intent_id !== null).map((x) => ({
-        intentId: x.intent_id,
-        attemptNo: Number(x.attempt_count),
-        maxAttempts: Number(x.max_attempts),
-        abortedBefore: Number(x.aborted_before),
-        contract: parseContract(x.contract),
-        version: x.version,
-      })),
-    };
+    // The LEFT JOIN yields one all-null row when nothing started (the fence row is always there).
+    return { kind: 'ok', value: out.value.filter((x) => x.intent_id !== null).map(toStartedAttempt) };
   }
 
   async fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
     if (completions.length === 0) return { kind: 'ok', value: [] };
-    const out = await fencedStatement<Partial<ScheduleDbRow> & { req_id: string }>(this.db, token, COMPLETE, [
+    const out = await fencedStatement<CompletedDbRow>(this.db, token, COMPLETE, [
       completions.map((c) => c.intentId),
       completions.map((c) => c.attemptNo),
       completions.map((c) => c.outcome),
@@ -178,14 +170,7 @@ export class PgExecutionStore implements ExecutionStore {
       completions.map((c) => (c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null)),
     ]);
     if (out.kind === 'leaseLost') return out;
-    return {
-      kind: 'ok',
-      value: out.value.map((x) => ({
-        intentId: x.req_id,
-        applied: x.intent_id != null,
-        row: x.intent_id != null ? toScheduleRow(x as ScheduleDbRow) : null,
-      })),
-    };
+    return { kind: 'ok', value: out.value.map(toCompletedAttempt) };
   }
 }
 

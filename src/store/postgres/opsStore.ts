@@ -1,6 +1,7 @@
 // PostgreSQL OpsStore: the execution control row (pause/resume) and the fenced retention purge.
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
 import { toControl, type ControlDbRow } from '../rowMapping.js';
@@ -28,7 +29,7 @@ RETURNING c.lease_name`;
 const PURGE = `
 WITH victim AS (
   SELECT intent_id FROM submission_intents
-   WHERE status IN ('succeeded', 'failed', 'cancelled')
+   WHERE status IN ${TERMINAL_SQL_LIST}
      AND last_modified_at < clock_timestamp() - $1::float8 * interval '1 millisecond'
    ORDER BY last_modified_at, intent_id
    LIMIT $2
@@ -39,7 +40,7 @@ att AS (
 ),
 del AS (
   DELETE FROM submission_intents i USING victim v
-   WHERE i.intent_id = v.intent_id AND i.status IN ('succeeded', 'failed', 'cancelled')
+   WHERE i.intent_id = v.intent_id AND i.status IN ${TERMINAL_SQL_LIST}
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM del)::int AS intents, (SELECT count(*) FROM att)::int AS attempts`;

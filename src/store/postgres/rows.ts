@@ -12,6 +12,6 @@ export const INTENT_COLS = `intent_id, idempotency_key, request_hash, contract, 
 export const SCHEDULE_COLS = `intent_id, status, next_attempt_at, attempt_count, max_attempts, ${MODIFIED_TEXT} AS version`;
 
 export {
-  parseContract, toAttempt, toIntent, toLease, toScheduleRow,
-  type AttemptDbRow, type IntentDbRow, type LeaseDbRow, type ScheduleDbRow,
+  NIL_UUID, parseContract, toAttempt, toCompletedAttempt, toIntent, toLease, toScheduleRow, toStartedAttempt,
+  type AttemptDbRow, type CompletedDbRow, type IntentDbRow, type LeaseDbRow, type ScheduleDbRow, type StartedDbRow,
 } from '../rowMapping.js';
