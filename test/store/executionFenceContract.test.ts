@@ -1,22 +1,18 @@
 // The executor's batched writes are fenced on every dialect: a stale token writes nothing (no attempt
 // rows, no intent change, no audit row) and reports leaseLost; the current token writes and audits.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { staleWrites } from '../support/fenceChecker.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import type { Stores } from '../../src/store/stores.js';
 
 describe.each(dialects)('execution fence contract: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let s: Stores;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     s = await ctx.openStores();
-  });
-  afterEach(async () => {
-    await ctx?.close();
   });
 
   it('start and complete write only under the current epoch', async () => {

@@ -1,8 +1,9 @@
 // Fence race, per dialect: a fenced transaction holds the lease row lock to commit, so either a competing
 // acquire waits for our commit, or our fence reports leaseLost — never a write with our epoch committed
 // after a newer epoch exists. Proven with the shared audit sequence, not timing.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { staleWrites } from '../support/fenceChecker.js';
 import type { Stores } from '../../src/store/stores.js';
 
@@ -10,18 +11,13 @@ const NAME = 'submission-manager-executor';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(dialects)('fence contract: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let a: Stores;
   let b: Stores;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     a = await ctx.openStores({ poolMax: 2 });
     b = await ctx.openStores({ poolMax: 2 });
-  });
-  afterEach(async () => {
-    await ctx?.close();
   });
 
   const check = async () => {

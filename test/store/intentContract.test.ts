@@ -1,8 +1,9 @@
 // The IntentStore contract, run unchanged against every dialect (PGlite, PostgreSQL server, SQL Server when configured).
 // Arrangement (status, attempt rows) and full-precision reads of last_modified_at go through the dialect
 // context's neutral helpers (test/support/dialects.ts, test/support/mssqlHarness.ts).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract, IntentStatus, NewIntent } from '../../src/store/intentPorts.js';
 import { uuidv7 } from '../../src/intents/ids.js';
@@ -28,16 +29,11 @@ const TICKS_PER_MS = 10_000n;
 const expectAfter = (later: string, earlier: string) => expect(later > earlier, `${later} > ${earlier}`).toBe(true);
 
 describe.each(dialects)('intent store contract: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let s: Stores;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     s = await ctx.openStores();
-  });
-  afterEach(async () => {
-    await ctx?.close();
   });
 
   const setStatus = (id: string, status: IntentStatus) => ctx.setIntentStatus(id, status);

@@ -1,22 +1,18 @@
 // The lease contract, run unchanged against every dialect (PGlite, PostgreSQL server, SQL Server when configured).
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 
 const NAME = 'submission-manager-executor';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(dialects)('lease contract: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let s: Stores;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     s = await ctx.openStores();
-  });
-  afterEach(async () => {
-    await ctx?.close();
   });
 
   it('acquires when the row is missing, with epoch 1 and database times', async () => {

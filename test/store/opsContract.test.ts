@@ -1,7 +1,8 @@
 // The OpsStore contract (execution control row, fenced retention purge), run unchanged against every dialect.
 // Retention is exercised with a small `olderThanMs` and real waiting, so no dialect-specific SQL ages rows.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
 import type { LeaseToken } from '../../src/store/ports.js';
@@ -12,16 +13,11 @@ const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, r
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(dialects)('ops store contract: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let s: Stores;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     s = await ctx.openStores();
-  });
-  afterEach(async () => {
-    await ctx?.close();
   });
 
   async function leader(holderId = 'ops-leader'): Promise<LeaseToken> {

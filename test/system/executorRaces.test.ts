@@ -1,23 +1,20 @@
 // Cancel racing execution, orphan recovery after a leader died between start and completion, and the
 // end-to-end run: 500 intents across 3 instances with a provider that fails 20% with 503.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, runTicks, startInstances, submit } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
 
 describe.each(dialects)('executor races: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     provider = await startRecordingProvider();
-  });
-  afterEach(async () => {
+  }, async () => {
     await provider?.close();
-    await ctx?.close();
   });
 
   it('cancel while the provider call is in flight: attempt closed, intent stays cancelled', async () => {

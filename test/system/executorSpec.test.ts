@@ -1,7 +1,8 @@
 // The spec's five acceptance tests, in process, with 3 instances (distinct holder ids, own connections)
 // against each dialect, and a real HTTP provider.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, runTicks, startInstances, submit, type TestInstance } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
@@ -9,19 +10,15 @@ import { staleWrites } from '../support/fenceChecker.js';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(dialects)('executor spec tests: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let inst: TestInstance[];
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     provider = await startRecordingProvider();
     inst = await startInstances(ctx, 3, { providerUrl: provider.url, leaseMs: 1_500 });
-  });
-  afterEach(async () => {
+  }, async () => {
     await provider?.close();
-    await ctx?.close();
   });
 
   const allSucceeded = (n: number) => async () => {

@@ -1,29 +1,26 @@
 // /api/metrics across the life of a leader, read as Prometheus text from two in-process apps on each dialect:
 // acquire (and a follower's refused acquire), submits, attempts (success and retry), drain, renew failure.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { releaseLeaseHandler, executionControlHandler } from '../../src/opsHandlers.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { TEST_LEASE, metric, request, scrape, startApps, submitVia, testConfig, waitUntil } from '../support/apps.js';
 
 describe.each(dialects)('metrics: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let apps: App[] = [];
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     // The first attempt of a payload {fail: true} answers 503 (retryable); everything else 200.
     provider = await startRecordingProvider((c) => ({ status: (c.payload as { fail?: boolean }).fail && c.attemptNo === 1 ? 503 : 200 }));
     apps = await startApps(ctx, 2, testConfig(provider.url));
-  });
-  afterEach(async () => {
+  }, async () => {
     for (const a of apps) await a.close();
     apps = [];
     await provider?.close();
-    await ctx?.close();
   });
 
   it('change as expected across acquire, attempts, drain and a renew failure', async () => {

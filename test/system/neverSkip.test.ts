@@ -1,7 +1,8 @@
 // Refresh never skips an intent: (a) a writer whose transaction commits late with an older
 // last_modified_at; (b) 1,000 intents sharing one timestamp with a refresh page of 100.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { runTicks, startInstances, submit, type TestInstance } from '../support/instances.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
@@ -10,17 +11,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CONTRACT: IntentContract = { provider: { url: null }, payload: {}, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 } };
 
 describe.each(dialects)('never skip: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     provider = await startRecordingProvider();
-  });
-  afterEach(async () => {
+  }, async () => {
     await provider?.close();
-    await ctx?.close();
   });
 
   it('1,000 intents inserted by one statement (one timestamp), refresh page 100: each executed exactly once', async () => {
@@ -46,17 +43,13 @@ describe.each(dialects)('never skip: $name', (dialect) => {
 
 // PGlite is one session: it cannot hold a writer's transaction open while other intents commit.
 describe.each(dialects.filter((d) => d.name !== 'pglite'))('never skip, late commit: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     provider = await startRecordingProvider();
-  });
-  afterEach(async () => {
+  }, async () => {
     await provider?.close();
-    await ctx?.close();
   });
 
   async function scenario(instances: TestInstance[], graceOk: boolean) {

@@ -2,28 +2,25 @@
 // - leader drain hands over to another instance within about one tick, and no attempt runs twice;
 // - a cluster-wide pause stops execution on every instance within one tick (also mid-tick, within one refresh);
 // - the leader purges terminal intents past retention in bounded batches, never an active one.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { executionControlHandler, releaseLeaseHandler } from '../../src/opsHandlers.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { TEST_LEASE, jsonBody, metric, request, scrape, sleep, startApps, submitVia, testConfig, tickLoops, waitUntil } from '../support/apps.js';
 
 describe.each(dialects)('operations: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let apps: App[] = [];
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     provider = await startRecordingProvider(() => ({ status: 200, delayMs: 60 }));
-  });
-  afterEach(async () => {
+  }, async () => {
     for (const a of apps) await a.close();
     apps = [];
     await provider?.close();
-    await ctx?.close();
   });
 
   const leaderOf = () => apps.find((a) => a.lease.requireLeader() !== null);

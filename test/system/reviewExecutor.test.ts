@@ -2,8 +2,9 @@
 // Instances are built by hand (not startInstances) so a test can wrap the clock, the execution store or the
 // provider — the ports the executor receives — to stage a pause or a fault at an exact point.
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
@@ -70,17 +71,13 @@ async function build(ctx: DialectContext, o: {
 }
 
 describe.each(pgDialects)('review: executor findings: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     provider = await startRecordingProvider();
-  });
-  afterEach(async () => {
+  }, async () => {
     await provider?.close();
-    await ctx?.close();
   });
 
   const intentRow = async (id: string) =>

@@ -2,8 +2,9 @@
 // fake ApiRequest objects. Bad input must give the right status, a problem+json naming the field, and
 // store nothing.
 import { Writable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import { StoreError } from '../../src/store/ports.js';
 import type { IntentStore } from '../../src/store/intentPorts.js';
@@ -101,18 +102,13 @@ const BAD: BadCase[] = [
 ];
 
 describe.each(dialects)('intents API: $name', (dialect) => {
-  const skip = dialect.unavailable();
   let ctx: DialectContext;
   let s: Stores;
   let h: IntentHandlers;
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    ctx = await dialect.createContext();
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
     s = await ctx.openStores();
     h = createIntentHandlers({ intents: s.intents, lease: s.lease, leaseName: LEASE, config: CONFIG });
-  });
-  afterEach(async () => {
-    await ctx?.close();
   });
 
   const rows = () => ctx.countIntents();

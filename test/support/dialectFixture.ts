@@ -1,0 +1,31 @@
+// The per-test hooks every describe.each(dialects) suite needs, written once: skip when the dialect is not
+// available (with its reason), a fresh context — own schema or database, migrated — before each test, and
+// after it the suite's teardown followed by closing the context (also when the setup itself failed).
+import { afterEach, beforeEach } from 'vitest';
+import type { DialectContext, DialectHarness } from './dialects.js';
+
+/**
+ * `setup(ctx)` runs before each test with the new context (assign the suite's variables there);
+ * `teardown()` runs after each test, before the context is closed (stop providers, apps, …).
+ */
+export function useDialectContext(
+  dialect: DialectHarness,
+  setup: (ctx: DialectContext) => Promise<void> | void,
+  teardown?: () => Promise<void> | void,
+): void {
+  const skip = dialect.unavailable();
+  let ctx: DialectContext | undefined;
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    ctx = await dialect.createContext();
+    await setup(ctx);
+  });
+  afterEach(async () => {
+    try {
+      await teardown?.();
+    } finally {
+      await ctx?.close();
+      ctx = undefined;
+    }
+  });
+}
