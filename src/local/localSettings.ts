@@ -26,6 +26,9 @@ const localSchema = z.object({
   LOG_FILE: z.string().trim().min(1).default('.data/host.log'),
 });
 
+/** Every setting name the local host reads (test launchers clear them so an inherited value never leaks in). */
+export const LOCAL_SETTING_NAMES: readonly string[] = Object.keys(localSchema.shape);
+
 export interface LocalSettings {
   port: number;
   instances: number;

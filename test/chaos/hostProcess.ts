@@ -1,18 +1,18 @@
 // A local-host process (`node dist/src/local/main.js`, INSTANCES=1) for the campaign. Like
-// test/support/localHostProcess.ts, but usable from compiled code (paths resolve from dist/test/chaos) and
-// it copies the host's readable stdout/stderr into the run directory as evidence.
+// test/support/localHostProcess.ts, but it copies the host's readable stdout/stderr into the run directory
+// as evidence.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { settingsSchema } from '../../src/config.js';
+import { LOCAL_SETTING_NAMES } from '../../src/local/localSettings.js';
+import { projectRoot } from '../support/projectRoot.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-/** The project root, from dist/test/chaos (compiled) — the only way this module runs. */
-export const ROOT = path.resolve(HERE, '../../..');
+export const ROOT = projectRoot(import.meta.url);
 const MAIN = path.join(ROOT, 'dist/src/local/main.js');
 export const PROVIDER_MAIN = path.join(HERE, 'providerProcess.js');
-const LOCAL_KEYS = ['PORT', 'INSTANCES', 'FUNCTION_KEY', 'DEMO_PROVIDER_LATENCY_MS', 'DEMO_PROVIDER_FAILURE_RATE', 'DEMO_PROVIDER_VERBOSE', 'LOG_FILE'];
 
 export interface ChaosHost {
   child: ChildProcess;
@@ -26,7 +26,7 @@ export interface ChaosHost {
 /** Spawn a host; resolves once it prints where it listens and its holder ids. */
 export async function startChaosHost(env: Record<string, string>, outFile: string, timeoutMs = 60_000): Promise<ChaosHost> {
   const clean: Record<string, string | undefined> = { ...process.env };
-  for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_KEYS]) delete clean[k];
+  for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_SETTING_NAMES]) delete clean[k];
   const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = createWriteStream(outFile, { flags: 'a' });
   const exited = new Promise<void>((r) => child.on('exit', (code, sig) => {

@@ -6,12 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { settingsSchema } from '../../src/config.js';
+import { LOCAL_SETTING_NAMES } from '../../src/local/localSettings.js';
 import { PG_ADMIN_URL } from './pgServer.js';
+import { projectRoot } from './projectRoot.js';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const ROOT = projectRoot(import.meta.url);
 const MAIN = path.join(ROOT, 'dist/src/local/main.js');
 
 /** Short timings so failover and takeover happen in seconds. */
@@ -22,7 +23,6 @@ export const FAST_ENV: Record<string, string> = {
   DEMO_PROVIDER_LATENCY_MS: '10', RETRY_BASE_DELAY_MS: '100', RETRY_MAX_DELAY_MS: '500', PORT: '0',
 };
 
-const LOCAL_KEYS = ['PORT', 'INSTANCES', 'FUNCTION_KEY', 'DEMO_PROVIDER_LATENCY_MS', 'DEMO_PROVIDER_FAILURE_RATE', 'DEMO_PROVIDER_VERBOSE', 'LOG_FILE'];
 
 function newestMtime(dir: string, ext: string): number {
   let newest = 0;
@@ -77,7 +77,7 @@ export const tmpDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), `sm
 /** Spawn a host; resolves once it prints where it listens (rejects with its stderr if it exits first). */
 export async function startHost(env: Record<string, string>, startTimeoutMs = 30_000): Promise<HostProcess> {
   const clean: Record<string, string | undefined> = { ...process.env };
-  for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_KEYS]) delete clean[k];
+  for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_SETTING_NAMES]) delete clean[k];
   const logFile = path.join(tmpDir('log'), 'host.log');
   const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...clean, LOG_FILE: logFile, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
