@@ -1,5 +1,6 @@
-// The seeded fault schedule and its injectors. Faults run one at a time: inject, let it last, recover,
-// wait until the cluster executes again (a fenced start committed after the fault), pause, next.
+// The seeded fault schedule and its injectors. A fault: inject, let it last, recover, wait until the cluster
+// executes again (a fenced start committed after the fault), pause, next. With `--overlap P`, a second,
+// network-level fault (terminate / proxy_drop / proxy_blackhole) may hit another instance while one runs.
 import { restartPostgres, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
 import { sleep, type Rng } from './rng.js';
 
@@ -31,7 +32,12 @@ export interface FaultRecord {
   detail: string;
   /** Wall time of the first fenced start after the fault, as seen while the run was going (null: none yet). */
   resumedAt: number | null;
+  /** Injected while another fault was running (on another instance). */
+  alongside?: boolean;
 }
+
+/** The kinds that may run alongside another fault: they need no leader and leave the process running. */
+const ALONGSIDE_KINDS = ['terminate', 'proxy_drop', 'proxy_blackhole'] as const satisfies readonly FaultKind[];
 
 export interface FaultOptions {
   leaseMs: number;
@@ -48,9 +54,12 @@ export class FaultInjector {
   /** Times (wall ms) a leader-targeted fault found no live leader for 10 s: a liveness violation. */
   readonly leaderless: number[] = [];
   pgRestartsSkipped = 0;
+  /** Slots a running fault is using: a fault alongside never picks them. */
+  private readonly busy = new Set<number>();
 
+  /** `alongsideRng`: its own stream, so the main schedule stays the same with or without overlap. */
   constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly rng: Rng,
-    private readonly o: FaultOptions) {}
+    private readonly o: FaultOptions, private readonly alongsideRng: Rng = rng) {}
 
   pickKind(): FaultKind {
     const w = { ...WEIGHTS };
@@ -71,14 +80,40 @@ export class FaultInjector {
     }
     const slot: Slot | null = kind === 'pg_restart' ? null
       : needsLeader || (leader && this.rng.chance(0.75)) ? leader!.slot : this.rng.pick(this.cluster.live());
+    return this.run(kind, slot, leader, this.rng, false);
+  }
+
+  /** A network-level fault on an instance no running fault uses (null when there is none), its own rng. */
+  async injectAlongside(): Promise<FaultRecord | null> {
+    const r = this.alongsideRng;
+    const kind = r.pick(ALONGSIDE_KINDS);
+    const leader = await this.cluster.leaderSlot(0);
+    const free = this.cluster.live().filter((s) => !this.busy.has(s.index));
+    if (free.length === 0) return null;
+    return this.run(kind, r.pick(free), leader, r, true);
+  }
+
+  private async run(kind: FaultKind, slot: Slot | null, leader: { slot: Slot; epoch: number } | null, r: Rng, alongside: boolean): Promise<FaultRecord> {
     const f: FaultRecord = {
       kind, slot: slot?.index ?? null, victim: slot?.holderId ?? null, victimWasLeader: !!slot && slot === leader?.slot,
       epochAtFault: leader?.epoch ?? null, startedAt: Date.now(), endedAt: 0, measureFrom: 0, exclude: null, detail: '', resumedAt: null,
+      ...(alongside ? { alongside } : {}),
     };
     f.measureFrom = f.startedAt;
     this.faults.push(f);
-    const r = this.rng;
-    switch (kind) {
+    if (slot) this.busy.add(slot.index);
+    try {
+      await this.apply(f, slot, r);
+    } finally {
+      if (slot) this.busy.delete(slot.index);
+    }
+    f.endedAt = Date.now();
+    f.resumedAt = await this.waitResumed(f);
+    return f;
+  }
+
+  private async apply(f: FaultRecord, slot: Slot | null, r: Rng): Promise<void> {
+    switch (f.kind) {
       case 'kill': {
         const host = slot!.host!;
         host.signal('SIGKILL');
@@ -91,7 +126,7 @@ export class FaultInjector {
       }
       case 'stop':
       case 'pause': {
-        const ms = kind === 'stop' ? this.o.leaseMs + r.int(200, 2_000) : r.int(300, 1_500);
+        const ms = f.kind === 'stop' ? this.o.leaseMs + r.int(200, 2_000) : r.int(300, 1_500);
         slot!.stopped = true;
         slot!.host!.signal('SIGSTOP');
         await sleep(ms);
@@ -132,9 +167,6 @@ export class FaultInjector {
         break;
       }
     }
-    f.endedAt = Date.now();
-    f.resumedAt = await this.waitResumed(f);
-    return f;
   }
 
   /** A replacement process; the database may be briefly unreachable, so try a few times. */

@@ -29,6 +29,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   const failed = results.filter((r) => r.error || r.violations.length > 0);
   const faults: Record<string, number> = {};
   const leaderHit: Record<string, number> = {};
+  const alongside: Record<string, number> = {};
   const status: Record<string, number> = {};
   const outcome: Record<string, number> = {};
   const dupWhy: Record<string, number> = {};
@@ -41,6 +42,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     for (const f of r.faults) {
       faults[f.kind] = (faults[f.kind] ?? 0) + 1;
       if (f.victimWasLeader) leaderHit[f.kind] = (leaderHit[f.kind] ?? 0) + 1;
+      if (f.alongside) alongside[f.kind] = (alongside[f.kind] ?? 0) + 1;
     }
     for (const v of r.violations) checks[v.check] = (checks[v.check] ?? 0) + 1;
     if (r.drainMs !== null) drains.push(r.drainMs);
@@ -63,6 +65,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['wall time', `${(info.wallMs / 60_000).toFixed(1)} min`],
     ['faults injected', `${totalFaults}: ${list(faults)}`],
     ['… of which hit the leader', list(leaderHit)],
+    ...(Object.keys(alongside).length ? [['… of which ran alongside another fault', list(alongside)] as [string, string]] : []),
     ['intents accepted (201/200)', `${accepted} (plus ${replays} key replays, ${cancels} cancels answered 200)`],
     ['intents at the end', list(status)],
     ['attempts', `${attempts}: ${list(outcome)}`],

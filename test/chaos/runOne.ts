@@ -24,6 +24,8 @@ export interface RunOptions {
   failureRate: number;
   /** The provider's typical answer time (±50 %); 3 % of calls answer after 300 ms regardless. */
   latencyMs: number;
+  /** Chance (0–1) that a second, network-level fault hits another instance while a fault runs (default 0). */
+  overlap: number;
   load: LoadOptions;
   campaignDir: string;
   keep: boolean;
@@ -112,12 +114,15 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
       leaseMs: o.timings.leaseMs, pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(o.resumeBound * o.timings.leaseMs) + 5_000,
       mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0,
-    });
+    }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
     const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd) {
-      const f = await injector.inject(injector.pickKind());
-      if (f) o.log(`    ${f.kind.padEnd(15)} ${f.detail}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
+      const faults = [injector.inject(injector.pickKind())];
+      if (o.overlap > 0 && rng.chance(o.overlap)) faults.push(sleep(rng.int(0, 1_000)).then(() => injector.injectAlongside()));
+      for (const f of await Promise.all(faults)) {
+        if (f) o.log(`    ${(f.alongside ? `+ ${f.kind}` : f.kind).padEnd(17)} ${f.detail}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
+      }
       await sleep(rng.int(500, 2_500));
     }
     if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
