@@ -49,6 +49,15 @@ export interface FaultOptions {
 
 const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5 };
 
+/** A fault with its victim chosen (and reserved: a fault alongside never picks the same instance). */
+export interface Target {
+  kind: FaultKind;
+  slot: Slot | null;
+  leader: { slot: Slot; epoch: number } | null;
+  rng: Rng;
+  alongside: boolean;
+}
+
 export class FaultInjector {
   readonly faults: FaultRecord[] = [];
   /** Times (wall ms) a leader-targeted fault found no live leader for 10 s: a liveness violation. */
@@ -70,8 +79,8 @@ export class FaultInjector {
     return 'kill';
   }
 
-  /** Inject one fault of `kind`, recover from it, and wait (bounded) until the cluster executes again. */
-  async inject(kind: FaultKind): Promise<FaultRecord | null> {
+  /** Choose (and reserve) the victim of a fault of `kind`; null when it needs a leader and there is none. */
+  async target(kind: FaultKind): Promise<Target | null> {
     const leader = await this.cluster.leaderSlot(10_000);
     const needsLeader = kind === 'kill' || kind === 'stop' || kind === 'pause';
     if (needsLeader && !leader) {
@@ -80,7 +89,8 @@ export class FaultInjector {
     }
     const slot: Slot | null = kind === 'pg_restart' ? null
       : needsLeader || (leader && this.rng.chance(0.75)) ? leader!.slot : this.rng.pick(this.cluster.live());
-    return this.run(kind, slot, leader, this.rng, false);
+    if (slot) this.busy.add(slot.index);
+    return { kind, slot, leader, rng: this.rng, alongside: false };
   }
 
   /** A network-level fault on an instance no running fault uses (null when there is none), its own rng. */
@@ -90,10 +100,14 @@ export class FaultInjector {
     const leader = await this.cluster.leaderSlot(0);
     const free = this.cluster.live().filter((s) => !this.busy.has(s.index));
     if (free.length === 0) return null;
-    return this.run(kind, r.pick(free), leader, r, true);
+    const slot = r.pick(free);
+    this.busy.add(slot.index);
+    return this.run({ kind, slot, leader, rng: r, alongside: true });
   }
 
-  private async run(kind: FaultKind, slot: Slot | null, leader: { slot: Slot; epoch: number } | null, r: Rng, alongside: boolean): Promise<FaultRecord> {
+  /** Apply a targeted fault, recover from it, release its victim's reservation, and wait (bounded) until the
+   *  cluster executes again. */
+  async run({ kind, slot, leader, rng: r, alongside }: Target): Promise<FaultRecord> {
     const f: FaultRecord = {
       kind, slot: slot?.index ?? null, victim: slot?.holderId ?? null, victimWasLeader: !!slot && slot === leader?.slot,
       epochAtFault: leader?.epoch ?? null, startedAt: Date.now(), endedAt: 0, measureFrom: 0, exclude: null, detail: '', resumedAt: null,
@@ -101,7 +115,6 @@ export class FaultInjector {
     };
     f.measureFrom = f.startedAt;
     this.faults.push(f);
-    if (slot) this.busy.add(slot.index);
     try {
       await this.apply(f, slot, r);
     } finally {

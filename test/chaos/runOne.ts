@@ -118,8 +118,9 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     result.faults = injector.faults;
     const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd) {
-      const faults = [injector.inject(injector.pickKind())];
-      if (o.overlap > 0 && rng.chance(o.overlap)) faults.push(sleep(rng.int(0, 1_000)).then(() => injector.injectAlongside()));
+      const target = await injector.target(injector.pickKind()); // victim reserved before any fault alongside
+      const faults: Promise<FaultRecord | null>[] = target ? [injector.run(target)] : [];
+      if (target && o.overlap > 0 && rng.chance(o.overlap)) faults.push(sleep(rng.int(0, 1_000)).then(() => injector.injectAlongside()));
       for (const f of await Promise.all(faults)) {
         if (f) o.log(`    ${(f.alongside ? `+ ${f.kind}` : f.kind).padEnd(17)} ${f.detail}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
       }
