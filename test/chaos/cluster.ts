@@ -3,12 +3,13 @@
 // network fault can hit exactly one instance; a killed slot is refilled by a new process (new holder id).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { killHosts, PROVIDER_MAIN, startChaosHost, type ChaosHost } from './hostProcess.js';
 import { PG_ADMIN_URL } from '../support/pgServer.js';
 import { TcpProxy } from './tcpProxy.js';
+import type { Rng } from './rng.js';
 
 export interface Timings { leaseMs: number; renewMs: number; refreshMs: number; tickMs: number }
 
@@ -21,6 +22,17 @@ export function hostEnv(t: Timings): Record<string, string> {
     COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000', RETRY_BASE_DELAY_MS: '100', RETRY_MAX_DELAY_MS: '500',
     DB_POOL_MAX: '5', RETENTION_DAYS: '0', LOG_LEVEL: 'info', PORT: '0', INSTANCES: '1', DEMO_PROVIDER_VERBOSE: 'false',
   };
+}
+
+/** libfaketime (Debian: `apt-get install faketime`), for `--skew`; null when not installed. */
+export const FAKETIME_LIB = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/faketime/libfaketimeMT.so.1', '/usr/local/lib/faketime/libfaketimeMT.so.1'].find((f) => existsSync(f)) ?? null;
+
+/** A process whose wall clock (Date.now) is off by `offsetS` seconds; monotonic time (timers,
+ *  performance.now — all the product's local decisions) is left alone, as on a real skewed machine. */
+export function skewEnv(offsetS: number): Record<string, string> {
+  if (!FAKETIME_LIB) throw new Error('--skew needs libfaketime (Debian: apt-get install faketime)');
+  return { LD_PRELOAD: FAKETIME_LIB, FAKETIME: `${offsetS >= 0 ? '+' : ''}${offsetS}`, FAKETIME_DONT_FAKE_MONOTONIC: '1' };
 }
 
 export interface ChaosDb {
@@ -120,9 +132,12 @@ export class ChaosCluster {
   /** Every process ever started (for cleanup and holder → slot history). */
   readonly all: ChaosHost[] = [];
   readonly holders = new Map<string, number>();
+  /** Wall-clock offset (s) of every process started, by holder id (only with `skew`). */
+  readonly clockOffsets = new Map<string, number>();
 
+  /** `skew`: every process gets its own wall-clock offset, uniform in ±maxS seconds. */
   constructor(private readonly db: ChaosDb, private readonly env: Record<string, string>, private readonly runTag: string,
-    private readonly logDir: string) {}
+    private readonly logDir: string, private readonly skew: { maxS: number; rng: Rng } | null = null) {}
 
   async start(count: number): Promise<void> {
     const target = new URL(PG_ADMIN_URL);
@@ -141,9 +156,12 @@ export class ChaosCluster {
     const u = new URL(this.db.url);
     u.hostname = '127.0.0.1';
     u.port = String(slot.proxy.port);
+    const offsetS = this.skew && this.skew.maxS > 0 ? this.skew.rng.int(-this.skew.maxS, this.skew.maxS) : null;
     const host = await startChaosHost({
       ...this.env, DATABASE_URL: u.toString(), HOLDER_ID: slot.base, LOG_FILE: path.join(this.logDir, `${slot.base}.log`),
+      ...(offsetS === null ? {} : skewEnv(offsetS)),
     }, path.join(this.logDir, `${slot.base}.out`));
+    if (offsetS !== null) this.clockOffsets.set(host.holderIds[0]!, offsetS);
     this.all.push(host);
     slot.host = host;
     slot.holderId = host.holderIds[0]!;

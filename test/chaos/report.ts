@@ -6,6 +6,7 @@ const add = (into: Record<string, number>, from: Record<string, number>) => {
   for (const [k, n] of Object.entries(from)) into[k] = (into[k] ?? 0) + n;
 };
 const list = (m: Record<string, number>) => Object.entries(m).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || '—';
+const signed = (n: number) => `${n >= 0 ? '+' : ''}${n}`;
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : NaN;
@@ -38,6 +39,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
   let worst = { ratio: 0, what: '—' };
   const drains: number[] = [];
+  const offsets = results.flatMap((r) => Object.values(r.clockOffsets ?? {}));
   for (const r of results) {
     for (const f of r.faults) {
       faults[f.kind] = (faults[f.kind] ?? 0) + 1;
@@ -76,6 +78,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['lease epochs', String(epochs)],
     ['resume ÷ lease, median / max by fault', byKind || '—'],
     ['worst resume ÷ lease', `${Number.isFinite(worst.ratio) ? worst.ratio.toFixed(2) : 'never resumed'} (${worst.what}); bound ${info.resumeBound.toFixed(2)}`],
+    ...(offsets.length ? [['host wall-clock offsets', `${offsets.length} processes, ${signed(Math.min(...offsets))} s … ${signed(Math.max(...offsets))} s`] as [string, string]] : []),
     ['drain time, max', drains.length ? `${(Math.max(...drains) / 1000).toFixed(1)} s` : '—'],
     ['violations', `**${violations}**${violations ? ` (${list(checks)}${results.some((r) => r.error) ? ', harness errors' : ''})` : ''}`],
   ];

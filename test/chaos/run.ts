@@ -8,13 +8,13 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { IN_CI, PG_ADMIN_URL } from '../support/pgServer.js';
-import { othersTesting } from './cluster.js';
+import { FAKETIME_LIB, othersTesting } from './cluster.js';
 import { FAULT_DESCRIPTIONS } from './faults.js';
 import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
+  [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
 
 function parseArgs(argv: string[]) {
   const flags = new Set<string>();
@@ -24,7 +24,7 @@ function parseArgs(argv: string[]) {
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
-    else if (!['runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'rate', 'report', 'dir'].includes(k)) {
+    else if (!['runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
     else if (inline !== undefined) values.set(k, inline);
@@ -53,6 +53,7 @@ function parseArgs(argv: string[]) {
     failureRate: n('failure-rate', 0.1),
     latencyMs: n('latency-ms', 20),
     overlap: Math.min(1, n('overlap', 0)),
+    skewS: Math.floor(n('skew', 0)),
     rate: n('rate', DEFAULT_LOAD.ratePerSec),
     report: values.get('report') ?? null,
     dir: values.get('dir') ?? path.join(os.tmpdir(), `sm-chaos-${new Date().toISOString().replace(/[:.]/g, '-')}`),
@@ -78,6 +79,10 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  if (o.skewS > 0 && !FAKETIME_LIB) {
+    console.error('[chaos] --skew needs libfaketime (Debian: apt-get install faketime); not found');
+    return 2;
+  }
   const problem = await pgReachable();
   if (problem) {
     console.log(`[chaos] ${problem}: ${IN_CI ? 'required under CI=true' : 'campaign skipped (it runs whenever the server is reachable)'}`);
@@ -98,7 +103,7 @@ async function main(): Promise<number> {
     console.log(`[chaos] run ${i + 1}/${seeds.length} (seed ${seed})`);
     const r = await runOne({
       index: i + 1, seed, durationMs: o.durationMs, instances: o.instances, pgRestart: o.pgRestart, forcePgRestart: o.forcePgRestart, timings: o.timings,
-      resumeBound: o.resumeBound, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
+      resumeBound: o.resumeBound, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
       campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
     });
     results.push(r);
@@ -116,7 +121,7 @@ async function main(): Promise<number> {
     if (!ok) console.log(`[chaos]   evidence kept in ${r.dir} (host logs, provider.jsonl, history.json)`);
   }
   const table = campaignTable(results, {
-    title: `Chaos campaign: ${results.length} runs × ${o.durationMs / 1000} s${o.pgRestart ? ', with PostgreSQL restarts' : ''}${o.overlap ? `, overlap ${o.overlap}` : ''}`,
+    title: `Chaos campaign: ${results.length} runs × ${o.durationMs / 1000} s${o.pgRestart ? ', with PostgreSQL restarts' : ''}${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`,
     leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound, wallMs: Date.now() - t0,
   });
   console.log(`\n${table}\n`);

@@ -26,6 +26,8 @@ export interface RunOptions {
   latencyMs: number;
   /** Chance (0–1) that a second, network-level fault hits another instance while a fault runs (default 0). */
   overlap: number;
+  /** Each host process's wall clock is off by up to ± this many seconds (libfaketime; 0 = none). */
+  skewS: number;
   load: LoadOptions;
   campaignDir: string;
   keep: boolean;
@@ -43,6 +45,8 @@ export interface RunResult {
   dir: string;
   wallMs: number;
   drainMs: number | null;
+  /** Wall-clock offsets (s) the host processes ran with (`--skew`), by holder id. */
+  clockOffsets: Record<string, number>;
 }
 
 const num = (x: unknown) => Number(x);
@@ -88,7 +92,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   const dir = path.join(o.campaignDir, `run-${o.index}-seed-${o.seed}`);
   mkdirSync(dir, { recursive: true });
   const providerFile = path.join(dir, 'provider.jsonl');
-  const result: RunResult = { index: o.index, seed: o.seed, faults: [], stats: null, violations: [], error: null, dir, wallMs: 0, drainMs: null };
+  const result: RunResult = { index: o.index, seed: o.seed, faults: [], stats: null, violations: [], error: null, dir, wallMs: 0, drainMs: null, clockOffsets: {} };
   const rng = createRng(o.seed);
   let db: ChaosDb | null = null;
   let provider: ProviderProcess | null = null;
@@ -104,7 +108,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   try {
     db = await createChaosDb();
     provider = await startProviderProcess(providerFile, o.seed, o.failureRate, o.latencyMs);
-    cluster = new ChaosCluster(db, { ...hostEnv(o.timings), PROVIDER_URL: provider.url }, tag, dir);
+    cluster = new ChaosCluster(db, { ...hostEnv(o.timings), PROVIDER_URL: provider.url }, tag, dir,
+      o.skewS > 0 ? { maxS: o.skewS, rng: createRng(o.seed ^ 0x3c6ef372) } : null);
     await cluster.start(o.instances);
     if (!(await cluster.leaderSlot(20_000))) throw new Error('no leader within 20 s of start');
     load = new LoadGenerator(cluster, createRng(o.seed ^ 0x5bd1e995), tag, o.load);
@@ -133,6 +138,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       (await d.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status IN ('scheduled', 'in_flight')`))[0]!.n === 0,
     o.drainTimeoutMs).catch(() => null);
     await cluster.stopAll(); // quiescent database and provider record before checking
+    result.clockOffsets = Object.fromEntries(cluster.clockOffsets);
+    if (cluster.clockOffsets.size) o.log(`    wall-clock offsets: ${[...cluster.clockOffsets].map(([h, s]) => `${h} ${s >= 0 ? '+' : ''}${s} s`).join(', ')}`);
     await provider.stop();
     const history = await loadHistory(db, o, providerFile, load, injector);
     const { violations, stats } = check(history);
