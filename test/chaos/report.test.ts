@@ -25,7 +25,7 @@ describe('campaignTable', () => {
   });
   const run = (seed: number, faults: FaultRecord[], clockOffsets: Record<string, number>, failed = false): RunResult => ({
     index: seed, seed, faults, stats: null, violations: failed ? [{ check: 'fencing', message: 'stale write' }] : [],
-    error: null, dir: '', wallMs: 1, drainMs: 100, clockOffsets,
+    error: null, dir: '', wallMs: 1, drainMs: 100, clockOffsets, pgRestartsSkipped: seed === 2 ? 1 : 0,
   });
 
   it('counts faults alongside, clock offsets and violations; omits the optional rows when absent', () => {
@@ -39,9 +39,11 @@ describe('campaignTable', () => {
     expect(table).toContain('| … of which ran alongside another fault | proxy_drop 2, terminate 1 |');
     expect(table).toContain('| host wall-clock offsets | 3 processes, -600 s … +599 s |');
     expect(table).toContain('| violations | **1** (fencing 1) |');
+    expect(table).toContain('| PostgreSQL restarts replaced by a kill (other tests were running) | 1 |');
     const plain = campaignTable([run(3, [fault('kill', false)], {})], info);
     expect(plain).not.toContain('alongside');
     expect(plain).not.toContain('wall-clock');
+    expect(plain).not.toContain('replaced by a kill');
     expect(plain).toContain('| violations | **0** |');
   });
 });

@@ -39,6 +39,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
   let worst = { ratio: 0, what: '—' };
   const drains: number[] = [];
+  const skipped = results.reduce((n, r) => n + (r.pgRestartsSkipped ?? 0), 0);
   const offsets = results.flatMap((r) => Object.values(r.clockOffsets ?? {}));
   for (const r of results) {
     for (const f of r.faults) {
@@ -67,6 +68,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['wall time', `${(info.wallMs / 60_000).toFixed(1)} min`],
     ['faults injected', `${totalFaults}: ${list(faults)}`],
     ['… of which hit the leader', list(leaderHit)],
+    ...(skipped ? [['PostgreSQL restarts replaced by a kill (other tests were running)', String(skipped)] as [string, string]] : []),
     ...(Object.keys(alongside).length ? [['… of which ran alongside another fault', list(alongside)] as [string, string]] : []),
     ['intents accepted (201/200)', `${accepted} (plus ${replays} key replays, ${cancels} cancels answered 200)`],
     ['intents at the end', list(status)],

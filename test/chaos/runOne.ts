@@ -47,6 +47,8 @@ export interface RunResult {
   drainMs: number | null;
   /** Wall-clock offsets (s) the host processes ran with (`--skew`), by holder id. */
   clockOffsets: Record<string, number>;
+  /** PostgreSQL restarts drawn but replaced by a kill because other test processes were running. */
+  pgRestartsSkipped: number;
 }
 
 const num = (x: unknown) => Number(x);
@@ -92,7 +94,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   const dir = path.join(o.campaignDir, `run-${o.index}-seed-${o.seed}`);
   mkdirSync(dir, { recursive: true });
   const providerFile = path.join(dir, 'provider.jsonl');
-  const result: RunResult = { index: o.index, seed: o.seed, faults: [], stats: null, violations: [], error: null, dir, wallMs: 0, drainMs: null, clockOffsets: {} };
+  const result: RunResult = { index: o.index, seed: o.seed, faults: [], stats: null, violations: [], error: null, dir, wallMs: 0, drainMs: null, clockOffsets: {}, pgRestartsSkipped: 0 };
   const rng = createRng(o.seed);
   let db: ChaosDb | null = null;
   let provider: ProviderProcess | null = null;
@@ -131,6 +133,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       }
       await sleep(rng.int(500, 2_500));
     }
+    result.pgRestartsSkipped = injector.pgRestartsSkipped;
     if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
     await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
     await load.stop();
