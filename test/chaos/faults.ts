@@ -1,6 +1,7 @@
 // The seeded fault schedule and its injectors. A fault: inject, let it last, recover, wait until the cluster
 // executes again (a fenced start committed after the fault), pause, next. With `--overlap P`, a second,
-// network-level fault (terminate / proxy_drop / proxy_blackhole) may hit another instance while one runs.
+// network-level fault (terminate / proxy_drop / proxy_blackhole) may hit another instance while the first is
+// active: injected and the cluster not yet executing again.
 import { restartPostgres, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
 import { sleep, type Rng } from './rng.js';
 
@@ -32,7 +33,7 @@ export interface FaultRecord {
   detail: string;
   /** Wall time of the first fenced start after the fault, as seen while the run was going (null: none yet). */
   resumedAt: number | null;
-  /** Injected while another fault was running (on another instance). */
+  /** Injected while another fault (on another instance) was active: before the cluster resumed from it. */
   alongside?: boolean;
 }
 
@@ -63,10 +64,13 @@ export class FaultInjector {
   /** Times (wall ms) a leader-targeted fault found no live leader for 10 s: a liveness violation. */
   readonly leaderless: number[] = [];
   pgRestartsSkipped = 0;
-  /** Slots a running fault is using: a fault alongside never picks them. */
+  /** Slots of the active faults (from injection until the cluster resumed): a fault alongside never picks them. */
   private readonly busy = new Set<number>();
+  /** Kinds of the active primary faults. */
+  private readonly active: FaultKind[] = [];
 
-  /** `alongsideRng`: its own stream, so the main schedule stays the same with or without overlap. */
+  /** `alongsideRng`: its own stream (whether, when and what to inject alongside), so the main schedule —
+   *  kinds, victims, durations, pauses — is the same with or without overlap. */
   constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly rng: Rng,
     private readonly o: FaultOptions, private readonly alongsideRng: Rng = rng) {}
 
@@ -93,20 +97,23 @@ export class FaultInjector {
     return { kind, slot, leader, rng: this.rng, alongside: false };
   }
 
-  /** A network-level fault on an instance no running fault uses (null when there is none), its own rng. */
-  async injectAlongside(): Promise<FaultRecord | null> {
+  /** With chance `p`, after 0–1 s: a network-level fault on an instance no active fault uses — only while a
+   *  primary fault is still active (not during a PostgreSQL restart, which hits everyone). Null otherwise. */
+  async maybeInjectAlongside(p: number): Promise<FaultRecord | null> {
     const r = this.alongsideRng;
+    if (p <= 0 || !r.chance(p)) return null;
     const kind = r.pick(ALONGSIDE_KINDS);
+    await sleep(r.int(0, 1_000));
     const leader = await this.cluster.leaderSlot(0);
     const free = this.cluster.live().filter((s) => !this.busy.has(s.index));
-    if (free.length === 0) return null;
+    if (this.active.length === 0 || this.active.includes('pg_restart') || free.length === 0) return null;
     const slot = r.pick(free);
     this.busy.add(slot.index);
     return this.run({ kind, slot, leader, rng: r, alongside: true });
   }
 
-  /** Apply a targeted fault, recover from it, release its victim's reservation, and wait (bounded) until the
-   *  cluster executes again. */
+  /** Apply a targeted fault, recover from it, wait (bounded) until the cluster executes again, then release
+   *  its victim's reservation. */
   async run({ kind, slot, leader, rng: r, alongside }: Target): Promise<FaultRecord> {
     const f: FaultRecord = {
       kind, slot: slot?.index ?? null, victim: slot?.holderId ?? null, victimWasLeader: !!slot && slot === leader?.slot,
@@ -115,13 +122,15 @@ export class FaultInjector {
     };
     f.measureFrom = f.startedAt;
     this.faults.push(f);
+    if (!alongside) this.active.push(kind);
     try {
       await this.apply(f, slot, r);
+      f.endedAt = Date.now();
+      f.resumedAt = await this.waitResumed(f);
     } finally {
       if (slot) this.busy.delete(slot.index);
+      if (!alongside) this.active.splice(this.active.indexOf(kind), 1);
     }
-    f.endedAt = Date.now();
-    f.resumedAt = await this.waitResumed(f);
     return f;
   }
 

@@ -4,15 +4,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { settingsSchema } from '../../src/config.js';
 import { LOCAL_SETTING_NAMES } from '../../src/local/localSettings.js';
 import { projectRoot } from '../support/projectRoot.js';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = projectRoot(import.meta.url);
 const MAIN = path.join(ROOT, 'dist/src/local/main.js');
-export const PROVIDER_MAIN = path.join(HERE, 'providerProcess.js');
+export const PROVIDER_MAIN = path.join(ROOT, 'dist/test/chaos/providerProcess.js');
 
 export interface ChaosHost {
   child: ChildProcess;

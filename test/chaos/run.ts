@@ -121,7 +121,7 @@ async function main(): Promise<number> {
     if (!ok) console.log(`[chaos]   evidence kept in ${r.dir} (host logs, provider.jsonl, history.json)`);
   }
   const table = campaignTable(results, {
-    title: `Chaos campaign: ${results.length} runs × ${o.durationMs / 1000} s${o.pgRestart ? ', with PostgreSQL restarts' : ''}${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`,
+    title: `Chaos campaign: ${results.length} runs × ${o.durationMs / 1000} s${o.instances !== 3 ? `, ${o.instances} instances` : ''}${o.pgRestart ? ', with PostgreSQL restarts' : ''}${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`,
     leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound, wallMs: Date.now() - t0,
   });
   console.log(`\n${table}\n`);

@@ -100,6 +100,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   let provider: ProviderProcess | null = null;
   let cluster: ChaosCluster | null = null;
   let load: LoadGenerator | null = null;
+  let faultLog: FaultInjector | null = null;
   const cleanup = async () => {
     await load?.stop().catch(() => {});
     await cluster?.stopAll().catch(() => {});
@@ -123,17 +124,18 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0,
     }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
+    faultLog = injector;
     const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd) {
       const target = await injector.target(injector.pickKind()); // victim reserved before any fault alongside
-      const faults: Promise<FaultRecord | null>[] = target ? [injector.run(target)] : [];
-      if (target && o.overlap > 0 && rng.chance(o.overlap)) faults.push(sleep(rng.int(0, 1_000)).then(() => injector.injectAlongside()));
-      for (const f of await Promise.all(faults)) {
+      const faults = target ? [injector.run(target), injector.maybeInjectAlongside(o.overlap)] : [];
+      const settled = await Promise.allSettled(faults); // a failed fault still lets the one alongside finish
+      for (const s of settled) if (s.status === 'rejected') throw s.reason;
+      for (const f of settled.map((s) => (s as PromiseFulfilledResult<FaultRecord | null>).value)) {
         if (f) o.log(`    ${(f.alongside ? `+ ${f.kind}` : f.kind).padEnd(17)} ${f.detail}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
       }
       await sleep(rng.int(500, 2_500));
     }
-    result.pgRestartsSkipped = injector.pgRestartsSkipped;
     if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
     await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
     await load.stop();
@@ -141,7 +143,6 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       (await d.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status IN ('scheduled', 'in_flight')`))[0]!.n === 0,
     o.drainTimeoutMs).catch(() => null);
     await cluster.stopAll(); // quiescent database and provider record before checking
-    result.clockOffsets = Object.fromEntries(cluster.clockOffsets);
     if (cluster.clockOffsets.size) o.log(`    wall-clock offsets: ${[...cluster.clockOffsets].map(([h, s]) => `${h} ${s >= 0 ? '+' : ''}${s} s`).join(', ')}`);
     await provider.stop();
     const history = await loadHistory(db, o, providerFile, load, injector);
@@ -152,6 +153,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   } catch (e) {
     result.error = (e as Error).stack ?? String(e);
   } finally {
+    result.pgRestartsSkipped = faultLog?.pgRestartsSkipped ?? 0; // also for a run that failed midway
+    result.clockOffsets = Object.fromEntries(cluster?.clockOffsets ?? []);
     activeCleanups.delete(cleanup);
     await cleanup();
     result.wallMs = Date.now() - t0;
