@@ -1,22 +1,18 @@
 // Registered handlers invoked with real HttpRequest / InvocationContext objects from @azure/functions,
 // against PGlite: submit, read, replay, conflict, bad input, readyz in both roles, and the timer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRequire } from 'node:module';
 // The compiled modules (dist/) are the ones the registered function files import, so the app scoping
 // (AsyncLocalStorage) must come from the same module instances.
 import type { Registry } from '../../src/local/functionsCore.js';
 import type { App } from '../../src/app.js';
 // @ts-ignore compiled output has no declarations
-import { loadRegisteredFunctions } from '../../dist/src/local/functionsCore.js';
-// @ts-ignore compiled output has no declarations
-import { createApp, openStores, runWithApp } from '../../dist/src/app.js';
-// @ts-ignore compiled output has no declarations
-import { loadConfig } from '../../dist/src/config.js';
+import { createApp, runWithApp } from '../../dist/src/app.js';
 // @ts-ignore compiled output has no declarations
 import { silentLogger, createLogger } from '../../dist/src/observability/logger.js';
 // @ts-ignore compiled output has no declarations
 import { routingDestination } from '../../dist/src/observability/invocationLog.js';
-import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import { openFunctionsHarness } from '../support/functionsHarness.js';
 
 let reg: Registry;
 let azf: typeof import('@azure/functions');
@@ -25,14 +21,9 @@ let leader: App;
 let follower: App;
 
 beforeAll(async () => {
-  reg = await loadRegisteredFunctions(process.cwd());
-  azf = createRequire(import.meta.url)('@azure/functions');
-  provider = await startRecordingProvider();
-  const env = { DATABASE_URL: 'pglite:', PROVIDER_URL: provider.url, LEASE_DURATION_MS: '5000', LEASE_RENEW_INTERVAL_MS: '1000',
-    EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000', COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000' };
-  const base = loadConfig(env);
-  const stores = await openStores(base.database, base, silentLogger);
-  await stores.migrate();
+  const h = await openFunctionsHarness();
+  ({ reg, azf, provider } = h);
+  const { base, stores } = h;
   // The leader logs through the routing destination: inside an invocation, records go to its context.
   const make = (holderId: string, logger = silentLogger) => createApp({ config: { ...base, lease: { ...base.lease, holderId } }, stores, logger });
   leader = await make('fn-leader', createLogger('info', routingDestination({ write: () => true })));

@@ -8,16 +8,13 @@ import { readFileSync } from 'node:fs';
 import type { Registry } from '../../src/local/functionsCore.js';
 import type { App } from '../../src/app.js';
 // @ts-ignore compiled output has no declarations
-import { loadRegisteredFunctions } from '../../dist/src/local/functionsCore.js';
-// @ts-ignore compiled output has no declarations
 import { createApp, openStores, runWithApp } from '../../dist/src/app.js';
-// @ts-ignore compiled output has no declarations
-import { loadConfig } from '../../dist/src/config.js';
 // @ts-ignore compiled output has no declarations
 import { silentLogger } from '../../dist/src/observability/logger.js';
 // @ts-ignore compiled output has no declarations
 import { buildOpenApiDocument, renderOpenApiFile } from '../../dist/src/openapi/document.js';
-import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import { openFunctionsHarness } from '../support/functionsHarness.js';
 
 type Json = Record<string, any>;
 const require = createRequire(import.meta.url);
@@ -41,14 +38,9 @@ for (const [path, item] of Object.entries(doc.paths as Json)) {
 const exercised = new Map<string, Set<number>>();
 
 beforeAll(async () => {
-  reg = await loadRegisteredFunctions(process.cwd());
-  azf = require('@azure/functions');
-  provider = await startRecordingProvider();
-  const env = { DATABASE_URL: 'pglite:', PROVIDER_URL: provider.url, LEASE_DURATION_MS: '5000', LEASE_RENEW_INTERVAL_MS: '1000',
-    EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000', COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000' };
-  const base = loadConfig(env);
-  const stores = await openStores(base.database, base, silentLogger);
-  await stores.migrate();
+  const h = await openFunctionsHarness();
+  ({ reg, azf, provider } = h);
+  const { base, stores } = h;
   const make = (holderId: string, s = stores) => createApp({ config: { ...base, lease: { ...base.lease, holderId } }, stores: s, logger: silentLogger });
   leader = await make('oa-leader');
   follower = await make('oa-follower');

@@ -3,6 +3,7 @@
 // after it the suite's teardown followed by closing the context (also when the setup itself failed).
 import { afterEach, beforeEach } from 'vitest';
 import type { DialectContext, DialectHarness } from './dialects.js';
+import { startRecordingProvider, type RecordingProvider } from './recordingProvider.js';
 
 /**
  * `setup(ctx)` runs before each test with the new context (assign the suite's variables there);
@@ -27,5 +28,20 @@ export function useDialectContext(
       await ctx?.close();
       ctx = undefined;
     }
+  });
+}
+
+/** useDialectContext plus a recording provider started before each test and closed after it. */
+export function useDialectWithProvider(
+  dialect: DialectHarness,
+  setup: (ctx: DialectContext, provider: RecordingProvider) => Promise<void> | void,
+): void {
+  let provider: RecordingProvider | undefined;
+  useDialectContext(dialect, async (ctx) => {
+    provider = await startRecordingProvider();
+    await setup(ctx, provider);
+  }, async () => {
+    await provider?.close();
+    provider = undefined;
   });
 }

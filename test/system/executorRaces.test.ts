@@ -2,19 +2,17 @@
 // end-to-end run: 500 intents across 3 instances with a provider that fails 20% with 503.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
-import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, runTicks, startInstances, submit } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
 
 describe.each(dialects)('executor races: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  useDialectContext(dialect, async (fresh) => {
+  useDialectWithProvider(dialect, (fresh, started) => {
     ctx = fresh;
-    provider = await startRecordingProvider();
-  }, async () => {
-    await provider?.close();
+    provider = started;
   });
 
   it('cancel while the provider call is in flight: attempt closed, intent stays cancelled', async () => {

@@ -2,8 +2,8 @@
 // against each dialect, and a real HTTP provider.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
-import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, runTicks, startInstances, submit, type TestInstance } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
 
@@ -13,12 +13,10 @@ describe.each(dialects)('executor spec tests: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let inst: TestInstance[];
-  useDialectContext(dialect, async (fresh) => {
+  useDialectWithProvider(dialect, async (fresh, started) => {
     ctx = fresh;
-    provider = await startRecordingProvider();
+    provider = started;
     inst = await startInstances(ctx, 3, { providerUrl: provider.url, leaseMs: 1_500 });
-  }, async () => {
-    await provider?.close();
   });
 
   const allSucceeded = (n: number) => async () => {

@@ -2,8 +2,8 @@
 // last_modified_at; (b) 1,000 intents sharing one timestamp with a refresh page of 100.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
-import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
 import { runTicks, startInstances, submit, type TestInstance } from '../support/instances.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
 
@@ -13,11 +13,9 @@ const CONTRACT: IntentContract = { provider: { url: null }, payload: {}, retry: 
 describe.each(dialects)('never skip: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  useDialectContext(dialect, async (fresh) => {
+  useDialectWithProvider(dialect, (fresh, started) => {
     ctx = fresh;
-    provider = await startRecordingProvider();
-  }, async () => {
-    await provider?.close();
+    provider = started;
   });
 
   it('1,000 intents inserted by one statement (one timestamp), refresh page 100: each executed exactly once', async () => {
@@ -45,11 +43,9 @@ describe.each(dialects)('never skip: $name', (dialect) => {
 describe.each(dialects.filter((d) => d.name !== 'pglite'))('never skip, late commit: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  useDialectContext(dialect, async (fresh) => {
+  useDialectWithProvider(dialect, (fresh, started) => {
     ctx = fresh;
-    provider = await startRecordingProvider();
-  }, async () => {
-    await provider?.close();
+    provider = started;
   });
 
   async function scenario(instances: TestInstance[], graceOk: boolean) {

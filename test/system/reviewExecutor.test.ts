@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
-import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
 import { LeaseManager } from '../../src/lease/leaseManager.js';
@@ -73,11 +73,9 @@ async function build(ctx: DialectContext, o: {
 describe.each(pgDialects)('review: executor findings: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
-  useDialectContext(dialect, async (fresh) => {
+  useDialectWithProvider(dialect, (fresh, started) => {
     ctx = fresh;
-    provider = await startRecordingProvider();
-  }, async () => {
-    await provider?.close();
+    provider = started;
   });
 
   const intentRow = async (id: string) =>
