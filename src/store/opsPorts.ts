@@ -2,6 +2,7 @@
 // implements all of it (postgres/opsStore.ts, mssql/opsStore.ts). Same rules as ports.ts: database time
 // only; ordinary outcomes are values; failures throw StoreError.
 import type { Fenced, LeaseToken } from './ports.js';
+import type { IntentStatus } from './intentPorts.js';
 
 /** The execution control row of one lease name (one cluster). No row = running (never paused). */
 export interface ExecutionControl {
@@ -23,7 +24,40 @@ export interface PurgeResult {
   attempts: number;
 }
 
+/** The lease row of a cluster as the database holds it (null when no instance ever acquired it). */
+export interface OverviewLease {
+  holderId: string;
+  leaseEpoch: number;
+  acquiredAt: Date;
+  renewedAt: Date;
+  expiresAt: Date;
+}
+
+/**
+ * A cluster's state from one statement (one snapshot, one database instant): what /api/metrics, /api/readyz
+ * and the dashboard show. Every figure comes from an index: the lease primary key, per-status counts and the
+ * due range on ix_intents_due (status, next_attempt_at), the newest attempt on ix_attempts_started_at.
+ */
+export interface ClusterOverview {
+  leaseName: string;
+  /** Database time when the statement ran; compare expiresAt etc. with this, never with a local clock. */
+  dbNow: Date;
+  lease: OverviewLease | null;
+  /** Intents per status (every status present, 0 when none). */
+  intentsByStatus: Record<IntentStatus, number>;
+  /** Scheduled intents whose next_attempt_at ≤ dbNow (due now, waiting for the leader). */
+  dueNow: number;
+  /** next_attempt_at of the oldest due scheduled intent; null when nothing is due. */
+  oldestDueAt: Date | null;
+  /** dbNow − oldestDueAt in ms (0 when nothing is due). */
+  oldestDueAgeMs: number;
+  /** started_at of the newest attempt row (any outcome); null when there is none. */
+  lastAttemptAt: Date | null;
+}
+
 export interface OpsStore {
+  /** Read-only: the cluster overview of `leaseName` in one statement (see ClusterOverview). */
+  getClusterOverview(leaseName: string): Promise<ClusterOverview>;
   /** One primary-key read (cheap enough for every refresh interval). */
   getExecutionControl(leaseName: string): Promise<ExecutionControl>;
   /** Upsert the flag (idempotent: pausing a paused cluster keeps the original changedAt). */

@@ -4,7 +4,7 @@ import type {
   AttemptRow, CompletedAttempt, IntentContract, IntentRow, IntentStatus, ScheduleRow, StartedAttempt,
 } from './intentPorts.js';
 import type { LeaseRow } from './ports.js';
-import type { ExecutionControl } from './opsPorts.js';
+import type { ClusterOverview, ExecutionControl } from './opsPorts.js';
 
 /** The smallest uuid: the start of an id-ordered scan and the intent id of a rebuild's first cursor. */
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -154,4 +154,38 @@ export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl 
   changedBy: r.changed_by,
   reason: r.reason,
   dbNow: r.db_now,
+});
+
+/** The one-row cluster overview (both dialects alias the same columns; counts may arrive as bigint text). */
+export interface OverviewDbRow {
+  db_now: Date;
+  holder_id: string | null;
+  lease_epoch: string | number | null;
+  acquired_at: Date | null;
+  renewed_at: Date | null;
+  expires_at: Date | null;
+  n_scheduled: string | number;
+  n_in_flight: string | number;
+  n_succeeded: string | number;
+  n_failed: string | number;
+  n_cancelled: string | number;
+  due_now: string | number;
+  oldest_due_at: Date | null;
+  last_attempt_at: Date | null;
+}
+
+export const toOverview = (leaseName: string, r: OverviewDbRow): ClusterOverview => ({
+  leaseName,
+  dbNow: r.db_now,
+  lease: r.holder_id === null ? null : {
+    holderId: r.holder_id, leaseEpoch: num(r.lease_epoch), acquiredAt: r.acquired_at!, renewedAt: r.renewed_at!, expiresAt: r.expires_at!,
+  },
+  intentsByStatus: {
+    scheduled: num(r.n_scheduled), in_flight: num(r.n_in_flight), succeeded: num(r.n_succeeded),
+    failed: num(r.n_failed), cancelled: num(r.n_cancelled),
+  },
+  dueNow: num(r.due_now),
+  oldestDueAt: r.oldest_due_at,
+  oldestDueAgeMs: r.oldest_due_at === null ? 0 : Math.max(0, r.db_now.getTime() - r.oldest_due_at.getTime()),
+  lastAttemptAt: r.last_attempt_at,
 });

@@ -60,6 +60,52 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     expect([a.paused, b.paused]).toEqual([true, true]);
   });
 
+  it('cluster overview: empty cluster, then the lease row, counts per status, due backlog, oldest due age, newest attempt', async () => {
+    const empty = await s.ops.getClusterOverview(LEASE);
+    expect(empty).toMatchObject({
+      leaseName: LEASE, lease: null, dueNow: 0, oldestDueAt: null, oldestDueAgeMs: 0, lastAttemptAt: null,
+      intentsByStatus: { scheduled: 0, in_flight: 0, succeeded: 0, failed: 0, cancelled: 0 },
+    });
+    expect(empty.dbNow).toBeInstanceOf(Date);
+
+    const token = await leader('overview-leader');
+    const due = [await intent('scheduled'), await intent('scheduled'), await intent('scheduled')];
+    const later = uuidv7();
+    await s.intents.insert({
+      intentId: later, idempotencyKey: null, requestHash: 'b'.repeat(64), contract, maxAttempts: 3,
+      notBefore: new Date(empty.dbNow.getTime() + 3_600_000),
+    });
+    await intent('in_flight', 2);
+    await intent('succeeded', 1);
+    await intent('failed', 3);
+    await intent('failed', 1);
+    await intent('cancelled', 0);
+    await sleep(20);
+
+    const o = await s.ops.getClusterOverview(LEASE);
+    const lease = (await s.lease.get(LEASE))!;
+    expect(o.lease).toEqual({
+      holderId: 'overview-leader', leaseEpoch: token.leaseEpoch, acquiredAt: lease.acquiredAt, renewedAt: lease.renewedAt, expiresAt: lease.expiresAt,
+    });
+    expect(o.intentsByStatus).toEqual({ scheduled: 4, in_flight: 1, succeeded: 1, failed: 2, cancelled: 1 });
+    expect(o.dueNow).toBe(3);
+    const rows = (await ctx.intentRows()).filter((r) => due.includes(r.intentId));
+    const oldest = Math.min(...rows.map((r) => r.nextAttemptAt.getTime()));
+    expect(o.oldestDueAt!.getTime()).toBe(oldest);
+    expect(o.oldestDueAgeMs).toBe(o.dbNow.getTime() - oldest);
+    expect(o.oldestDueAgeMs).toBeGreaterThanOrEqual(20);
+    const newest = Math.max(...(await ctx.attemptRows()).map((a) => a.startedAt.getTime()));
+    expect(o.lastAttemptAt!.getTime()).toBe(newest);
+    expect(o.dbNow.getTime()).toBeGreaterThanOrEqual(o.lastAttemptAt!.getTime());
+    // Scoped by lease name: another cluster's lease row is absent, the intent figures are the table's.
+    expect((await s.ops.getClusterOverview('another-cluster')).lease).toBeNull();
+    // Once the future intent is due it joins the backlog; a renewal shows up as renewedAt.
+    await s.lease.renew(token, 60_000);
+    const renewed = await s.ops.getClusterOverview(LEASE);
+    expect(renewed.lease!.renewedAt.getTime()).toBeGreaterThan(lease.renewedAt.getTime());
+    expect(renewed.lease!.expiresAt.getTime()).toBeGreaterThan(renewed.dbNow.getTime());
+  });
+
   it('retention: deletes only terminal intents older than the cutoff, with their attempts, in bounded batches; never an active one', async () => {
     const token = await leader();
     const old = { succeeded: [] as string[], failed: [] as string[], cancelled: [] as string[] };

@@ -8,6 +8,7 @@ import type { SqlQuery } from '../../src/store/mssql/params.js';
 
 const token = { leaseName: 'submission-manager-executor', holderId: 'host-1-abc', leaseEpoch: 42 };
 const samples: Record<string, () => SqlQuery> = {
+  clusterOverview: () => opsQueries.clusterOverview(token.leaseName),
   getExecutionControl: () => opsQueries.getExecutionControl(token.leaseName),
   setPaused: () => opsQueries.setPaused(token.leaseName, true, 'admin@host-1', 'maintenance'),
   purgeTerminal: () => opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000),
@@ -57,5 +58,14 @@ describe('mssql ops query builders', () => {
     expect(q.params.find((p) => p.name === 'older_than_ms')!.type.type).toBe(sql.BigInt);
     expect(t).toMatch(/DATEADD\(second, -CAST\(@older_than_ms \/ 1000 AS int\)/);
     expect(t).toMatch(/SET @rows_written = @purged_intents \+ @purged_attempts;/);
+  });
+
+  it('clusterOverview: one SELECT at one @now, read-only, every status counted, the lease by name', () => {
+    const t = code(opsQueries.clusterOverview(token.leaseName).text);
+    expect(t).not.toMatch(/\b(INSERT|UPDATE|DELETE|BEGIN TRANSACTION)\b/);
+    expect(t.match(/SYSUTCDATETIME\(\)/g)).toHaveLength(1);
+    for (const s of ['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled']) expect(t).toContain(`AS n_${s}`);
+    expect(t).toMatch(/next_attempt_at <= @now\) AS due_now/);
+    expect(t).toMatch(/LEFT JOIN submission_manager_leases AS l ON l.lease_name = @lease_name;/);
   });
 });

@@ -2,19 +2,38 @@
 // one round trip, like the executor's fenced writes). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
 // (as the lease acquire; no MERGE).
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
-import { toControl, type ControlDbRow } from '../rowMapping.js';
+import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '../rowMapping.js';
 import { BIN2, p, type SqlQuery } from './params.js';
-
 
 const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now
   FROM (SELECT SYSUTCDATETIME() AS t) AS n
   LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = @lease_name;`;
 
+const count = (status: string) => `(SELECT COUNT_BIG(*) FROM submission_intents WHERE status = '${status}')`;
+
 export const opsQueries = {
+  /** One SELECT (one snapshot under RCSI), one @now: counts and the due range on ix_intents_due, the newest
+   *  attempt on ix_attempts_started_at, the lease row by primary key. */
+  clusterOverview(leaseName: string): SqlQuery {
+    return {
+      text: `SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+SELECT @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
+       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
+       ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
+       (SELECT COUNT_BIG(*) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= @now) AS due_now,
+       (SELECT MIN(next_attempt_at) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= @now) AS oldest_due_at,
+       (SELECT MAX(started_at) FROM submission_attempts) AS last_attempt_at
+  FROM (SELECT 1 AS one) AS x
+  LEFT JOIN submission_manager_leases AS l ON l.lease_name = @lease_name;`,
+      params: [p.varchar('lease_name', 64, leaseName)],
+    };
+  },
+
   getExecutionControl(leaseName: string): SqlQuery {
     return { text: SELECT_CONTROL, params: [p.varchar('lease_name', 64, leaseName)] };
   },
@@ -72,6 +91,11 @@ SET @rows_written = @purged_intents + @purged_attempts;`,
 
 export class MssqlOpsStore implements OpsStore {
   constructor(private readonly db: MssqlRunner) {}
+
+  async getClusterOverview(leaseName: string): Promise<ClusterOverview> {
+    const sets = await this.db.run<OverviewDbRow>(opsQueries.clusterOverview(leaseName));
+    return toOverview(leaseName, sets[sets.length - 1]![0]!);
+  }
 
   async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
     const [rows = []] = await this.db.run<ControlDbRow>(opsQueries.getExecutionControl(leaseName));

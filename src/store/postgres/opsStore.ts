@@ -1,10 +1,10 @@
 // PostgreSQL OpsStore: the execution control row (pause/resume) and the fenced retention purge.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
-import { toControl, type ControlDbRow } from '../rowMapping.js';
+import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '../rowMapping.js';
 
 // Always one row: database now, joined with the control row when there is one.
 const GET = `
@@ -45,8 +45,26 @@ del AS (
 )
 SELECT (SELECT count(*) FROM del)::int AS intents, (SELECT count(*) FROM att)::int AS attempts`;
 
+// One statement, one snapshot: per-status counts and the due range on ix_intents_due, the newest attempt on
+// ix_attempts_started_at, the lease row by primary key.
+const count = (status: string) => `(SELECT count(*) FROM submission_intents WHERE status = '${status}')`;
+const OVERVIEW = `
+SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
+       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
+       ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
+       (SELECT count(*) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS due_now,
+       (SELECT min(next_attempt_at) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS oldest_due_at,
+       (SELECT max(started_at) FROM submission_attempts) AS last_attempt_at
+  FROM (SELECT clock_timestamp() AS t) n
+  LEFT JOIN submission_manager_leases l ON l.lease_name = $1`;
+
 export class PgOpsStore implements OpsStore {
   constructor(private readonly db: PgDatabase) {}
+
+  async getClusterOverview(leaseName: string): Promise<ClusterOverview> {
+    const r = await this.db.query<OverviewDbRow>(OVERVIEW, [leaseName]);
+    return toOverview(leaseName, r.rows[0]!);
+  }
 
   async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
     const r = await this.db.query<ControlDbRow>(GET, [leaseName]);

@@ -2,6 +2,7 @@
 // Each is T-SQL text split into batches on GO lines, as sqlcmd does; every batch is idempotent on its own.
 import { m001Initial } from './m001Initial.js';
 import { m002Operations } from './m002Operations.js';
+import { m003Operate } from './m003Operate.js';
 
 export interface MssqlMigration {
   id: number;
@@ -12,4 +13,5 @@ export interface MssqlMigration {
 export const migrations: readonly MssqlMigration[] = [
   { id: 1, name: 'initial', sql: m001Initial },
   { id: 2, name: 'operations', sql: m002Operations },
+  { id: 3, name: 'operate', sql: m003Operate },
 ];

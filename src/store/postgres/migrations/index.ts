@@ -1,6 +1,7 @@
 // Numbered migrations, applied in order, each once (see migrate.ts). Never edit a released one: add a new one.
 import { m001Initial } from './m001Initial.js';
 import { m002Operations } from './m002Operations.js';
+import { m003Operate } from './m003Operate.js';
 
 export interface Migration {
   id: number;
@@ -11,4 +12,5 @@ export interface Migration {
 export const migrations: readonly Migration[] = [
   { id: 1, name: 'initial', sql: m001Initial },
   { id: 2, name: 'operations', sql: m002Operations },
+  { id: 3, name: 'operate', sql: m003Operate },
 ];
