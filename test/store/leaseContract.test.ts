@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
+import type { LeaseRow } from '../../src/store/ports.js';
 
 const NAME = 'submission-manager-executor';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -96,19 +97,24 @@ describe.each(dialects)('lease contract: $name', (dialect) => {
     expect((await s.lease.tryAcquire('a-lease', 'y', 60_000)).acquired).toBe(false);
   });
 
-  it('race: 20 contenders on separate connections, several expiry rounds → one winner per round', async () => {
+  it('race: 20 contenders on separate connections, several expiry rounds → leases never overlap', async () => {
     const contenders = await Promise.all(Array.from({ length: 20 }, () => ctx.openStores({ poolMax: 1 })));
-    let lastEpoch = 0;
+    const won: LeaseRow[] = [];
     for (let round = 0; round < 4; round++) {
       const outs = await Promise.all(contenders.map((c, i) => c.lease.tryAcquire(NAME, `c${i}`, 250)));
-      const winners = outs.filter((o) => o.acquired);
-      expect(winners).toHaveLength(1);
-      const epoch = winners[0]!.acquired ? winners[0]!.lease.leaseEpoch : -1;
-      expect(epoch).toBeGreaterThan(lastEpoch);
-      lastEpoch = epoch;
+      const winners = outs.flatMap((o) => (o.acquired ? [o.lease] : []));
+      // Usually one winner; on a loaded machine the 20 statements can span more than the 250 ms lease, and a
+      // later one may then win after the first winner's lease expired. Never two at once (checked below).
+      expect(winners.length).toBeGreaterThanOrEqual(1);
+      won.push(...winners);
       await sleep(300);
     }
+    won.sort((a, b) => a.leaseEpoch - b.leaseEpoch);
+    expect(won.map((w) => w.leaseEpoch)).toEqual(won.map((_, i) => i + 1)); // one epoch per successful acquire
+    for (let i = 1; i < won.length; i++) {
+      expect(won[i]!.acquiredAt.getTime()).toBeGreaterThanOrEqual(won[i - 1]!.expiresAt.getTime()); // no overlap in database time
+    }
     const events = await s.lease.listEvents(NAME);
-    expect(events.map((e) => e.leaseEpoch)).toEqual([1, 2, 3, 4]);
+    expect(events.map((e) => e.leaseEpoch)).toEqual(won.map((w) => w.leaseEpoch));
   });
 });

@@ -1,6 +1,10 @@
 // Runs once before the suite: prepares the PostgreSQL test database, and under CI=true insists on it.
 import type { TestProject } from 'vitest/node';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import semver from 'semver';
 import { ensurePgTestDatabase, IN_CI } from './pgServer.js';
+import { projectRoot } from './projectRoot.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -8,7 +12,17 @@ declare module 'vitest' {
   }
 }
 
+/** The suite runs only on a Node that package.json declares: on Node 20 the SQL Server driver cannot connect
+ *  (tedious needs Promise.withResolvers), so a pass there would say nothing. */
+function requireSupportedNode(): void {
+  const pkg = JSON.parse(readFileSync(path.join(projectRoot(import.meta.url), 'package.json'), 'utf8')) as { engines: { node: string } };
+  if (semver.satisfies(process.versions.node, pkg.engines.node)) return;
+  throw new Error(`Node ${process.versions.node} is not supported (package.json engines.node "${pkg.engines.node}"). ` +
+    'Get Node 22 in seconds: npm install --prefix ~/.cache/node22 node@22 && PATH=~/.cache/node22/node_modules/node/bin:$PATH npm test');
+}
+
 export default async function setup(project: TestProject): Promise<void> {
+  requireSupportedNode();
   const problem = await ensurePgTestDatabase();
   if (problem && IN_CI) throw new Error(`${problem} — the PostgreSQL suite is required when CI=true`);
   if (problem) console.warn(`[tests] ${problem}: PostgreSQL-server tests will be skipped (they are required under CI=true)`);
