@@ -1,20 +1,35 @@
-// Intake: POST /api/intents through the local host (3 instances, real HTTP, keep-alive) at concurrency
-// 1, 16, 64: requests/s and p50/p99; baseline: single-row INSERTs of the same row through the same driver
-// and the same pool size at the same concurrency, measured in this run.
+// Intake: POST /api/intents through the local host (one instance, real HTTP, keep-alive) at concurrency
+// 1, 16, 64: requests/s and p50/p99. Baselines measured in this run, same client, same pool size: a bare
+// node:http server doing JSON.parse + one INSERT (bench/bareIntakeServer.ts, its own process like the host),
+// and single-row INSERTs straight through the driver.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { fromPglite, type PgQueryable } from '../src/store/postgres/db.js';
 import { migratePostgres } from '../src/store/postgres/migrate.js';
 import { fmt, freshSchema, pool, PG_URL, printTable } from './support.js';
+import { fileURLToPath } from 'node:url';
 import { schemaUrl, startHost } from './localHost.js';
+
+const BARE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bareIntakeServer.js');
+
+/** CPU time (user + system) a process has used so far, in ms (Linux /proc; NaN elsewhere). */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return Number.NaN;
+  }
+}
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const BODY = JSON.stringify({ payload: { orderId: 42, note: 'benchmark intent' }, maxAttempts: 5 });
-const QUIET = { EXECUTOR_SCHEDULE: '0 0 0 1 1 *', PROVIDER_URL: 'http://127.0.0.1:9/unused', INSTANCES: '3', DB_POOL_MAX: '10' };
+const POOL = 10;
+const QUIET = { EXECUTOR_SCHEDULE: '0 0 0 1 1 *', PROVIDER_URL: 'http://127.0.0.1:9/unused', INSTANCES: process.env.BENCH_INTAKE_INSTANCES ?? '1', DB_POOL_MAX: String(POOL) };
 
 async function postAll(base: string, n: number, concurrency: number) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
@@ -51,16 +66,31 @@ export async function benchIntake(n = Number(process.env.BENCH_INTAKE_N ?? 3_000
   const rows: Record<string, string | number>[] = [];
   // PostgreSQL server
   const schema = await freshSchema();
-  const host = await startHost({ ...QUIET, DATABASE_URL: schemaUrl(PG_URL, schema.schema) });
-  const db = schema.open(10);
+  const host = await startHost({ ...QUIET, DATABASE_URL: schemaUrl(PG_URL, schema.schema) }, undefined, [], process.env.BENCH_INTAKE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_INTAKE_PROF}`] : []);
+  const bare = await startHost({}, BARE, [PG_URL, schema.schema, String(POOL)]);
+  const db = schema.open(POOL);
   try {
+    await postAll(host.base, 300, 16); // warm-up (JIT, pool connections), not measured
+    await postAll(bare.base, 300, 16);
     for (const c of [1, 16, 64]) {
-      const r = await postAll(host.base, c === 1 ? Math.min(n, 1_000) : n, c);
-      const b = await baseline(db, c === 1 ? Math.min(n, 1_000) : n, c);
-      rows.push({ backend: 'postgres', concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1), 'baseline INSERT/s': fmt(b), ratio: fmt(r.rps / b, 2) });
+      const count = c === 1 ? Math.min(n, 1_000) : n;
+      // Interleaved halves, so a burst of load elsewhere on the machine hits both sides alike.
+      const [cpuHost0, cpuBare0] = [cpuMs(host.child.pid), cpuMs(bare.child.pid)];
+      const [r1, h1] = [await postAll(host.base, count / 2, c), await postAll(bare.base, count / 2, c)];
+      const [h2, r2] = [await postAll(bare.base, count / 2, c), await postAll(host.base, count / 2, c)];
+      // CPU per request of each server process: unlike req/s, hardly moved by other load on the machine.
+      const [cpuHost, cpuBare] = [(cpuMs(host.child.pid) - cpuHost0) / count, (cpuMs(bare.child.pid) - cpuBare0) / count];
+      const r = { rps: (r1.rps + r2.rps) / 2, p50: Math.max(r1.p50, r2.p50), p99: Math.max(r1.p99, r2.p99) };
+      const h = { rps: (h1.rps + h2.rps) / 2, p99: Math.max(h1.p99, h2.p99) };
+      const b = await baseline(db, count, c);
+      rows.push({ backend: 'postgres', concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1),
+        'bare http+INSERT req/s': fmt(h.rps), 'bare p99 ms': fmt(h.p99, 1), 'ratio vs bare': fmt(r.rps / h.rps, 2),
+        'CPU ms/req host': fmt(cpuHost, 3), 'CPU ms/req bare': fmt(cpuBare, 3),
+        'raw INSERT/s': fmt(b), 'ratio vs INSERT': fmt(r.rps / b, 2) });
     }
   } finally {
     await host.stop();
+    await bare.stop();
     await db.close();
     await schema.drop();
   }
@@ -74,15 +104,17 @@ export async function benchIntake(n = Number(process.env.BENCH_INTAKE_N ?? 3_000
       const count = Math.min(n, 1_000);
       const r = await postAll(lite.base, count, c);
       const b = await baseline(own, count, c);
-      rows.push({ backend: 'pglite', concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1), 'baseline INSERT/s': fmt(b), ratio: fmt(r.rps / b, 2) });
+      rows.push({ backend: 'pglite', concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1),
+        'bare http+INSERT req/s': '—', 'bare p99 ms': '—', 'ratio vs bare': '—', 'CPU ms/req host': '—', 'CPU ms/req bare': '—', 'raw INSERT/s': fmt(b), 'ratio vs INSERT': fmt(r.rps / b, 2) });
     }
   } finally {
     await lite.stop();
     await own.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  printTable('Intake (POST /api/intents through the local host, 3 instances)', rows);
-  return `intake ${rows.map((r) => `${r.backend}/c${r.concurrency}=${r.ratio}x`).join(' ')}`;
+  printTable(`Intake (POST /api/intents through the local host, ${QUIET.INSTANCES} instance(s))`, rows);
+  return `intake vs bare http+INSERT ${rows.filter((r) => r.backend === 'postgres').map((r) => `c${r.concurrency}=${r['ratio vs bare']}x (p99 ${r['p99 ms']} ms)`).join(' ')}; `
+    + `vs raw INSERT ${rows.map((r) => `${r.backend}/c${r.concurrency}=${r['ratio vs INSERT']}x`).join(' ')}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

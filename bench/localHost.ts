@@ -11,8 +11,9 @@ export interface HostProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-export async function startHost(env: Record<string, string>): Promise<HostProcess> {
-  const child = spawn(process.execPath, [MAIN], {
+/** The local host (or another script that prints `listening on http://…/api`, e.g. a baseline server). */
+export async function startHost(env: Record<string, string>, script = MAIN, args: string[] = [], nodeArgs: string[] = []): Promise<HostProcess> {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
