@@ -221,6 +221,7 @@ export class Executor {
       const now = this.clock.nowMs();
       if (now >= deadline()) stop = 'deadline';
       else if (this.draining || now < this.standDownUntilMs) stop = 'draining';
+      else if (this.ops.handoverRequest()) stop = 'handover';
       else if (!this.lease.ensureEpoch(token.leaseEpoch)) stop = 'lease_lost';
       else if (this.lease.renewDue() && !(await this.lease.renew())) stop = 'lease_lost';
       if (stop !== null) return;
@@ -283,6 +284,12 @@ export class Executor {
     if (failure) throw failure;
     if (stop !== 'lease_lost') await flush();
     else pending.length = 0;
+    const handover = stop === 'handover' ? this.ops.handoverRequest() : null;
+    if (handover && stop === 'handover') {
+      // In-flight work is written: report it, then hand the row back (no stand-down: anyone may acquire).
+      await this.ops.handoverCompleted(token, handover.requestId);
+      await this.lease.release();
+    }
     return stop ?? 'deadline';
   }
 

@@ -16,6 +16,13 @@ export interface ExecutorOps {
   refreshControl(): Promise<void>;
   /** false while the cluster is paused: start nothing. */
   mayStart(): boolean;
+  /** A pending drain/handover request observed at the last refreshControl (null: none). While non-null the
+   *  executor starts nothing, lets in-flight calls finish, writes their completions under the fence, calls
+   *  handoverCompleted, releases the lease row and ends the tick with stopReason 'handover'. It does not stand
+   *  down afterwards: any instance (this one included) may acquire at its next tick. */
+  handoverRequest(): { requestId: string } | null;
+  /** Called once the handover's in-flight work is written, just before the lease row is released. */
+  handoverCompleted(token: LeaseToken, requestId: string): Promise<void>;
   /** The gate refused a provider call (leadership lost, or too little lease left to send it). */
   blockedNotLeader(): void;
   tickFinished(sum: TickSummary): void;
@@ -25,6 +32,8 @@ export const NO_OPS: ExecutorOps = {
   leaderTick: async () => 'ok',
   refreshControl: async () => {},
   mayStart: () => true,
+  handoverRequest: () => null,
+  handoverCompleted: async () => {},
   blockedNotLeader: () => {},
   tickFinished: () => {},
 };
@@ -75,6 +84,13 @@ export class ExecutionOps implements ExecutorOps {
   mayStart(): boolean {
     return this.pausedFlag !== true;
   }
+
+  /** Handover requests are recorded in SQL and read at refreshControl (issue 12); none until then. */
+  handoverRequest(): { requestId: string } | null {
+    return null;
+  }
+
+  async handoverCompleted(_token: LeaseToken, _requestId: string): Promise<void> {}
 
   blockedNotLeader(): void {
     this.metrics?.blockedNotLeader();

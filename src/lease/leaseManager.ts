@@ -1,6 +1,9 @@
 // The lease algorithm: acquire / renew / release against a LeaseStore port (it never sees SQL), a local
-// monotonic deadline, follower retry timing, and the structured leader_* logs. Any renew failure or SQL
-// error drops leadership immediately.
+// monotonic deadline (enforced by a timer), follower retry timing, and the structured leader_* logs. Any renew
+// failure or SQL error drops leadership immediately. A local step-down that says nothing about the row
+// (sql_error, renew_error, local_deadline) hands the row back best-effort, conditional on holder and epoch,
+// so a transient fault costs a tick instead of a lease; renew_refused / fence_failed (the row is not ours) do not.
+// Query-named methods (requireLeader, ensureEpoch, remainingMs, status) have no side effects.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
@@ -15,6 +18,9 @@ export type LeadershipChange =
   | { kind: 'acquired'; token: LeaseToken; expiresAt: Date }
   | { kind: 'lost'; token: LeaseToken; reason: string };
 
+/** Local step-downs after which the row may still be ours: release it (conditional, harmless otherwise). */
+const RELEASE_ON_DROP = new Set(['sql_error', 'renew_error', 'local_deadline']);
+
 interface Held {
   token: LeaseToken;
   expiresAt: Date;
@@ -22,6 +28,8 @@ interface Held {
   deadlineMs: number;
   /** Monotonic time the last successful acquire/renew was sent. */
   sentAtMs: number;
+  /** Aborts the local-deadline timer. */
+  timer: AbortController;
 }
 
 export class LeaseManager implements LeaderGate {
@@ -30,6 +38,11 @@ export class LeaseManager implements LeaderGate {
    *  -Infinity = no wait: the monotonic clock has an arbitrary origin and may be negative. */
   private retryAtMs = Number.NEGATIVE_INFINITY;
   private readonly listeners = new Set<(c: LeadershipChange) => void>();
+  /** While > 0 (an executor tick finishing in-flight work), releases after a drop wait in `deferred`. */
+  private deferrals = 0;
+  private deferred: LeaseToken[] = [];
+  /** The holder/epoch last seen blocking an acquire: a change is logged at info, a repeat at debug. */
+  private lastObserved: string | null = null;
 
   constructor(
     private readonly store: LeaseStore,
@@ -48,13 +61,9 @@ export class LeaseManager implements LeaderGate {
     return () => this.listeners.delete(fn);
   }
 
-  /** The token while leading and before the local deadline. Passing the deadline drops leadership. */
+  /** The token while leading and before the local deadline (no side effect: a timer drops at the deadline). */
   requireLeader(): LeaseToken | null {
-    if (!this.held) return null;
-    if (this.clock.nowMs() >= this.held.deadlineMs) {
-      this.drop('local_deadline');
-      return null;
-    }
+    if (!this.held || this.clock.nowMs() >= this.held.deadlineMs) return null;
     return this.held.token;
   }
 
@@ -64,6 +73,27 @@ export class LeaseManager implements LeaderGate {
 
   remainingMs(): number {
     return this.requireLeader() ? Math.max(0, this.held!.deadlineMs - this.clock.nowMs()) : 0;
+  }
+
+  /** Monotonic local deadline of the held lease (null when not leading). */
+  deadlineMs(): number | null {
+    return this.requireLeader() ? this.held!.deadlineMs : null;
+  }
+
+  /**
+   * Hold back the best-effort release of a step-down until the returned function is called (and awaited):
+   * an executor tick still has in-flight calls whose completions must be written under the fence first.
+   */
+  deferRelease(): () => Promise<void> {
+    this.deferrals++;
+    let done = false;
+    return async () => {
+      if (done) return;
+      done = true;
+      if (--this.deferrals > 0) return;
+      const tokens = this.deferred.splice(0);
+      await Promise.all(tokens.map((t) => this.releaseQuietly(t)));
+    };
   }
 
   /** Status for /readyz and /lease: what this instance believes (its database view is in the store). */
@@ -87,8 +117,11 @@ export class LeaseManager implements LeaderGate {
     return this.held !== null && this.clock.nowMs() - this.held.sentAtMs >= this.settings.renewIntervalMs;
   }
 
-  /** Leader: renew when due. Follower: try to acquire. Returns the token if leading afterwards. */
+  /** Leader: renew when due. Follower: try to acquire (one conditional statement per timer tick, so a released
+   *  lease is taken at the next tick; LEASE_ACQUIRE_INTERVAL_MS caps the in-tick wait for an observed expiry,
+   *  see followerRetryDelayMs). Returns the token if leading afterwards. */
   async tryAcquireOrRenew(): Promise<LeaseToken | null> {
+    this.dropIfPastDeadline();
     if (this.requireLeader()) {
       if (this.renewDue()) await this.renew();
       return this.requireLeader();
@@ -97,6 +130,7 @@ export class LeaseManager implements LeaderGate {
   }
 
   async tryAcquire(): Promise<boolean> {
+    this.dropIfPastDeadline();
     if (this.requireLeader()) return true;
     const { name, holderId, durationMs } = this.settings;
     const sentAtMs = this.clock.nowMs();
@@ -107,12 +141,17 @@ export class LeaseManager implements LeaderGate {
         // A reply that arrives past the local deadline must not report leadership (requireLeader drops it);
         // the row is then handed back so that others need not wait for it to expire.
         if (this.requireLeader() !== null) return true;
-        this.releaseQuietly({ leaseName: out.lease.leaseName, holderId: out.lease.holderId, leaseEpoch: out.lease.leaseEpoch });
+        this.dropIfPastDeadline();
         return false;
       }
       this.scheduleRetry(out.current, out.dbNow);
-      this.log.debug({ event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
-        current_holder_id: out.current?.holderId, expires_at: out.current?.expiresAt.toISOString() }, 'lease held by another instance');
+      // Info when the observed holder or epoch changed (a new leader is news), debug for every repeat.
+      const observed = out.current ? `${out.current.holderId}#${out.current.leaseEpoch}` : '';
+      const fields = { event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
+        current_holder_id: out.current?.holderId, expires_at: out.current?.expiresAt.toISOString() };
+      if (observed !== this.lastObserved) this.log.info(fields, 'lease held by another instance');
+      else this.log.debug(fields, 'lease held by another instance');
+      this.lastObserved = observed;
       return false;
     } catch (e) {
       this.retryAtMs = this.clock.nowMs() + this.jitter() + Math.min(this.settings.acquireIntervalMs, 1_000);
@@ -122,6 +161,7 @@ export class LeaseManager implements LeaderGate {
   }
 
   async renew(): Promise<boolean> {
+    this.dropIfPastDeadline();
     const held = this.held;
     if (!held) return false;
     const sentAtMs = this.clock.nowMs();
@@ -130,7 +170,7 @@ export class LeaseManager implements LeaderGate {
       if (this.held !== held) {
         // Dropped while the statement ran (local deadline): the row we just extended would block every
         // other instance for a whole lease; hand it back (best effort; the fence protects either way).
-        if (row) this.releaseQuietly(held.token);
+        if (row) this.releaseOrDefer(held.token);
         return false;
       }
       if (!row) {
@@ -141,6 +181,8 @@ export class LeaseManager implements LeaderGate {
       held.expiresAt = row.expiresAt;
       held.sentAtMs = sentAtMs;
       held.deadlineMs = sentAtMs + this.settings.durationMs - this.settings.safetyMarginMs;
+      if (this.dropIfPastDeadline()) return false; // the reply came after the new deadline (renew took a lease)
+      this.armDeadline(held);
       this.log.info({ event: 'leader_renewed', ...this.fields(held) }, 'lease renewed');
       return true;
     } catch (e) {
@@ -163,18 +205,49 @@ export class LeaseManager implements LeaderGate {
     }
   }
 
-  private releaseQuietly(token: LeaseToken): void {
-    this.store.release(token).catch((e: unknown) =>
-      this.log.debug({ event: 'leader_release_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) }, 'late release failed'));
+  /** Conditional release (holder + epoch, not expired): harmless when the row is no longer ours. */
+  private async releaseQuietly(token: LeaseToken): Promise<void> {
+    try {
+      const released = await this.store.release(token);
+      this.log.info({ event: 'leader_released_after_step_down', holder_id: token.holderId, lease_epoch: token.leaseEpoch, released },
+        released ? 'lease row handed back after a local step-down' : 'lease row was no longer ours');
+    } catch (e) {
+      this.log.debug({ event: 'leader_release_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) }, 'late release failed');
+    }
   }
 
+  private releaseOrDefer(token: LeaseToken): void {
+    if (this.deferrals > 0) this.deferred.push(token);
+    else void this.releaseQuietly(token);
+  }
+
+  /** Step down now: the gate closes at once; the row is handed back best-effort when the reason allows. */
   drop(reason: string, sqlError?: unknown): void {
     const held = this.held;
     if (!held) return;
     this.held = null;
+    held.timer.abort();
     this.retryAtMs = Number.NEGATIVE_INFINITY;
     this.log.warn({ event: 'leader_lost', reason, ...this.fields(held), sql_error: sqlErrorField(sqlError) }, 'leadership lost');
     this.emit({ kind: 'lost', token: held.token, reason });
+    if (RELEASE_ON_DROP.has(reason)) this.releaseOrDefer(held.token);
+  }
+
+  /** A command's guard: past the local deadline (the timer may not have fired yet) → step down. */
+  private dropIfPastDeadline(): boolean {
+    if (!this.held || this.clock.nowMs() < this.held.deadlineMs) return false;
+    this.drop('local_deadline');
+    return true;
+  }
+
+  /** (Re)arm the timer that steps down at the local deadline even when nothing else runs. */
+  private armDeadline(held: Held): void {
+    held.timer.abort();
+    held.timer = new AbortController();
+    const signal = held.timer.signal;
+    void this.clock.sleep(held.deadlineMs - this.clock.nowMs(), signal).then(() => {
+      if (!signal.aborted && this.held === held && !this.dropIfPastDeadline()) this.armDeadline(held); // woke early
+    });
   }
 
   private becomeLeader(lease: LeaseRow, sentAtMs: number): void {
@@ -184,7 +257,10 @@ export class LeaseManager implements LeaderGate {
       expiresAt: lease.expiresAt,
       sentAtMs,
       deadlineMs: sentAtMs + this.settings.durationMs - this.settings.safetyMarginMs,
+      timer: new AbortController(),
     };
+    this.lastObserved = null;
+    this.armDeadline(this.held);
     this.log.info({ event: 'leader_acquired', ...this.fields(this.held) }, 'lease acquired');
     this.emit({ kind: 'acquired', token, expiresAt: lease.expiresAt });
   }

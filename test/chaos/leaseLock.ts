@@ -48,7 +48,7 @@ async function main(): Promise<void> {
   };
   const cluster = new ChaosCluster(db, env, 'lock', dir);
   const load = new LoadGenerator(cluster, createRng(11), 'lock',
-    { ratePerSec: 25, maxInFlight: 32, replayRate: 0, cancelRate: 0, permanentRate: 0, maxAttempts: 25 });
+    { ratePerSec: 8, maxInFlight: 32, replayRate: 0, cancelRate: 0, permanentRate: 0, maxAttempts: 25 });
   const out: LockRound[] = [];
   try {
     await cluster.start(3);
@@ -73,6 +73,13 @@ async function main(): Promise<void> {
       out.push(res);
       console.log(JSON.stringify(res));
     }
+    await load.stop();
+    // Drain: every intent terminal, so a re-send caused by the last round is counted too.
+    for (let i = 0; i < 120; i++) {
+      const n = await db.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status IN ('scheduled', 'in_flight')`);
+      if (n[0]!.n === 0) break;
+      await sleep(500);
+    }
   } finally {
     await load.stop().catch(() => {});
     await cluster.stopAll().catch(() => {});
@@ -84,8 +91,10 @@ async function main(): Promise<void> {
   console.log(JSON.stringify({
     summary: true, rounds: out.length, worstResumeMs: Math.max(...resumes), meanResumeMs: Math.round(resumes.reduce((a, b) => a + b, 0) / resumes.length),
     resendsAfter2xx: resendsAfter2xx(records), providerRequests: records.length,
+    keysDeliveredTwice: [...records.reduce((m, r) => m.set(r.key, (m.get(r.key) ?? 0) + 1), new Map<string, number>()).values()].filter((n) => n > 1).length,
   }));
-  rmSync(dir, { recursive: true, force: true });
+  if (!process.argv.includes('--keep')) rmSync(dir, { recursive: true, force: true });
+  else console.log(`kept ${dir}`);
 }
 
 if (process.argv[1]?.endsWith('leaseLock.js')) {

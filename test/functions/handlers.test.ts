@@ -83,7 +83,10 @@ describe('HTTP functions through @azure/functions objects', () => {
     await runWithApp(leader, () => timer.handler(timerArg, ctx()));
     await runWithApp(follower, () => timer.handler(timerArg, ctx()));
     expect((await invoke(leader, 'readyz', { method: 'GET', path: 'readyz' })).text).toMatch(/^mode=leader holder_id=fn-leader lease_epoch=1 lease_expires_at=\S+Z$/);
-    expect((await invoke(follower, 'readyz', { method: 'GET', path: 'readyz' })).text).toBe('mode=follower holder_id=fn-follower');
+    const followerReady = await invoke(follower, 'readyz', { method: 'GET', path: 'readyz' });
+    expect(followerReady.text).toBe('mode=follower holder_id=fn-follower');
+    expect(followerReady.status).toBe(200); // spec: followers stay in HTTP rotation
+    expect((await invoke(leader, 'readyz', { method: 'GET', path: 'readyz' })).status).toBe(200);
     const asJson = await invoke(leader, 'readyz', { method: 'GET', path: 'readyz', headers: { accept: 'application/json' } });
     expect(asJson.json).toMatchObject({ mode: 'leader', holderId: 'fn-leader', leaseEpoch: 1 });
     expect((await invoke(follower, 'healthz', { method: 'GET', path: 'healthz' })).status).toBe(200);

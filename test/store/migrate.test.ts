@@ -10,7 +10,57 @@ import { PG_TEST_URL } from '../support/pgServer.js';
 const TABLES = ['submission_manager_leases', 'submission_manager_lease_events', 'submission_intents',
   'submission_attempts', 'submission_execution_audit', 'submission_manager_migrations', 'submission_manager_execution_control'];
 
+/** The spec's data model, column by column: (table, column) → PostgreSQL type as information_schema names it. */
+const SPEC_COLUMNS: [string, string, string][] = [
+  ['submission_manager_leases', 'lease_name', 'character varying(64)'],
+  ['submission_manager_leases', 'holder_id', 'character varying(128)'],
+  ['submission_manager_leases', 'lease_epoch', 'bigint'],
+  ['submission_manager_leases', 'acquired_at', 'timestamp with time zone'],
+  ['submission_manager_leases', 'renewed_at', 'timestamp with time zone'],
+  ['submission_manager_leases', 'expires_at', 'timestamp with time zone'],
+  ['submission_intents', 'last_modified_at', 'timestamp with time zone'],
+];
+
+async function columnTypes(db: { query<R>(t: string, p?: unknown[]): Promise<{ rows: R[] }> }) {
+  const r = await db.query<{ t: string; c: string; type: string; nullable: string }>(
+    `SELECT table_name AS t, column_name AS c, is_nullable AS nullable,
+            data_type || COALESCE('(' || character_maximum_length || ')', '') AS type
+       FROM information_schema.columns WHERE table_schema = current_schema()`);
+  return new Map(r.rows.map((x) => [`${x.t}.${x.c}`, `${x.type} ${x.nullable === 'NO' ? 'NOT NULL' : 'NULL'}`]));
+}
+
 describe('postgres migrations', () => {
+  it('pglite: the spec column types (varchar(64), varchar(128), bigint, timestamptz), all NOT NULL; lease_name the key', async () => {
+    const lite = await PGlite.create();
+    const db = fromPglite(lite);
+    await migratePostgres(db);
+    const types = await columnTypes(db);
+    for (const [t, c, type] of SPEC_COLUMNS) expect(types.get(`${t}.${c}`), `${t}.${c}`).toBe(`${type} NOT NULL`);
+    const pk = await db.query<{ c: string }>(`SELECT a.attname AS c FROM pg_index i
+      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+     WHERE i.indrelid = 'submission_manager_leases'::regclass AND i.indisprimary`);
+    expect(pk.rows.map((x) => x.c)).toEqual(['lease_name']);
+    await db.close();
+  });
+
+  it('postgres server: the spec column types', async (t) => {
+    const skip = inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const schema = `m_${randomBytes(6).toString('hex')}`;
+    const admin = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const db = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000, schema });
+    try {
+      await migratePostgres(db);
+      const types = await columnTypes(db);
+      for (const [tb, c, type] of SPEC_COLUMNS) expect(types.get(`${tb}.${c}`), `${tb}.${c}`).toBe(`${type} NOT NULL`);
+    } finally {
+      await db.close();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    }
+  });
+
   it('pglite: applies once, then is a no-op', async () => {
     const lite = await PGlite.create();
     const db = fromPglite(lite);

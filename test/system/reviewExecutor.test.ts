@@ -1,74 +1,15 @@
 // Review findings (executor / lease / provider interplay) as failing tests. Each test names the bug it shows.
 // Instances are built by hand (not startInstances) so a test can wrap the clock, the execution store or the
 // provider — the ports the executor receives — to stage a pause or a fault at an exact point.
-import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
-import { LeaseManager } from '../../src/lease/leaseManager.js';
-import { systemClock, type Clock } from '../../src/lease/clock.js';
-import { Executor } from '../../src/executor/executor.js';
-import { HttpProvider } from '../../src/provider/httpProvider.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import type { ExecutorSettings } from '../../src/executor/tickSummary.js';
-import type { Provider } from '../../src/provider/provider.js';
-import type { ExecutionStore } from '../../src/store/intentPorts.js';
-import type { Stores } from '../../src/store/stores.js';
+import { buildExecutor as build } from '../support/executorHarness.js';
 
 const pgDialects = dialects.filter((d) => d.name !== 'mssql');
-
-/** systemClock with a manual forward jump (a GC pause / SIGSTOP as seen by the monotonic clock). */
-class JumpClock implements Clock {
-  offset = 0;
-  nowCalls = 0;
-  nowMs(): number {
-    this.nowCalls++;
-    return systemClock.nowMs() + this.offset;
-  }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return systemClock.sleep(ms, signal);
-  }
-}
-
-interface Built {
-  stores: Stores;
-  lease: LeaseManager;
-  executor: Executor;
-  clock: JumpClock;
-}
-
-async function build(ctx: DialectContext, o: {
-  providerUrl: string;
-  leaseMs?: number;
-  concurrency?: number;
-  maxAttemptsPerTick?: number;
-  wrapStore?: (s: ExecutionStore, clock: JumpClock) => ExecutionStore;
-  wrapProvider?: (p: Provider) => Provider;
-}): Promise<Built> {
-  const stores = await ctx.openStores({ poolMax: 4 });
-  const clock = new JumpClock();
-  const leaseMs = o.leaseMs ?? 3_000;
-  const lease = new LeaseManager(stores.lease, {
-    name: LEASE_NAME, holderId: `rev-${randomUUID().slice(0, 6)}`, durationMs: leaseMs, renewIntervalMs: Math.floor(leaseMs / 3),
-    acquireIntervalMs: leaseMs, safetyMarginMs: Math.floor(leaseMs / 5), acquireJitterMs: 20,
-  }, clock, silentLogger);
-  const concurrency = o.concurrency ?? 8;
-  const settings: ExecutorSettings = {
-    tickBudgetMs: 1_000, maxAttemptsPerTick: o.maxAttemptsPerTick ?? 1_000, concurrency,
-    providerTimeoutMs: 2_000, reconcileIntervalMs: 60_000,
-    refresh: { intervalMs: 100, pageSize: 100, commitGraceMs: 500 },
-    startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)),
-    minLeaderWorkMs: 100,
-  };
-  const store = o.wrapStore ? o.wrapStore(stores.execution, clock) : stores.execution;
-  const base: Provider = new HttpProvider(o.providerUrl);
-  const provider = o.wrapProvider ? o.wrapProvider(base) : base;
-  const executor = new Executor(lease, store, provider, settings, clock, silentLogger);
-  return { stores, lease, executor, clock };
-}
 
 describe.each(pgDialects)('review: executor findings: $name', (dialect) => {
   let ctx: DialectContext;

@@ -76,6 +76,11 @@ function harness(opts: HarnessOptions = {}) {
   };
 }
 
+/** Let timers resolved by the FakeClock and fire-and-forget store calls run. */
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+};
+
 /** Required fields on every leader_* line that concerns a held lease. */
 function expectLeaseFields(line: LogLine | undefined, holderId: string, epoch: number, expiresAt?: Date) {
   expect(line).toBeDefined();
@@ -122,7 +127,7 @@ describe('acquire', () => {
     { elapsed: 45_000, random: 0, delay: 15_000 }, // right at the observed expiry
     { elapsed: 45_000, random: 0.5, delay: 15_125 },
     { elapsed: 45_000, random: 0.999, delay: 15_249 }, // jitter < acquireJitterMs
-    { elapsed: 59_990, random: 0.5, delay: 135 },
+    { elapsed: 54_990, random: 0.5, delay: 5_135 }, // (A, never renewing, steps down at its local deadline 55 000)
   ])('refused while held (B at +$elapsed, random $random) → retry after $delay ms', async ({ elapsed, random, delay }) => {
     const h = harness();
     const a = h.manager('A');
@@ -137,8 +142,10 @@ describe('acquire', () => {
     expect(h.changes('B')).toEqual([]);
     const refused = h.logs('leader_acquire_failed', 'B');
     expect(refused).toHaveLength(2);
+    // The first sighting of holder A / epoch 1 is news (info); the same observation again is debug.
+    expect(refused.map((l) => l.level)).toEqual(['info', 'debug']);
     expect(refused[0]).toMatchObject({
-      level: 'debug', holder_id: 'B', lease_epoch: 1, current_holder_id: 'A',
+      holder_id: 'B', lease_epoch: 1, current_holder_id: 'A',
       expires_at: new Date(h.dbStart + SETTINGS.durationMs).toISOString(),
     });
     expect(refused[0]).not.toHaveProperty('sql_error');
@@ -236,7 +243,7 @@ describe('renew', () => {
     { name: 'SQL Server error number', error: new StoreError('fatal', 'Login failed for user', 'ELOGIN'),
       sqlError: { message: 'Login failed for user', code: 'ELOGIN' } },
     { name: 'plain Error, no code', error: new Error('socket hang up'), sqlError: { message: 'socket hang up' } },
-  ])('renew throws ($name) → leadership dropped at once, leader_renew_failed with sql_error', async ({ error, sqlError }) => {
+  ])('renew throws ($name) → leadership dropped at once, leader_renew_failed with sql_error, row handed back', async ({ error, sqlError }) => {
     const h = harness();
     const a = h.manager('A');
     await a.tryAcquireOrRenew();
@@ -248,9 +255,12 @@ describe('renew', () => {
     expect(a.requireLeader()).toBeNull();
     expect(a.ensureEpoch(1)).toBe(false);
     expect(a.remainingMs()).toBe(0);
+    // The row was still ours: handed back best-effort (expired in place), so nobody waits out the lease.
+    await settle();
     const row = h.store.peek(NAME)!;
-    expect(row.holderId).toBe('A');
-    expect(row.expiresAt.getTime()).toBeGreaterThan(row.dbNow.getTime());
+    expect(row).toMatchObject({ holderId: 'A', leaseEpoch: 1 });
+    expect(row.expiresAt.getTime()).toBe(row.dbNow.getTime());
+    expect((await h.store.listEvents(NAME)).map((e) => e.event)).toEqual(['acquired', 'released']);
 
     const [failed] = h.logs('leader_renew_failed', 'A');
     expect(failed!.level).toBe('warn');
@@ -273,7 +283,7 @@ describe('the gate: local deadline', () => {
   const cases = Object.keys(probes).flatMap((probe) =>
     [0, 1, 7_000, 30_000].map((latency) => ({ probe: probe as keyof typeof probes, latency })));
 
-  it.each(cases)('$probe: stops at sentAt + duration − margin (acquire took $latency ms), store never asked',
+  it.each(cases)('$probe: stops at sentAt + duration − margin (acquire took $latency ms) without side effects; the deadline timer steps down and hands the row back',
     async ({ probe, latency }) => {
       // Database time does not move: the store would say the lease is valid for the whole test.
       const h = harness({ linked: false });
@@ -295,11 +305,15 @@ describe('the gate: local deadline', () => {
       expect(a.requireLeader()).toBeNull();
       expect(a.ensureEpoch(1)).toBe(false);
       expect(a.remainingMs()).toBe(0);
+      // A query has no side effect: nothing was dropped or logged by asking.
+      expect(h.changes('A').map((c) => c.kind)).toEqual(['acquired']);
+      expect(h.logs('leader_lost', 'A')).toEqual([]);
 
-      expect(h.store.calls).toEqual(['tryAcquire']);
+      await settle(); // the local-deadline timer runs
+      expect(h.store.calls).toEqual(['tryAcquire', 'release']);
       const row = h.store.peek(NAME)!;
       expect(row).toMatchObject({ holderId: 'A', leaseEpoch: 1 });
-      expect(row.expiresAt.getTime()).toBeGreaterThan(row.dbNow.getTime()); // the store still says valid
+      expect(row.expiresAt.getTime()).toBe(row.dbNow.getTime()); // handed back: expired in place
       const [lost] = h.logs('leader_lost', 'A');
       expect(lost).toMatchObject({ level: 'warn', reason: 'local_deadline' });
       expectLeaseFields(lost, 'A', 1);

@@ -165,3 +165,29 @@ describe('src/store/mssql source', () => {
     expect(files.some((f) => /SYSUTCDATETIME\(\)/.test(codeOf(f)))).toBe(true);
   });
 });
+
+// The spec's data model, column by column (issue 13: the exact types were never asserted).
+describe('SQL Server migrations: the spec column types', () => {
+  const script = migrations.map((m) => stripSqlComments(m.sql)).join('\n');
+  /** `column type … NOT NULL` line of a table's CREATE TABLE body. */
+  const columnLine = (table: string, column: string) => {
+    const body = new RegExp(`CREATE TABLE ${table} \\(([\\s\\S]*?)\\n\\s*\\);`).exec(script)?.[1] ?? '';
+    return body.split('\n').find((l) => new RegExp(`^\\s*${column}\\s`).test(l))?.trim() ?? '';
+  };
+  it.each([
+    ['submission_manager_leases', 'lease_name', 'varchar(64)'],
+    ['submission_manager_leases', 'holder_id', 'varchar(128)'],
+    ['submission_manager_leases', 'lease_epoch', 'bigint'],
+    ['submission_manager_leases', 'acquired_at', 'datetime2(7)'],
+    ['submission_manager_leases', 'renewed_at', 'datetime2(7)'],
+    ['submission_manager_leases', 'expires_at', 'datetime2(7)'],
+    ['submission_intents', 'last_modified_at', 'datetime2(7)'],
+  ])('%s.%s is %s NOT NULL', (table, column, type) => {
+    const line = columnLine(table, column);
+    expect(line.split(/\s+/)[1]).toBe(type);
+    expect(line).toMatch(/\bNOT NULL\b/);
+  });
+  it('lease_name is the primary key', () => {
+    expect(columnLine('submission_manager_leases', 'lease_name')).toMatch(/PRIMARY KEY/);
+  });
+});

@@ -54,9 +54,10 @@ describe('mssql ops query builders', () => {
     expect(t).toMatch(/ORDER BY last_modified_at, intent_id/);
     expect(q.text.match(/status IN \('succeeded', 'failed', 'cancelled'\)/g)).toHaveLength(2);
     expect(q.text).not.toMatch(/'scheduled'|'in_flight'/);
-    expect(q.params.find((p) => p.name === 'older_than_ms')).toMatchObject({ value: 2_592_000_000 });
-    expect(q.params.find((p) => p.name === 'older_than_ms')!.type.type).toBe(sql.BigInt);
-    expect(t).toMatch(/DATEADD\(second, -CAST\(@older_than_ms \/ 1000 AS int\)/);
+    expect(q.params.find((p) => p.name === 'older_than_days')).toMatchObject({ value: 30 });
+    expect(q.params.find((p) => p.name === 'older_than_rest_ms')).toMatchObject({ value: 0 });
+    expect(t).toMatch(/DATEADD\(millisecond, -@older_than_rest_ms, DATEADD\(day, -@older_than_days, SYSUTCDATETIME\(\)\)\)/);
+    expect(t).not.toMatch(/DATEADD\(second/);
     expect(t).toMatch(/SET @rows_written = @purged_intents \+ @purged_attempts;/);
   });
 
@@ -67,5 +68,17 @@ describe('mssql ops query builders', () => {
     for (const s of ['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled']) expect(t).toContain(`AS n_${s}`);
     expect(t).toMatch(/next_attempt_at <= @now\) AS due_now/);
     expect(t).toMatch(/LEFT JOIN submission_manager_leases AS l ON l.lease_name = @lease_name;/);
+  });
+
+  // Issue 13: DATEADD(second, …) overflowed int from ~24,856 days; RETENTION_DAYS allows 36,500.
+  it.each([[1, 1, 0], [24_856, 24_856, 0], [36_500, 36_500, 0], [0.5, 0, 43_200_000]])('retention of %s days → int parameters (%s days, %s ms)', (days, d, rest) => {
+    const q = opsQueries.purgeTerminal(token, days * 86_400_000, 1_000);
+    const byName = new Map(q.params.map((x) => [x.name, x]));
+    expect(byName.get('older_than_days')).toMatchObject({ value: d });
+    expect(byName.get('older_than_rest_ms')).toMatchObject({ value: rest });
+    for (const name of ['older_than_days', 'older_than_rest_ms']) {
+      expect(byName.get(name)!.type.type).toBe(sql.Int);
+      expect(Math.abs(byName.get(name)!.value as number)).toBeLessThanOrEqual(2 ** 31 - 1);
+    }
   });
 });

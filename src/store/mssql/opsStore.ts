@@ -15,6 +15,14 @@ const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_b
 
 const count = (status: string) => `(SELECT COUNT_BIG(*) FROM submission_intents WHERE status = '${status}')`;
 
+const DAY_MS = 86_400_000;
+
+/** The retention age as (days, remaining ms): two int parameters, whatever RETENTION_DAYS allows. */
+export function retentionCutoffParams(olderThanMs: number) {
+  const ms = Math.max(0, Math.round(olderThanMs));
+  return [p.int('older_than_days', Math.floor(ms / DAY_MS)), p.int('older_than_rest_ms', ms % DAY_MS)];
+}
+
 export const opsQueries = {
   /** One SELECT (one snapshot under RCSI), one @now: counts and the due range on ix_intents_due, the newest
    *  attempt on ix_attempts_started_at, the lease row by primary key. */
@@ -71,8 +79,9 @@ ${SELECT_CONTROL}`,
 DECLARE @purged_intents int = 0;
 DECLARE @purged_attempts int = 0;
 DECLARE @victim TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL PRIMARY KEY);`,
-      body: `SET @cutoff = DATEADD(millisecond, -CAST(@older_than_ms % 1000 AS int),
-  DATEADD(second, -CAST(@older_than_ms / 1000 AS int), SYSUTCDATETIME()));
+      // Whole days, then the rest in milliseconds: both fit int up to RETENTION_DAYS' maximum (36,500 days),
+      // where seconds overflow int from about 24,856 days.
+      body: `SET @cutoff = DATEADD(millisecond, -@older_than_rest_ms, DATEADD(day, -@older_than_days, SYSUTCDATETIME()));
 INSERT INTO @victim (intent_id)
 SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, READPAST, ROWLOCK)
  WHERE status IN ${TERMINAL_SQL_LIST} AND last_modified_at < @cutoff
@@ -84,7 +93,7 @@ DELETE i FROM submission_intents AS i JOIN @victim AS v ON i.intent_id = v.inten
 SET @purged_intents = @@ROWCOUNT;
 SET @rows_written = @purged_intents + @purged_attempts;`,
       results: 'SELECT @purged_intents AS intents, @purged_attempts AS attempts;',
-      params: [p.bigint('older_than_ms', Math.max(0, Math.round(olderThanMs))), p.int('limit', limit)],
+      params: [...retentionCutoffParams(olderThanMs), p.int('limit', limit)],
     });
   },
 };
