@@ -15,7 +15,8 @@ import { isStoreError } from './store/ports.js';
 
 type Handler = (req: ApiRequest) => Promise<ApiResponse>;
 
-function guarded(app: App, route: string, fn: (req: ApiRequest, instance: string) => Promise<ApiResponse>): Handler {
+/** Store failures → 503, anything else → 500 (logged without request data). */
+export function guarded(app: App, route: string, fn: (req: ApiRequest, instance: string) => Promise<ApiResponse>): Handler {
   return async (req) => {
     let instance = '';
     try {

@@ -62,7 +62,7 @@ const MAX_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
 
 /** ISO-8601 date-time with seconds and an explicit offset or Z (e.g. 2030-01-01T00:00:00Z), as an instant in
  *  1970..9999 UTC (every dialect can store it; an earlier instant would only mean "now"). */
-const isoDateTime = z
+export const isoDateTime = z
   .string({ error: 'must be an ISO-8601 date-time string with an offset or Z' })
   .pipe(z.iso.datetime({ offset: true, abort: true, error: 'must be an ISO-8601 date-time with seconds and an offset or Z, e.g. 2030-01-01T00:00:00Z' }))
   .refine((s) => { const t = Date.parse(s); return t >= 0 && t <= MAX_INSTANT; }, 'must be between 1970-01-01 and 9999-12-31 (UTC)');

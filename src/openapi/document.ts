@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, rescheduleBodySchema, submitBodySchema } from '../intents/contract.js';
 import * as S from './schemas.js';
+import { redriveBodySchema, redriveResultSchema } from '../operate/redrive.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -37,6 +38,8 @@ function components(): Record<string, Json> {
   add('Problem', S.problemSchema);
   add('ExecutionControl', S.executionControlSchema);
   add('LeaseRelease', S.leaseReleaseSchema);
+  add('RedriveRequest', redriveBodySchema);
+  add('RedriveResult', redriveResultSchema);
   const out = z.toJSONSchema(reg, { ...jsonSchemaOptions, io: 'output', uri: (id) => `#/components/schemas/${id}` });
   const schemas: Record<string, Json> = {};
   for (const [id, s] of Object.entries(out.schemas)) {
@@ -164,6 +167,15 @@ export function buildOpenApiDocument(): Json {
           responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') }, ...problems(400, 413, 415) },
         }),
       }])),
+      '/ops/intents/redrive': {
+        post: op('redriveIntents', 'admin', 'Redrive failed intents: back to scheduled with a fresh attempt budget', {
+          description: 'Explicit `ids` or a `filter` (failed between failedFrom and failedTo, last error containing a text), at most `limit` ' +
+            'per call, oldest failure first. Idempotent: intents that are not failed are left alone. Attempt numbers continue; ' +
+            'the attempt log is never rewritten. Every call is recorded (who, when, selector, how many).',
+          requestBody: { required: true, content: jsonContent('RedriveRequest') },
+          responses: { 200: { description: 'What was redriven', content: jsonContent('RedriveResult') }, ...problems(400, 413, 415) },
+        }),
+      },
     },
     components: {
       schemas: components(),

@@ -13,7 +13,7 @@ const intentFields = {
   intentId: z.uuid().describe('Intent id (UUIDv7: ordered by creation)'),
   status: z.enum(INTENT_STATUSES),
   attemptCount: z.int().min(0).describe('Attempts started so far (authoritative)'),
-  maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_LIMIT),
+  maxAttempts: z.int().min(1).describe(`Attempt budget: the submitted maxAttempts (1 to ${MAX_ATTEMPTS_LIMIT}); each redrive raises it to the attempts sent so far + that budget`),
   nextAttemptAt: instant,
   createdAt: instant,
   lastModifiedAt: instant,

@@ -2,6 +2,7 @@
 import type { LeaseStore } from './ports.js';
 import type { ExecutionStore, IntentStore } from './intentPorts.js';
 import type { OpsStore } from './opsPorts.js';
+import type { RedriveStore } from './redrivePorts.js';
 
 export interface Stores {
   dialect: 'postgres' | 'pglite' | 'mssql';
@@ -10,6 +11,8 @@ export interface Stores {
   execution: ExecutionStore;
   /** Execution control (pause/resume) and retention purge. */
   ops: OpsStore;
+  /** Failed intents back to scheduled with a fresh budget (recorded per call). */
+  redrive: RedriveStore;
   /** Apply numbered migrations idempotently (safe with concurrent migrators). */
   migrate(): Promise<{ applied: number[] }>;
   /** Cheap round trip for readiness checks. */

@@ -166,13 +166,21 @@ describe('OpenAPI document', () => {
     expect((await resume('x', { 'content-type': 'text/plain' })).status).toBe(415);
     expect((await resume(`{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
     expect((await resume()).json.paused).toBe(false);
+    // Admin: redrive (nothing failed here: the succeeded intent is reported as not redriven), bad bodies.
+    const redrive = (b: string, h: Record<string, string> = J) => call(follower, 'redriveIntents', { method: 'POST', path: 'ops/intents/redrive', body: b, headers: h });
+    expect((await redrive(JSON.stringify({ ids: [id] }))).json).toMatchObject({ redriven: 0, notRedriven: [id], more: false });
+    expect((await redrive('{"filter":{"errorContains":"timeout"},"limit":5}')).json).toMatchObject({ redriven: 0, intents: [] });
+    expect((await redrive(JSON.stringify({ ids: [id], filter: {} }))).status).toBe(400);
+    expect((await redrive('ids', { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await redrive(`{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
     const notLeader = await call(follower, 'releaseLease', { method: 'POST', path: 'ops/lease/release' });
     expect([notLeader.status, notLeader.json.leaderHolderId]).toEqual([409, 'oa-leader']);
     expect((await call(leader, 'releaseLease', { method: 'POST', path: 'ops/lease/release' })).json).toMatchObject({ released: true, leaseEpoch: 1 });
 
     // The database is unreachable: 503 problem+json (documented on every route that needs it).
     for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }],
-      ['pauseExecution', { method: 'POST', path: 'ops/execution/pause' }], ['listIntents', { method: 'GET', path: 'intents' }]] as [string, Call][]) {
+      ['pauseExecution', { method: 'POST', path: 'ops/execution/pause' }], ['listIntents', { method: 'GET', path: 'intents' }],
+      ['redriveIntents', { method: 'POST', path: 'ops/intents/redrive', body: '{"filter":{}}', headers: J }]] as [string, Call][]) {
       expect((await call(broken, name, c)).status, name).toBe(503);
     }
 

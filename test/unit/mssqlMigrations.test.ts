@@ -47,7 +47,20 @@ describe('SQL Server migrations', () => {
     expect(migrations.map((m) => m.id)).toEqual(pgMigrations.map((m) => m.id));
   });
 
-  it.each(all)('migration %i batch is idempotent: exactly one CREATE, guarded by an existence check on that object', (_id, batch) => {
+  const alters = all.filter(([, b]) => /\bALTER TABLE\b/i.test(stripSqlComments(b)));
+  const creating = all.filter(([, b]) => !/\bALTER TABLE\b/i.test(stripSqlComments(b)));
+
+  it.each(alters)('migration %i: a constraint change is one ALTER TABLE guarded by sys.check_constraints on that constraint', (_id, batch) => {
+    const code = stripSqlComments(batch);
+    expect(code).not.toMatch(/\bCREATE\b/i);
+    expect(code.match(/\bALTER TABLE\b/gi)).toHaveLength(1);
+    const m = /^\s*IF (NOT )?EXISTS \(SELECT 1 FROM sys\.check_constraints WHERE name = N'(\w+)'[^\n]*\)\s+ALTER TABLE \w+ (DROP|ADD) CONSTRAINT (\w+)/.exec(code);
+    expect(m, 'guarded ALTER').not.toBeNull();
+    expect(m![4]).toBe(m![2]);
+    expect(m![1] ? 'ADD' : 'DROP').toBe(m![3]);
+  });
+
+  it.each(creating)('migration %i batch is idempotent: exactly one CREATE, guarded by an existence check on that object', (_id, batch) => {
     const code = stripSqlComments(batch);
     const creates = [...code.matchAll(/\bCREATE\s+(UNIQUE\s+)?(TABLE|SEQUENCE|INDEX)\s+(\w+)(?:\s+ON\s+(\w+))?/gi)];
     expect(creates).toHaveLength(1);
@@ -96,7 +109,7 @@ describe('SQL Server migrations', () => {
 
   it('intent ids are char(36) text with a binary collation (plain string order), never uniqueidentifier', () => {
     expect(ddl).not.toMatch(/uniqueidentifier/i);
-    expect(ddl.match(/intent_id\s+char\(36\)\s+COLLATE Latin1_General_100_BIN2/g)).toHaveLength(2);
+    expect(ddl.match(/intent_id\s+char\(36\)\s+COLLATE Latin1_General_100_BIN2/g)).toHaveLength(3);
   });
 });
 

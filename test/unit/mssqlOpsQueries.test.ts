@@ -4,14 +4,21 @@
 import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
 import { opsQueries } from '../../src/store/mssql/opsStore.js';
+import { redriveQueries } from '../../src/store/mssql/redriveStore.js';
 import type { SqlQuery } from '../../src/store/mssql/params.js';
 
 const token = { leaseName: 'submission-manager-executor', holderId: 'host-1-abc', leaseEpoch: 42 };
+const redriveSample = {
+  redriveId: '01a21664-e75d-7511-bfbf-d9834bd6e04b', requestedBy: 'ops@host-1', reason: 'fixed', limit: 100,
+  ids: ['01a21664-E79B-72c4-9fe0-858b2d2a3219'], failedFrom: new Date(0), failedTo: new Date(), errorContains: '503',
+};
 const samples: Record<string, () => SqlQuery> = {
   clusterOverview: () => opsQueries.clusterOverview(token.leaseName),
   getExecutionControl: () => opsQueries.getExecutionControl(token.leaseName),
   setPaused: () => opsQueries.setPaused(token.leaseName, true, 'admin@host-1', 'maintenance'),
   purgeTerminal: () => opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000),
+  redrive: () => redriveQueries.redrive(redriveSample),
+  listRedrives: () => redriveQueries.listRedrives(20),
 };
 const all = Object.entries(samples).map(([n, f]) => [n, f()] as [string, SqlQuery]);
 
@@ -22,7 +29,7 @@ const referenced = (text: string) => new Set([...code(text).matchAll(/(?<![@\w])
 
 describe('mssql ops query builders', () => {
   it('every builder has a sample', () => {
-    expect(Object.keys(samples).sort()).toEqual(Object.keys(opsQueries).sort());
+    expect(Object.keys(samples).sort()).toEqual([...Object.keys(opsQueries), ...Object.keys(redriveQueries)].sort());
   });
 
   it.each(all)('%s binds only explicitly typed parameters; every @name is bound or declared and every param used', (_n, q) => {
@@ -80,5 +87,19 @@ describe('mssql ops query builders', () => {
       expect(byName.get(name)!.type.type).toBe(sql.Int);
       expect(Math.abs(byName.get(name)!.value as number)).toBeLessThanOrEqual(2 ** 31 - 1);
     }
+  });
+
+  it('redrive: one transaction; only failed rows (picked under UPDLOCK, re-checked by the UPDATE); recorded; results after COMMIT', () => {
+    const q = redriveQueries.redrive(redriveSample);
+    const t = code(q.text);
+    expect(t).toMatch(/SELECT TOP \(@limit\) intent_id FROM submission_intents WITH \(UPDLOCK, ROWLOCK\)\s+WHERE status = ''/);
+    expect(q.text.match(/status = 'failed'/g)).toHaveLength(2);
+    expect(t).not.toMatch(/\bDELETE\b|READPAST/);
+    expect(t.indexOf('COMMIT TRANSACTION')).toBeLessThan(t.lastIndexOf('SELECT @now AS requested_at'));
+    expect(t).toMatch(/INSERT INTO submission_manager_redrives/);
+    expect(t).toMatch(/INSERT INTO submission_manager_redriven_intents/);
+    expect(q.params.find((x) => x.name === 'ids')!.value).toBe('["01a21664-e79b-72c4-9fe0-858b2d2a3219"]'); // canonical lower case
+    expect(redriveQueries.redrive({ ...redriveSample, ids: null }).params.find((x) => x.name === 'ids')!.value).toBeNull();
+    expect(() => redriveQueries.redrive({ ...redriveSample, ids: ['nope'] })).toThrow(/UUID/);
   });
 });

@@ -9,6 +9,7 @@ import { MssqlLeaseStore } from './leaseStore.js';
 import { MssqlIntentStore } from './intentStore.js';
 import { MssqlExecutionStore } from './executionStore.js';
 import { MssqlOpsStore } from './opsStore.js';
+import { MssqlRedriveStore } from './redriveStore.js';
 import { migrateMssql } from './migrate.js';
 
 export { buildMssqlConfig, openMssqlPool, type MssqlPoolOptions } from './pool.js';
@@ -21,6 +22,7 @@ export function createMssqlStores(db: MssqlDatabase): Stores {
     intents: new MssqlIntentStore(db),
     execution: new MssqlExecutionStore(db),
     ops: new MssqlOpsStore(db),
+    redrive: new MssqlRedriveStore(db),
     migrate: () => migrateMssql(db),
     ping: async () => {
       await db.run({ text: 'SELECT 1 AS ok;', params: [] });

@@ -5,6 +5,7 @@ import { PgLeaseStore } from './leaseStore.js';
 import { PgIntentStore } from './intentStore.js';
 import { PgExecutionStore } from './executionStore.js';
 import { PgOpsStore } from './opsStore.js';
+import { PgRedriveStore } from './redriveStore.js';
 import { migratePostgres } from './migrate.js';
 
 export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pglite'): Stores {
@@ -14,6 +15,7 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
     intents: new PgIntentStore(db),
     execution: new PgExecutionStore(db),
     ops: new PgOpsStore(db),
+    redrive: new PgRedriveStore(db),
     migrate: () => migratePostgres(db),
     ping: async () => {
       await db.query('SELECT 1');

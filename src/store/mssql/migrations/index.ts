@@ -3,6 +3,7 @@
 import { m001Initial } from './m001Initial.js';
 import { m002Operations } from './m002Operations.js';
 import { m003Operate } from './m003Operate.js';
+import { m004Redrive } from './m004Redrive.js';
 
 export interface MssqlMigration {
   id: number;
@@ -14,4 +15,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 1, name: 'initial', sql: m001Initial },
   { id: 2, name: 'operations', sql: m002Operations },
   { id: 3, name: 'operate', sql: m003Operate },
+  { id: 4, name: 'redrive', sql: m004Redrive },
 ];

@@ -2,6 +2,7 @@
 import { m001Initial } from './m001Initial.js';
 import { m002Operations } from './m002Operations.js';
 import { m003Operate } from './m003Operate.js';
+import { m004Redrive } from './m004Redrive.js';
 
 export interface Migration {
   id: number;
@@ -13,4 +14,5 @@ export const migrations: readonly Migration[] = [
   { id: 1, name: 'initial', sql: m001Initial },
   { id: 2, name: 'operations', sql: m002Operations },
   { id: 3, name: 'operate', sql: m003Operate },
+  { id: 4, name: 'redrive', sql: m004Redrive },
 ];

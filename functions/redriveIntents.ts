@@ -1,0 +1,11 @@
+// POST /api/ops/intents/redrive — failed intents back to scheduled with a fresh attempt budget (recorded).
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { redriveHandler } from '../src/operate/redrive.js';
+
+azf.app.http('redriveIntents', {
+  methods: ['POST'],
+  route: 'ops/intents/redrive',
+  authLevel: 'admin',
+  handler: httpHandler(redriveHandler),
+});

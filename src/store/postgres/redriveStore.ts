@@ -1,0 +1,61 @@
+// PostgreSQL RedriveStore: one statement selects, moves and records (data-modifying CTEs share one snapshot).
+// FOR UPDATE (not SKIP LOCKED): a concurrent redrive or purge of the same row is waited for, then the
+// `status = 'failed'` predicate is re-checked on the committed row, so each failure is redriven at most once.
+import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from '../redrivePorts.js';
+import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
+import type { PgQueryable } from './db.js';
+
+/** Aborted attempts of intent `i` (never sent): they do not use up the budget. */
+const ABORTED = "(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
+
+const REDRIVE = `
+WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+pick AS (
+  SELECT intent_id FROM submission_intents
+   WHERE status = 'failed'
+     AND ($1::uuid[] IS NULL OR intent_id = ANY ($1::uuid[]))
+     AND ($2::timestamptz IS NULL OR last_modified_at >= $2::timestamptz)
+     AND ($3::timestamptz IS NULL OR last_modified_at < $3::timestamptz)
+     AND ($4::text IS NULL OR strpos(lower(last_error), lower($4::text)) > 0)
+   ORDER BY last_modified_at, intent_id
+   LIMIT $5
+   FOR UPDATE
+),
+moved AS (
+  UPDATE submission_intents i
+     SET status = 'scheduled', next_attempt_at = now.t,
+         max_attempts = i.attempt_count - ${ABORTED} + COALESCE((i.contract->'retry'->>'maxAttempts')::int, i.max_attempts),
+         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond')
+    FROM pick, now
+   WHERE i.intent_id = pick.intent_id AND i.status = 'failed'
+  RETURNING i.intent_id, i.attempt_count AS attempts_before, i.max_attempts
+),
+rec AS (
+  INSERT INTO submission_manager_redrives (redrive_id, requested_at, requested_by, reason, selector, redriven)
+  SELECT $6, now.t, $7, $8, $9, (SELECT count(*) FROM moved) FROM now
+  RETURNING requested_at
+),
+items AS (
+  INSERT INTO submission_manager_redriven_intents (redrive_id, intent_id, attempts_before)
+  SELECT $6, intent_id, attempts_before FROM moved
+)
+SELECT rec.requested_at, m.* FROM rec LEFT JOIN moved m ON true ORDER BY m.intent_id`;
+
+export class PgRedriveStore implements RedriveStore {
+  constructor(private readonly db: PgQueryable) {}
+
+  async redrive(q: RedriveRequest): Promise<RedriveResult> {
+    const r = await this.db.query<RedrivenDbRow>(REDRIVE, [
+      q.ids, q.failedFrom?.toISOString() ?? null, q.failedTo?.toISOString() ?? null, q.errorContains, q.limit,
+      q.redriveId, q.requestedBy.slice(0, 128), q.reason === null ? null : q.reason.slice(0, 500), selectorText(q),
+    ]);
+    return toRedriveResult(q.redriveId, r.rows);
+  }
+
+  async listRedrives(limit: number): Promise<RedriveRecord[]> {
+    const r = await this.db.query<RedriveRecordDbRow>(
+      `SELECT redrive_id, requested_at, requested_by, reason, selector, redriven FROM submission_manager_redrives
+        ORDER BY requested_at DESC, redrive_id DESC LIMIT $1`, [limit]);
+    return r.rows.map(toRedriveRecord);
+  }
+}
