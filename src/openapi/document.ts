@@ -167,6 +167,21 @@ export function buildOpenApiDocument(): Json {
           responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') }, ...problems(400, 413, 415) },
         }),
       }])),
+      '/dashboard': {
+        get: op('dashboard', 'admin', 'The operator dashboard (HTML); its JSON views with ?data=overview|search|intent', {
+          description: 'Open it in a browser as /api/dashboard?code=<key> (or behind App Service Authentication). Reads SQL only: any instance serves it. ' +
+            'JSON views (used by the page): `data=overview`; `data=search` with intentId, key, status, from, to (ISO instants, created_at), before, limit (≤ 100); ' +
+            '`data=intent&id=…` (payload redacted to its size unless `payload=1`).',
+          parameters: [
+            { name: 'data', in: 'query', required: false, schema: { enum: ['overview', 'search', 'intent'] }, description: 'Absent: the HTML page' },
+            { name: 'code', in: 'query', required: false, schema: { type: 'string' }, description: 'The key (passed on by the page to its API calls)' },
+          ],
+          responses: {
+            200: { description: 'The page, or a JSON view', content: { 'text/html': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'object' } } } },
+            ...problems(400, 404),
+          },
+        }),
+      },
       '/ops/intents/redrive': {
         post: op('redriveIntents', 'admin', 'Redrive failed intents: back to scheduled with a fresh attempt budget', {
           description: 'Explicit `ids` or a `filter` (failed between failedFrom and failedTo, last error containing a text), at most `limit` ' +

@@ -3,6 +3,7 @@ import type { LeaseStore } from './ports.js';
 import type { ExecutionStore, IntentStore } from './intentPorts.js';
 import type { OpsStore } from './opsPorts.js';
 import type { RedriveStore } from './redrivePorts.js';
+import type { InsightStore } from './insightPorts.js';
 
 export interface Stores {
   dialect: 'postgres' | 'pglite' | 'mssql';
@@ -13,6 +14,8 @@ export interface Stores {
   ops: OpsStore;
   /** Failed intents back to scheduled with a fresh budget (recorded per call). */
   redrive: RedriveStore;
+  /** The dashboard's read-only queries. */
+  insights: InsightStore;
   /** Apply numbered migrations idempotently (safe with concurrent migrators). */
   migrate(): Promise<{ applied: number[] }>;
   /** Cheap round trip for readiness checks. */

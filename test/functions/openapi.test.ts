@@ -173,6 +173,14 @@ describe('OpenAPI document', () => {
     expect((await redrive(JSON.stringify({ ids: [id], filter: {} }))).status).toBe(400);
     expect((await redrive('ids', { 'content-type': 'text/plain' })).status).toBe(415);
     expect((await redrive(`{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
+    // Admin: the dashboard page and its JSON views.
+    const dash = (q: string) => call(follower, 'dashboard', { method: 'GET', path: `dashboard${q}` });
+    expect((await dash('')).body).toMatch(/^<!doctype html>/);
+    expect((await dash('?data=overview')).json.intentsByStatus.succeeded).toBe(1);
+    expect((await dash('?data=search&key=oa-1')).json.items.map((i: Json) => i.intentId)).toEqual([id]);
+    expect((await dash(`?data=intent&id=${id}`)).json.contract).toMatchObject({ payload: null, payloadBytes: 11 });
+    expect((await dash('?data=intent&id=01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
+    expect((await dash('?data=search&limit=1000')).status).toBe(400);
     const notLeader = await call(follower, 'releaseLease', { method: 'POST', path: 'ops/lease/release' });
     expect([notLeader.status, notLeader.json.leaderHolderId]).toEqual([409, 'oa-leader']);
     expect((await call(leader, 'releaseLease', { method: 'POST', path: 'ops/lease/release' })).json).toMatchObject({ released: true, leaseEpoch: 1 });

@@ -28,6 +28,7 @@ describe('function registrations', () => {
     http('pauseExecution', ['POST'], 'ops/execution/pause', 'admin'),
     http('resumeExecution', ['POST'], 'ops/execution/resume', 'admin'),
     http('redriveIntents', ['POST'], 'ops/intents/redrive', 'admin'),
+    http('dashboard', ['GET'], 'dashboard', 'admin'),
   ])('$name: $methods /api/$route ($authLevel)', (want) => {
     const f = reg.functions.find((x) => x.name === want.name);
     expect(f, `function ${want.name} registered`).toBeDefined();
@@ -42,7 +43,7 @@ describe('function registrations', () => {
 
   it('registers exactly these functions and an appTerminate hook', () => {
     expect(reg.functions.map((f) => f.name).sort()).toEqual([
-      'cancelIntent', 'executorTimer', 'getExecution', 'getIntent', 'getIntentAttempts', 'getLease', 'healthz', 'listIntents',
+      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getIntent', 'getIntentAttempts', 'getLease', 'healthz', 'listIntents',
       'metrics', 'openapi', 'pauseExecution', 'postIntent', 'readyz', 'redriveIntents', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
     expect(reg.hooks.map((h) => h.name)).toEqual(['appTerminate']);
   });

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
 import { opsQueries } from '../../src/store/mssql/opsStore.js';
 import { redriveQueries } from '../../src/store/mssql/redriveStore.js';
+import { insightQueries } from '../../src/store/mssql/insightStore.js';
 import type { SqlQuery } from '../../src/store/mssql/params.js';
 
 const token = { leaseName: 'submission-manager-executor', holderId: 'host-1-abc', leaseEpoch: 42 };
@@ -19,6 +20,11 @@ const samples: Record<string, () => SqlQuery> = {
   purgeTerminal: () => opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000),
   redrive: () => redriveQueries.redrive(redriveSample),
   listRedrives: () => redriveQueries.listRedrives(20),
+  recentLeaseEvents: () => insightQueries.recentLeaseEvents(token.leaseName, 20),
+  attemptsPerMinute: () => insightQueries.attemptsPerMinute(3_600_000),
+  recentFailures: () => insightQueries.recentFailures(20),
+  searchIntents: () => insightQueries.searchIntents({ intentId: null, idempotencyKey: 'k', status: 'failed', createdFrom: new Date(0), createdTo: null, before: null, limit: 25 }),
+  redrivesOf: () => insightQueries.redrivesOf(redriveSample.redriveId),
 };
 const all = Object.entries(samples).map(([n, f]) => [n, f()] as [string, SqlQuery]);
 
@@ -29,7 +35,7 @@ const referenced = (text: string) => new Set([...code(text).matchAll(/(?<![@\w])
 
 describe('mssql ops query builders', () => {
   it('every builder has a sample', () => {
-    expect(Object.keys(samples).sort()).toEqual([...Object.keys(opsQueries), ...Object.keys(redriveQueries)].sort());
+    expect(Object.keys(samples).sort()).toEqual([...Object.keys(opsQueries), ...Object.keys(redriveQueries), ...Object.keys(insightQueries)].sort());
   });
 
   it.each(all)('%s binds only explicitly typed parameters; every @name is bound or declared and every param used', (_n, q) => {
@@ -87,6 +93,12 @@ describe('mssql ops query builders', () => {
       expect(byName.get(name)!.type.type).toBe(sql.Int);
       expect(Math.abs(byName.get(name)!.value as number)).toBeLessThanOrEqual(2 ** 31 - 1);
     }
+  });
+
+  it.each(Object.keys(insightQueries))('%s (dashboard read): read-only and bounded by TOP', (name) => {
+    const t = code(samples[name]!().text);
+    expect(t).not.toMatch(/\b(INSERT|UPDATE|DELETE|BEGIN TRANSACTION)\b/);
+    expect(t).toMatch(/\bTOP \((@limit|\d+)\)|WHERE started_at >= @since/);
   });
 
   it('redrive: one transaction; only failed rows (picked under UPDLOCK, re-checked by the UPDATE); recorded; results after COMMIT', () => {

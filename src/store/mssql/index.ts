@@ -10,6 +10,7 @@ import { MssqlIntentStore } from './intentStore.js';
 import { MssqlExecutionStore } from './executionStore.js';
 import { MssqlOpsStore } from './opsStore.js';
 import { MssqlRedriveStore } from './redriveStore.js';
+import { MssqlInsightStore } from './insightStore.js';
 import { migrateMssql } from './migrate.js';
 
 export { buildMssqlConfig, openMssqlPool, type MssqlPoolOptions } from './pool.js';
@@ -23,6 +24,7 @@ export function createMssqlStores(db: MssqlDatabase): Stores {
     execution: new MssqlExecutionStore(db),
     ops: new MssqlOpsStore(db),
     redrive: new MssqlRedriveStore(db),
+    insights: new MssqlInsightStore(db),
     migrate: () => migrateMssql(db),
     ping: async () => {
       await db.run({ text: 'SELECT 1 AS ok;', params: [] });

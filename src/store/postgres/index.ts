@@ -6,6 +6,7 @@ import { PgIntentStore } from './intentStore.js';
 import { PgExecutionStore } from './executionStore.js';
 import { PgOpsStore } from './opsStore.js';
 import { PgRedriveStore } from './redriveStore.js';
+import { PgInsightStore } from './insightStore.js';
 import { migratePostgres } from './migrate.js';
 
 export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pglite'): Stores {
@@ -16,6 +17,7 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
     execution: new PgExecutionStore(db),
     ops: new PgOpsStore(db),
     redrive: new PgRedriveStore(db),
+    insights: new PgInsightStore(db),
     migrate: () => migratePostgres(db),
     ping: async () => {
       await db.query('SELECT 1');

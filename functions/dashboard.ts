@@ -1,0 +1,11 @@
+// GET /api/dashboard — the operator dashboard (HTML; JSON views with ?data=…). Admin level: `?code=<key>` in a browser.
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { dashboardHandler } from '../src/dashboard/handler.js';
+
+azf.app.http('dashboard', {
+  methods: ['GET'],
+  route: 'dashboard',
+  authLevel: 'admin',
+  handler: httpHandler(dashboardHandler),
+});

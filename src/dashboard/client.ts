@@ -1,0 +1,206 @@
+// @ts-nocheck — browser code: compiled by tsc like the rest and inlined into the page as
+// `(${dashboardClient})()`, so the dashboard needs no build toolchain. Plain DOM, uPlot for the charts.
+// Every request goes to the page's own base path (route-prefix aware) with the page's `?code=` key, if any.
+export function dashboardClient(): void {
+  const $ = (sel) => document.querySelector(sel);
+  const el = (tag, attrs, ...kids) => {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === 'onclick') n.addEventListener('click', v);
+      else if (v !== null && v !== undefined) n.setAttribute(k, String(v));
+    }
+    for (const k of kids.flat()) n.append(k instanceof Node ? k : document.createTextNode(k === null || k === undefined ? '' : String(k)));
+    return n;
+  };
+  const params = new URLSearchParams(location.search);
+  const code = params.get('code');
+  const base = location.pathname.replace(/dashboard\/?$/, '');
+  const withCode = (path) => base + path + (code ? (path.includes('?') ? '&' : '?') + 'code=' + encodeURIComponent(code) : '');
+  async function api(method, path, body) {
+    const res = await fetch(withCode(path), {
+      method, credentials: 'same-origin',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let json = null;
+    try { json = text ? JSON.parse(text) : null; } catch { json = { raw: text.slice(0, 200) }; }
+    return { status: res.status, ok: res.ok, json };
+  }
+  const ago = (ms) => (ms < 1000 ? ms + ' ms' : ms < 120000 ? (ms / 1000).toFixed(1) + ' s' : Math.round(ms / 60000) + ' min');
+  const when = (iso) => (iso ? new Date(iso).toISOString().replace('T', ' ').replace('Z', '') : '—');
+
+  // Confirmation step for every action; the result is shown in #result.
+  function confirmAction(title, detail, withInput) {
+    const d = $('#confirm');
+    $('#confirm-title').textContent = title;
+    $('#confirm-detail').textContent = detail;
+    const input = $('#confirm-input');
+    input.hidden = !withInput;
+    input.value = '';
+    if (withInput) { input.type = withInput.type; input.placeholder = withInput.placeholder || ''; }
+    d.showModal();
+    return new Promise((resolve) => {
+      d.addEventListener('close', () => resolve(d.returnValue === 'ok' ? { input: input.value } : null), { once: true });
+    });
+  }
+  function showResult(what, r) {
+    const box = $('#result');
+    box.className = r.ok ? 'result ok' : 'result err';
+    box.textContent = what + ': HTTP ' + r.status + ' — ' + summary(r.json);
+    box.hidden = false;
+  }
+  function summary(j) {
+    if (!j) return '';
+    if (j.detail) return j.detail;
+    if (typeof j.redriven === 'number') return j.redriven + ' redriven' + (j.notRedriven && j.notRedriven.length ? ', ' + j.notRedriven.length + ' not failed' : '') + (j.more ? ' (more remain)' : '');
+    if (typeof j.paused === 'boolean') return j.paused ? 'paused' : 'running';
+    if (j.status) return 'status ' + j.status;
+    if (j.released !== undefined) return 'released epoch ' + j.leaseEpoch;
+    return JSON.stringify(j).slice(0, 200);
+  }
+  async function act(title, detail, method, path, body, input) {
+    const c = await confirmAction(title, detail, input);
+    if (!c) return;
+    const r = await api(method, path, typeof body === 'function' ? body(c.input) : body);
+    showResult(title, r);
+    await route();
+  }
+
+  // Overview.
+  let fetchedAt = 0;
+  let leader = null;
+  const charts = {};
+  function chart(id, title, series, data) {
+    const host = $('#' + id);
+    const opts = {
+      title, width: Math.max(300, host.clientWidth || 500), height: 200, scales: { x: { time: true } },
+      series: [{}].concat(series), axes: [{}, { size: 50 }],
+    };
+    if (charts[id]) charts[id].setData(data);
+    else charts[id] = new uPlot(opts, data, host);
+  }
+  function drawCharts(o) {
+    const end = Math.floor(Date.parse(o.dbNow) / 60000) * 60;
+    const xs = [], started = [], errors = [], rate = [];
+    const byMinute = new Map(o.attemptsPerMinute.map((m) => [Date.parse(m.minute) / 1000, m]));
+    for (let t = end - 59 * 60; t <= end; t += 60) {
+      const m = byMinute.get(t);
+      xs.push(t); started.push(m ? m.started : 0); errors.push(m ? m.errors : 0);
+      rate.push(m && m.started ? Math.round((1000 * m.errors) / m.started) / 10 : 0);
+    }
+    chart('chart-attempts', 'Attempts per minute (last hour)', [
+      { label: 'attempts', stroke: '#2563eb', fill: 'rgba(37,99,235,0.15)' }, { label: 'errors', stroke: '#dc2626' }], [xs, started, errors]);
+    chart('chart-errors', 'Error rate % (last hour)', [{ label: 'error rate %', stroke: '#dc2626', fill: 'rgba(220,38,38,0.12)' }], [xs, rate]);
+    $('#charts').dataset.points = String(xs.length);
+  }
+  function tickCountdown() {
+    const c = $('#countdown');
+    if (!c || !leader) return;
+    const left = leader.expiresInMs - (Date.now() - fetchedAt);
+    c.textContent = left > 0 ? 'expires in ' + (left / 1000).toFixed(1) + ' s' : 'expired ' + ago(-left) + ' ago';
+    c.className = left > 0 ? 'ok' : 'err';
+  }
+  setInterval(tickCountdown, 250);
+
+  function renderOverview(o) {
+    fetchedAt = Date.now();
+    leader = o.leader;
+    $('#leader').replaceChildren(o.leader
+      ? el('div', {}, el('div', { class: 'big', id: 'leader-holder' }, o.leader.holderId),
+        el('div', {}, 'epoch ', el('b', { id: 'leader-epoch' }, o.leader.leaseEpoch), ' · ', el('span', { id: 'countdown' })),
+        el('div', { class: 'muted' }, 'last renew ', when(o.leader.renewedAt), ' · acquired ', when(o.leader.acquiredAt)))
+      : el('div', { class: 'big err', id: 'leader-holder' }, 'no leader yet'));
+    tickCountdown();
+    const ex = o.execution;
+    $('#execution').replaceChildren(
+      el('div', { class: 'big ' + (ex.paused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : 'running'),
+      el('div', { class: 'muted' }, ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
+      el('div', { class: 'muted', id: 'handovers' }, o.handovers.length ? o.handovers.length + ' pending handover(s)' : 'no pending handover'),
+      el('div', { class: 'buttons' },
+        ex.paused
+          ? el('button', { id: 'btn-resume', onclick: () => act('Resume execution', 'Leaders start attempts again.', 'POST', 'ops/execution/resume') }, 'Resume')
+          : el('button', { id: 'btn-pause', onclick: () => act('Pause execution', 'Every leader stops starting attempts (in-flight ones finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause'),
+        el('button', { id: 'btn-drain', onclick: () => act('Drain the leader', 'The leader finishes in-flight attempts and releases the lease; a follower takes over.', 'POST', 'ops/lease/release') }, 'Drain leader')));
+    const s = o.intentsByStatus;
+    $('#counts').replaceChildren(...['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled'].map((k) =>
+      el('div', { class: 'count ' + k }, el('div', { class: 'n', id: 'count-' + k }, s[k]), el('div', {}, k.replace('_', ' ')))),
+    el('div', { class: 'count' }, el('div', { class: 'n', id: 'due-now' }, o.dueNow), el('div', {}, 'due now')),
+    el('div', { class: 'count' }, el('div', { class: 'n', id: 'oldest-due' }, o.dueNow ? ago(o.oldestDueAgeMs) : '—'), el('div', {}, 'oldest due')),
+    el('div', { class: 'count' }, el('div', { class: 'n small' }, o.lastAttemptAt ? when(o.lastAttemptAt) : '—'), el('div', {}, 'last attempt')));
+    drawCharts(o);
+    $('#failures').replaceChildren(el('table', { id: 'failures-table' },
+      el('tr', {}, el('th', {}, 'intent'), el('th', {}, 'failed at'), el('th', {}, 'attempts'), el('th', {}, 'last error'), el('th', {}, '')),
+      ...o.failures.map((f) => el('tr', {}, el('td', {}, el('a', { href: '#/intent/' + f.intentId }, f.intentId)), el('td', {}, when(f.failedAt)),
+        el('td', {}, f.attemptCount), el('td', { class: 'error' }, f.lastError),
+        el('td', {}, el('button', { class: 'redrive-one', onclick: () => act('Redrive ' + f.intentId, 'Back to scheduled with a fresh attempt budget.', 'POST', 'ops/intents/redrive', { ids: [f.intentId] }) }, 'Redrive'))))));
+    $('#btn-redrive-filter').onclick = () => act('Redrive failed intents', 'All failed intents whose last error contains (empty = any), at most 100 per call:', 'POST', 'ops/intents/redrive',
+      (t) => ({ filter: t ? { errorContains: t } : {}, limit: 100 }), { type: 'text', placeholder: 'last error contains…' });
+    $('#timeline').replaceChildren(el('table', {}, el('tr', {}, el('th', {}, 'at'), el('th', {}, 'event'), el('th', {}, 'epoch'), el('th', {}, 'holder')),
+      ...o.timeline.map((e) => el('tr', {}, el('td', {}, when(e.at)), el('td', {}, e.event), el('td', {}, e.leaseEpoch), el('td', {}, e.holderId)))));
+    $('#redrives').replaceChildren(el('table', {}, el('tr', {}, el('th', {}, 'at'), el('th', {}, 'by'), el('th', {}, 'redriven'), el('th', {}, 'reason')),
+      ...o.redrives.map((r) => el('tr', {}, el('td', {}, when(r.requestedAt)), el('td', {}, r.requestedBy), el('td', {}, r.redriven), el('td', {}, r.reason)))));
+    $('#served').textContent = 'database time ' + when(o.dbNow) + ' · served by ' + o.servedBy + ' · cluster ' + o.leaseName;
+  }
+
+  async function runSearch(ev) {
+    if (ev) ev.preventDefault();
+    const f = new FormData($('#search'));
+    const q = new URLSearchParams({ data: 'search' });
+    for (const k of ['intentId', 'key', 'status']) if (f.get(k)) q.set(k, String(f.get(k)).trim());
+    for (const k of ['from', 'to']) if (f.get(k)) q.set(k, new Date(String(f.get(k)) + 'Z').toISOString());
+    const r = await api('GET', 'dashboard?' + q.toString());
+    const out = $('#search-results');
+    if (!r.ok) { out.replaceChildren(el('div', { class: 'err' }, summary(r.json))); return; }
+    out.replaceChildren(el('table', { id: 'search-table' }, el('tr', {}, el('th', {}, 'intent'), el('th', {}, 'key'), el('th', {}, 'status'), el('th', {}, 'created'), el('th', {}, 'attempts')),
+      ...r.json.items.map((i) => el('tr', {}, el('td', {}, el('a', { href: '#/intent/' + i.intentId }, i.intentId)), el('td', {}, i.idempotencyKey),
+        el('td', { class: 'status ' + i.status }, i.status), el('td', {}, when(i.createdAt)), el('td', {}, i.attemptCount + '/' + i.maxAttempts)))),
+    el('div', { class: 'muted' }, r.json.items.length + ' shown' + (r.json.nextBefore ? ' (more: narrow the search)' : '')));
+  }
+
+  async function renderIntent(id, withPayload) {
+    const r = await api('GET', 'dashboard?data=intent&id=' + encodeURIComponent(id) + (withPayload ? '&payload=1' : ''));
+    const page = $('#intent-page');
+    if (!r.ok) { page.replaceChildren(el('div', { class: 'err' }, 'HTTP ' + r.status + ': ' + summary(r.json))); return; }
+    const { intent: i, contract: c, attempts, redrives } = r.json;
+    const actions = [];
+    if (i.status === 'scheduled' || i.status === 'in_flight') actions.push(el('button', { id: 'btn-cancel', onclick: () => act('Cancel ' + i.intentId, 'The intent becomes cancelled (an in-flight call still finishes).', 'POST', 'intents/' + i.intentId + '/cancel') }, 'Cancel'));
+    if (i.status === 'scheduled') actions.push(el('button', { id: 'btn-reschedule', onclick: () => act('Reschedule ' + i.intentId, 'Next attempt not before (UTC):', 'POST', 'intents/' + i.intentId + '/reschedule', (t) => ({ notBefore: new Date(t + 'Z').toISOString() }), { type: 'datetime-local' }) }, 'Reschedule'));
+    if (i.status === 'failed') actions.push(el('button', { id: 'btn-redrive', onclick: () => act('Redrive ' + i.intentId, 'Back to scheduled with a fresh attempt budget; attempt numbers continue.', 'POST', 'ops/intents/redrive', { ids: [i.intentId] }) }, 'Redrive'));
+    page.replaceChildren(
+      el('h2', {}, 'Intent ', el('code', { id: 'intent-id' }, i.intentId)),
+      el('div', { class: 'cards' },
+        el('div', { class: 'card' }, el('div', { class: 'big status ' + i.status, id: 'intent-status' }, i.status),
+          el('div', {}, 'attempts ', el('b', { id: 'intent-attempts' }, i.attemptCount), ' of ', i.maxAttempts), el('div', {}, 'key: ', i.idempotencyKey || '—'),
+          el('div', {}, 'created ', when(i.createdAt)), el('div', {}, 'next attempt ', when(i.nextAttemptAt)), el('div', {}, 'modified ', when(i.lastModifiedAt)),
+          el('div', { class: 'error' }, i.lastError || ''), el('div', { class: 'buttons' }, ...actions)),
+        el('div', { class: 'card' }, el('h3', {}, 'Contract'), el('div', {}, 'retry: ', JSON.stringify(c.retry)),
+          el('div', {}, 'provider: ', c.providerHost === null ? 'default (PROVIDER_URL)' : c.providerHost),
+          c.payload === null
+            ? el('div', { id: 'payload' }, 'payload: ' + c.payloadBytes + ' bytes (redacted) ', el('button', { id: 'btn-payload', onclick: () => renderIntent(id, true) }, 'Show payload'))
+            : el('pre', { id: 'payload' }, JSON.stringify(c.payload, null, 2)))),
+      el('h3', {}, 'Attempt log'),
+      el('table', { id: 'attempts-table' }, el('tr', {}, ...['#', 'epoch', 'holder', 'started', 'finished', 'outcome', 'HTTP', 'ms', 'error'].map((h) => el('th', {}, h))),
+        ...attempts.map((a) => el('tr', {}, el('td', {}, a.attemptNo), el('td', {}, a.leaseEpoch), el('td', {}, a.holderId), el('td', {}, when(a.startedAt)),
+          el('td', {}, when(a.finishedAt)), el('td', { class: 'status ' + a.outcome }, a.outcome), el('td', {}, a.httpStatus), el('td', {}, a.durationMs), el('td', { class: 'error' }, a.error)))),
+      el('h3', {}, 'Redrives'),
+      redrives.length ? el('ul', {}, ...redrives.map((x) => el('li', {}, when(x.requestedAt) + ' by ' + x.requestedBy + ' after ' + x.attemptsBefore + ' attempts' + (x.reason ? ' — ' + x.reason : '')))) : el('div', { class: 'muted' }, 'never redriven'));
+  }
+
+  let timer = null;
+  async function route() {
+    clearTimeout(timer);
+    const m = /^#\/intent\/([0-9a-fA-F-]{36})$/.exec(location.hash);
+    $('#overview-page').hidden = !!m;
+    $('#intent-page').hidden = !m;
+    if (m) return renderIntent(m[1], false);
+    const r = await api('GET', 'dashboard?data=overview');
+    if (r.ok) renderOverview(r.json);
+    else showResult('Overview', r);
+    document.body.dataset.loaded = 'true';
+    timer = setTimeout(route, 5000);
+  }
+  $('#search').addEventListener('submit', runSearch);
+  window.addEventListener('hashchange', route);
+  route();
+}

@@ -1,0 +1,91 @@
+// The dashboard's JSON views (GET /api/dashboard?data=overview|search|intent), built from SQL only, so any
+// instance answers the same. Bounded: 20 lease events, 60 minutes of attempts, 20 failures, 10 redrives,
+// search pages of at most 100. The payload is redacted to its size unless `payload=1` is asked.
+import { z } from 'zod';
+import type { App } from '../app.js';
+import { INTENT_STATUSES, isoDateTime, toAttemptView, toIntentView } from '../intents/contract.js';
+import { isUuid } from '../intents/ids.js';
+
+const HOUR_MS = 3_600_000;
+const iso = (d: Date | null) => d?.toISOString() ?? null;
+/** Only the host of a provider URL recorded at submit (never its credentials, path or query); null = the default. */
+const providerHost = (url: string | null) => {
+  if (url === null) return null;
+  try { return new URL(url).host; } catch { return '(invalid URL)'; }
+};
+const uuid = z.string().refine(isUuid, 'must be an intent id (UUID)').transform((s) => s.toLowerCase());
+
+export const dashboardQuerySchema = z.discriminatedUnion('data', [
+  z.object({ data: z.literal('overview') }),
+  z.object({
+    data: z.literal('search'),
+    intentId: uuid.optional(),
+    key: z.string().min(1).max(255).optional(),
+    status: z.enum(INTENT_STATUSES).optional(),
+    from: isoDateTime.optional(),
+    to: isoDateTime.optional(),
+    before: uuid.optional(),
+    limit: z.string().regex(/^\d{1,3}$/, 'must be an integer from 1 to 100').transform(Number)
+      .pipe(z.number().int().min(1, 'must be an integer from 1 to 100').max(100, 'must be an integer from 1 to 100')).default(25),
+  }),
+  z.object({ data: z.literal('intent'), id: uuid, payload: z.enum(['0', '1']).default('0') }),
+], { error: () => 'must be one of overview, search, intent' });
+export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
+
+export async function overview(app: App) {
+  const leaseName = app.config.lease.name;
+  const s = app.stores;
+  const [o, control, events, perMinute, failures, redrives] = await Promise.all([
+    s.ops.getClusterOverview(leaseName), s.ops.getExecutionControl(leaseName), s.insights.recentLeaseEvents(leaseName, 20),
+    s.insights.attemptsPerMinute(HOUR_MS), s.insights.recentFailures(20), s.redrive.listRedrives(10),
+  ]);
+  const now = o.dbNow.getTime();
+  return {
+    dbNow: o.dbNow.toISOString(),
+    leaseName,
+    servedBy: app.lease.holderId,
+    leader: o.lease && {
+      holderId: o.lease.holderId, leaseEpoch: o.lease.leaseEpoch, acquiredAt: iso(o.lease.acquiredAt), renewedAt: iso(o.lease.renewedAt),
+      expiresAt: iso(o.lease.expiresAt), expiresInMs: o.lease.expiresAt.getTime() - now, live: o.lease.expiresAt.getTime() > now,
+    },
+    execution: { paused: control.paused, changedAt: iso(control.changedAt), changedBy: control.changedBy, reason: control.reason },
+    // Handover/drain requests recorded in SQL arrive with issue 12's store; until then only the lease events tell.
+    handovers: [] as unknown[],
+    intentsByStatus: o.intentsByStatus,
+    dueNow: o.dueNow,
+    oldestDueAgeMs: o.oldestDueAgeMs,
+    lastAttemptAt: iso(o.lastAttemptAt),
+    timeline: events.map((e) => ({ seq: e.seq, event: e.event, holderId: e.holderId, leaseEpoch: e.leaseEpoch, at: e.at.toISOString() })),
+    attemptsPerMinute: perMinute.minutes.map((m) => ({ minute: m.minute.toISOString(), started: m.started, errors: m.errors, succeeded: m.succeeded })),
+    failures: failures.map((f) => ({ intentId: f.intentId, attemptCount: f.attemptCount, failedAt: f.lastModifiedAt.toISOString(), lastError: f.lastError })),
+    redrives: redrives.map((r) => ({ redriveId: r.redriveId, requestedAt: r.requestedAt.toISOString(), requestedBy: r.requestedBy, reason: r.reason, redriven: r.redriven })),
+  };
+}
+
+export async function search(app: App, q: Extract<DashboardQuery, { data: 'search' }>) {
+  const rows = await app.stores.insights.searchIntents({
+    intentId: q.intentId ?? null, idempotencyKey: q.key ?? null, status: q.status ?? null,
+    createdFrom: q.from ? new Date(q.from) : null, createdTo: q.to ? new Date(q.to) : null, before: q.before ?? null, limit: q.limit,
+  });
+  return {
+    items: rows.map((r) => ({ ...toIntentView(r), idempotencyKey: r.idempotencyKey })),
+    nextBefore: rows.length === q.limit ? rows[rows.length - 1]!.intentId : null,
+  };
+}
+
+/** null when the intent does not exist. */
+export async function intentPage(app: App, q: Extract<DashboardQuery, { data: 'intent' }>) {
+  const row = await app.stores.intents.get(q.id);
+  if (!row) return null;
+  const [attempts, redrives] = await Promise.all([app.stores.intents.listAttempts(q.id), app.stores.insights.redrivesOf(q.id)]);
+  const payloadBytes = Buffer.byteLength(JSON.stringify(row.contract.payload), 'utf8');
+  return {
+    intent: { ...toIntentView(row), idempotencyKey: row.idempotencyKey },
+    contract: {
+      providerHost: providerHost(row.contract.provider.url), retry: row.contract.retry, payloadBytes,
+      payload: q.payload === '1' ? row.contract.payload : null,
+    },
+    attempts: attempts.map(toAttemptView),
+    redrives: redrives.map((r) => ({ ...r, requestedAt: r.requestedAt.toISOString() })),
+  };
+}

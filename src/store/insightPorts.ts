@@ -1,0 +1,49 @@
+// Insight port: the read-only queries behind the operator dashboard (any instance; SQL only, never in-memory
+// state). Every query is bounded (LIMIT / TOP) and reads an index: lease events by their sequence, attempts by
+// ix_attempts_started_at, intents by primary key, idempotency key, ix_intents_modified or ix_intents_due.
+import type { IntentRow, IntentStatus } from './intentPorts.js';
+import type { LeaseEvent } from './ports.js';
+
+/** One minute of attempts (by started_at, database time). */
+export interface AttemptMinute {
+  /** Start of the minute (UTC). */
+  minute: Date;
+  started: number;
+  /** retryable_error, permanent_error or abandoned. */
+  errors: number;
+  succeeded: number;
+}
+
+export interface IntentSearch {
+  intentId: string | null;
+  idempotencyKey: string | null;
+  status: IntentStatus | null;
+  /** created_at ≥ from / < to; null = unbounded. */
+  createdFrom: Date | null;
+  createdTo: Date | null;
+  /** Exclusive intent-id cursor: results are newest first (intent_id descending). */
+  before: string | null;
+  limit: number;
+}
+
+/** A redrive that moved this intent. */
+export interface IntentRedrive {
+  redriveId: string;
+  requestedAt: Date;
+  requestedBy: string;
+  reason: string | null;
+  attemptsBefore: number;
+}
+
+export interface InsightStore {
+  /** The newest `limit` lease events of `leaseName`, newest first. */
+  recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]>;
+  /** Attempts per minute over the last `windowMs` of database time (minutes without attempts are absent), oldest first, with database now. */
+  attemptsPerMinute(windowMs: number): Promise<{ dbNow: Date; minutes: AttemptMinute[] }>;
+  /** The `limit` most recently failed intents (status failed, newest last_modified_at first). */
+  recentFailures(limit: number): Promise<IntentRow[]>;
+  /** Intents matching every given criterion, newest first (by intent id, which is time-ordered). */
+  searchIntents(q: IntentSearch): Promise<IntentRow[]>;
+  /** The redrives that moved `intentId`, oldest first (at most 100). */
+  redrivesOf(intentId: string): Promise<IntentRedrive[]>;
+}

@@ -1,0 +1,97 @@
+// SQL Server InsightStore: the dashboard's bounded, indexed reads (twin of postgres/insightStore.ts).
+import type { AttemptMinute, InsightStore, IntentRedrive, IntentSearch } from '../insightPorts.js';
+import type { IntentRow } from '../intentPorts.js';
+import type { LeaseEvent } from '../ports.js';
+import { insightRows } from '../insightMapping.js';
+import type { MssqlRunner } from './db.js';
+import { p, type SqlQuery } from './params.js';
+import { intentCols, toIntent, type IntentDbRow } from './rows.js';
+
+const EPOCH = "CAST('2000-01-01' AS datetime2(7))";
+
+export const insightQueries = {
+  recentLeaseEvents(leaseName: string, limit: number): SqlQuery {
+    return {
+      text: `SELECT TOP (@limit) seq, lease_name, lease_epoch, holder_id, [event] AS event, [at] AS at
+  FROM submission_manager_lease_events WHERE lease_name = @lease_name ORDER BY seq DESC;`,
+      params: [p.varchar('lease_name', 64, leaseName), p.int('limit', limit)],
+    };
+  },
+
+  attemptsPerMinute(windowMs: number): SqlQuery {
+    return {
+      text: `SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+DECLARE @since datetime2(7) = DATEADD(millisecond, -CAST(@window_ms % 1000 AS int), DATEADD(second, -CAST(@window_ms / 1000 AS int), @now));
+SELECT @now AS db_now, m.minute, m.started, m.errors, m.succeeded
+  FROM (SELECT 1 AS one) AS x
+  LEFT JOIN (
+    SELECT DATEADD(minute, DATEDIFF(minute, ${EPOCH}, started_at), ${EPOCH}) AS minute, COUNT(*) AS started,
+           SUM(CASE WHEN outcome IN ('retryable_error', 'permanent_error', 'abandoned') THEN 1 ELSE 0 END) AS errors,
+           SUM(CASE WHEN outcome = 'succeeded' THEN 1 ELSE 0 END) AS succeeded
+      FROM submission_attempts WHERE started_at >= @since
+     GROUP BY DATEADD(minute, DATEDIFF(minute, ${EPOCH}, started_at), ${EPOCH})) AS m ON 1 = 1
+ ORDER BY m.minute;`,
+      params: [p.bigint('window_ms', Math.max(0, Math.round(windowMs)))],
+    };
+  },
+
+  recentFailures(limit: number): SqlQuery {
+    return {
+      text: `SELECT TOP (@limit) ${intentCols()} FROM submission_intents WHERE status = 'failed' ORDER BY last_modified_at DESC, intent_id DESC;`,
+      params: [p.int('limit', limit)],
+    };
+  },
+
+  searchIntents(q: IntentSearch): SqlQuery {
+    return {
+      text: `SELECT TOP (@limit) ${intentCols()} FROM submission_intents
+ WHERE (@intent_id IS NULL OR intent_id = @intent_id) AND (@idempotency_key IS NULL OR idempotency_key = @idempotency_key)
+   AND (@status IS NULL OR status = @status) AND (@created_from IS NULL OR created_at >= @created_from)
+   AND (@created_to IS NULL OR created_at < @created_to) AND (@before IS NULL OR intent_id < @before)
+ ORDER BY intent_id DESC;`,
+      params: [
+        p.uuid('intent_id', q.intentId), p.nvarchar('idempotency_key', 255, q.idempotencyKey), p.varchar('status', 16, q.status),
+        p.datetime2('created_from', q.createdFrom), p.datetime2('created_to', q.createdTo), p.uuid('before', q.before), p.int('limit', q.limit),
+      ],
+    };
+  },
+
+  redrivesOf(intentId: string): SqlQuery {
+    return {
+      text: `SELECT TOP (100) r.redrive_id, r.requested_at, r.requested_by, r.reason, x.attempts_before
+  FROM submission_manager_redriven_intents AS x JOIN submission_manager_redrives AS r ON r.redrive_id = x.redrive_id
+ WHERE x.intent_id = @intent_id ORDER BY r.requested_at, r.redrive_id;`,
+      params: [p.uuid('intent_id', intentId)],
+    };
+  },
+};
+
+export class MssqlInsightStore implements InsightStore {
+  constructor(private readonly db: MssqlRunner) {}
+
+  private async rows(q: SqlQuery): Promise<Record<string, unknown>[]> {
+    const sets = await this.db.run<Record<string, unknown>>(q);
+    return sets[sets.length - 1] ?? [];
+  }
+
+  async recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]> {
+    return (await this.rows(insightQueries.recentLeaseEvents(leaseName, limit))).map(insightRows.event);
+  }
+
+  async attemptsPerMinute(windowMs: number): Promise<{ dbNow: Date; minutes: AttemptMinute[] }> {
+    return insightRows.minutes(await this.rows(insightQueries.attemptsPerMinute(windowMs)));
+  }
+
+  async recentFailures(limit: number): Promise<IntentRow[]> {
+    return (await this.rows(insightQueries.recentFailures(limit))).map((r) => toIntent(r as unknown as IntentDbRow));
+  }
+
+  async searchIntents(q: IntentSearch): Promise<IntentRow[]> {
+    return (await this.rows(insightQueries.searchIntents(q))).map((r) => toIntent(r as unknown as IntentDbRow));
+  }
+
+  async redrivesOf(intentId: string): Promise<IntentRedrive[]> {
+    return (await this.rows(insightQueries.redrivesOf(intentId))).map(insightRows.redrive);
+  }
+}

@@ -1,0 +1,85 @@
+// The InsightStore contract (the dashboard's reads), run unchanged against every dialect.
+import { describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
+import type { Stores } from '../../src/store/stores.js';
+import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
+import { uuidv7 } from '../../src/intents/ids.js';
+
+const LEASE = 'insight-contract-lease';
+const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(dialects)('insight store contract: $name', (dialect) => {
+  let ctx: DialectContext;
+  let s: Stores;
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
+    s = await ctx.openStores();
+  });
+
+  async function intent(key: string | null, status: IntentStatus = 'scheduled'): Promise<string> {
+    const intentId = uuidv7();
+    await s.intents.insert({ intentId, idempotencyKey: key, requestHash: 'a'.repeat(64), contract, maxAttempts: 3, notBefore: null });
+    if (status !== 'scheduled') await ctx.setIntentStatus(intentId, status);
+    return intentId;
+  }
+
+  it('lease events newest first and bounded; attempts per minute with errors; recent failures newest first', async () => {
+    for (let i = 0; i < 3; i++) await ctx.stealLease(LEASE, `h${i}`).catch(async () => { await s.lease.tryAcquire(LEASE, `h${i}`, 60_000); });
+    const events = await s.insights.recentLeaseEvents(LEASE, 2);
+    expect(events.map((e) => e.leaseEpoch)).toEqual([3, 2]);
+    expect(events[0]).toMatchObject({ event: 'acquired', holderId: 'h2', leaseName: LEASE });
+    expect(await s.insights.recentLeaseEvents('other', 5)).toEqual([]);
+
+    expect((await s.insights.attemptsPerMinute(3_600_000)).minutes).toEqual([]);
+    const a = await intent(null, 'failed');
+    const b = await intent(null, 'in_flight');
+    await ctx.insertAttempts([
+      { intentId: a, attemptNo: 1, leaseEpoch: 1, holderId: 'x', outcome: 'retryable_error' },
+      { intentId: a, attemptNo: 2, leaseEpoch: 1, holderId: 'x', outcome: 'permanent_error' },
+      { intentId: b, attemptNo: 1, leaseEpoch: 1, holderId: 'x', outcome: 'succeeded' },
+      { intentId: b, attemptNo: 2, leaseEpoch: 1, holderId: 'x', outcome: 'started' },
+    ]);
+    const pm = await s.insights.attemptsPerMinute(3_600_000);
+    expect(pm.minutes).toHaveLength(1); // one statement: one started_at, one minute
+    expect(pm.minutes[0]).toMatchObject({ started: 4, errors: 2, succeeded: 1 });
+    expect(pm.minutes[0]!.minute.getUTCSeconds()).toBe(0);
+    expect(pm.dbNow.getTime() - pm.minutes[0]!.minute.getTime()).toBeLessThan(120_000);
+
+    await sleep(10);
+    const c = await intent(null, 'failed');
+    expect((await s.insights.recentFailures(10)).map((r) => r.intentId)).toEqual([c, a]);
+    expect((await s.insights.recentFailures(1)).map((r) => r.intentId)).toEqual([c]);
+  });
+
+  it('search: by id, idempotency key, status, created range; newest first; paged with `before`', async () => {
+    const first = await intent('k-1', 'failed');
+    await sleep(20);
+    const mid = new Date((await ctx.intentRows()).find((r) => r.intentId === first)!.createdAt.getTime() + 10);
+    const second = await intent('k-2');
+    const third = await intent(null, 'succeeded');
+    const q = { intentId: null, idempotencyKey: null, status: null, createdFrom: null, createdTo: null, before: null, limit: 10 };
+    const ids = async (x: Partial<typeof q>) => (await s.insights.searchIntents({ ...q, ...x })).map((r) => r.intentId);
+    expect(await ids({})).toEqual([third, second, first]);
+    expect(await ids({ intentId: second })).toEqual([second]);
+    expect(await ids({ idempotencyKey: 'k-1' })).toEqual([first]);
+    expect(await ids({ idempotencyKey: 'nope' })).toEqual([]);
+    expect(await ids({ status: 'succeeded' })).toEqual([third]);
+    expect(await ids({ createdFrom: mid })).toEqual([third, second]);
+    expect(await ids({ createdTo: mid })).toEqual([first]);
+    expect(await ids({ limit: 2 })).toEqual([third, second]);
+    expect(await ids({ limit: 2, before: second })).toEqual([first]);
+  });
+
+  it('redrivesOf: the redrives that moved an intent, oldest first', async () => {
+    const id = await intent(null, 'failed');
+    expect(await s.insights.redrivesOf(id)).toEqual([]);
+    const base = { requestedBy: 'ops@x', ids: [id], failedFrom: null, failedTo: null, errorContains: null, limit: 10 };
+    await s.redrive.redrive({ ...base, redriveId: uuidv7(), reason: 'one' });
+    await ctx.setIntentStatus(id, 'failed');
+    await s.redrive.redrive({ ...base, redriveId: uuidv7(), reason: null });
+    const r = await s.insights.redrivesOf(id);
+    expect(r.map((x) => [x.reason, x.requestedBy, x.attemptsBefore])).toEqual([['one', 'ops@x', 0], [null, 'ops@x', 0]]);
+  });
+});

@@ -1,0 +1,152 @@
+// The dashboard in a real browser: Debian's headless Chromium driven by playwright-core against a local host
+// process (3 instances, PostgreSQL, ADMIN_KEY set so `?code=` is exercised) with intents in every state.
+// Checks the leader, the counts and the charts; searches by idempotency key; opens an intent (payload
+// redacted until asked); redrives a failed one through the confirmation dialog and sees it succeed; pauses
+// and resumes. Screenshots go to docs/img/ (used by the README).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import {
+  FAST_ENV, ROOT, createPgDatabase, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
+} from '../support/localHostProcess.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const KEY = 'dash-admin-key';
+const IMG = path.join(ROOT, 'docs/img');
+
+let db: PgTestDatabase;
+let provider: RecordingProvider;
+let host: HostProcess;
+let browser: Browser;
+let page: Page;
+let healed = false;
+const ids: Record<string, string> = {};
+
+async function submit(payload: Record<string, unknown>, key: string, extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await fetch(`${host.api}/intents`, {
+    method: 'POST', body: JSON.stringify({ payload, ...extra }),
+    headers: { 'content-type': 'application/json', 'x-functions-key': KEY, 'idempotency-key': key },
+  });
+  expect(r.status).toBe(201);
+  return ((await r.json()) as { intentId: string }).intentId;
+}
+const counts = async () => Object.fromEntries((await db.sql<{ status: string; n: number }>(
+  'SELECT status, count(*)::int AS n FROM submission_intents GROUP BY status')).map((r) => [r.status, r.n]));
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run installs it)`);
+  ensureBuilt();
+  db = await createPgDatabase();
+  provider = await startRecordingProvider((c) => ((c.payload as { mode?: string }).mode === 'fail' && !healed
+    ? { status: 400, body: '{"error":"order rejected: unknown SKU"}' } : { status: 200, delayMs: 20 }));
+  host = await startHost({ ...FAST_ENV, DATABASE_URL: db.url, PROVIDER_URL: provider.url, INSTANCES: '3', ADMIN_KEY: KEY, FUNCTION_KEY: KEY });
+  for (let i = 0; i < 6; i++) ids[`ok${i}`] = await submit({ order: i, sku: 'A-1' }, `dash-ok-${i}`);
+  ids.fail = await submit({ order: 100, mode: 'fail', sku: 'Z-9' }, 'dash-fail-1', { maxAttempts: 1 });
+  ids.fail2 = await submit({ order: 101, mode: 'fail' }, 'dash-fail-2', { maxAttempts: 1 });
+  ids.later = await submit({ order: 200 }, 'dash-later', { notBefore: '2099-01-01T00:00:00Z' });
+  ids.cancel = await submit({ order: 300 }, 'dash-cancel', { notBefore: '2099-01-01T00:00:00Z' });
+  ids.flying = await submit({ order: 400 }, 'dash-flying', { notBefore: '2099-01-01T00:00:00Z' });
+  await fetch(`${host.api}/intents/${ids.cancel}/cancel?code=${KEY}`, { method: 'POST' });
+  await waitFor('6 succeeded and 2 failed', async () => { const c = await counts(); return c.succeeded === 6 && c.failed === 2; }, 30_000);
+  // An intent shown in flight (arranged in SQL: the provider call of a leader that stalls mid-attempt).
+  await db.sql("UPDATE submission_intents SET status = 'in_flight' WHERE intent_id = $1", [ids.flying]);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (host) await killAll([host]);
+  await provider?.close();
+  await db?.drop();
+});
+
+describe('dashboard in Chromium', () => {
+  it('is protected like the ops routes: no key → 401; ?code= works', async () => {
+    expect((await fetch(`${host.api}/dashboard`)).status).toBe(401);
+    const r = await fetch(`${host.api}/dashboard?code=${KEY}`);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(r.headers.get('referrer-policy')).toBe('no-referrer');
+    expect((await fetch(`${host.api}/dashboard?code=${KEY}&data=nope`)).status).toBe(400);
+  });
+
+  it('overview: leader, counts, backlog and both charts', async () => {
+    await page.goto(`${host.api}/dashboard?code=${KEY}`);
+    await page.waitForSelector('body[data-loaded="true"]');
+    const holder = (await page.textContent('#leader-holder'))!;
+    expect(host.holderIds).toContain(holder);
+    expect(Number(await page.textContent('#leader-epoch'))).toBeGreaterThanOrEqual(1);
+    await page.waitForFunction(() => /expires in/.test(document.querySelector('#countdown')?.textContent ?? ''));
+    expect(await page.textContent('#count-succeeded')).toBe('6');
+    expect(await page.textContent('#count-failed')).toBe('2');
+    expect(await page.textContent('#count-in_flight')).toBe('1');
+    expect(await page.textContent('#count-cancelled')).toBe('1');
+    expect(Number(await page.textContent('#count-scheduled'))).toBe(1);
+    expect(await page.textContent('#due-now')).toBe('0');
+    expect(await page.locator('#charts .uplot canvas').count()).toBe(2);
+    expect(await page.getAttribute('#charts', 'data-points')).toBe('60');
+    expect(await page.locator('#failures-table tr').count()).toBe(3); // header + 2 failures
+    expect(await page.textContent('#failures-table')).toContain('order rejected: unknown SKU');
+    expect(await page.locator('#timeline tr').count()).toBeGreaterThanOrEqual(2);
+    await page.screenshot({ path: path.join(IMG, 'dashboard-overview.png'), fullPage: true });
+  });
+
+  it('search by idempotency key, open the intent: payload redacted until asked, attempt log', async () => {
+    await page.fill('#search-key', 'dash-fail-1');
+    await page.click('#btn-search');
+    await page.waitForSelector('#search-table');
+    expect(await page.locator('#search-table tr').count()).toBe(2);
+    await page.click(`#search-table a[href="#/intent/${ids.fail}"]`);
+    await page.waitForSelector('#intent-status');
+    expect(await page.textContent('#intent-id')).toBe(ids.fail);
+    expect(await page.textContent('#intent-status')).toBe('failed');
+    expect(await page.textContent('#payload')).toMatch(/^payload: \d+ bytes \(redacted\)/);
+    expect(await page.textContent('#intent-page')).not.toContain('Z-9');
+    await page.click('#btn-payload');
+    await page.waitForSelector('pre#payload');
+    expect(JSON.parse((await page.textContent('pre#payload'))!)).toEqual({ order: 100, mode: 'fail', sku: 'Z-9' });
+    expect(await page.locator('#attempts-table tr').count()).toBe(2);
+  });
+
+  it('redrive the failed intent through the confirmation step and see it succeed', async () => {
+    healed = true;
+    await page.click('#btn-redrive');
+    await page.waitForSelector('dialog#confirm[open]');
+    await page.screenshot({ path: path.join(IMG, 'dashboard-confirm.png') });
+    await page.click('#confirm-ok');
+    await page.waitForSelector('#result:not([hidden])');
+    expect(await page.textContent('#result')).toMatch(/HTTP 200 — 1 redriven/);
+    await waitFor('the redriven intent succeeded', async () => {
+      await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange')));
+      await page.waitForSelector('#intent-status');
+      return (await page.textContent('#intent-status')) === 'succeeded';
+    }, 20_000, 300);
+    expect(await page.locator('#attempts-table tr').count()).toBe(3); // attempts 1 (failed) and 2 (succeeded)
+    expect(await page.textContent('#attempts-table')).toMatch(/permanent_error[\s\S]*succeeded/);
+    expect(await page.textContent('#intent-page')).toMatch(/by admin@.* after 1 attempts/);
+    await page.screenshot({ path: path.join(IMG, 'dashboard-intent.png'), fullPage: true });
+  });
+
+  it('pause and resume with a reason, each confirmed', async () => {
+    await page.goto(`${host.api}/dashboard?code=${KEY}#/`);
+    await page.waitForSelector('#btn-pause');
+    await page.click('#btn-pause');
+    await page.fill('#confirm-input', 'browser test');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'PAUSED');
+    const control = await (await fetch(`${host.api}/ops/execution?code=${KEY}`)).json() as { paused: boolean; reason: string };
+    expect(control).toMatchObject({ paused: true, reason: 'browser test' });
+    expect(await page.textContent('#execution')).toContain('browser test');
+    await page.click('#btn-resume');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'running');
+    expect((await (await fetch(`${host.api}/ops/execution?code=${KEY}`)).json() as { paused: boolean }).paused).toBe(false);
+    // A cancelled confirmation does nothing.
+    await page.click('#btn-pause');
+    await page.click('dialog#confirm button.secondary');
+    expect((await (await fetch(`${host.api}/ops/execution?code=${KEY}`)).json() as { paused: boolean }).paused).toBe(false);
+  });
+});
