@@ -2,9 +2,11 @@
 // process (3 instances, PostgreSQL, ADMIN_KEY set so `?code=` is exercised) with intents in every state.
 // Checks the leader, the counts and the charts; searches by idempotency key; opens an intent (payload
 // redacted until asked); redrives a failed one through the confirmation dialog and sees it succeed; pauses
-// and resumes. Screenshots go to docs/img/ (used by the README).
+// and resumes. Screenshots are taken every run; they are written to docs/img/ (used by the README) with
+// UPDATE_SCREENSHOTS=1, else to a temporary folder, so `npm test` leaves the work tree clean.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import {
@@ -14,7 +16,7 @@ import { startRecordingProvider, type RecordingProvider } from '../support/recor
 
 const CHROMIUM = '/usr/bin/chromium';
 const KEY = 'dash-admin-key';
-const IMG = path.join(ROOT, 'docs/img');
+const IMG = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(ROOT, 'docs/img') : os.tmpdir();
 
 let db: PgTestDatabase;
 let provider: RecordingProvider;
