@@ -3,6 +3,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { GuardSettings } from './provider/guard.js';
 
 const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 
@@ -50,6 +51,17 @@ export const settingsSchema = z.object({
   EXECUTOR_CONCURRENCY: intMs(16, 1),
   /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */
   PROVIDER_URL: z.string().trim().optional(),
+  /** Provider protection (src/provider/guard.ts), provider-wide on the leader; held-back calls never start an
+   *  attempt. Calls per second at most (default 0 = unlimited). */
+  PROVIDER_RATE_LIMIT_PER_SEC: z.coerce.number().min(0).max(100_000).default(0),
+  /** Provider calls in flight at most (default 0 = EXECUTOR_CONCURRENCY); must not exceed EXECUTOR_CONCURRENCY. */
+  PROVIDER_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(0),
+  /** Consecutive retryable failures (timeouts, 408/429/5xx) that open the circuit breaker (default 10; 0 = off). */
+  PROVIDER_BREAKER_THRESHOLD: z.coerce.number().int().min(0).max(10_000).default(10),
+  /** How long an open breaker sends nothing before one probe call (default 30 000 ms). */
+  PROVIDER_BREAKER_COOLDOWN_MS: intMs(30_000, 1),
+  /** Cap on the provider-wide pause a 429/503 Retry-After asks for (default 60 000 ms). */
+  PROVIDER_RETRY_AFTER_MAX_MS: intMs(60_000, 0),
   /** Per-attempt provider timeout (default 10 000 ms); never runs past the lease deadline. */
   PROVIDER_TIMEOUT_MS: intMs(10_000, 1),
   /** Retry backoff base and cap (defaults 1 000 / 300 000 ms), exponential with full jitter. */
@@ -98,6 +110,8 @@ export interface Config {
   schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
   executor: { schedule: string; tickBudgetMs: number; maxAttemptsPerTick: number; concurrency: number };
   provider: { url: string | null; timeoutMs: number };
+  /** Provider protection (see src/provider/guard.ts); maxInFlight resolved (never 0). */
+  providerGuard: GuardSettings;
   retry: { baseDelayMs: number; maxDelayMs: number; defaultMaxAttempts: number };
   db: { poolMax: number; statementTimeoutMs: number };
   logLevel: z.infer<typeof settingsSchema>['LOG_LEVEL'];
@@ -217,6 +231,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     `RETRY_BASE_DELAY_MS (${s.RETRY_BASE_DELAY_MS}) must not exceed RETRY_MAX_DELAY_MS (${s.RETRY_MAX_DELAY_MS})`);
   check(s.EXECUTOR_CONCURRENCY <= s.EXECUTOR_MAX_ATTEMPTS_PER_TICK,
     `EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}) must not exceed EXECUTOR_MAX_ATTEMPTS_PER_TICK (${s.EXECUTOR_MAX_ATTEMPTS_PER_TICK})`);
+  check(s.PROVIDER_MAX_IN_FLIGHT <= s.EXECUTOR_CONCURRENCY,
+    `PROVIDER_MAX_IN_FLIGHT (${s.PROVIDER_MAX_IN_FLIGHT}) must not exceed EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}): ` +
+      'the executor never has more calls in flight than its concurrency');
+  check(s.PROVIDER_BREAKER_THRESHOLD === 0 || s.PROVIDER_BREAKER_COOLDOWN_MS <= s.RETRY_MAX_DELAY_MS,
+    `PROVIDER_BREAKER_COOLDOWN_MS (${s.PROVIDER_BREAKER_COOLDOWN_MS}) must not exceed RETRY_MAX_DELAY_MS (${s.RETRY_MAX_DELAY_MS}): ` +
+      'an open breaker would hold intents back longer than any retry delay');
   check(s.EXECUTOR_SCHEDULE.split(/\s+/).length === 6,
     `EXECUTOR_SCHEDULE ("${s.EXECUTOR_SCHEDULE}") must be a 6-field NCRONTAB expression (with seconds)`);
   let providerUrl: string | null = null;
@@ -254,6 +274,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: s.EXECUTOR_CONCURRENCY,
     },
     provider: { url: providerUrl, timeoutMs: s.PROVIDER_TIMEOUT_MS },
+    providerGuard: {
+      ratePerSec: s.PROVIDER_RATE_LIMIT_PER_SEC, maxInFlight: s.PROVIDER_MAX_IN_FLIGHT || s.EXECUTOR_CONCURRENCY,
+      breakerThreshold: s.PROVIDER_BREAKER_THRESHOLD, breakerCooldownMs: s.PROVIDER_BREAKER_COOLDOWN_MS,
+      retryAfterMaxMs: s.PROVIDER_RETRY_AFTER_MAX_MS,
+    },
     retry: { baseDelayMs: s.RETRY_BASE_DELAY_MS, maxDelayMs: s.RETRY_MAX_DELAY_MS, defaultMaxAttempts: s.DEFAULT_MAX_ATTEMPTS },
     db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS },
     logLevel: s.LOG_LEVEL,

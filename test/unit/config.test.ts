@@ -60,6 +60,17 @@ describe('defaults (empty environment)', () => {
   });
 });
 
+describe('provider protection settings', () => {
+  it('defaults: no rate limit, in-flight cap = EXECUTOR_CONCURRENCY, breaker after 10 for 30 s, Retry-After capped at 60 s', () => {
+    expect(loadConfig({}).providerGuard).toEqual({ ratePerSec: 0, maxInFlight: 16, breakerThreshold: 10, breakerCooldownMs: 30_000, retryAfterMaxMs: 60_000 });
+  });
+  it('explicit values; a breaker threshold of 0 turns the breaker (and its cool-down rule) off', () => {
+    expect(loadConfig({ PROVIDER_RATE_LIMIT_PER_SEC: '2.5', PROVIDER_MAX_IN_FLIGHT: '4', PROVIDER_BREAKER_THRESHOLD: '0',
+      PROVIDER_BREAKER_COOLDOWN_MS: '900000', PROVIDER_RETRY_AFTER_MAX_MS: '5000' }).providerGuard)
+      .toEqual({ ratePerSec: 2.5, maxInFlight: 4, breakerThreshold: 0, breakerCooldownMs: 900_000, retryAfterMaxMs: 5_000 });
+  });
+});
+
 describe('bad settings are rejected with a ConfigError naming the setting(s)', () => {
   const table: Array<[string, Env, string[]]> = [
     ['non-numeric duration', { LEASE_DURATION_MS: 'sixty' }, ['LEASE_DURATION_MS']],
@@ -101,6 +112,12 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['DATABASE_URL together with SQL_SERVER', { DATABASE_URL: 'postgres://localhost/x', SQL_SERVER: 'x.database.windows.net', SQL_DATABASE: 'db' },
       ['DATABASE_URL', 'SQL_SERVER']],
     ['LEASE_NAME too long', { LEASE_NAME: 'x'.repeat(65) }, ['LEASE_NAME']],
+    ['negative provider rate', { PROVIDER_RATE_LIMIT_PER_SEC: '-1' }, ['PROVIDER_RATE_LIMIT_PER_SEC']],
+    ['provider rate not a number', { PROVIDER_RATE_LIMIT_PER_SEC: 'fast' }, ['PROVIDER_RATE_LIMIT_PER_SEC']],
+    ['fractional breaker threshold', { PROVIDER_BREAKER_THRESHOLD: '2.5' }, ['PROVIDER_BREAKER_THRESHOLD']],
+    ['zero breaker cool-down', { PROVIDER_BREAKER_COOLDOWN_MS: '0' }, ['PROVIDER_BREAKER_COOLDOWN_MS']],
+    ['provider in-flight cap > concurrency', { PROVIDER_MAX_IN_FLIGHT: '17' }, ['PROVIDER_MAX_IN_FLIGHT', 'EXECUTOR_CONCURRENCY']],
+    ['breaker cool-down > retry max delay', { PROVIDER_BREAKER_COOLDOWN_MS: '400000' }, ['PROVIDER_BREAKER_COOLDOWN_MS', 'RETRY_MAX_DELAY_MS']],
   ];
 
   it.each(table)('%s', (_name, env, names) => {

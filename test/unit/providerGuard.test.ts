@@ -1,0 +1,216 @@
+// Provider protection: table-driven against a fake clock (rate, in-flight cap, Retry-After pause, breaker
+// open → probe → close/reopen), then against the real recording provider over HTTP with a small driver that
+// does what the executor does — ask the guard first, send only what it grants, count an attempt only for a
+// call that was sent — so holding back is visibly free: no attempt lost, no intent failed.
+import { describe, expect, it } from 'vitest';
+import { FakeClock, systemClock, type Clock } from '../../src/lease/clock.js';
+import { ProviderGuard, type BreakerState, type GuardSettings } from '../../src/provider/guard.js';
+import { HttpProvider } from '../../src/provider/httpProvider.js';
+import type { ProviderResult } from '../../src/provider/provider.js';
+import { startRecordingProvider, type Answer } from '../support/recordingProvider.js';
+
+const OFF: GuardSettings = { ratePerSec: 0, maxInFlight: 0, breakerThreshold: 0, breakerCooldownMs: 1_000, retryAfterMaxMs: 60_000 };
+const ok: ProviderResult = { kind: 'success', httpStatus: 200 };
+const fail: ProviderResult = { kind: 'retryable', httpStatus: 500, error: 'HTTP 500', retryAfterMs: null };
+const busy = (ms: number | null): ProviderResult => ({ kind: 'retryable', httpStatus: 429, error: 'HTTP 429', retryAfterMs: ms });
+const bad: ProviderResult = { kind: 'permanent', httpStatus: 400, error: 'HTTP 400' };
+
+function guard(s: Partial<GuardSettings>, clock: Clock = new FakeClock()) {
+  const changes: BreakerState[] = [];
+  return { g: new ProviderGuard({ ...OFF, ...s }, clock, (b) => changes.push(b)), changes, clock: clock as FakeClock };
+}
+
+describe('ProviderGuard (fake clock)', () => {
+  it.each([[1], [20], [250], [2.5]])('rate %s/s: over 10 s at most rate × 10 + burst calls, and every 1 s window within 10 %% + 1', (rate) => {
+    const { g, clock } = guard({ ratePerSec: rate });
+    const grants: number[] = [];
+    for (let t = 0; t < 10_000; t += 5) {
+      const n = g.acquire(50).granted;
+      for (let i = 0; i < n; i++) grants.push(t);
+      for (let i = 0; i < n; i++) g.onResult(ok);
+      clock.advance(5);
+    }
+    const burst = Math.max(1, Math.ceil(rate / 10));
+    expect(grants.length).toBeLessThanOrEqual(Math.floor(rate * 10) + burst);
+    expect(grants.length).toBeGreaterThanOrEqual(Math.floor(rate * 10 * 0.9));
+    for (let w = 0; w <= 9_000; w += 250) {
+      expect(grants.filter((t) => t >= w && t < w + 1_000).length).toBeLessThanOrEqual(Math.ceil(rate * 1.1) + burst);
+    }
+  });
+
+  it('rate: a held-back ask says when to ask again; unused permits go back', () => {
+    const { g, clock } = guard({ ratePerSec: 10 });
+    expect(g.acquire(5)).toEqual({ granted: 1, heldBy: 'rate', retryAtMs: 100 });
+    expect(g.acquire(1)).toMatchObject({ granted: 0, heldBy: 'rate' });
+    g.release(1);
+    expect(g.acquire(1).granted).toBe(1);
+    clock.advance(100);
+    expect(g.acquire(1).granted).toBe(1);
+    expect(g.state().heldBack.rate).toBe(5);
+  });
+
+  it('in flight: never more than maxInFlight outstanding; each result frees one', () => {
+    const { g } = guard({ maxInFlight: 3 });
+    expect(g.acquire(10)).toEqual({ granted: 3, heldBy: 'in_flight', retryAtMs: null });
+    expect(g.acquire(1).granted).toBe(0);
+    g.onResult(ok);
+    expect(g.acquire(5).granted).toBe(1);
+    expect(g.state().inFlight).toBe(3);
+  });
+
+  it('Retry-After on a 429/503 pauses every call until then, capped; a 500 with Retry-After does not', () => {
+    const { g, clock } = guard({ retryAfterMaxMs: 5_000 });
+    g.acquire(1);
+    g.onResult(busy(2_000));
+    expect(g.acquire(4)).toEqual({ granted: 0, heldBy: 'retry_after', retryAtMs: 2_000 });
+    clock.advance(1_999);
+    expect(g.acquire(1).granted).toBe(0);
+    clock.advance(1);
+    expect(g.acquire(4).granted).toBe(4);
+    for (let i = 0; i < 4; i++) g.onResult(i === 0 ? busy(600_000) : ok);
+    expect(g.state().pausedForMs).toBe(5_000); // capped
+    clock.advance(5_000);
+    g.acquire(1);
+    g.onResult({ kind: 'retryable', httpStatus: 500, error: 'x', retryAfterMs: 9_000 });
+    expect(g.state().pausedForMs).toBe(0);
+    expect(g.acquire(1).granted).toBe(1);
+  });
+
+  it('breaker: opens after N consecutive retryable failures, one probe after the cool-down, reopens on failure, closes on success', () => {
+    const { g, clock, changes } = guard({ breakerThreshold: 3, breakerCooldownMs: 1_000 });
+    g.acquire(3);
+    g.onResult(fail);
+    g.onResult(bad); // a permanent error (4xx: the provider answered) resets the consecutive count
+    g.onResult(fail);
+    expect(g.state().breaker).toBe('closed');
+    g.acquire(2);
+    g.onResult(fail);
+    g.onResult(fail);
+    expect(g.state()).toMatchObject({ breaker: 'open', openForMs: 1_000, consecutiveFailures: 3 });
+    expect(g.acquire(5)).toEqual({ granted: 0, heldBy: 'breaker_open', retryAtMs: 1_000 });
+    clock.advance(1_000);
+    expect(g.acquire(5)).toEqual({ granted: 1, heldBy: 'probe_in_flight', retryAtMs: null });
+    expect(g.acquire(5).granted).toBe(0); // only one probe
+    g.onResult(fail);
+    expect(g.state().breaker).toBe('open');
+    clock.advance(1_000);
+    expect(g.acquire(1).granted).toBe(1);
+    g.onResult(ok);
+    expect(g.state()).toMatchObject({ breaker: 'closed', consecutiveFailures: 0 });
+    expect(g.acquire(5).granted).toBe(5);
+    expect(changes).toEqual(['open', 'half_open', 'open', 'half_open', 'closed']);
+  });
+
+  it('success resets the consecutive count; threshold 0 never opens', () => {
+    const { g } = guard({ breakerThreshold: 2 });
+    for (let i = 0; i < 10; i++) {
+      g.acquire(2);
+      g.onResult(fail);
+      g.onResult(ok);
+    }
+    expect(g.state().breaker).toBe('closed');
+    const off = guard({ breakerThreshold: 0 }).g;
+    for (let i = 0; i < 100; i++) {
+      off.acquire(1);
+      off.onResult(fail);
+    }
+    expect(off.acquire(1).granted).toBe(1);
+  });
+});
+
+/** What the executor does, in small: ask the guard, send only what it grants, count attempts only for calls sent. */
+async function drive(g: ProviderGuard, intents: number, provider: HttpProvider, url: string, untilMs: number, maxAttempts = 100) {
+  const attempts = new Map<string, number>();
+  const done = new Set<string>();
+  const failed = new Set<string>();
+  let held = 0;
+  const inFlight = new Set<Promise<void>>();
+  const pending = () => Array.from({ length: intents }, (_, i) => `i-${i}`).filter((id) => !done.has(id) && !failed.has(id) && ![...inFlightIds].includes(id));
+  const inFlightIds = new Set<string>();
+  const end = Date.now() + untilMs;
+  while (Date.now() < end && done.size + failed.size < intents) {
+    const want = pending();
+    const grant = g.acquire(want.length);
+    held += want.length - grant.granted;
+    for (const id of want.slice(0, grant.granted)) {
+      const no = (attempts.get(id) ?? 0) + 1;
+      attempts.set(id, no);
+      inFlightIds.add(id);
+      const p = provider.submit({ intentId: id, attemptNo: no, leaseEpoch: 1, payload: { id }, url }, 2_000).then((r) => {
+        g.onResult(r);
+        inFlightIds.delete(id);
+        if (r.kind === 'success') done.add(id);
+        else if (r.kind === 'permanent' || no >= maxAttempts) failed.add(id);
+      });
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+    }
+    await new Promise((r) => setTimeout(r, grant.granted > 0 ? 1 : 5));
+  }
+  await Promise.all(inFlight);
+  return { attempts, done, failed, held };
+}
+
+describe('ProviderGuard against the recording provider (real HTTP)', () => {
+  it('rate limit 20/s held within 10 % over a 10 s window; every intent succeeds with exactly one attempt', async () => {
+    const rec = await startRecordingProvider();
+    const http = new HttpProvider(rec.url);
+    try {
+      const g = new ProviderGuard({ ...OFF, ratePerSec: 20, maxInFlight: 8 }, systemClock);
+      const r = await drive(g, 400, http, rec.url, 10_000);
+      const first = rec.calls[0]!.arrivedAt;
+      const window = rec.calls.filter((c) => c.arrivedAt < first + 10_000).length;
+      expect(window).toBeLessThanOrEqual(220);
+      expect(r.held).toBeGreaterThan(0);
+      expect(r.failed.size).toBe(0);
+      for (const [id, n] of r.attempts) expect(n, id).toBe(1); // held back ≠ an attempt
+      expect(rec.calls.length).toBe(r.attempts.size);
+    } finally {
+      http.close();
+      await rec.close();
+    }
+  }, 30_000);
+
+  it('a 429 with Retry-After pauses every call, not only that intent', async () => {
+    let first = true;
+    const rec = await startRecordingProvider((): Answer => {
+      if (first) { first = false; return { status: 429, headers: { 'retry-after': '1' } }; }
+      return { status: 200 };
+    });
+    const http = new HttpProvider(rec.url);
+    try {
+      const g = new ProviderGuard({ ...OFF, maxInFlight: 1 }, systemClock);
+      const r = await drive(g, 20, http, rec.url, 15_000);
+      const [c0, c1] = rec.calls;
+      expect(c1!.arrivedAt - c0!.arrivedAt).toBeGreaterThanOrEqual(950); // nobody was sent during the pause
+      expect(r.done.size).toBe(20);
+      expect(r.failed.size).toBe(0);
+      expect(g.state().heldBack.retry_after).toBeGreaterThan(0);
+      expect([...r.attempts.values()].reduce((a, b) => a + b, 0)).toBe(21); // 20 successes + the one 429
+    } finally {
+      http.close();
+      await rec.close();
+    }
+  }, 30_000);
+
+  it('the breaker opens after 5 failures, sends one probe after the cool-down, closes; nothing fails', async () => {
+    let failing = 5;
+    const rec = await startRecordingProvider((): Answer => (failing-- > 0 ? { status: 503 } : { status: 200 }));
+    const http = new HttpProvider(rec.url);
+    try {
+      const changes: BreakerState[] = [];
+      const g = new ProviderGuard({ ...OFF, maxInFlight: 1, breakerThreshold: 5, breakerCooldownMs: 400 }, systemClock, (b) => changes.push(b));
+      const r = await drive(g, 10, http, rec.url, 15_000, 10);
+      expect(changes).toEqual(['open', 'half_open', 'closed']);
+      const gap = rec.calls[5]!.arrivedAt - rec.calls[4]!.arrivedAt;
+      expect(gap).toBeGreaterThanOrEqual(380); // the cool-down: nothing sent while open
+      expect(r.done.size).toBe(10);
+      expect(r.failed.size).toBe(0);
+      expect(g.state().heldBack.breaker_open).toBeGreaterThan(0);
+      expect(rec.calls.length).toBe(15);
+    } finally {
+      http.close();
+      await rec.close();
+    }
+  }, 30_000);
+});
