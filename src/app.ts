@@ -16,6 +16,7 @@ import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from
 import { HttpProvider } from './provider/httpProvider.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
+import { installTracing } from './observability/tracing.js';
 
 export interface App {
   config: Config;
@@ -82,6 +83,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const logger = opts.logger ?? createLogger(config.logLevel, routingDestination(), { holder_id: config.lease.holderId });
   const clock = opts.clock ?? systemClock;
   const ownsStores = !opts.stores;
+  await installTracing(config.tracing.mode, config.tracing.otlpUrl); // once per process; no-op when off
   const stores = opts.stores ?? (await openStores(config.database, config, logger));
   if (opts.migrate ?? true) await stores.migrate();
   const ownsMetrics = !opts.metrics;

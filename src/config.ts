@@ -79,6 +79,11 @@ export const settingsSchema = z.object({
    *  in bounded fenced batches, once their last change is older than this many days (default 30; 0 = keep
    *  forever). Active intents (scheduled, in_flight) are never purged. */
   RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(30),
+  /** Tracing (src/observability/tracing.ts): `off` (default), `console`, or `otlp` (OTLP/HTTP). With
+   *  APPLICATIONINSIGHTS_CONNECTION_STRING set, spans go to Azure Monitor instead and this must stay `off`. */
+  TRACING: z.enum(['off', 'console', 'otlp']).default('off'),
+  /** OTLP/HTTP traces endpoint for TRACING=otlp (default: the exporter's, OTEL_EXPORTER_OTLP_* or http://localhost:4318/v1/traces). */
+  TRACING_OTLP_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Application Insights connection string (Azure): when set, metrics are also exported through
    *  @azure/monitor-opentelemetry (`useAzureMonitor`); /api/metrics serves them either way. */
   APPLICATIONINSIGHTS_CONNECTION_STRING: z.string().trim().min(1).optional(),
@@ -120,6 +125,8 @@ export interface Config {
   retention: { days: number; olderThanMs: number; batchSize: number; maxBatchesPerTick: number; intervalMs: number };
   /** `aad` set: export with a managed identity token (clientId null = system-assigned). */
   telemetry: { appInsightsConnectionString: string | null; aad: { clientId: string | null } | null };
+  /** Our own tracer provider (off when Azure Monitor's is used). */
+  tracing: { mode: 'off' | 'console' | 'otlp'; otlpUrl: string | null };
 }
 
 /** Settings the app needs in Azure (checked against infra/app/api.bicep by test/unit/infra.test.ts). */
@@ -234,9 +241,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   check(s.PROVIDER_MAX_IN_FLIGHT <= s.EXECUTOR_CONCURRENCY,
     `PROVIDER_MAX_IN_FLIGHT (${s.PROVIDER_MAX_IN_FLIGHT}) must not exceed EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}): ` +
       'the executor never has more calls in flight than its concurrency');
-  check(s.PROVIDER_BREAKER_THRESHOLD === 0 || s.PROVIDER_BREAKER_COOLDOWN_MS <= s.RETRY_MAX_DELAY_MS,
-    `PROVIDER_BREAKER_COOLDOWN_MS (${s.PROVIDER_BREAKER_COOLDOWN_MS}) must not exceed RETRY_MAX_DELAY_MS (${s.RETRY_MAX_DELAY_MS}): ` +
-      'an open breaker would hold intents back longer than any retry delay');
+  check(s.TRACING === 'off' || s.APPLICATIONINSIGHTS_CONNECTION_STRING === undefined,
+    `TRACING (${s.TRACING}) must be off when APPLICATIONINSIGHTS_CONNECTION_STRING is set: spans then go to Azure Monitor`);
+  check(s.TRACING_OTLP_URL === undefined || s.TRACING === 'otlp',
+    `TRACING_OTLP_URL is set but TRACING is ${s.TRACING}: set TRACING=otlp to export there`);
   check(s.EXECUTOR_SCHEDULE.split(/\s+/).length === 6,
     `EXECUTOR_SCHEDULE ("${s.EXECUTOR_SCHEDULE}") must be a 6-field NCRONTAB expression (with seconds)`);
   let providerUrl: string | null = null;
@@ -283,6 +291,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS },
     logLevel: s.LOG_LEVEL,
     retention: { days: s.RETENTION_DAYS, olderThanMs: s.RETENTION_DAYS * 86_400_000, batchSize: 1_000, maxBatchesPerTick: 5, intervalMs: 60_000 },
+    tracing: { mode: s.TRACING, otlpUrl: s.TRACING_OTLP_URL ?? null },
     telemetry: { appInsightsConnectionString: s.APPLICATIONINSIGHTS_CONNECTION_STRING ?? null, aad: parseAppInsightsAuth(s.APPLICATIONINSIGHTS_AUTHENTICATION_STRING) },
   };
 }

@@ -17,6 +17,7 @@ import {
   storeUnavailable, unsupportedMediaType, validationProblem, type ApiResponse,
 } from './problem.js';
 import * as uc from './useCases.js';
+import { withSubmitSpan } from '../observability/tracing.js';
 
 export type { ApiResponse } from './problem.js';
 
@@ -121,10 +122,14 @@ export function createIntentHandlers(deps: IntentHandlerDeps): IntentHandlers {
   const idParam = (req: ApiRequest) => req.params.id ?? '';
 
   return {
-    postIntent: route('postIntent', async (req, instance) => {
+    // One `intent.submit` span per request (a child of the caller's traceparent); its context is stored in the
+    // intent so each attempt span links back to it.
+    postIntent: route('postIntent', (req, instance) => withSubmitSpan(req.headers, async (span) => {
       const body = await readJsonBody(req, instance);
       if (!body.ok) return body.response;
       const r = await uc.submitIntent(ucDeps, { body: body.value, idempotencyKey: req.headers.get(IDEMPOTENCY_HEADER) });
+      span.setAttribute('submit.outcome', r.kind);
+      if (r.kind === 'created' || r.kind === 'replayed') span.setAttribute('intent.id', r.intent.intentId);
       switch (r.kind) {
         case 'invalid':
           return validationProblem(r.errors, instance);
@@ -136,7 +141,7 @@ export function createIntentHandlers(deps: IntentHandlerDeps): IntentHandlers {
         case 'replayed':
           return json(200, toIntentView(r.intent, { includePayload: true }), { location: intentLocation(r.intent.intentId) });
       }
-    }),
+    })),
 
     getIntent: route('getIntent', async (req, instance) => {
       const r = await uc.getIntent(ucDeps, idParam(req));

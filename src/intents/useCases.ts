@@ -5,6 +5,7 @@
 //   Concurrent submits with one key are settled by the database's unique index (the store never throws for it).
 // - The contract snapshot (provider URL, payload, retry policy) is taken once at submit and never changes.
 // - Ordinary outcomes are values; only store failures (StoreError) and bugs are thrown.
+import { activeTraceparent } from '../observability/tracing.js';
 import type { Config } from '../config.js';
 import type { AttemptRow, IntentContract, IntentRow, IntentStore } from '../store/intentPorts.js';
 import {
@@ -69,6 +70,8 @@ export async function submitIntent(
     payload: n.payload,
     retry: { maxAttempts: n.maxAttempts, baseDelayMs: deps.config.retry.baseDelayMs, maxDelayMs: deps.config.retry.maxDelayMs },
   };
+  const traceparent = activeTraceparent(); // null unless the submit span is recording
+  if (traceparent) contract.trace = { traceparent };
   const r = await deps.intents.insert({
     intentId: uuidv7(),
     idempotencyKey: input.idempotencyKey,

@@ -1,6 +1,7 @@
 // HTTP provider: POST {intentId, attemptNo, payload} with Idempotency-Key (the intent id, the same across
 // attempts, so a deduplicating provider sees one effect) and X-Lease-Epoch (so a provider that keeps the
 // highest epoch can reject a stale leader). Keep-alive connections; a hard per-call timeout.
+import { injectTraceHeaders } from '../observability/tracing.js';
 import http from 'node:http';
 import https from 'node:https';
 import type { Provider, ProviderRequest, ProviderResult } from './provider.js';
@@ -29,16 +30,18 @@ export class HttpProvider implements Provider {
           resolve(r);
         }
       };
+      const headers: Record<string, string | number> = {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        'idempotency-key': req.intentId,
+        'x-lease-epoch': String(req.leaseEpoch),
+        'x-attempt-no': String(req.attemptNo),
+      };
+      injectTraceHeaders(headers as Record<string, string>); // W3C traceparent of the attempt span, when one is active
       const request = mod.request(url, {
         method: 'POST',
         agent: url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
-        headers: {
-          'content-type': 'application/json',
-          'content-length': Buffer.byteLength(body),
-          'idempotency-key': req.intentId,
-          'x-lease-epoch': String(req.leaseEpoch),
-          'x-attempt-no': String(req.attemptNo),
-        },
+        headers,
       }, (res) => {
         const chunks: Buffer[] = [];
         let size = 0;

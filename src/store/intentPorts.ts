@@ -12,6 +12,8 @@ export interface IntentContract {
   provider: { url: string | null };
   payload: Record<string, unknown>;
   retry: { maxAttempts: number; baseDelayMs: number; maxDelayMs: number };
+  /** The submit span's W3C traceparent (only when the submit was traced): each attempt span links to it. */
+  trace?: { traceparent: string };
 }
 
 export interface IntentRow {

@@ -9,6 +9,8 @@ export interface ProviderCall {
   leaseEpoch: number;
   arrivedAt: number;
   payload: unknown;
+  /** The W3C traceparent header, if the call carried one. */
+  traceparent: string | null;
 }
 
 export type Answer = { status: number; delayMs?: number; headers?: Record<string, string>; body?: string };
@@ -46,6 +48,7 @@ export async function startRecordingProvider(answer?: RecordingProvider['answer'
         leaseEpoch: Number(req.headers['x-lease-epoch']),
         arrivedAt: Date.now(),
         payload: body.payload,
+        traceparent: (req.headers.traceparent as string | undefined) ?? null,
       };
       rec.calls.push(call);
       const a = await rec.answer(call);

@@ -60,6 +60,15 @@ describe('defaults (empty environment)', () => {
   });
 });
 
+describe('tracing settings', () => {
+  it('off by default; console; otlp with or without a URL', () => {
+    expect(loadConfig({}).tracing).toEqual({ mode: 'off', otlpUrl: null });
+    expect(loadConfig({ TRACING: 'console' }).tracing).toEqual({ mode: 'console', otlpUrl: null });
+    expect(loadConfig({ TRACING: 'otlp', TRACING_OTLP_URL: 'http://collector:4318/v1/traces' }).tracing)
+      .toEqual({ mode: 'otlp', otlpUrl: 'http://collector:4318/v1/traces' });
+  });
+});
+
 describe('provider protection settings', () => {
   it('defaults: no rate limit, in-flight cap = EXECUTOR_CONCURRENCY, breaker after 10 for 30 s, Retry-After capped at 60 s', () => {
     expect(loadConfig({}).providerGuard).toEqual({ ratePerSec: 0, maxInFlight: 16, breakerThreshold: 10, breakerCooldownMs: 30_000, retryAfterMaxMs: 60_000 });
@@ -117,7 +126,10 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['fractional breaker threshold', { PROVIDER_BREAKER_THRESHOLD: '2.5' }, ['PROVIDER_BREAKER_THRESHOLD']],
     ['zero breaker cool-down', { PROVIDER_BREAKER_COOLDOWN_MS: '0' }, ['PROVIDER_BREAKER_COOLDOWN_MS']],
     ['provider in-flight cap > concurrency', { PROVIDER_MAX_IN_FLIGHT: '17' }, ['PROVIDER_MAX_IN_FLIGHT', 'EXECUTOR_CONCURRENCY']],
-    ['breaker cool-down > retry max delay', { PROVIDER_BREAKER_COOLDOWN_MS: '400000' }, ['PROVIDER_BREAKER_COOLDOWN_MS', 'RETRY_MAX_DELAY_MS']],
+    ['TRACING with Application Insights', { TRACING: 'console', APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=x' }, ['TRACING', 'APPLICATIONINSIGHTS_CONNECTION_STRING']],
+    ['TRACING_OTLP_URL without TRACING=otlp', { TRACING_OTLP_URL: 'http://collector:4318/v1/traces' }, ['TRACING_OTLP_URL', 'TRACING']],
+    ['unknown TRACING', { TRACING: 'jaeger' }, ['TRACING']],
+    ['TRACING_OTLP_URL not http(s)', { TRACING: 'otlp', TRACING_OTLP_URL: 'grpc://collector:4317' }, ['TRACING_OTLP_URL']],
   ];
 
   it.each(table)('%s', (_name, env, names) => {
