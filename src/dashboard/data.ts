@@ -49,8 +49,8 @@ export async function overview(app: App) {
       expiresAt: iso(o.lease.expiresAt), expiresInMs: o.lease.expiresAt.getTime() - now, live: o.lease.expiresAt.getTime() > now,
     },
     execution: { paused: control.paused, changedAt: iso(control.changedAt), changedBy: control.changedBy, reason: control.reason },
-    // Handover/drain requests recorded in SQL arrive with issue 12's store; until then only the lease events tell.
-    handovers: [] as unknown[],
+    // Not recorded in SQL yet (handover/drain requests arrive with issue 12's table): null = unknown, never "none".
+    handovers: null as unknown[] | null,
     intentsByStatus: o.intentsByStatus,
     dueNow: o.dueNow,
     oldestDueAgeMs: o.oldestDueAgeMs,
