@@ -8,7 +8,9 @@ import { withInvocationLog } from '../src/observability/invocationLog.js';
 azf.app.timer('executorTimer', {
   schedule: '%EXECUTOR_SCHEDULE%',
   runOnStartup: false,
-  useMonitor: true,
+  // Schedule monitoring persists each occurrence to storage to catch up missed ones after restarts; the docs
+  // default it off below a 1-minute interval, and a missed 10-s tick needs no catch-up (the next one follows).
+  useMonitor: false,
   handler: (timer: Timer, context: InvocationContext) =>
     withInvocationLog(context, async () => {
       const app = await getApp();

@@ -24,6 +24,14 @@ const localSchema = z.object({
   DEMO_PROVIDER_VERBOSE: z.enum(['true', 'false', '1', '0']).default('true').transform((v) => v === 'true' || v === '1'),
   /** Where the pino JSON logs go: a file (default `.data/host.log`), or `-` / `stderr` for stderr. */
   LOG_FILE: z.string().trim().min(1).default('.data/host.log'),
+  /** `singleton` (default, as the Functions host): each timer function runs on one instance at a time, the
+   *  holder of its listener lock. `every-instance`: every instance runs every timer (adversarial test mode). */
+  TIMER_MODE: z.enum(['singleton', 'every-instance']).default('singleton'),
+  /** Storage for the listener locks (blob leases), as the Functions host uses it: set → shared by every process
+   *  using it (locally Azurite: `UseDevelopmentStorage=true` after `npm run azurite`); unset → in-process locks. */
+  AzureWebJobsStorage: z.string().trim().min(1).optional(),
+  /** Host id (lock blobs live under locks/<hostId>/); processes of one cluster share it (default submission-manager). */
+  AzureFunctionsWebHost__hostid: z.string().trim().regex(/^[a-z0-9][a-z0-9-]{0,31}$/, 'lower-case letters, digits and dashes, at most 32').default('submission-manager'),
 });
 
 /** Every setting name the local host reads (test launchers clear them so an inherited value never leaks in). */
@@ -37,6 +45,10 @@ export interface LocalSettings {
   demoProvider: { latencyMs: number; failureRate: number; verbose: boolean };
   /** null → stderr. */
   logFile: string | null;
+  timerMode: 'singleton' | 'every-instance';
+  /** AzureWebJobsStorage (a secret: never printed as is). */
+  storage: string | null;
+  hostId: string;
 }
 
 /** Parse the local host's settings; throws ConfigError naming the first bad setting. */
@@ -48,7 +60,7 @@ export function loadLocalSettings(env: Record<string, string | undefined>): Loca
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
     const name = String(i.path[0] ?? 'setting');
-    const got = name === 'FUNCTION_KEY' || name === 'ADMIN_KEY' ? '' : ` (got "${String(raw[name] ?? '')}")`; // never echo a secret
+    const got = ['FUNCTION_KEY', 'ADMIN_KEY', 'AzureWebJobsStorage'].includes(name) ? '' : ` (got "${String(raw[name] ?? '')}")`; // never echo a secret
     throw new ConfigError(`${name}: ${i.message}${got}`);
   }
   const s = parsed.data;
@@ -59,6 +71,9 @@ export function loadLocalSettings(env: Record<string, string | undefined>): Loca
     adminKey: s.ADMIN_KEY ?? null,
     demoProvider: { latencyMs: s.DEMO_PROVIDER_LATENCY_MS, failureRate: s.DEMO_PROVIDER_FAILURE_RATE, verbose: s.DEMO_PROVIDER_VERBOSE },
     logFile: s.LOG_FILE === '-' || s.LOG_FILE.toLowerCase() === 'stderr' ? null : s.LOG_FILE,
+    timerMode: s.TIMER_MODE,
+    storage: s.AzureWebJobsStorage ?? null,
+    hostId: s.AzureFunctionsWebHost__hostid,
   };
 }
 

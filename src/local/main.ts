@@ -1,6 +1,7 @@
 // `npm start`: the local host. Serves exactly the functions registered with @azure/functions (discovered
 // through the @azure/functions-core stand-in, the way the real worker discovers them) over node:http, runs
-// the timer functions per instance on their NCRONTAB schedule, with INSTANCES in-process instances on one
+// the timer functions on their NCRONTAB schedule (one instance at a time under a listener lock, as the
+// Functions host; TIMER_MODE=every-instance for the adversarial mode), with INSTANCES in-process instances on one
 // database (embedded PGlite under .data/ by default) and a demo provider when PROVIDER_URL is unset.
 // stdout: readable lines only. pino JSON logs: LOG_FILE (default .data/host.log, `-` = stderr).
 // Exit codes: 0 clean shutdown, 2 bad configuration (one line naming the setting), 1 other start failure.
@@ -15,7 +16,10 @@ import { createHttpHost, httpRoutes, readRoutePrefix } from './httpServer.js';
 import { startCluster, type Cluster } from './instances.js';
 import { loadLocalSettings, withLocalDefaults } from './localSettings.js';
 import { openLogSink, type LogSink } from './logSink.js';
-import { resolveTimerFunctions, startTimers, type TimerRunner } from './timers.js';
+import { BlobLockStore } from './blobLockStore.js';
+import { readSingletonSettings } from './hostJson.js';
+import { MemoryLockStore, type ListenerLockStore } from './listenerLock.js';
+import { resolveTimerFunctions, startTimers, type TimerOptions, type TimerRunner } from './timers.js';
 
 const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const print = (line: string) => void process.stdout.write(`${line}\n`);
@@ -37,13 +41,17 @@ async function main(): Promise<void> {
   const azf = (await import('@azure/functions')).default;
   const timers = resolveTimerFunctions(registry.functions, env);
   const routes = httpRoutes(registry.functions);
+  const singleton = local.timerMode === 'singleton' ? readSingletonSettings(projectRoot, env) : null;
 
   const sink: LogSink = openLogSink(local.logFile);
   let demo: DemoProvider | null = null;
   let demoRouting: DemoRoutingProvider | null = null;
   let cluster: Cluster | null = null;
   let runner: TimerRunner | null = null;
+  let lockStore: ListenerLockStore | null = null;
   try {
+    // Listener locks where the Functions host keeps them (AzureWebJobsStorage), else in this process.
+    if (singleton) lockStore = local.storage ? await BlobLockStore.open(local.storage, local.hostId) : new MemoryLockStore();
     let appConfig = config;
     if (!config.provider.url) {
       demo = await startDemoProvider({
@@ -70,7 +78,10 @@ async function main(): Promise<void> {
       server.listen(local.port, '127.0.0.1', () => resolve());
     });
     const port = (server.address() as AddressInfo).port;
-    runner = startTimers(azf, instances, timers, sink);
+    const timerOptions: TimerOptions = singleton && lockStore
+      ? { mode: 'singleton', locks: { store: lockStore, settings: singleton }, print }
+      : { mode: 'every-instance', print };
+    runner = startTimers(azf, instances, timers, sink, timerOptions);
 
     const base = `http://127.0.0.1:${port}${routePrefix ? `/${routePrefix}` : ''}`;
     const provider = demo ? `demo provider on ${demo.url}` : `provider ${redactUrl(config.provider.url!)}`;
@@ -80,12 +91,20 @@ async function main(): Promise<void> {
       `timers: ${timers.map((t) => `${t.fn.name} "${t.schedule}"`).join(', ')}`);
     print(`  holder ids: ${instances.map((i) => `${i.label}=${i.holderId}`).join(', ')}; ` +
       `function key ${local.functionKey ? 'required' : 'not required'}; logs → ${sink.where} (LOG_LEVEL ${config.logLevel}); Ctrl-C stops`);
+    print(singleton && lockStore
+      ? `  timer mode: singleton — each timer on one instance at a time, listener lock ${singleton.listenerLockPeriodMs / 1000} s, ` +
+        `recovery poll ${singleton.listenerLockRecoveryPollingMs === null ? 'off' : `${singleton.listenerLockRecoveryPollingMs / 1000} s`}; locks: ${lockStore.where}`
+      : '  timer mode: every-instance — every instance runs every timer (TIMER_MODE=every-instance, an adversarial test mode; Azure never does this)');
+    if (singleton && !local.storage && config.database.kind !== 'pglite') {
+      print('  note: AzureWebJobsStorage is unset, so separate processes on this database each run the timer; for the Functions ' +
+        'host\'s cross-process lock run `npm run azurite` and set AzureWebJobsStorage=UseDevelopmentStorage=true');
+    }
 
     installSignalHandlers(async (signal) => {
       const bound = config.executor.tickBudgetMs + config.provider.timeoutMs + 2_000;
       print(`[host] ${signal}: stopping — timers stopped, letting running ticks finish (at most ${Math.round(bound / 1000)} s), ` +
         'then releasing the lease; a second signal exits at once');
-      runner!.stop();
+      await runner!.stop(); // releases the listener locks: another process takes them at its next recovery poll
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       if (!(await runner!.drain(bound))) print(`[host] ticks still running after ${bound} ms; terminating anyway`);
@@ -96,7 +115,8 @@ async function main(): Promise<void> {
       await sink.close();
     });
   } catch (e) {
-    runner?.stop();
+    await runner?.stop().catch(() => {});
+    await lockStore?.close().catch(() => {});
     await cluster?.close().catch(() => {});
     await demo?.close().catch(() => {});
     demoRouting?.close();

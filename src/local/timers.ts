@@ -1,8 +1,10 @@
-// Timer functions, run per instance on their 6-field NCRONTAB schedule (croner, seconds first, UTC as
-// in Azure). `%NAME%` schedules resolve from the environment, falling back to the setting's default in
-// src/config.ts; an invalid schedule fails at start naming the setting. One instance's invocations of a
-// timer never overlap: an occurrence that falls while the previous one still runs is skipped and the
-// next invocation reports isPastDue. runOnStartup is honoured. Stopping awaits running invocations.
+// Timer functions on their 6-field NCRONTAB schedule (croner, seconds first, UTC as in Azure). By default
+// (`singleton`) as the Functions host runs them: each timer function on one instance at a time, the holder of
+// its listener lock (listenerLock.ts); `every-instance` runs them on every instance (adversarial test mode).
+// `%NAME%` schedules resolve from the environment, falling back to the setting's default in src/config.ts; an
+// invalid schedule fails at start naming the setting. One instance's invocations of a timer never overlap: an
+// occurrence that falls while the previous one still runs is skipped and the next invocation reports
+// isPastDue. runOnStartup is honoured (when the listener starts). Stopping awaits running invocations.
 import { randomUUID } from 'node:crypto';
 import { Cron } from 'croner';
 import type { InvocationContext, Timer } from '@azure/functions';
@@ -10,6 +12,8 @@ import { runWithApp } from '../app.js';
 import { ConfigError, settingsSchema } from '../config.js';
 import type { RegisteredFunction } from './functionsCore.js';
 import type { HostInstance } from './instances.js';
+import type { SingletonSettings } from './hostJson.js';
+import { ListenerLock, type ListenerLockStore } from './listenerLock.js';
 import { invocationLogHandler, type LogSink } from './logSink.js';
 
 type Azf = typeof import('@azure/functions');
@@ -57,16 +61,34 @@ export function resolveTimerFunctions(functions: RegisteredFunction[], env: Reco
 }
 
 export interface TimerRunner {
-  /** No new invocations (running ones continue). */
-  stop(): void;
+  /** No new invocations (running ones continue); listener locks are released (graceful shutdown). */
+  stop(): Promise<void>;
   /** Wait for running invocations, at most `timeoutMs`; true if all finished. */
   drain(timeoutMs: number): Promise<boolean>;
 }
 
-export function startTimers(azf: Azf, instances: HostInstance[], timers: TimerFunction[], sink: LogSink): TimerRunner {
+/** `singleton` (the Functions host's behaviour): each timer function runs on one instance at a time, under a
+ *  listener lock. `every-instance`: every instance runs every timer (the fault campaign's adversarial mode). */
+export type TimerMode = 'singleton' | 'every-instance';
+
+export interface TimerOptions {
+  mode: TimerMode;
+  /** Required in singleton mode. */
+  locks?: { store: ListenerLockStore; settings: SingletonSettings };
+  /** Readable lines (lock transitions). */
+  print?: (line: string) => void;
+}
+
+/** The host's lock id for a timer function's listener (FunctionFullName + `.Listener`). */
+export const listenerLockId = (fn: string) => `Host.Functions.${fn}.Listener`;
+
+export function startTimers(azf: Azf, instances: HostInstance[], timers: TimerFunction[], sink: LogSink,
+  o: TimerOptions = { mode: 'every-instance' }): TimerRunner {
   const jobs: Cron[] = [];
+  const locks: ListenerLock[] = [];
   const running = new Set<Promise<void>>();
   let stopped = false;
+  if (o.mode === 'singleton' && !o.locks) throw new Error('singleton timers need a listener lock store');
   for (const inst of instances) {
     for (const t of timers) {
       let current: Promise<void> | null = null;
@@ -110,15 +132,42 @@ export function startTimers(azf: Azf, instances: HostInstance[], timers: TimerFu
         current = p;
         running.add(p);
       };
-      const job: Cron = new Cron(t.schedule, { timezone: 'Etc/UTC' }, () => invoke(job.currentRun() ?? new Date(), job));
+      const singleton = o.mode === 'singleton';
+      const job: Cron = new Cron(t.schedule, { timezone: 'Etc/UTC', paused: singleton }, () => invoke(job.currentRun() ?? new Date(), job));
       jobs.push(job);
-      if (t.runOnStartup) invoke(new Date(), job);
+      if (!singleton) {
+        if (t.runOnStartup) invoke(new Date(), job);
+        continue;
+      }
+      // The listener (this instance's timer) runs only while it holds the function's listener lock.
+      const lockId = listenerLockId(t.fn.name);
+      const lock = new ListenerLock({
+        store: o.locks!.store, lockId, owner: inst.holderId,
+        periodMs: o.locks!.settings.listenerLockPeriodMs, recoveryPollingMs: o.locks!.settings.listenerLockRecoveryPollingMs,
+        onAcquired: () => {
+          if (stopped) return;
+          o.print?.(`[${inst.label}] timer ${t.fn.name}: listener lock acquired (this instance runs it)`);
+          inst.app.logger.info({ event: 'listener_lock_acquired', function: t.fn.name, lock_id: lockId }, 'timer listener lock acquired');
+          job.resume();
+          if (t.runOnStartup) invoke(new Date(), job);
+        },
+        onReleased: (reason) => {
+          job.pause();
+          o.print?.(`[${inst.label}] timer ${t.fn.name}: listener lock ${reason === 'lost' ? 'lost' : 'released'}`);
+          inst.app.logger.warn({ event: 'listener_lock_released', function: t.fn.name, lock_id: lockId, reason }, 'timer listener lock released');
+        },
+        onError: (op, e) => inst.app.logger.warn({ event: 'listener_lock_error', function: t.fn.name, lock_id: lockId, op,
+          error: { message: String((e as Error)?.message ?? e).split('\n')[0] } }, 'listener lock operation failed'),
+      });
+      locks.push(lock);
+      void lock.start();
     }
   }
   return {
-    stop() {
+    async stop() {
       stopped = true;
       for (const j of jobs) j.stop();
+      await Promise.all(locks.map((l) => l.stop()));
     },
     async drain(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;

@@ -36,9 +36,9 @@ describe('function registrations', () => {
     expect(Object.values(f!.bindings).some((b) => b.type === 'http' && b.direction === 'out')).toBe(true);
   });
 
-  it('executorTimer: %EXECUTOR_SCHEDULE%, runOnStartup false, explicit useMonitor', () => {
+  it('executorTimer: %EXECUTOR_SCHEDULE%, runOnStartup false, useMonitor false (sub-minute schedule)', () => {
     const f = reg.functions.find((x) => x.name === 'executorTimer');
-    expect(f?.trigger).toMatchObject({ type: 'timerTrigger', schedule: '%EXECUTOR_SCHEDULE%', runOnStartup: false, useMonitor: true });
+    expect(f?.trigger).toMatchObject({ type: 'timerTrigger', schedule: '%EXECUTOR_SCHEDULE%', runOnStartup: false, useMonitor: false });
   });
 
   it('registers exactly these functions and an appTerminate hook', () => {
