@@ -72,6 +72,7 @@ export interface ListenerLockOptions {
   onError(op: 'acquire' | 'renew' | 'release', e: unknown): void;
 }
 
+/** The host retries a failed renewal sooner, down to 1 s (scaled down for sub-second test periods). */
 const MIN_RENEW_MS = 1_000;
 
 export class ListenerLock {
@@ -161,7 +162,7 @@ export class ListenerLock {
     if (this.stopped || this.leaseId !== id) return;
     if (out === 'renewed') return this.later(this.o.periodMs / 2, () => this.renew(this.o.periodMs / 2));
     if (out === 'error') {
-      const next = Math.max(MIN_RENEW_MS, lastDelayMs / 2);
+      const next = Math.max(Math.min(MIN_RENEW_MS, this.o.periodMs / 10), lastDelayMs / 2);
       return this.later(next, () => this.renew(next));
     }
     // Lease conflict: stop the listener, then start over as at host start.

@@ -1,0 +1,58 @@
+// A real Azurite blob service (the devDependency) for tests and the campaign: its own process on a free port,
+// in-memory persistence, stopped afterwards. Gives the AzureWebJobsStorage connection string hosts use.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { azuriteConnectionString } from '../../src/local/blobLockStore.js';
+import { projectRoot } from './projectRoot.js';
+
+const AZURITE_BLOB = path.join(projectRoot(import.meta.url), 'node_modules/azurite/dist/src/blob/main.js');
+
+export interface Azurite {
+  port: number;
+  connectionString: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startAzurite(timeoutMs = 30_000): Promise<Azurite> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [AZURITE_BLOB, '--blobHost', '127.0.0.1', '--blobPort', String(port), '--inMemoryPersistence',
+    '--skipApiVersionCheck', '--disableProductStyleUrl'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Azurite did not start within ${timeoutMs} ms: ${out}`)), timeoutMs);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      if (/successfully listens on/i.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`Azurite exited: ${out}`));
+    });
+  });
+  return {
+    port, child, connectionString: azuriteConnectionString(port),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,106 @@
+// The local host's default timer semantics, as the Functions host's: one instance at a time invokes
+// executorTimer, the holder of its listener lock. In one process (INSTANCES=3, in-process lock) and across
+// three processes on a real Azurite (blob leases, host.json singleton 15 s / 15 s) and a real PostgreSQL.
+// SIGKILL the lock holder: the lock moves only after its blob lease ran out, at a survivor's recovery poll,
+// and execution resumes within the documented budget (docs/flex.md):
+//   crash failover ≤ max(listenerLockPeriod + recoveryPoll + tick, sqlLease + tick) + overhead.
+import { afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { startAzurite, type Azurite } from '../support/azurite.js';
+import {
+  createPgDatabase, ensureBuilt, FAST_ENV, killAll, postIntent, startHost, waitFor, type HostProcess, type PgTestDatabase,
+} from '../support/localHostProcess.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { lockEvents, overlappingInvocations, timerInvocations } from '../support/timerLog.js';
+
+const LOCK_MS = 15_000; // host.json singleton.listenerLockPeriod
+const RECOVERY_MS = 15_000; // host.json singleton.listenerLockRecoveryPollingInterval
+const TICK_MS = 1_000; // FAST_ENV EXECUTOR_SCHEDULE
+const LEASE_MS = 3_000; // FAST_ENV LEASE_DURATION_MS
+const OVERHEAD_MS = 2_000; // process start of the listener, rebuild, one provider round trip (loaded 2-core CI)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ACQUIRED = /^\[inst-1\] timer executorTimer: listener lock acquired/;
+
+describe('timer singleton in one process (INSTANCES=3, in-process listener lock)', () => {
+  const hosts: HostProcess[] = [];
+  beforeAll(() => ensureBuilt(), 120_000);
+  afterEach(async () => killAll(hosts.splice(0)));
+
+  it('exactly one instance invokes executorTimer; TIMER_MODE=every-instance runs it on all three', async () => {
+    for (const mode of ['singleton', 'every-instance'] as const) {
+      const h = await startHost({ ...FAST_ENV, DATABASE_URL: 'pglite:', INSTANCES: '3', TIMER_MODE: mode, DEMO_PROVIDER_VERBOSE: 'false' }, 90_000);
+      hosts.push(h);
+      await waitFor('ticks', async () => timerInvocations([h.logFile]).length >= 9, 30_000, 200);
+      const inv = timerInvocations([h.logFile]);
+      const holders = new Set(inv.map((i) => i.holderId));
+      if (mode === 'singleton') {
+        expect(holders.size).toBe(1);
+        expect(overlappingInvocations(inv)).toEqual([]);
+        expect(h.lines.filter((l) => / timer executorTimer: listener lock acquired/.test(l))).toHaveLength(1);
+      } else {
+        expect(holders).toEqual(new Set(h.holderIds));
+      }
+      await killAll(hosts.splice(0));
+    }
+  }, 240_000);
+});
+
+describe('timer singleton across processes (Azurite blob leases, PostgreSQL server)', () => {
+  const skip = inject('pgUnavailable');
+  let db: PgTestDatabase;
+  let provider: RecordingProvider;
+  let azurite: Azurite;
+  const hosts: HostProcess[] = [];
+
+  beforeAll(() => ensureBuilt(), 120_000);
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    [db, provider, azurite] = await Promise.all([createPgDatabase(), startRecordingProvider(), startAzurite()]);
+  }, 60_000);
+  afterEach(async () => {
+    await killAll(hosts.splice(0));
+    await provider?.close();
+    await azurite?.stop();
+    await db?.drop();
+  });
+
+  it('one process at a time runs the timer; SIGKILL it → the lock moves after its lease, execution resumes within the budget', async () => {
+    const env = {
+      ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url,
+      AzureWebJobsStorage: azurite.connectionString, AzureFunctionsWebHost__hostid: `t${Date.now() % 1e9}`,
+    };
+    const procs = await Promise.all([1, 2, 3].map((i) => startHost({ ...env, HOLDER_ID: `proc${i}` })));
+    hosts.push(...procs);
+    const holder = await waitFor('a lock holder', async () => procs.find((p) => p.lines.some((l) => ACQUIRED.test(l))), 20_000);
+    await waitFor('the holder leads', async () => timerInvocations([holder.logFile]).some((i) => i.role === 'leader'), 20_000, 200);
+    await sleep(3 * TICK_MS);
+    const before = timerInvocations(procs.map((p) => p.logFile));
+    expect(new Set(before.map((i) => i.holderId))).toEqual(new Set([holder.holderIds[0]]));
+    for (const p of procs) expect(p.lines.some((l) => ACQUIRED.test(l))).toBe(p === holder);
+
+    holder.signal('SIGKILL');
+    await holder.exited;
+    const killedAt = Date.now();
+    const survivors = procs.filter((p) => p !== holder);
+    const { intentId } = await postIntent(survivors[0]!.api, { after: 'kill' });
+    await provider.waitFor((c) => c.some((x) => x.intentId === intentId), LOCK_MS + RECOVERY_MS + LEASE_MS + 10_000);
+    const resumedMs = provider.calls.find((x) => x.intentId === intentId)!.arrivedAt - killedAt;
+
+    const files = procs.map((p) => p.logFile);
+    const moved = lockEvents(files).find((e) => e.event === 'listener_lock_acquired' && e.holderId !== holder.holderIds[0])!;
+    const lastOldTick = Math.max(...before.map((i) => i.endMs));
+    const lockMovedMs = moved.atMs - killedAt;
+    const budgetMs = Math.max(LOCK_MS + RECOVERY_MS + TICK_MS, LEASE_MS + TICK_MS) + OVERHEAD_MS;
+    console.log(`[timer singleton] SIGKILL of the lock holder: lock moved after ${lockMovedMs} ms, execution resumed after ${resumedMs} ms ` +
+      `(budget max(lock ${LOCK_MS} + poll ${RECOVERY_MS} + tick ${TICK_MS}, lease ${LEASE_MS} + tick) + ${OVERHEAD_MS} = ${budgetMs} ms)`);
+    // The blob lease was renewed at most half a period before the kill: nobody takes it sooner.
+    expect(moved.atMs).toBeGreaterThanOrEqual(lastOldTick + LOCK_MS / 2 - 1_000);
+    expect(lockMovedMs).toBeLessThanOrEqual(LOCK_MS + RECOVERY_MS + 1_000);
+    expect(resumedMs).toBeLessThanOrEqual(budgetMs);
+    // Still one invoker at a time, before and after; the survivors ticked only once they held the lock.
+    const all = timerInvocations(files);
+    expect(overlappingInvocations(all)).toEqual([]);
+    expect(all.filter((i) => i.holderId !== holder.holderIds[0] && i.startMs < moved.atMs - 50)).toEqual([]);
+    await sleep(2 * TICK_MS);
+    expect(new Set(timerInvocations(files).filter((i) => i.startMs > moved.atMs).map((i) => i.holderId))).toEqual(new Set([moved.holderId]));
+  }, 150_000);
+});
