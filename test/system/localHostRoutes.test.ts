@@ -81,13 +81,17 @@ describe('local settings', () => {
     expect(loadLocalSettings({})).toEqual({
       port: 7071, instances: 3, functionKey: null, adminKey: null,
       demoProvider: { latencyMs: 50, failureRate: 0.2, verbose: true }, logFile: '.data/host.log',
+      timerMode: 'singleton', storage: null, hostId: 'submission-manager',
     });
+    expect(loadLocalSettings({ TIMER_MODE: 'every-instance', AzureWebJobsStorage: 'UseDevelopmentStorage=true' }))
+      .toMatchObject({ timerMode: 'every-instance', storage: 'UseDevelopmentStorage=true' });
     expect(withLocalDefaults({}).DATABASE_URL).toBe('pglite:.data/pglite');
     expect(withLocalDefaults({ SQL_SERVER: 'x', SQL_DATABASE: 'y' }).DATABASE_URL).toBeUndefined();
     expect(loadLocalSettings({ LOG_FILE: '-' }).logFile).toBeNull();
   });
 
-  it.each([['PORT', '70000'], ['INSTANCES', '0'], ['DEMO_PROVIDER_FAILURE_RATE', '1.5'], ['DEMO_PROVIDER_LATENCY_MS', 'slow']])(
+  it.each([['PORT', '70000'], ['INSTANCES', '0'], ['DEMO_PROVIDER_FAILURE_RATE', '1.5'], ['DEMO_PROVIDER_LATENCY_MS', 'slow'],
+    ['TIMER_MODE', 'sometimes'], ['AzureFunctionsWebHost__hostid', 'Not_Valid']])(
     '%s=%s fails naming the setting', (name, value) => {
       expect(() => loadLocalSettings({ [name]: value })).toThrow(new RegExp(`^${name}: `));
     });
