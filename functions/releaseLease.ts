@@ -1,5 +1,5 @@
-// POST /api/ops/lease/release — leader drain. A follower answers 409 not-leader (requests are load-balanced:
-// callers retry until the leader answers); the leader stops starting, finishes in-flight attempts, releases.
+// POST /api/ops/lease/release — request a leader drain (handover) from any instance: recorded in SQL, 202 with
+// the request; the leader sees it within one schedule refresh, finishes and fences in-flight work, releases.
 // Admin routes live under ops/: the Functions host rejects routes starting with admin/ (its own API), even under /api.
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';

@@ -3,6 +3,7 @@
 // Everything else receives these as parameters.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { loadConfig, redactUrl, type Config, type DatabaseTarget } from './config.js';
+import { ClusterViewCache } from './clusterView.js';
 import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
 import { Executor } from './executor/executor.js';
@@ -30,6 +31,8 @@ export interface App {
   metricsRegistry: MetricsRegistry;
   /** Pause flag as last read, retention purge (consulted by the executor on the leader path). */
   ops: ExecutionOps;
+  /** The cluster's leader as SQL holds it (cached ≤ 1 s), for /readyz and /metrics on any instance. */
+  cluster: ClusterViewCache;
   /** Release the lease (graceful handover) and, if this app owns them, close the stores. */
   close(): Promise<void>;
 }
@@ -110,9 +113,10 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       if (e.name === 'intent_submit') metrics.intentSubmitted(e.outcome);
     },
   });
+  const cluster = new ClusterViewCache(stores.lease, config.lease.name, () => clock.nowMs());
   let closed = false;
   return {
-    config, logger, stores, lease, executor, handlers, metrics, metricsRegistry, ops,
+    config, logger, stores, lease, executor, handlers, metrics, metricsRegistry, ops, cluster,
     async close() {
       if (closed) return;
       closed = true;

@@ -1,26 +1,47 @@
 // /healthz (HTTP up) and /readyz (role info; 200 for leader and follower, so followers stay in rotation).
+// /readyz gives this instance's own role and, read from SQL (cached ≤ 1 s), the cluster's leader: on Flex the
+// HTTP instances never lead, so their own role says nothing about who executes.
 import type { App } from './app.js';
+import type { ClusterView } from './clusterView.js';
 import type { ApiRequest, ApiResponse } from './intents/http.js';
 
 export async function healthz(): Promise<ApiResponse> {
   return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'ok' };
 }
 
+const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;
+
+export function clusterJson(c: ClusterView) {
+  const l = c.leader;
+  return {
+    leader: l && l.live ? { holderId: l.holderId, leaseEpoch: l.leaseEpoch, expiresAt: iso(l.expiresAt)!, renewedAt: iso(l.renewedAt)!, acquiredAt: iso(l.acquiredAt)! } : null,
+    lastEpoch: l?.leaseEpoch ?? null,
+    readAt: iso(c.readAt),
+    error: c.error,
+  };
+}
+
 export function readyz(app: App) {
   return async (req: ApiRequest): Promise<ApiResponse> => {
     const s = app.lease.status();
+    const cluster = clusterJson(await app.cluster.get());
     const view = {
       mode: s.mode,
       holderId: s.holderId,
       leaseEpoch: s.leaseEpoch,
       leaseExpiresAt: s.expiresAt?.toISOString() ?? null,
       scheduleSize: app.executor.refresher.schedule.size,
+      cluster,
     };
     if ((req.headers.get('accept') ?? '').includes('application/json')) {
-      return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(view) };
+      return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' }, body: JSON.stringify(view) };
     }
+    const leader = cluster.leader;
+    const clusterText = cluster.error ? ' cluster_leader=unknown'
+      : leader ? ` cluster_leader=${leader.holderId} cluster_epoch=${leader.leaseEpoch} cluster_expires_at=${leader.expiresAt} cluster_renewed_at=${leader.renewedAt}`
+        : ` cluster_leader=none${cluster.lastEpoch !== null ? ` cluster_last_epoch=${cluster.lastEpoch}` : ''}`;
     const text = `mode=${s.mode} holder_id=${s.holderId}` +
-      (s.mode === 'leader' ? ` lease_epoch=${s.leaseEpoch} lease_expires_at=${view.leaseExpiresAt}` : '');
-    return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: text };
+      (s.mode === 'leader' ? ` lease_epoch=${s.leaseEpoch} lease_expires_at=${view.leaseExpiresAt}` : '') + clusterText;
+    return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, body: text };
   };
 }

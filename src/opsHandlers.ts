@@ -1,16 +1,18 @@
 // Operations endpoints, framework-neutral like healthHandlers.ts: GET /metrics (Prometheus text of this
-// instance), GET /openapi.json, and the admin routes — leader drain (POST /ops/lease/release), cluster-wide
-// pause/resume (POST /ops/execution/pause|resume) and the control row (GET /ops/execution).
+// instance), GET /openapi.json, and the admin routes — leader drain requests (POST/GET /ops/lease/release),
+// cluster-wide pause/resume (POST /ops/execution/pause|resume) and the control row (GET /ops/execution). All of
+// them work on any instance: they read and write SQL, which the leader consults at its refresh.
 // Errors are problem+json like the intents API: store failures 503, anything else 500 (logged, no body data).
 import type { App } from './app.js';
 import { validate } from './intents/contract.js';
 import { readJsonBody, type ApiRequest, type ApiResponse } from './intents/http.js';
-import { internalError, json, problem, storeUnavailable, validationProblem } from './intents/problem.js';
+import { internalError, json, storeUnavailable, validationProblem } from './intents/problem.js';
 import { sqlErrorField } from './observability/logger.js';
 import { PROMETHEUS_CONTENT_TYPE } from './observability/prometheus.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { executionChangeBodySchema } from './openapi/schemas.js';
-import type { ExecutionControl } from './store/opsPorts.js';
+import { uuidv7 } from './intents/ids.js';
+import type { ExecutionControl, HandoverRequest } from './store/opsPorts.js';
 import { isStoreError } from './store/ports.js';
 
 type Handler = (req: ApiRequest) => Promise<ApiResponse>;
@@ -50,35 +52,60 @@ export async function openApiHandler(): Promise<ApiResponse> {
   return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' }, body: openApiJson };
 }
 
-/** 409: the request reached a follower (requests are load-balanced). Names the leader when the database knows one. */
-async function notLeader(app: App, instance: string, detail: string): Promise<ApiResponse> {
-  const row = await app.stores.lease.get(app.config.lease.name);
-  const live = row && row.expiresAt.getTime() > row.dbNow.getTime() ? row : null;
-  return problem(409, 'not-leader', 'Not the leader', detail, {
-    instance, holderId: app.lease.holderId, leaderHolderId: live?.holderId ?? null, leaderEpoch: live?.leaseEpoch ?? null,
+const handoverView = (r: HandoverRequest) => ({
+  requestId: r.requestId,
+  leaseName: r.leaseName,
+  status: r.status,
+  requestedAt: r.requestedAt.toISOString(),
+  requestedBy: r.requestedBy,
+  reason: r.reason,
+  requestedEpoch: r.requestedEpoch,
+  completedAt: r.completedAt?.toISOString() ?? null,
+  completedEpoch: r.completedEpoch,
+  completedBy: r.completedBy,
+});
+
+/** Optional `{reason}` body of the admin POSTs: the reason, or the problem response. */
+async function optionalReason(req: ApiRequest, instance: string): Promise<{ ok: true; reason: string | null } | { ok: false; response: ApiResponse }> {
+  const text = await req.text();
+  if (text.trim() === '') return { ok: true, reason: null };
+  const body = await readJsonBody({ ...req, text: async () => text }, instance);
+  if (!body.ok) return body;
+  const v = validate(executionChangeBodySchema, body.value);
+  if (!v.ok) return { ok: false, response: validationProblem(v.errors, instance) };
+  return { ok: true, reason: v.value.reason ?? null };
+}
+
+/** Who: the Easy Auth principal when present, and the instance that served the request. */
+const callerOf = (app: App, req: ApiRequest) => `${req.headers.get('x-ms-client-principal-name') ?? 'admin'}@${app.lease.holderId}`.slice(0, 128);
+
+/**
+ * Leader drain as a request recorded in SQL, from any instance (on Flex, HTTP instances never lead): 202 with the
+ * request. The leader reads it at its next schedule refresh, starts nothing more, finishes and fences what is in
+ * flight, marks it completed and releases the lease; any instance may acquire at its next tick (no stand-down).
+ */
+export function releaseLeaseHandler(app: App): Handler {
+  return guarded(app, 'releaseLease', async (req, instance) => {
+    const body = await optionalReason(req, instance);
+    if (!body.ok) return body.response;
+    const { request, created } = await app.stores.ops.requestHandover(app.config.lease.name, uuidv7(), callerOf(app, req), body.reason);
+    app.logger.warn({ event: 'handover_requested', lease_name: request.leaseName, request_id: request.requestId, requested_by: request.requestedBy,
+      requested_epoch: request.requestedEpoch, reason: request.reason, created }, created ? 'leader handover requested' : 'leader handover already pending');
+    return json(202, handoverView(request));
   });
 }
 
-/**
- * Leader drain: stop starting attempts, let in-flight ones finish (their completions commit, fenced), release
- * the lease, and stay out of acquisition for one lease duration so a follower takes over at its next tick.
- * Answers when the lease is released (at most one tick budget + provider timeout later).
- */
-export function releaseLeaseHandler(app: App): Handler {
-  return guarded(app, 'releaseLease', async (_req, instance) => {
-    const token = app.lease.requireLeader();
-    const followerDetail = `this instance (${app.lease.holderId}) does not hold the lease; requests are load-balanced: ` +
-      'retry until one reaches the leader (GET /api/lease names it)';
-    if (!token) return notLeader(app, instance, followerDetail);
-    const standDownMs = app.config.lease.durationMs;
-    const fields = { holder_id: token.holderId, lease_epoch: token.leaseEpoch, stand_down_ms: standDownMs };
-    app.logger.warn({ event: 'leader_drain_requested', ...fields }, 'leader drain requested: starting nothing, finishing in-flight attempts');
-    const out = await app.executor.handOver(standDownMs);
-    if (out !== 'released') {
-      return notLeader(app, instance, `this instance (${app.lease.holderId}) lost the lease before it could release it; nothing to drain`);
+/** GET: the pending request (if any) and the newest requests, `?limit=` (1–100, default 20). */
+export function handoversHandler(app: App): Handler {
+  return guarded(app, 'getHandovers', async (req, instance) => {
+    const raw = new URL(req.url, 'http://localhost').searchParams.get('limit');
+    const limit = raw === null ? 20 : Number(raw);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      return validationProblem([{ path: 'limit', message: 'must be an integer from 1 to 100' }], instance);
     }
-    app.logger.warn({ event: 'leader_drained', ...fields }, 'lease released after drain; a follower takes over at its next tick');
-    return json(200, { released: true, holderId: token.holderId, leaseEpoch: token.leaseEpoch, standDownMs });
+    const list = await app.stores.ops.listHandovers(app.config.lease.name, limit);
+    const pending = list.find((r) => r.status === 'pending') ?? null;
+    return json(200, { leaseName: app.config.lease.name, pending: pending && handoverView(pending), requests: list.map(handoverView) });
   });
 }
 
@@ -89,6 +116,7 @@ const controlView = (c: ExecutionControl) => ({
   changedBy: c.changedBy,
   reason: c.reason,
   dbNow: c.dbNow.toISOString(),
+  pendingHandoverId: c.pendingHandoverId,
 });
 
 /** GET (change null): the control row. POST pause/resume: set the flag (idempotent); every leader reads it
@@ -97,19 +125,9 @@ export function executionControlHandler(app: App, change: 'pause' | 'resume' | n
   return guarded(app, change ? `${change}Execution` : 'getExecution', async (req, instance) => {
     const leaseName = app.config.lease.name;
     if (change === null) return json(200, controlView(await app.stores.ops.getExecutionControl(leaseName)));
-    const text = await req.text();
-    let reason: string | null = null;
-    if (text.trim() !== '') {
-      const body = await readJsonBody({ ...req, text: async () => text }, instance);
-      if (!body.ok) return body.response;
-      const v = validate(executionChangeBodySchema, body.value);
-      if (!v.ok) return validationProblem(v.errors, instance);
-      reason = v.value.reason ?? null;
-    }
-    // Who: the Easy Auth principal when present, and the instance that served the request.
-    const principal = req.headers.get('x-ms-client-principal-name') ?? 'admin';
-    const changedBy = `${principal}@${app.lease.holderId}`.slice(0, 128);
-    const c = await app.stores.ops.setPaused(leaseName, change === 'pause', changedBy, reason);
+    const body = await optionalReason(req, instance);
+    if (!body.ok) return body.response;
+    const c = await app.stores.ops.setPaused(leaseName, change === 'pause', callerOf(app, req), body.reason);
     app.logger.warn({ event: change === 'pause' ? 'execution_paused' : 'execution_resumed', lease_name: leaseName, changed_by: c.changedBy,
       reason: c.reason }, change === 'pause' ? 'execution paused cluster-wide' : 'execution resumed cluster-wide');
     return json(200, controlView(c));

@@ -48,6 +48,7 @@ export interface RetentionSettings {
 
 export class ExecutionOps implements ExecutorOps {
   private pausedFlag: boolean | null = null;
+  private pendingHandover: string | null = null;
   private lastPurgeMs = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -79,6 +80,32 @@ export class ExecutionOps implements ExecutorOps {
         c.paused ? 'cluster is paused: starting nothing' : 'cluster resumed');
     }
     this.pausedFlag = c.paused;
+    if (c.pendingHandoverId !== this.pendingHandover && c.pendingHandoverId !== null) {
+      this.log.warn({ event: 'handover_request_observed', lease_name: this.leaseName, request_id: c.pendingHandoverId },
+        'handover requested: starting nothing more, finishing in-flight attempts, then releasing the lease');
+    }
+    this.pendingHandover = c.pendingHandoverId;
+  }
+
+  /** A pending handover request as of the last refreshControl (the leader drains, then releases). */
+  handoverRequest(): { requestId: string } | null {
+    return this.pendingHandover === null ? null : { requestId: this.pendingHandover };
+  }
+
+  /** In-flight work finished and its completions written: mark the request completed, fenced by `token`,
+   *  just before the lease row is released. A lost lease leaves it pending for the next leader. */
+  async handoverCompleted(token: LeaseToken, requestId: string): Promise<void> {
+    const out = await this.store.fencedCompleteHandover(token, requestId);
+    if (out.kind === 'leaseLost') {
+      this.log.warn({ event: 'handover_completion_lease_lost', holder_id: token.holderId, lease_epoch: token.leaseEpoch, request_id: requestId },
+        'lease lost before the handover was recorded; the request stays pending for the next leader');
+      return;
+    }
+    if (this.pendingHandover === requestId) this.pendingHandover = null;
+    this.metrics?.handoverCompleted();
+    this.log.warn({ event: 'handover_completed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, request_id: requestId,
+      applied: out.value.applied, requested_at: out.value.request?.requestedAt.toISOString() ?? null },
+    'handover completed: in-flight attempts finished; releasing the lease (any instance may acquire at its next tick)');
   }
 
   mayStart(): boolean {

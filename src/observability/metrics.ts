@@ -48,6 +48,7 @@ function instruments(meter: Meter) {
     intentsSubmitted: counter('intents_submitted_total', 'POST /intents results, by outcome (created, replayed, conflict, invalid)'),
     blockedNotLeader: counter('execution_blocked_not_leader_total', 'Provider calls not sent because the gate found this instance no longer leading'),
     purged: counter('retention_purged_rows_total', 'Rows deleted by the retention purge, by table (intents, attempts)'),
+    handovers: counter('handovers_completed_total', 'Handover requests this instance completed as leader (drained, then released)'),
     acquireLatency: histogram('acquire_latency_ms', 'Lease acquire statement round trip'),
     renewLatency: histogram('renew_latency_ms', 'Lease renew statement round trip'),
     refreshLatency: histogram('refresh_latency_ms', 'Schedule read round trip, by kind (refresh page, rebuild page)'),
@@ -57,6 +58,15 @@ function instruments(meter: Meter) {
 }
 
 type Instruments = ReturnType<typeof instruments>;
+
+/** The label values each labelled counter can take (kept in step with the code that records them). */
+const KNOWN_LABELS = (i: Instruments): [Counter, string, readonly string[]][] => [
+  [i.leadershipLost, 'reason', ['released', 'renew_refused', 'renew_error', 'local_deadline', 'fence_failed', 'sql_error']],
+  [i.acquireAttempts, 'result', ['acquired', 'held', 'error']],
+  [i.attempts, 'outcome', ['succeeded', 'retryable_error', 'permanent_error', 'aborted', 'abandoned']],
+  [i.intentsSubmitted, 'outcome', ['created', 'replayed', 'conflict', 'invalid']],
+  [i.purged, 'table', ['intents', 'attempts']],
+];
 
 export class MetricsRegistry {
   private readonly ins: Instruments;
@@ -116,10 +126,10 @@ export class AppMetrics {
 
   constructor(private readonly i: Instruments, readonly holderId: string, private readonly register: (s: GaugeSource) => () => void) {
     this.base = { holder_id: holderId };
-    // Series that exist from the start (rates and absence alerts need a zero, not a missing series).
-    i.leaderAcquired.add(0, this.base);
-    i.blockedNotLeader.add(0, this.base);
-    i.attemptsStarted.add(0, this.base);
+    // Every counter series for its known label values exists from the start at 0 (rates and absence alerts need
+    // a zero, not a missing series).
+    for (const c of [i.leaderAcquired, i.blockedNotLeader, i.attemptsStarted, i.handovers]) c.add(0, this.base);
+    for (const [c, key, values] of KNOWN_LABELS(i)) for (const v of values) c.add(0, { ...this.base, [key]: v });
   }
 
   private add(c: Counter, n: number, attrs: Attributes = {}): void {
@@ -168,6 +178,9 @@ export class AppMetrics {
   }
   tick(role: string, ms: number): void {
     this.record(this.i.tickDuration, ms, { role });
+  }
+  handoverCompleted(): void {
+    this.add(this.i.handovers, 1);
   }
   purged(intents: number, attempts: number): void {
     this.add(this.i.purged, intents, { table: 'intents' });

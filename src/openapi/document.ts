@@ -37,9 +37,10 @@ function components(): Record<string, Json> {
   add('FieldError', S.fieldErrorSchema);
   add('Problem', S.problemSchema);
   add('ExecutionControl', S.executionControlSchema);
-  add('LeaseRelease', S.leaseReleaseSchema);
   add('RedriveRequest', redriveBodySchema);
   add('RedriveResult', redriveResultSchema);
+  add('HandoverRequest', S.handoverRequestSchema);
+  add('HandoverList', S.handoverListSchema);
   const out = z.toJSONSchema(reg, { ...jsonSchemaOptions, io: 'output', uri: (id) => `#/components/schemas/${id}` });
   const schemas: Record<string, Json> = {};
   for (const [id, s] of Object.entries(out.schemas)) {
@@ -150,10 +151,17 @@ export function buildOpenApiDocument(): Json {
         get: op('openapi', 'anonymous', 'This document', { responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } } }),
       },
       '/ops/lease/release': {
-        post: op('releaseLease', 'admin', 'Leader drain: stop starting, finish in-flight attempts, release the lease', {
-          description: 'Load-balanced like every route: a follower answers 409 `not-leader` (with `leaderHolderId`); retry until the leader answers. ' +
-            'The drained instance does not try to acquire for one lease duration, so a follower takes over at its next tick.',
-          responses: { 200: { description: 'Released', content: jsonContent('LeaseRelease') }, ...problems(409) },
+        post: op('releaseLease', 'admin', 'Request a leader drain (handover), from any instance', {
+          description: 'Recorded in SQL and answered at once (202), on any instance: HTTP instances need not be the leader (on Flex they never are). ' +
+            'The leader sees the request within one schedule refresh: it starts nothing more, finishes and fences what is in flight, marks the ' +
+            'request completed and releases the lease; any instance may acquire at its next tick, the same one included. ' +
+            'While a request is pending, another POST returns it instead of adding one.',
+          requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
+          responses: { 202: { description: 'The recorded (or already pending) request', content: jsonContent('HandoverRequest') }, ...problems(400, 413, 415) },
+        }),
+        get: op('getHandovers', 'admin', 'Handover requests: the pending one and the newest completed', {
+          parameters: [{ name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } }],
+          responses: { 200: { description: 'Requests, newest first', content: jsonContent('HandoverList') }, ...problems(400) },
         }),
       },
       '/ops/execution': {

@@ -63,7 +63,15 @@ export const readyViewSchema = z.strictObject({
   leaseEpoch: z.int().min(1).nullable(),
   leaseExpiresAt: instant.nullable(),
   scheduleSize: z.int().min(0),
-}).describe("This instance's own view of its role");
+  cluster: z.strictObject({
+    leader: z.strictObject({
+      holderId: z.string(), leaseEpoch: z.int().min(1), expiresAt: instant, renewedAt: instant, acquiredAt: instant,
+    }).nullable().describe('The live lease holder as SQL holds it (null: nobody leads now)'),
+    lastEpoch: z.int().min(1).nullable().describe('The newest epoch ever granted (null: never acquired)'),
+    readAt: instant.nullable().describe('Database time of the read (cached at most 1 s)'),
+    error: z.string().nullable().describe('Why the cluster view could not be read'),
+  }).describe("The cluster's leader, read from SQL: the same answer on every instance"),
+}).describe("This instance's own role and the cluster's leader");
 
 export const fieldErrorSchema = z.strictObject({ path: z.string(), message: z.string() });
 
@@ -89,13 +97,26 @@ export const executionControlSchema = z.strictObject({
   changedBy: z.string().nullable(),
   reason: z.string().nullable(),
   dbNow: instant,
+  pendingHandoverId: z.string().nullable().describe('A handover request the leader has not completed yet'),
 }).describe('The cluster-wide execution control row (no row = running)');
 
-export const leaseReleaseSchema = z.strictObject({
-  released: z.literal(true),
-  holderId: z.string(),
-  leaseEpoch: z.int().min(1).describe('The epoch that was released; the next leader gets a higher one'),
-  standDownMs: z.int().min(0).describe('This instance will not try to acquire for this long'),
+export const handoverRequestSchema = z.strictObject({
+  requestId: z.string(),
+  leaseName: z.string(),
+  status: z.enum(['pending', 'completed']),
+  requestedAt: instant,
+  requestedBy: z.string(),
+  reason: z.string().nullable(),
+  requestedEpoch: z.int().min(1).nullable().describe('The epoch leading when it was recorded (null: nobody led)'),
+  completedAt: instant.nullable().describe('When the leader had finished its in-flight work, just before it released the lease'),
+  completedEpoch: z.int().min(1).nullable().describe('The epoch that drained; the next leader gets a higher one'),
+  completedBy: z.string().nullable(),
+}).describe('A request that the leader hand over (recorded in SQL by any instance)');
+
+export const handoverListSchema = z.strictObject({
+  leaseName: z.string(),
+  pending: handoverRequestSchema.nullable(),
+  requests: z.array(handoverRequestSchema).describe('Newest first (pending and completed)'),
 });
 
 // Compile-time: the schemas describe exactly the view types the handlers build.

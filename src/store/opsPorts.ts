@@ -15,6 +15,25 @@ export interface ExecutionControl {
   reason: string | null;
   /** Database time when the row was read. */
   dbNow: Date;
+  /** The oldest pending handover request of this lease name (read in the same round trip), or null. */
+  pendingHandoverId: string | null;
+}
+
+/** A request that the leader hand over (drain, release, let any instance acquire), recorded by any instance. */
+export interface HandoverRequest {
+  requestId: string;
+  leaseName: string;
+  status: 'pending' | 'completed';
+  requestedAt: Date;
+  /** Who asked (the admin caller and the instance that served the request). */
+  requestedBy: string;
+  reason: string | null;
+  /** The epoch that was leading when it was recorded (null: no live leader then). */
+  requestedEpoch: number | null;
+  /** Set when the leader finished its in-flight work and was about to release the lease. */
+  completedAt: Date | null;
+  completedEpoch: number | null;
+  completedBy: string | null;
 }
 
 export interface PurgeResult {
@@ -69,4 +88,16 @@ export interface OpsStore {
    * scheduled or in_flight intent.
    */
   fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): Promise<Fenced<PurgeResult>>;
+  /**
+   * Record a handover request for `leaseName` (database time). At most one is pending per lease name: while one
+   * is, this returns it (`created` false) instead of adding another.
+   */
+  requestHandover(leaseName: string, requestId: string, requestedBy: string, reason: string | null): Promise<{ request: HandoverRequest; created: boolean }>;
+  /** The newest `limit` requests of `leaseName` (pending and completed), newest first. */
+  listHandovers(leaseName: string, limit: number): Promise<HandoverRequest[]>;
+  /**
+   * Fenced by `token` (audited as `complete_handover`): mark the pending request `requestId` completed by this
+   * holder and epoch. The request as it is now (null if unknown); `applied` false when it was not pending.
+   */
+  fencedCompleteHandover(token: LeaseToken, requestId: string): Promise<Fenced<{ request: HandoverRequest | null; applied: boolean }>>;
 }

@@ -4,7 +4,7 @@ import type {
   AttemptRow, CompletedAttempt, IntentContract, IntentRow, IntentStatus, ScheduleRow, StartedAttempt,
 } from './intentPorts.js';
 import type { LeaseRow } from './ports.js';
-import type { ClusterOverview, ExecutionControl } from './opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest } from './opsPorts.js';
 
 /** The smallest uuid: the start of an id-ordered scan and the intent id of a rebuild's first cursor. */
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -145,6 +145,7 @@ export interface ControlDbRow {
   changed_by: string | null;
   reason: string | null;
   db_now: Date;
+  pending_handover_id?: string | null;
 }
 
 export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
@@ -154,6 +155,36 @@ export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl 
   changedBy: r.changed_by,
   reason: r.reason,
   dbNow: r.db_now,
+  pendingHandoverId: r.pending_handover_id ?? null,
+});
+
+/** A handover request row (both dialects select the same column names). */
+export interface HandoverDbRow {
+  request_id: string;
+  lease_name: string;
+  status: string;
+  requested_at: Date;
+  requested_by: string;
+  reason: string | null;
+  requested_epoch: string | number | null;
+  completed_at: Date | null;
+  completed_epoch: string | number | null;
+  completed_by: string | null;
+}
+
+export const HANDOVER_COLS = 'request_id, lease_name, status, requested_at, requested_by, reason, requested_epoch, completed_at, completed_epoch, completed_by';
+
+export const toHandover = (r: HandoverDbRow): HandoverRequest => ({
+  requestId: String(r.request_id).toLowerCase(),
+  leaseName: r.lease_name,
+  status: r.status === 'completed' ? 'completed' : 'pending',
+  requestedAt: r.requested_at,
+  requestedBy: r.requested_by,
+  reason: r.reason,
+  requestedEpoch: r.requested_epoch === null ? null : Number(r.requested_epoch),
+  completedAt: r.completed_at,
+  completedEpoch: r.completed_epoch === null ? null : Number(r.completed_epoch),
+  completedBy: r.completed_by,
 });
 
 /** The one-row cluster overview (both dialects alias the same columns; counts may arrive as bigint text). */

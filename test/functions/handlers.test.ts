@@ -82,13 +82,19 @@ describe('HTTP functions through @azure/functions objects', () => {
     const timerArg = { isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: {} };
     await runWithApp(leader, () => timer.handler(timerArg, ctx()));
     await runWithApp(follower, () => timer.handler(timerArg, ctx()));
-    expect((await invoke(leader, 'readyz', { method: 'GET', path: 'readyz' })).text).toMatch(/^mode=leader holder_id=fn-leader lease_epoch=1 lease_expires_at=\S+Z$/);
+    // Own role first (the spec's line), then the cluster's leader as SQL holds it: the same on every instance.
+    const cluster = / cluster_leader=fn-leader cluster_epoch=1 cluster_expires_at=\S+Z cluster_renewed_at=\S+Z$/;
+    expect((await invoke(leader, 'readyz', { method: 'GET', path: 'readyz' })).text).toMatch(/^mode=leader holder_id=fn-leader lease_epoch=1 lease_expires_at=\S+Z /);
+    expect((await invoke(leader, 'readyz', { method: 'GET', path: 'readyz' })).text).toMatch(cluster);
     const followerReady = await invoke(follower, 'readyz', { method: 'GET', path: 'readyz' });
-    expect(followerReady.text).toBe('mode=follower holder_id=fn-follower');
     expect(followerReady.status).toBe(200); // spec: followers stay in HTTP rotation
     expect((await invoke(leader, 'readyz', { method: 'GET', path: 'readyz' })).status).toBe(200);
-    const asJson = await invoke(leader, 'readyz', { method: 'GET', path: 'readyz', headers: { accept: 'application/json' } });
-    expect(asJson.json).toMatchObject({ mode: 'leader', holderId: 'fn-leader', leaseEpoch: 1 });
+    const followerLine = followerReady.text;
+    expect(followerLine).toMatch(/^mode=follower holder_id=fn-follower cluster_leader=fn-leader /);
+    expect(followerLine).toMatch(cluster);
+    const asJson = await invoke(follower, 'readyz', { method: 'GET', path: 'readyz', headers: { accept: 'application/json' } });
+    expect(asJson.json).toMatchObject({ mode: 'follower', holderId: 'fn-follower', leaseEpoch: null,
+      cluster: { leader: { holderId: 'fn-leader', leaseEpoch: 1 }, lastEpoch: 1, error: null } });
     expect((await invoke(follower, 'healthz', { method: 'GET', path: 'healthz' })).status).toBe(200);
     const created = await invoke(follower, 'postIntent', { method: 'POST', path: 'intents', body: JSON.stringify({ payload: { t: 1 } }), headers: json });
     const id = created.json.intentId as string;

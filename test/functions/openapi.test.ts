@@ -181,9 +181,18 @@ describe('OpenAPI document', () => {
     expect((await dash(`?data=intent&id=${id}`)).json.contract).toMatchObject({ payload: null, payloadBytes: 11 });
     expect((await dash('?data=intent&id=01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
     expect((await dash('?data=search&limit=1000')).status).toBe(400);
-    const notLeader = await call(follower, 'releaseLease', { method: 'POST', path: 'ops/lease/release' });
-    expect([notLeader.status, notLeader.json.leaderHolderId]).toEqual([409, 'oa-leader']);
-    expect((await call(leader, 'releaseLease', { method: 'POST', path: 'ops/lease/release' })).json).toMatchObject({ released: true, leaseEpoch: 1 });
+    // Drain requests work on any instance: recorded in SQL (202), one pending at a time, listed by GET.
+    const release = (b?: string, h: Record<string, string> = J) => call(follower, 'releaseLease', { method: 'POST', path: 'ops/lease/release', ...(b === undefined ? {} : { body: b, headers: h }) });
+    const requested = await release('{"reason":"deploy"}');
+    expect([requested.status, requested.json]).toMatchObject([202, { status: 'pending', reason: 'deploy', requestedEpoch: 1, requestedBy: 'admin@oa-follower' }]);
+    expect((await call(leader, 'releaseLease', { method: 'POST', path: 'ops/lease/release' })).json.requestId).toBe(requested.json.requestId);
+    expect((await release('{"why":"x"}')).status).toBe(400);
+    expect((await release('x', { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await release(`{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
+    const listed = await call(leader, 'getHandovers', { method: 'GET', path: 'ops/lease/release' });
+    expect(listed.json).toMatchObject({ pending: { requestId: requested.json.requestId }, requests: [{ requestId: requested.json.requestId }] });
+    expect((await call(leader, 'getHandovers', { method: 'GET', path: 'ops/lease/release?limit=0' })).status).toBe(400);
+    expect((await call(follower, 'getExecution', { method: 'GET', path: 'ops/execution' })).json.pendingHandoverId).toBe(requested.json.requestId);
 
     // The database is unreachable: 503 problem+json (documented on every route that needs it).
     for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }],

@@ -24,6 +24,7 @@ describe('function registrations', () => {
     http('metrics', ['GET'], 'metrics', 'function'),
     http('openapi', ['GET'], 'openapi.json', 'anonymous'),
     http('releaseLease', ['POST'], 'ops/lease/release', 'admin'),
+    http('getHandovers', ['GET'], 'ops/lease/release', 'admin'),
     http('getExecution', ['GET'], 'ops/execution', 'admin'),
     http('pauseExecution', ['POST'], 'ops/execution/pause', 'admin'),
     http('resumeExecution', ['POST'], 'ops/execution/resume', 'admin'),
@@ -43,7 +44,7 @@ describe('function registrations', () => {
 
   it('registers exactly these functions and an appTerminate hook', () => {
     expect(reg.functions.map((f) => f.name).sort()).toEqual([
-      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getIntent', 'getIntentAttempts', 'getLease', 'healthz', 'listIntents',
+      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getIntent', 'getIntentAttempts', 'getLease', 'healthz', 'listIntents',
       'metrics', 'openapi', 'pauseExecution', 'postIntent', 'readyz', 'redriveIntents', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
     expect(reg.hooks.map((h) => h.name)).toEqual(['appTerminate']);
   });

@@ -151,4 +151,35 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     expect((await ctx.intentRows()).map((r) => r.intentId).sort()).toEqual([...ids].sort());
     expect(await ctx.attemptRows()).toHaveLength(2);
   });
+
+  it('handover requests: one pending per lease name, visible in the control row, completed only by the fenced current leader', async () => {
+    expect(await s.ops.listHandovers(LEASE, 10)).toEqual([]);
+    const none = await s.ops.requestHandover(LEASE, uuidv7(), 'ops@inst-2', null);
+    expect(none).toMatchObject({ created: true, request: { leaseName: LEASE, status: 'pending', requestedEpoch: null, completedAt: null } });
+    const old = await leader('old-leader');
+    await s.lease.release(old);
+    const token = await leader('ops-leader');
+    const again = await s.ops.requestHandover(LEASE, uuidv7(), 'someone', 'deploy');
+    expect(again).toMatchObject({ created: false, request: { requestId: none.request.requestId, requestedBy: 'ops@inst-2', reason: null } });
+    expect((await s.ops.getExecutionControl(LEASE)).pendingHandoverId).toBe(none.request.requestId);
+    expect((await s.ops.getExecutionControl('another-cluster')).pendingHandoverId).toBeNull();
+
+    expect(await s.ops.fencedCompleteHandover(old, none.request.requestId)).toEqual({ kind: 'leaseLost' }); // a stale leader
+    expect((await s.ops.getExecutionControl(LEASE)).pendingHandoverId).toBe(none.request.requestId);
+    const done = await s.ops.fencedCompleteHandover(token, none.request.requestId);
+    expect(done).toMatchObject({ kind: 'ok', value: { applied: true, request: { status: 'completed', completedEpoch: token.leaseEpoch, completedBy: 'ops-leader' } } });
+    const completed = (done as { value: { request: { completedAt: Date; requestedAt: Date } } }).value.request;
+    expect(completed.completedAt.getTime()).toBeGreaterThanOrEqual(completed.requestedAt.getTime());
+    expect(await s.ops.fencedCompleteHandover(token, none.request.requestId)).toMatchObject({ kind: 'ok', value: { applied: false } });
+    expect((await s.ops.getExecutionControl(LEASE)).pendingHandoverId).toBeNull();
+
+    // The next request is a new one and records the epoch leading then; concurrent requests share one pending row.
+    const [a, b] = await Promise.all([s.ops.requestHandover(LEASE, uuidv7(), 'a', null), s.ops.requestHandover(LEASE, uuidv7(), 'b', null)]);
+    expect(a.request.requestId).toBe(b.request.requestId);
+    expect([a.created, b.created].sort()).toEqual([false, true]);
+    expect(a.request.requestedEpoch).toBe(token.leaseEpoch);
+    const list = await s.ops.listHandovers(LEASE, 10);
+    expect(list.map((r) => [r.requestId, r.status])).toEqual([[a.request.requestId, 'pending'], [none.request.requestId, 'completed']]);
+    expect(await s.ops.listHandovers(LEASE, 1)).toHaveLength(1);
+  });
 });

@@ -3,6 +3,7 @@
 // declared, SYSUTCDATETIME() as the only clock, the fence first, and the upsert without MERGE.
 import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
+import { handoverQueries } from '../../src/store/mssql/handover.js';
 import { opsQueries } from '../../src/store/mssql/opsStore.js';
 import { redriveQueries } from '../../src/store/mssql/redriveStore.js';
 import { insightQueries } from '../../src/store/mssql/insightStore.js';
@@ -26,7 +27,12 @@ const samples: Record<string, () => SqlQuery> = {
   searchIntents: () => insightQueries.searchIntents({ intentId: null, idempotencyKey: 'k', status: 'failed', createdFrom: new Date(0), createdTo: null, before: null, limit: 25 }),
   redrivesOf: () => insightQueries.redrivesOf(redriveSample.redriveId),
 };
-const all = Object.entries(samples).map(([n, f]) => [n, f()] as [string, SqlQuery]);
+const handoverSamples: Record<string, () => SqlQuery> = {
+  requestHandover: () => handoverQueries.requestHandover(token.leaseName, '0190f5f2-1c9e-7d55-8a5b-0123456789ab', 'admin@host-1', 'deploy'),
+  listHandovers: () => handoverQueries.listHandovers(token.leaseName, 20),
+  completeHandover: () => handoverQueries.completeHandover(token, '0190f5f2-1c9e-7d55-8a5b-0123456789ab'),
+};
+const all = Object.entries({ ...samples, ...handoverSamples }).map(([n, f]) => [n, f()] as [string, SqlQuery]);
 
 const ALLOWED = new Set<unknown>([sql.VarChar, sql.NVarChar, sql.Char, sql.Int, sql.BigInt, sql.DateTime2]);
 const code = (text: string) => text.replace(/'(?:[^']|'')*'/g, "''").replace(/--.*$/gm, '');
@@ -36,6 +42,22 @@ const referenced = (text: string) => new Set([...code(text).matchAll(/(?<![@\w])
 describe('mssql ops query builders', () => {
   it('every builder has a sample', () => {
     expect(Object.keys(samples).sort()).toEqual([...Object.keys(opsQueries), ...Object.keys(redriveQueries), ...Object.keys(insightQueries)].sort());
+    expect(Object.keys(handoverSamples).sort()).toEqual(Object.keys(handoverQueries).sort());
+  });
+
+  it('requestHandover: the pending check and the insert under UPDLOCK+SERIALIZABLE in one transaction; returns the request by id', () => {
+    const t = code(handoverSamples.requestHandover!().text);
+    expect(t).toMatch(/BEGIN TRANSACTION;\s+SELECT TOP \(1\) @id = request_id FROM submission_manager_handover_requests WITH \(UPDLOCK, SERIALIZABLE\)/);
+    expect(t.indexOf('INSERT INTO submission_manager_handover_requests')).toBeGreaterThan(t.indexOf('UPDLOCK, SERIALIZABLE'));
+    expect(t).toMatch(/COMMIT TRANSACTION;\s+SELECT .* WHERE request_id = @id;/s);
+  });
+
+  it('completeHandover: fenced first (HOLDLOCK), only a pending request, stamped with the fence epoch and holder', () => {
+    const t = code(handoverSamples.completeHandover!().text);
+    expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeGreaterThan(0);
+    expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeLessThan(t.indexOf('UPDATE submission_manager_handover_requests'));
+    expect(t).toMatch(/completed_epoch = @fence_lease_epoch, completed_by = @fence_holder_id/);
+    expect(t).toMatch(/AND lease_name = @fence_lease_name AND status = '';/); // 'pending' (literals blanked by code())
   });
 
   it.each(all)('%s binds only explicitly typed parameters; every @name is bound or declared and every param used', (_n, q) => {

@@ -1,15 +1,18 @@
-// SQL Server OpsStore: the execution control row (pause/resume) and the fenced retention purge (one batch,
-// one round trip, like the executor's fenced writes). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
+// SQL Server OpsStore: the execution control row (pause/resume), the fenced retention purge (one batch,
+// one round trip, like the executor's fenced writes) and handover requests (handover.ts). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
 // (as the lease acquire; no MERGE).
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, OpsStore, PurgeResult } from '../opsPorts.js';
+import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
 import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '../rowMapping.js';
 import { BIN2, p, type SqlQuery } from './params.js';
 
-const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now
+const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
+       (SELECT TOP (1) h.request_id FROM submission_manager_handover_requests AS h
+         WHERE h.lease_name = @lease_name AND h.status = 'pending' ORDER BY h.requested_at) AS pending_handover_id
   FROM (SELECT SYSUTCDATETIME() AS t) AS n
   LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = @lease_name;`;
 
@@ -121,5 +124,17 @@ export class MssqlOpsStore implements OpsStore {
     if (out.kind === 'leaseLost') return out;
     const row = out.value[0]?.[0] ?? {};
     return { kind: 'ok', value: { intents: Number(row.intents ?? 0), attempts: Number(row.attempts ?? 0) } };
+  }
+
+  requestHandover(leaseName: string, requestId: string, requestedBy: string, reason: string | null) {
+    return handover.requestHandover(this.db, leaseName, requestId, requestedBy, reason);
+  }
+
+  listHandovers(leaseName: string, limit: number): Promise<HandoverRequest[]> {
+    return handover.listHandovers(this.db, leaseName, limit);
+  }
+
+  fencedCompleteHandover(token: LeaseToken, requestId: string) {
+    return handover.fencedCompleteHandover(this.db, token, requestId);
   }
 }

@@ -1,6 +1,7 @@
-// PostgreSQL OpsStore: the execution control row (pause/resume) and the fenced retention purge.
+// PostgreSQL OpsStore: the execution control row (pause/resume), the fenced retention purge, handover requests.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, OpsStore, PurgeResult } from '../opsPorts.js';
+import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
@@ -8,7 +9,9 @@ import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '..
 
 // Always one row: database now, joined with the control row when there is one.
 const GET = `
-SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now
+SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
+       (SELECT h.request_id::text FROM submission_manager_handover_requests h
+         WHERE h.lease_name = $1 AND h.status = 'pending' ORDER BY h.requested_at LIMIT 1) AS pending_handover_id
   FROM (SELECT clock_timestamp() AS t) n
   LEFT JOIN submission_manager_execution_control c ON c.lease_name = $1`;
 
@@ -82,5 +85,17 @@ export class PgOpsStore implements OpsStore {
       const value = { intents: Number(r.rows[0]?.intents ?? 0), attempts: Number(r.rows[0]?.attempts ?? 0) };
       return { value, rowsWritten: value.intents + value.attempts };
     });
+  }
+
+  requestHandover(leaseName: string, requestId: string, requestedBy: string, reason: string | null) {
+    return handover.requestHandover(this.db, leaseName, requestId, requestedBy, reason);
+  }
+
+  listHandovers(leaseName: string, limit: number): Promise<HandoverRequest[]> {
+    return handover.listHandovers(this.db, leaseName, limit);
+  }
+
+  fencedCompleteHandover(token: LeaseToken, requestId: string) {
+    return handover.fencedCompleteHandover(this.db, token, requestId);
   }
 }

@@ -3,6 +3,7 @@ import { m001Initial } from './m001Initial.js';
 import { m002Operations } from './m002Operations.js';
 import { m003Operate } from './m003Operate.js';
 import { m004Redrive } from './m004Redrive.js';
+import { m005Handover } from './m005Handover.js';
 
 export interface Migration {
   id: number;
@@ -15,4 +16,5 @@ export const migrations: readonly Migration[] = [
   { id: 2, name: 'operations', sql: m002Operations },
   { id: 3, name: 'operate', sql: m003Operate },
   { id: 4, name: 'redrive', sql: m004Redrive },
+  { id: 5, name: 'handover', sql: m005Handover },
 ];

@@ -1,0 +1,11 @@
+// GET /api/ops/lease/release — the handover requests: the pending one and the newest completed (from SQL).
+import azf from '@azure/functions';
+import { httpHandler } from '../src/functionsHost.js';
+import { handoversHandler } from '../src/opsHandlers.js';
+
+azf.app.http('getHandovers', {
+  methods: ['GET'],
+  route: 'ops/lease/release',
+  authLevel: 'admin',
+  handler: httpHandler((app) => handoversHandler(app)),
+});
