@@ -8,6 +8,7 @@ import { validate } from './intents/contract.js';
 import { readJsonBody, type ApiRequest, type ApiResponse } from './intents/http.js';
 import { internalError, json, storeUnavailable, validationProblem } from './intents/problem.js';
 import { sqlErrorField } from './observability/logger.js';
+import { renderClusterMetrics } from './observability/clusterMetrics.js';
 import { PROMETHEUS_CONTENT_TYPE } from './observability/prometheus.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { executionChangeBodySchema } from './openapi/schemas.js';
@@ -36,12 +37,21 @@ export function guarded(app: App, route: string, fn: (req: ApiRequest, instance:
   };
 }
 
+/** This instance's series (labelled holder_id; per instance) followed by the cluster gauges read from SQL. A failed
+ *  SQL read still serves the instance's series, with cluster_overview_up 0. */
 export function metricsHandler(app: App): Handler {
-  return guarded(app, 'metrics', async () => ({
-    status: 200,
-    headers: { 'content-type': PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' },
-    body: await app.metricsRegistry.renderPrometheus(),
-  }));
+  return guarded(app, 'metrics', async () => {
+    const leaseName = app.config.lease.name;
+    const overview = await app.stores.ops.getClusterOverview(leaseName).catch((e: unknown) => {
+      app.logger.warn({ event: 'cluster_overview_failed', sql_error: sqlErrorField(e) }, 'cluster overview read failed; serving instance metrics only');
+      return null;
+    });
+    return {
+      status: 200,
+      headers: { 'content-type': PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' },
+      body: (await app.metricsRegistry.renderPrometheus()) + renderClusterMetrics(leaseName, overview),
+    };
+  });
 }
 
 let openApiJson: string | null = null;

@@ -33,6 +33,9 @@ describe.each(dialects)('metrics: $name', (dialect) => {
     expect(metric(ta, 'leader_acquired_total', A)).toBe(0);
     expect(metric(ta, 'is_leader', A)).toBe(0);
     expect(metric(ta, 'execution_blocked_not_leader_total', A)).toBe(0);
+    expect(metric(ta, 'leadership_lost_total', { ...A, reason: 'renew_refused' })).toBe(0); // known labels start at 0
+    expect(metric(ta, 'attempts_total', { ...A, outcome: 'abandoned' })).toBe(0);
+    expect([metric(ta, 'cluster_has_leader'), metric(ta, 'cluster_lease_epoch'), metric(ta, 'cluster_due_backlog')]).toEqual([0, 0, 0]);
     expect(ta).toMatch(/^# TYPE leader_acquired_total counter$/m);
     expect(ta).not.toMatch(new RegExp(b.lease.holderId)); // per app: A's registry knows only A
 
@@ -61,7 +64,20 @@ describe.each(dialects)('metrics: $name', (dialect) => {
 
     // Submits on the follower; attempts on the leader (one retry).
     const ids = [await submitVia(b, { n: 1 }), await submitVia(b, { n: 2 }), await submitVia(b, { n: 3, fail: true })];
-    expect(metric(await scrape(b), 'intents_submitted_total', { ...B, outcome: 'created' })).toBe(3);
+    tb = await scrape(b);
+    expect(metric(tb, 'intents_submitted_total', { ...B, outcome: 'created' })).toBe(3);
+    expect(metric(tb, 'intents_submitted_total', { ...B, outcome: 'conflict' })).toBe(0); // known labels start at 0
+    // Cluster gauges from SQL on the follower (on Flex an HTTP instance): the leader and the backlog it has to run.
+    expect(metric(tb, 'cluster_overview_up')).toBe(1);
+    expect(metric(tb, 'cluster_intents', { status: 'scheduled' })).toBe(3);
+    expect(metric(tb, 'cluster_intents', { status: 'succeeded' })).toBe(0);
+    expect(metric(tb, 'cluster_due_backlog')).toBe(3);
+    expect(metric(tb, 'cluster_oldest_due_age_seconds')).toBeGreaterThanOrEqual(0);
+    expect(metric(tb, 'cluster_has_leader')).toBe(1);
+    expect(metric(tb, 'cluster_leader_info', { holder_id: a.lease.holderId, lease_epoch: String(epoch) })).toBe(1);
+    expect(metric(tb, 'cluster_lease_epoch')).toBe(epoch);
+    expect(metric(tb, 'cluster_lease_expires_in_seconds')).toBeGreaterThan(0);
+    expect(metric(tb, 'cluster_seconds_since_last_attempt')).toBeUndefined(); // no attempt yet
     await waitUntil('all succeeded', async () => {
       await a.executor.tick(300);
       return (await ctx.statusCounts()).succeeded === 3;
@@ -75,6 +91,9 @@ describe.each(dialects)('metrics: $name', (dialect) => {
     expect(metric(ta, 'schedule_size', A)).toBe(0);
     expect(metric(ta, 'schedule_oldest_due_lag_ms', A)).toBe(0);
     expect(provider.calls.map((c) => c.intentId).sort()).toEqual([...ids, ids[2]!].sort());
+    tb = await scrape(b);
+    expect([metric(tb, 'cluster_intents', { status: 'succeeded' }), metric(tb, 'cluster_due_backlog')]).toEqual([3, 0]);
+    expect(metric(tb, 'cluster_seconds_since_last_attempt')).toBeGreaterThanOrEqual(0);
 
     // Pause is visible as a gauge on the leader after its next read.
     await executionControlHandler(b, 'pause')(request('POST', '/api/ops/execution/pause'));
