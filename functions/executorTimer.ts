@@ -1,5 +1,6 @@
 // The executor timer: each tick tries/renews the lease and, if leading, runs one bounded, fenced batch,
 // awaited in full before the invocation returns (host.json functionTimeout exceeds the tick budget).
+import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import type { InvocationContext, Timer } from '@azure/functions';
 import { getApp } from '../src/app.js';

@@ -192,6 +192,13 @@ function parseAppInsightsAuth(value: string | undefined): { clientId: string | n
   return { clientId: parts.clientid || null };
 }
 
+/** The telemetry settings alone: the preload (src/observability/telemetryPreload.ts) needs them before anything
+ *  else loads; the full configuration is validated when the app starts. Throws ConfigError like loadConfig. */
+export function loadTelemetryConfig(env: Record<string, string | undefined> = process.env): Config['telemetry'] {
+  const cs = env.APPLICATIONINSIGHTS_CONNECTION_STRING?.trim() || null;
+  return { appInsightsConnectionString: cs, aad: parseAppInsightsAuth(env.APPLICATIONINSIGHTS_AUTHENTICATION_STRING?.trim() || undefined) };
+}
+
 /** Hide credentials before a URL reaches an error message or a log line. */
 export function redactUrl(url: string): string {
   // The password runs to the LAST '@' (a raw '@' or '/' in it must not leak a part); over-redacting is safe.
