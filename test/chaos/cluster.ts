@@ -13,9 +13,16 @@ import type { Rng } from './rng.js';
 
 export interface Timings { leaseMs: number; renewMs: number; refreshMs: number; tickMs: number }
 
+/** `every-instance`: every process runs the timer (adversarial: contention at every tick). `azure`: as Azure runs it,
+ *  one process at a time, the holder of the listener lock (blob leases on a shared Azurite; host.json 15 s / 15 s). */
+export type TimerSetup = { mode: 'every-instance' } | { mode: 'azure'; storage: string; hostId: string };
+
 /** Short lease; every relational rule of src/config.ts holds (budget 700 + provider 800 + margin 400 < 2000). */
-export function hostEnv(t: Timings): Record<string, string> {
+export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance' }): Record<string, string> {
   return {
+    ...(timers.mode === 'azure'
+      ? { TIMER_MODE: 'singleton', AzureWebJobsStorage: timers.storage, AzureFunctionsWebHost__hostid: timers.hostId }
+      : { TIMER_MODE: 'every-instance' }),
     EXECUTOR_SCHEDULE: `*/${t.tickMs / 1000} * * * * *`, LEASE_DURATION_MS: String(t.leaseMs),
     LEASE_RENEW_INTERVAL_MS: String(t.renewMs), LEASE_SAFETY_MARGIN_MS: '400', EXECUTOR_TICK_BUDGET_MS: '700',
     PROVIDER_TIMEOUT_MS: '800', SCHEDULE_REFRESH_INTERVAL_MS: String(t.refreshMs), SCHEDULE_RECONCILE_INTERVAL_MS: '5000',

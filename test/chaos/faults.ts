@@ -48,6 +48,9 @@ export interface FaultOptions {
   mayRestartPg: () => boolean;
 }
 
+/** A `stop` lasts the lease plus up to this much. */
+export const STOP_EXTRA_MAX_MS = 2_000;
+
 const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5 };
 
 /** A fault with its victim chosen (and reserved: a fault alongside never picks the same instance). */
@@ -148,7 +151,7 @@ export class FaultInjector {
       }
       case 'stop':
       case 'pause': {
-        const ms = f.kind === 'stop' ? this.o.leaseMs + r.int(200, 2_000) : r.int(300, 1_500);
+        const ms = f.kind === 'stop' ? this.o.leaseMs + r.int(200, STOP_EXTRA_MAX_MS) : r.int(300, 1_500);
         slot!.stopped = true;
         slot!.host!.signal('SIGSTOP');
         await sleep(ms);

@@ -24,7 +24,7 @@ export function seedRanges(seeds: number[]): string {
   return parts.join(', ') || '—';
 }
 
-export interface CampaignInfo { title: string; leaseMs: number; resumeBound: number; wallMs: number }
+export interface CampaignInfo { title: string; leaseMs: number; resumeBound: number; resumeBoundByKind?: Record<string, number>; wallMs: number }
 
 export function campaignTable(results: RunResult[], info: CampaignInfo): string {
   const failed = results.filter((r) => r.error || r.violations.length > 0);
@@ -79,7 +79,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['attempts left `started` on cancelled intents', String(openCancelled)],
     ['lease epochs', String(epochs)],
     ['resume ÷ lease, median / max by fault', byKind || '—'],
-    ['worst resume ÷ lease', `${Number.isFinite(worst.ratio) ? worst.ratio.toFixed(2) : 'never resumed'} (${worst.what}); bound ${info.resumeBound.toFixed(2)}`],
+    ['worst resume ÷ lease', `${Number.isFinite(worst.ratio) ? worst.ratio.toFixed(2) : 'never resumed'} (${worst.what}); bound ${info.resumeBound.toFixed(2)}${info.resumeBoundByKind ? `, ${Object.entries(info.resumeBoundByKind).map(([k, x]) => `${k} ${x.toFixed(2)}`).join(', ')}` : ''}`],
     ...(offsets.length ? [['host wall-clock offsets', `${offsets.length} processes, ${signed(Math.min(...offsets))} s … ${signed(Math.max(...offsets))} s`] as [string, string]] : []),
     ['drain time, max', drains.length ? `${(Math.max(...drains) / 1000).toFixed(1)} s` : '—'],
     ['violations', `**${violations}**${violations ? ` (${list(checks)}${results.some((r) => r.error) ? ', harness errors' : ''})` : ''}`],

@@ -1,6 +1,8 @@
 // `npm run chaos -- --runs N --seed S --duration D [--pg-restart]`: a fault campaign against real
 // local-host processes on the PostgreSQL server, with an invariant checker (see docs/reliability.md).
-// `--ci`: the short campaign `npm test` runs after vitest (3 fixed seeds, no PostgreSQL restart).
+// `--mode every-instance|azure`: every process runs the timer (adversarial, the default), or as Azure runs it —
+// one process at a time under the listener lock (blob leases on an Azurite the campaign starts).
+// `--ci`: the short campaigns `npm test` runs after vitest, one per mode (fixed seeds, no PostgreSQL restart).
 // Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
 // campaign is skipped (exit 0), except under CI=true, where that fails like the other PostgreSQL suites.
 import { mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -8,13 +10,18 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { IN_CI, PG_ADMIN_URL } from '../support/pgServer.js';
+import { readSingletonSettings } from '../../src/local/hostJson.js';
+import { startAzurite } from '../support/azurite.js';
 import { FAKETIME_LIB, othersTesting } from './cluster.js';
-import { FAULT_DESCRIPTIONS } from './faults.js';
+import { ROOT } from './hostProcess.js';
+import { FAULT_DESCRIPTIONS, STOP_EXTRA_MAX_MS } from './faults.js';
 import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
+  [--mode every-instance|azure] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
+
+type Mode = 'every-instance' | 'azure';
 
 function parseArgs(argv: string[]) {
   const flags = new Set<string>();
@@ -24,7 +31,7 @@ function parseArgs(argv: string[]) {
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
-    else if (!['runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir'].includes(k)) {
+    else if (!['mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
     else if (inline !== undefined) values.set(k, inline);
@@ -37,14 +44,19 @@ function parseArgs(argv: string[]) {
     return v;
   };
   const ci = flags.has('ci');
+  const mode = values.get('mode') ?? 'every-instance';
+  if (mode !== 'every-instance' && mode !== 'azure') throw new Error(`--mode: every-instance or azure, not ${mode}\n${USAGE}`);
   const leaseMs = 2_000, tickMs = 1_000;
   const slackMs = n('slack-ms', ci ? 4_000 : 2_000);
   return {
-    help: flags.has('help'), ci,
+    help: flags.has('help'), ci, modes: ci ? ['every-instance', 'azure'] as Mode[] : [mode as Mode],
+    slackMs,
     runs: Math.floor(n('runs', ci ? 3 : 1)),
-    seeds: ci ? [1101, 2202, 3303] : null,
+    seeds: ci ? { 'every-instance': [1101, 2202, 3303], azure: [4404, 5505] } as Record<Mode, number[]> : null,
     seed: Math.floor(n('seed', Date.now() % 100_000)),
     durationMs: n('duration', ci ? 50 : 30) * 1000,
+    /** Azure-like CI runs last longer: a killed lock holder's lock takes up to 30 s to move. */
+    azureCiDurationMs: 70_000,
     instances: Math.max(3, Math.floor(n('instances', 3))),
     pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
     keep: flags.has('keep'),
@@ -93,45 +105,91 @@ async function main(): Promise<number> {
     o.pgRestart = false;
   }
   mkdirSync(o.dir, { recursive: true });
-  const seeds = o.seeds ?? Array.from({ length: o.runs }, (_, i) => o.seed + i);
-  console.log(`[chaos] ${seeds.length} run(s) × ${o.durationMs / 1000} s, ${o.instances} instances, lease ${o.timings.leaseMs} ms, ` +
-    `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
-      .filter((k) => k !== 'pg_restart' || o.pgRestart).join(', ')}; resume bound ${o.resumeBound.toFixed(2)} × lease; seeds ${seeds.join(', ')}`);
-  const t0 = Date.now();
-  const results: RunResult[] = [];
-  for (const [i, seed] of seeds.entries()) {
-    console.log(`[chaos] run ${i + 1}/${seeds.length} (seed ${seed})`);
-    const r = await runOne({
-      index: i + 1, seed, durationMs: o.durationMs, instances: o.instances, pgRestart: o.pgRestart, forcePgRestart: o.forcePgRestart, timings: o.timings,
-      resumeBound: o.resumeBound, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
-      campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
-    });
-    results.push(r);
-    const s = r.stats;
-    const ok = !r.error && r.violations.length === 0;
-    console.log(`[chaos] run ${i + 1} seed ${seed}: ${ok ? 'PASS' : 'FAIL'} in ${(r.wallMs / 1000).toFixed(0)} s — ${r.faults.length} faults, ` +
-      `${s?.intentsAccepted ?? '?'} accepted, ${s?.attempts ?? '?'} attempts, ${s?.duplicateDeliveries ?? '?'} duplicate deliveries, ` +
-      `worst resume ${s ? s.worstResumeRatio.toFixed(2) : '?'} × lease, ${r.violations.length} violations`);
-    if (r.error) console.log(`[chaos]   harness error: ${r.error}`);
-    for (const c of [...new Set(r.violations.map((v) => v.check))]) {
-      const of = r.violations.filter((v) => v.check === c);
-      for (const v of of.slice(0, 10)) console.log(`[chaos]   VIOLATION [${c}] ${v.message}`);
-      if (of.length > 10) console.log(`[chaos]   … and ${of.length - 10} more [${c}] violations (history.json has the evidence)`);
-    }
-    if (!ok) console.log(`[chaos]   evidence kept in ${r.dir} (host logs, provider.jsonl, history.json)`);
+  let failed = 0;
+  const tables: string[] = [];
+  for (const mode of o.modes) {
+    const r = await campaign(o, mode);
+    failed += r.failed;
+    tables.push(r.table);
   }
-  const table = campaignTable(results, {
-    title: `Chaos campaign: ${results.length} runs × ${o.durationMs / 1000} s${o.instances !== 3 ? `, ${o.instances} instances` : ''}${o.pgRestart ? ', with PostgreSQL restarts' : ''}${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`,
-    leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound, wallMs: Date.now() - t0,
-  });
-  console.log(`\n${table}\n`);
-  if (o.report) writeFileSync(o.report, `${table}\n`);
-  const failed = results.filter((r) => r.error || r.violations.length > 0).length;
+  if (o.report) writeFileSync(o.report, `${tables.join('\n\n')}\n`);
   try {
     rmdirSync(o.dir); // only when empty: failed (or --keep) runs keep their directories
   } catch { /* not empty */ }
   console.log(failed ? `[chaos] ${failed} run(s) FAILED` : '[chaos] all runs passed with 0 violations');
   return failed ? 1 : 0;
+}
+
+type Options = ReturnType<typeof parseArgs>;
+
+/** The liveness bounds of a mode. Azure-like: a killed lock holder's listener lock runs out (≤ lock period), a
+ *  survivor's recovery poll finds it (≤ polling interval), its timer fires (≤ tick) — the documented budget. */
+function bounds(o: Options, mode: Mode): { resumeBound: number; byKind?: Record<string, number>; describe: string } {
+  if (mode === 'every-instance') return { resumeBound: o.resumeBound, describe: `resume bound ${o.resumeBound.toFixed(2)} × lease` };
+  const s = readSingletonSettings(ROOT, {});
+  const killMs = s.listenerLockPeriodMs + (s.listenerLockRecoveryPollingMs ?? 0) + o.timings.tickMs + o.slackMs;
+  const kill = killMs / o.timings.leaseMs;
+  // A stopped lock holder keeps its lock (stops last < lease + 2 s, far less than the lock period): nobody else can
+  // take over, so execution resumes when it wakes: its stop, one tick, slack.
+  const stop = (o.timings.leaseMs + STOP_EXTRA_MAX_MS + o.timings.tickMs + o.slackMs) / o.timings.leaseMs;
+  return {
+    resumeBound: o.resumeBound, byKind: { kill, stop },
+    describe: `resume bound ${o.resumeBound.toFixed(2)} × lease, kill ${kill.toFixed(2)} × lease (listener lock ${s.listenerLockPeriodMs / 1000} s + ` +
+      `recovery poll ${(s.listenerLockRecoveryPollingMs ?? 0) / 1000} s + tick + slack), stop ${stop.toFixed(2)} × lease (the stop + tick + slack)`,
+  };
+}
+
+async function campaign(o: Options, mode: Mode): Promise<{ failed: number; table: string }> {
+  const seeds = o.seeds?.[mode] ?? Array.from({ length: o.runs }, (_, i) => o.seed + i);
+  const durationMs = o.ci && mode === 'azure' ? o.azureCiDurationMs : o.durationMs;
+  const b = bounds(o, mode);
+  const azurite = mode === 'azure' ? await startAzurite() : null;
+  const stopAzurite = async () => azurite?.stop();
+  activeCleanups.add(stopAzurite);
+  console.log(`[chaos] mode ${mode === 'azure' ? 'azure (timer singleton under the listener lock, Azurite blob leases)' : 'every-instance (every process runs the timer)'}: ` +
+    `${seeds.length} run(s) × ${durationMs / 1000} s, ${o.instances} instances, lease ${o.timings.leaseMs} ms, ` +
+    `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
+      .filter((k) => k !== 'pg_restart' || o.pgRestart).join(', ')}; ${b.describe}; seeds ${seeds.join(', ')}`);
+  const t0 = Date.now();
+  const results: RunResult[] = [];
+  try {
+    for (const [i, seed] of seeds.entries()) {
+      console.log(`[chaos] run ${i + 1}/${seeds.length} (seed ${seed}, ${mode})`);
+      const r = await runOne({
+        index: i + 1, seed, durationMs, instances: o.instances, pgRestart: o.pgRestart, forcePgRestart: o.forcePgRestart, timings: o.timings,
+        resumeBound: b.resumeBound, ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}),
+        timers: azurite ? { mode: 'azure', storage: azurite.connectionString } : { mode: 'every-instance' },
+        failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
+        campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
+      });
+      results.push(r);
+      report(r, i, seeds.length);
+    }
+  } finally {
+    activeCleanups.delete(stopAzurite);
+    await stopAzurite();
+  }
+  const title = `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
+    `${results.length} runs × ${durationMs / 1000} s${o.instances !== 3 ? `, ${o.instances} instances` : ''}${o.pgRestart ? ', with PostgreSQL restarts' : ''}` +
+    `${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`;
+  const table = campaignTable(results, { title, leaseMs: o.timings.leaseMs, resumeBound: b.resumeBound, ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}), wallMs: Date.now() - t0 });
+  console.log(`\n${table}\n`);
+  return { failed: results.filter((r) => r.error || r.violations.length > 0).length, table };
+}
+
+function report(r: RunResult, i: number, of: number): void {
+  const s = r.stats;
+  const ok = !r.error && r.violations.length === 0;
+  console.log(`[chaos] run ${i + 1}/${of} seed ${r.seed}: ${ok ? 'PASS' : 'FAIL'} in ${(r.wallMs / 1000).toFixed(0)} s — ${r.faults.length} faults, ` +
+    `${s?.intentsAccepted ?? '?'} accepted, ${s?.attempts ?? '?'} attempts, ${s?.duplicateDeliveries ?? '?'} duplicate deliveries, ` +
+    `worst resume ${s ? s.worstResumeRatio.toFixed(2) : '?'} × lease, ${r.violations.length} violations`);
+  if (r.error) console.log(`[chaos]   harness error: ${r.error}`);
+  for (const c of [...new Set(r.violations.map((v) => v.check))]) {
+    const of2 = r.violations.filter((v) => v.check === c);
+    for (const v of of2.slice(0, 10)) console.log(`[chaos]   VIOLATION [${c}] ${v.message}`);
+    if (of2.length > 10) console.log(`[chaos]   … and ${of2.length - 10} more [${c}] violations (history.json has the evidence)`);
+  }
+  if (!ok) console.log(`[chaos]   evidence kept in ${r.dir} (host logs, provider.jsonl, history.json)`);
 }
 
 let stopping = false;

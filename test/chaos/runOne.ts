@@ -5,7 +5,9 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, type History, type RunStats, type Violation } from './checker.js';
-import { ChaosCluster, createChaosDb, hostEnv, othersTesting, startProviderProcess, type ChaosDb, type ProviderProcess, type Timings } from './cluster.js';
+import {
+  ChaosCluster, createChaosDb, hostEnv, othersTesting, startProviderProcess, type ChaosDb, type ProviderProcess, type TimerSetup, type Timings,
+} from './cluster.js';
 import { FaultInjector, type FaultRecord } from './faults.js';
 import { DEFAULT_LOAD, LoadGenerator, type LoadOptions } from './load.js';
 import type { ProviderRecord } from './providerProcess.js';
@@ -21,6 +23,10 @@ export interface RunOptions {
   forcePgRestart: boolean;
   timings: Timings;
   resumeBound: number;
+  /** Per fault kind, where it differs from resumeBound. */
+  resumeBoundByKind?: Record<string, number>;
+  /** Timer mode; `azure` needs the Azurite connection string (one Azurite per campaign, a host id per run). */
+  timers: { mode: 'every-instance' } | { mode: 'azure'; storage: string };
   failureRate: number;
   /** The provider's typical answer time (±50 %); 3 % of calls answer after 300 ms regardless. */
   latencyMs: number;
@@ -66,7 +72,7 @@ async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, loa
   ]);
   const provider = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
   return {
-    leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound,
+    leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound, ...(o.resumeBoundByKind ? { resumeBoundByKind: o.resumeBoundByKind } : {}),
     events: events.map((e) => ({ seq: num(e.seq), epoch: num(e.lease_epoch), holderId: String(e.holder_id), event: String(e.event) })),
     audit: audit.map((a) => ({ seq: num(a.seq), epoch: num(a.lease_epoch), holderId: String(a.holder_id), action: String(a.action), atMs: num(a.at_ms) })),
     intents: intents.map((i) => ({ intentId: String(i.intent_id), key: (i.idempotency_key as string | null) ?? null, status: String(i.status), attemptCount: num(i.attempt_count) })),
@@ -111,7 +117,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   try {
     db = await createChaosDb();
     provider = await startProviderProcess(providerFile, o.seed, o.failureRate, o.latencyMs);
-    cluster = new ChaosCluster(db, { ...hostEnv(o.timings), PROVIDER_URL: provider.url }, tag, dir,
+    const timers: TimerSetup = o.timers.mode === 'azure' ? { mode: 'azure', storage: o.timers.storage, hostId: tag.toLowerCase() } : o.timers;
+    cluster = new ChaosCluster(db, { ...hostEnv(o.timings, timers), PROVIDER_URL: provider.url }, tag, dir,
       o.skewS > 0 ? { maxS: o.skewS, rng: createRng(o.seed ^ 0x3c6ef372) } : null);
     await cluster.start(o.instances);
     if (!(await cluster.leaderSlot(20_000))) throw new Error('no leader within 20 s of start');
@@ -120,7 +127,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     const d = db;
     await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
-      leaseMs: o.timings.leaseMs, pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(o.resumeBound * o.timings.leaseMs) + 5_000,
+      leaseMs: o.timings.leaseMs, pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(Math.max(o.resumeBound, ...Object.values(o.resumeBoundByKind ?? {})) * o.timings.leaseMs) + 5_000,
       mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0,
     }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
