@@ -1,5 +1,6 @@
-// Operations the executor consults on the leader path: the cluster-wide pause flag (read from SQL once per
-// leader tick and beside every schedule refresh — never per attempt), the fenced retention purge (bounded
+// Operations the executor consults on the leader path: the cluster-wide pause flag and the pending handover
+// request (read from SQL in one round trip once per leader tick and beside every schedule refresh — never per
+// attempt), the fenced completion of a handover, the fenced retention purge (bounded
 // batches, at most once per interval, never while paused), and observers (metrics). NO_OPS keeps the executor
 // usable without any of it (unit and system tests that do not need them).
 import type { Clock } from '../lease/clock.js';
@@ -111,13 +112,6 @@ export class ExecutionOps implements ExecutorOps {
   mayStart(): boolean {
     return this.pausedFlag !== true;
   }
-
-  /** Handover requests are recorded in SQL and read at refreshControl (issue 12); none until then. */
-  handoverRequest(): { requestId: string } | null {
-    return null;
-  }
-
-  async handoverCompleted(_token: LeaseToken, _requestId: string): Promise<void> {}
 
   blockedNotLeader(): void {
     this.metrics?.blockedNotLeader();

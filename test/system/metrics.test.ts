@@ -1,5 +1,6 @@
 // /api/metrics across the life of a leader, read as Prometheus text from two in-process apps on each dialect:
-// acquire (and a follower's refused acquire), submits, attempts (success and retry), drain, renew failure.
+// acquire (and a follower's refused acquire), submits, attempts (success and retry), drain, renew failure; and the
+// cluster gauges read from SQL, the same on the follower as on the leader.
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { releaseLeaseHandler, executionControlHandler } from '../../src/opsHandlers.js';
@@ -101,22 +102,24 @@ describe.each(dialects)('metrics: $name', (dialect) => {
     expect(metric(await scrape(a), 'execution_paused', A)).toBe(1);
     await executionControlHandler(b, 'resume')(request('POST', '/api/ops/execution/resume'));
 
-    // Drain: the follower refuses (409), the leader releases; B takes over at its next tick.
-    expect((await releaseLeaseHandler(b)(request('POST', '/api/ops/lease/release'))).status).toBe(409);
-    const released = await releaseLeaseHandler(a)(request('POST', '/api/ops/lease/release'));
-    expect(released.status).toBe(200);
+    // Drain, requested through the follower (recorded in SQL): the leader's next tick drains and releases (no
+    // stand-down); B takes over at its next tick.
+    expect((await releaseLeaseHandler(b)(request('POST', '/api/ops/lease/release'))).status).toBe(202);
+    expect(metric(await scrape(a), 'handovers_completed_total', A)).toBe(0);
+    const drained = await a.executor.tick(300);
+    expect(drained.stopReason).toBe('handover');
     ta = await scrape(a);
+    expect(metric(ta, 'handovers_completed_total', A)).toBe(1);
     expect(metric(ta, 'leadership_lost_total', { ...A, reason: 'released' })).toBe(1);
     expect(metric(ta, 'is_leader', A)).toBe(0);
     expect(metric(ta, 'lease_remaining_ms', A)).toBe(0);
     expect(metric(ta, 'leader_epoch', A)).toBeUndefined(); // gauges report what is observed now, not a stale epoch
-    const acquiresBefore = metric(ta, 'acquire_attempts_total', A);
-    await a.executor.tick(100); // standing down: not even an acquire statement
-    expect(metric(await scrape(a), 'acquire_attempts_total', A)).toBe(acquiresBefore);
+    expect(metric(ta, 'cluster_has_leader')).toBe(0); // released in place: the row is expired, nobody leads
     await b.executor.tick(150);
     tb = await scrape(b);
     expect(metric(tb, 'leader_acquired_total', B)).toBe(1);
     expect(metric(tb, 'leader_epoch', B)).toBe(epoch + 1);
+    expect(metric(tb, 'cluster_leader_info', { holder_id: b.lease.holderId, lease_epoch: String(epoch + 1) })).toBe(1);
 
     // Renew failure: the lease is taken behind B's back; its renew is refused and leadership dropped.
     await ctx.stealLease(TEST_LEASE, 'thief');
