@@ -34,6 +34,9 @@ param principalType string = 'User'
 @description('Provider endpoint the executor POSTs attempts to (app setting PROVIDER_URL). Empty: the app accepts intents but has no provider to execute them against.')
 param providerUrl string = ''
 
+@description('Private networking (azd env VNET_ENABLED=true): a virtual network, the app integrated into it, private endpoints for blob storage and Azure SQL, storage closed to public traffic and no "Allow Azure services" rule on SQL. False: public endpoints, SQL open to Azure services (Entra-only auth).')
+param vnetEnabled bool = false
+
 var abbrs = loadJsonContent('./abbreviations.json')
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
@@ -67,6 +70,7 @@ module storage './app/storage.bicep' = {
     tags: tags
     deploymentContainerName: deploymentStorageContainerName
     identityPrincipalId: identity.outputs.principalId
+    vnetEnabled: vnetEnabled
   }
 }
 
@@ -93,6 +97,19 @@ module sql './app/sql.bicep' = {
     administratorObjectId: sqlAdministratorObjectId
     administratorLoginName: principalLoginName
     administratorPrincipalType: principalType
+    allowAzureServices: !vnetEnabled
+  }
+}
+
+module network './app/network.bicep' = if (vnetEnabled) {
+  name: 'network'
+  scope: rg
+  params: {
+    name: '${abbrs.networkVirtualNetworks}${resourceToken}'
+    location: location
+    tags: tags
+    storageAccountId: storage.outputs.id
+    sqlServerId: sql.outputs.id
   }
 }
 
@@ -112,6 +129,7 @@ module api './app/api.bicep' = {
     sqlServerFqdn: sql.outputs.fullyQualifiedDomainName
     sqlDatabaseName: sql.outputs.databaseName
     providerUrl: providerUrl
+    virtualNetworkSubnetId: vnetEnabled ? network.outputs.appSubnetId : ''
   }
 }
 
@@ -123,5 +141,6 @@ output AZURE_FUNCTION_APP_NAME string = api.outputs.name
 output AZURE_FUNCTION_URI string = api.outputs.uri
 output AZURE_USER_ASSIGNED_IDENTITY_NAME string = identity.outputs.name
 output AZURE_USER_ASSIGNED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
+output AZURE_USER_ASSIGNED_IDENTITY_PRINCIPAL_ID string = identity.outputs.principalId
 output SQL_SERVER string = sql.outputs.fullyQualifiedDomainName
 output SQL_DATABASE string = sql.outputs.databaseName

@@ -42,6 +42,9 @@ param providerUrl string = ''
 @description('Upper bound on Flex Consumption instances. Only the lease holder executes; the others serve HTTP.')
 param maximumInstanceCount int = 40
 
+@description('Subnet (delegated to Microsoft.App/environments) for VNet integration; empty: none.')
+param virtualNetworkSubnetId string = ''
+
 @allowed([
   512
   2048
@@ -82,6 +85,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
+    virtualNetworkSubnetId: empty(virtualNetworkSubnetId) ? null : virtualNetworkSubnetId
     siteConfig: {
       minTlsVersion: '1.2'
       ftpsState: 'Disabled'

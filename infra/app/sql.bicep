@@ -28,6 +28,16 @@ param administratorLoginName string
 @description('Kind of the Entra administrator principal.')
 param administratorPrincipalType string = 'User'
 
+@description('Network-level access: true opens the server to Azure services ("Allow Azure services", 0.0.0.0), which admits connections from any Azure tenant (Entra-only auth still rejects every identity but the app and the admin). False (private networking): no such rule; the app connects through a private endpoint.')
+param allowAzureServices bool = true
+
+@description('Public endpoint of the server. With private networking it stays Enabled with no firewall rule at all, so only the postprovision hook\'s temporary rule for your IP gets through; set Disabled once provisioning is done (or run the hook inside the network).')
+@allowed([
+  'Enabled'
+  'Disabled'
+])
+param publicNetworkAccess string = 'Enabled'
+
 @description('Minutes of inactivity before the serverless database pauses (minimum 60; -1 disables auto-pause). The executor timer queries the lease every tick, so a running app keeps the database awake.')
 param autoPauseDelayMinutes int = 60
 
@@ -38,7 +48,7 @@ resource server 'Microsoft.Sql/servers@2021-11-01' = {
   properties: {
     version: '12.0'
     minimalTlsVersion: '1.2'
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: publicNetworkAccess
     administrators: {
       administratorType: 'ActiveDirectory'
       azureADOnlyAuthentication: true
@@ -50,10 +60,12 @@ resource server 'Microsoft.Sql/servers@2021-11-01' = {
   }
 }
 
-// The only firewall rule: "Allow Azure services and resources to access this server" (0.0.0.0-0.0.0.0).
-// Flex Consumption has no fixed outbound IPs without VNet integration. The postprovision hook opens
-// the developer's own IP temporarily and removes it again; nothing here opens the internet.
-resource allowAzureServices 'Microsoft.Sql/servers/firewallRules@2021-11-01' = {
+// The only firewall rule, and only without private networking: "Allow Azure services and resources to access this
+// server" (0.0.0.0-0.0.0.0), because Flex Consumption has no fixed outbound IPs without VNet integration. It admits
+// every Azure tenant at the network level; Entra-only auth is what keeps them out. With private networking
+// (allowAzureServices false) there is no rule: the app uses the private endpoint. The postprovision hook opens the
+// developer's own IP temporarily and removes it again; nothing here opens the internet.
+resource allowAzureServicesRule 'Microsoft.Sql/servers/firewallRules@2021-11-01' = if (allowAzureServices) {
   parent: server
   name: 'AllowAllWindowsAzureIps'
   properties: {
@@ -82,5 +94,6 @@ resource database 'Microsoft.Sql/servers/databases@2021-11-01' = {
 }
 
 output serverName string = server.name
+output id string = server.id
 output fullyQualifiedDomainName string = server.properties.fullyQualifiedDomainName
 output databaseName string = database.name

@@ -1,4 +1,4 @@
-// Storage for the Functions host (AzureWebJobsStorage: timer-trigger locks, host keys) and the Flex
+// Storage for the Functions host (AzureWebJobsStorage: timer-trigger listener locks, host keys) and the Flex
 // Consumption deployment package. Shared-key access is off: only Entra identities get in.
 
 @description('Name of the storage account (3-24 lowercase letters and digits).')
@@ -16,14 +16,16 @@ param deploymentContainerName string
 @description('Principal id of the function app\'s user-assigned identity; receives the data-plane roles below.')
 param identityPrincipalId string
 
-// Built-in role definition ids (https://learn.microsoft.com/azure/role-based-access-control/built-in-roles).
+@description('Private networking: deny public traffic (the app reaches blob storage through a private endpoint).')
+param vnetEnabled bool = false
+
+// Only what the app uses: blobs (the host's timer listener locks and keys in azure-webjobs-hosts/-secrets, the
+// deployment package). No queue or table role: the app has no queue, blob or durable triggers (the official Flex
+// quickstarts grant the same for HTTP/timer apps). Built-in role ids:
+// https://learn.microsoft.com/azure/role-based-access-control/built-in-roles
 var storageBlobDataOwner = 'b7e6dc6d-f1e8-4753-8033-0f276bb0955b'
-var storageQueueDataContributor = '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
-var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 var roleIds = [
   storageBlobDataOwner
-  storageQueueDataContributor
-  storageTableDataContributor
 ]
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
@@ -42,10 +44,10 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     dnsEndpointType: 'Standard'
     minimumTlsVersion: 'TLS1_2'
     supportsHttpsTrafficOnly: true
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: vnetEnabled ? 'Disabled' : 'Enabled'
     networkAcls: {
-      defaultAction: 'Allow'
-      bypass: 'AzureServices'
+      defaultAction: vnetEnabled ? 'Deny' : 'Allow'
+      bypass: vnetEnabled ? 'None' : 'AzureServices'
     }
   }
 
@@ -74,4 +76,5 @@ resource roleAssignments 'Microsoft.Authorization/roleAssignments@2022-04-01' = 
 ]
 
 output name string = storage.name
+output id string = storage.id
 output blobEndpoint string = storage.properties.primaryEndpoints.blob

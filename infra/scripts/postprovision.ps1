@@ -31,6 +31,10 @@ function Invoke-Checked([string]$What, [scriptblock]$Command) {
 
 $identityName = Get-EnvValue 'AZURE_USER_ASSIGNED_IDENTITY_NAME'
 $identityClientId = Get-EnvValue 'AZURE_USER_ASSIGNED_IDENTITY_CLIENT_ID'
+# The identity's object id: CREATE USER … WITH OBJECT_ID needs no Microsoft Graph lookup, so a service principal
+# without Graph permissions (CI) can run this as the SQL Entra admin.
+$identityPrincipalId = Get-EnvValue 'AZURE_USER_ASSIGNED_IDENTITY_PRINCIPAL_ID'
+if ($identityPrincipalId -notmatch '^[0-9a-fA-F-]{36}$') { throw "AZURE_USER_ASSIGNED_IDENTITY_PRINCIPAL_ID is not an object id: $identityPrincipalId" }
 $resourceGroup = Get-EnvValue 'AZURE_RESOURCE_GROUP'
 $tenantId = Get-EnvValue 'AZURE_TENANT_ID'
 $sqlServer = Get-EnvValue 'SQL_SERVER'
@@ -86,7 +90,7 @@ try {
   @"
 SET NOCOUNT ON;
 IF NOT EXISTS (SELECT 1 FROM sys.database_principals WHERE name = N'$literal')
-  CREATE USER [$ident] FROM EXTERNAL PROVIDER;
+  CREATE USER [$ident] FROM EXTERNAL PROVIDER WITH OBJECT_ID = '$identityPrincipalId';
 ALTER ROLE db_datareader ADD MEMBER [$ident];
 ALTER ROLE db_datawriter ADD MEMBER [$ident];
 -- Needed while the app runs its own migrations; an operator may drop it afterwards:

@@ -28,6 +28,10 @@ env_value() {
 
 IDENTITY_NAME="$(env_value AZURE_USER_ASSIGNED_IDENTITY_NAME)"
 IDENTITY_CLIENT_ID="$(env_value AZURE_USER_ASSIGNED_IDENTITY_CLIENT_ID)"
+# The identity's object id: CREATE USER … WITH OBJECT_ID needs no Microsoft Graph lookup, so a service principal
+# without Graph permissions (CI) can run this as the SQL Entra admin.
+IDENTITY_PRINCIPAL_ID="$(env_value AZURE_USER_ASSIGNED_IDENTITY_PRINCIPAL_ID)"
+[[ "$IDENTITY_PRINCIPAL_ID" =~ ^[0-9a-fA-F-]{36}$ ]] || die "AZURE_USER_ASSIGNED_IDENTITY_PRINCIPAL_ID is not an object id: $IDENTITY_PRINCIPAL_ID"
 RESOURCE_GROUP="$(env_value AZURE_RESOURCE_GROUP)"
 TENANT_ID="$(env_value AZURE_TENANT_ID)"
 SQL_SERVER="$(env_value SQL_SERVER)"
@@ -84,7 +88,7 @@ trap 'rm -f "$sql_file"; cleanup' EXIT
 cat >"$sql_file" <<SQL
 SET NOCOUNT ON;
 IF NOT EXISTS (SELECT 1 FROM sys.database_principals WHERE name = N'$literal')
-  CREATE USER [$ident] FROM EXTERNAL PROVIDER;
+  CREATE USER [$ident] FROM EXTERNAL PROVIDER WITH OBJECT_ID = '$IDENTITY_PRINCIPAL_ID';
 ALTER ROLE db_datareader ADD MEMBER [$ident];
 ALTER ROLE db_datawriter ADD MEMBER [$ident];
 -- Needed while the app runs its own migrations; an operator may drop it afterwards:
