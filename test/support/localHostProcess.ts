@@ -74,8 +74,9 @@ export interface HostProcess {
 
 export const tmpDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), `sm-${prefix}-`));
 
-/** Spawn a host; resolves once it prints where it listens (rejects with its stderr if it exits first). */
-export async function startHost(env: Record<string, string>, startTimeoutMs = 30_000): Promise<HostProcess> {
+/** Spawn a host; resolves once it prints where it listens (rejects with its stderr if it exits first). The start
+ *  timeout is generous: a new embedded database (PGlite initdb) takes over 30 s on a loaded 2-core runner. */
+export async function startHost(env: Record<string, string>, startTimeoutMs = 60_000): Promise<HostProcess> {
   const clean: Record<string, string | undefined> = { ...process.env };
   for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_SETTING_NAMES]) delete clean[k];
   const logFile = path.join(tmpDir('log'), 'host.log');
