@@ -18,6 +18,7 @@ import { HttpProvider } from './provider/httpProvider.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
 import { installTracing } from './observability/tracing.js';
+import { traceAttempts } from './observability/attemptTracing.js';
 
 export interface App {
   config: Config;
@@ -96,7 +97,9 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   bindLeaseMetrics(lease, metrics);
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
   const ops = new ExecutionOps(stores.ops, config.lease.name, config.retention, clock, logger, metrics);
-  const executor = new Executor(lease, instrumentExecutionStore(stores.execution, metrics, clock), provider,
+  // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
+  const traced = traceAttempts(instrumentExecutionStore(stores.execution, metrics, clock), provider);
+  const executor = new Executor(lease, traced.store, traced.provider,
     executorSettingsFrom(config), clock, logger, Math.random, ops);
   const unregisterGauges = metrics.gauges({
     leadership: () => {

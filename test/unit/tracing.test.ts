@@ -77,6 +77,18 @@ describe('tracing on (in-memory exporter)', () => {
     expect(call.traceparent).toBe(`00-${att.spanContext().traceId}-${att.spanContext().spanId}-01`);
   });
 
+  it('end to end: the leader\'s attempt span is linked to the submit span, and the provider sees its traceparent', async () => {
+    exporter.reset();
+    const id = await submitTraced({ traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01` });
+    for (let i = 0; i < 20 && !rec.calls.some((c) => c.intentId === id); i++) await app.executor.tick(400);
+    const submit = exporter.getFinishedSpans().find((s) => s.name === 'intent.submit')!;
+    const att = exporter.getFinishedSpans().find((s) => s.name === 'intent.attempt' && s.attributes['intent.id'] === id)!;
+    expect(att).toBeDefined();
+    expect(att.links[0]!.context).toMatchObject({ traceId: CALLER_TRACE, spanId: submit.spanContext().spanId });
+    expect(att.attributes).toMatchObject({ 'intent.attempt_no': 1, 'attempt.outcome': 'success' });
+    expect(rec.calls.find((c) => c.intentId === id)!.traceparent).toBe(`00-${att.spanContext().traceId}-${att.spanContext().spanId}-01`);
+  });
+
   it('an attempt of an untraced submit still gets a span (no link) and sends a traceparent', async () => {
     exporter.reset();
     const id = await submitTraced({});
