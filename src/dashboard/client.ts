@@ -116,7 +116,12 @@ export function dashboardClient(): void {
     $('#execution').replaceChildren(
       el('div', { class: 'big ' + (ex.paused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : 'running'),
       el('div', { class: 'muted' }, ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
-      el('div', { class: 'muted', id: 'handovers' }, o.handovers === null ? 'pending handovers: not recorded in SQL yet' : o.handovers.length ? o.handovers.length + ' pending handover(s)' : 'no pending handover'),
+      el('div', { class: 'muted', id: 'handovers' }, (() => {
+        const pending = o.handovers.filter((h) => h.status === 'pending');
+        const last = o.handovers.find((h) => h.status === 'completed');
+        return (pending.length ? pending.length + ' pending handover (asked ' + when(pending[0].requestedAt) + ' by ' + pending[0].requestedBy + ')' : 'no pending handover')
+          + (last ? ' · last completed ' + when(last.completedAt) + ' by ' + last.completedBy : '');
+      })()),
       el('div', { class: 'buttons' },
         ex.paused
           ? el('button', { id: 'btn-resume', onclick: () => act('Resume execution', 'Leaders start attempts again.', 'POST', 'ops/execution/resume') }, 'Resume')

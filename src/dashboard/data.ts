@@ -35,9 +35,9 @@ export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
 export async function overview(app: App) {
   const leaseName = app.config.lease.name;
   const s = app.stores;
-  const [o, control, events, perMinute, failures, redrives] = await Promise.all([
+  const [o, control, events, perMinute, failures, redrives, handovers] = await Promise.all([
     s.ops.getClusterOverview(leaseName), s.ops.getExecutionControl(leaseName), s.insights.recentLeaseEvents(leaseName, 20),
-    s.insights.attemptsPerMinute(HOUR_MS), s.insights.recentFailures(20), s.redrive.listRedrives(10),
+    s.insights.attemptsPerMinute(HOUR_MS), s.insights.recentFailures(20), s.redrive.listRedrives(10), s.ops.listHandovers(leaseName, 5),
   ]);
   const now = o.dbNow.getTime();
   return {
@@ -49,8 +49,11 @@ export async function overview(app: App) {
       expiresAt: iso(o.lease.expiresAt), expiresInMs: o.lease.expiresAt.getTime() - now, live: o.lease.expiresAt.getTime() > now,
     },
     execution: { paused: control.paused, changedAt: iso(control.changedAt), changedBy: control.changedBy, reason: control.reason },
-    // Not recorded in SQL yet (handover/drain requests arrive with issue 12's table): null = unknown, never "none".
-    handovers: null as unknown[] | null,
+    // The newest handover (drain) requests recorded in SQL; `pending` ones wait for the leader's next tick.
+    handovers: handovers.map((h) => ({
+      requestId: h.requestId, status: h.status, requestedAt: h.requestedAt.toISOString(), requestedBy: h.requestedBy,
+      reason: h.reason, completedAt: iso(h.completedAt), completedBy: h.completedBy,
+    })),
     intentsByStatus: o.intentsByStatus,
     dueNow: o.dueNow,
     oldestDueAgeMs: o.oldestDueAgeMs,

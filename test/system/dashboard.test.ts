@@ -146,6 +146,13 @@ describe('dashboard in Chromium', () => {
     await page.click('#confirm-ok');
     await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'running');
     expect((await (await fetch(`${host.api}/ops/execution?code=${KEY}`)).json() as { paused: boolean }).paused).toBe(false);
+    // Drain: recorded in SQL (202 from any instance); the leader releases and a new epoch leads.
+    const epoch = Number(await page.textContent('#leader-epoch'));
+    await page.click('#btn-drain');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => /HTTP 202 — status pending/.test(document.querySelector('#result')?.textContent ?? ''));
+    await page.waitForFunction((e) => Number(document.querySelector('#leader-epoch')?.textContent) > e, epoch, { timeout: 30_000 });
+    await page.waitForFunction(() => /last completed/.test(document.querySelector('#handovers')?.textContent ?? ''), undefined, { timeout: 15_000 });
     // A cancelled confirmation does nothing.
     await page.click('#btn-pause');
     await page.click('dialog#confirm button.secondary');
