@@ -11,8 +11,9 @@ import type { LeaseToken } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
 
 export interface ExecutorOps {
-  /** Once per leader tick, after acquire/rebuild and before the loop: read the flags, purge when due. */
-  leaderTick(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'>;
+  /** Once per leader tick, after acquire/rebuild and before the loop: read the flags, purge when due (no new
+   *  purge batch once `untilMs`, monotonic, has passed). */
+  leaderTick(token: LeaseToken, sum: TickSummary, untilMs?: number): Promise<'ok' | 'leaseLost'>;
   /** Beside each schedule refresh: re-read the flags (one primary-key read). */
   refreshControl(): Promise<void>;
   /** false while the cluster is paused: start nothing. */
@@ -66,11 +67,11 @@ export class ExecutionOps implements ExecutorOps {
     return this.pausedFlag;
   }
 
-  async leaderTick(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
+  async leaderTick(token: LeaseToken, sum: TickSummary, untilMs = Number.POSITIVE_INFINITY): Promise<'ok' | 'leaseLost'> {
     await this.refreshControl();
     sum.paused = this.pausedFlag === true;
     if (sum.paused) return 'ok';
-    return this.purgeIfDue(token, sum);
+    return this.purgeIfDue(token, sum, untilMs);
   }
 
   async refreshControl(): Promise<void> {
@@ -123,7 +124,7 @@ export class ExecutionOps implements ExecutorOps {
 
   /** Up to maxBatchesPerTick fenced statements of batchSize; a full last batch leaves the rest for the next
    *  tick (no interval wait), a partial one means caught up until the next interval. */
-  private async purgeIfDue(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
+  private async purgeIfDue(token: LeaseToken, sum: TickSummary, untilMs: number): Promise<'ok' | 'leaseLost'> {
     const r = this.retention;
     const now = this.clock.nowMs();
     if (r.olderThanMs <= 0 || now - this.lastPurgeMs < r.intervalMs) return 'ok';
@@ -131,7 +132,7 @@ export class ExecutionOps implements ExecutorOps {
     let attempts = 0;
     let caughtUp = false;
     let lost = false;
-    for (let i = 0; i < r.maxBatchesPerTick && !caughtUp; i++) {
+    for (let i = 0; i < r.maxBatchesPerTick && !caughtUp && (i === 0 || this.clock.nowMs() < untilMs); i++) {
       const out = await this.store.fencedPurgeTerminal(token, r.olderThanMs, r.batchSize);
       if (out.kind === 'leaseLost') {
         lost = true; // batches committed before the loss still count below

@@ -13,6 +13,9 @@ export interface ExecutorSettings {
   completionBatch: number;
   /** A follower waits for an expiring lease within a tick only if this much budget would remain. */
   minLeaderWorkMs: number;
+  /** Closing a batch retries an unwritten completion batch for at most this long (default 1 s); what is
+   *  left is written by the next leader tick of this process. Part of the tick's margin. */
+  settleWindowMs?: number;
 }
 
 export interface TickSummary {
@@ -53,6 +56,7 @@ export function executorSettingsFrom(c: {
   executor: { tickBudgetMs: number; maxAttemptsPerTick: number; concurrency: number };
   provider: { timeoutMs: number };
   schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
+  db?: { statementTimeoutMs: number };
 }): ExecutorSettings {
   return {
     tickBudgetMs: c.executor.tickBudgetMs,
@@ -64,5 +68,7 @@ export function executorSettingsFrom(c: {
     startBatch: Math.max(1, Math.floor(c.executor.concurrency / 4)),
     completionBatch: Math.max(1, Math.floor(c.executor.concurrency / 2)),
     minLeaderWorkMs: 500,
+    // Room for one more completion write after a failed one (each bounded by the client-side deadline).
+    settleWindowMs: c.db ? Math.min(2 * c.db.statementTimeoutMs, 10_000) : 1_000,
   };
 }

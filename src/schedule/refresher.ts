@@ -54,32 +54,60 @@ export class ScheduleRefresher {
     this.generation++;
     this.schedule.clear();
     this.cursor = null;
+    this.loading = null;
   }
 
-  /** Full load of scheduled intents; the cursor starts at (db_now − grace) so nothing committed late is missed. */
+  /** A full load in progress: the cursor it will hand to refresh, and the last intent_id loaded. */
+  private loading: { gen: number; cursor: RefreshCursor; after: string | null } | null = null;
+
+  /** True while a full load has begun and not finished: execute nothing until it has. */
+  get rebuilding(): boolean {
+    return this.loading !== null;
+  }
+
+  /** Full load of scheduled intents in one go (tests, tools); the executor uses begin/continueRebuild. */
   async rebuild(): Promise<RefreshStats> {
+    await this.beginRebuild();
+    return (await this.continueRebuild(Number.POSITIVE_INFINITY)).stats;
+  }
+
+  /** Drop the schedule and start a full load; the cursor starts at (db_now − grace) so nothing committed
+   *  late is missed, also when the load takes several ticks. */
+  async beginRebuild(): Promise<void> {
     this.reset();
     const gen = this.generation;
     const start = await this.store.rebuildStart(this.settings.commitGraceMs);
+    if (gen !== this.generation) return; // reset meanwhile
     this.observe(start.dbNow);
-    let after: string | null = null;
+    this.loading = { gen, cursor: start.cursor, after: null };
+  }
+
+  /** Load pages (ordered by intent_id) until done or `untilMs` (monotonic) passes between two pages: a load
+   *  spread over several ticks resumes where it stopped. done = the schedule is complete and refresh may run. */
+  async continueRebuild(untilMs: number): Promise<{ done: boolean; stats: RefreshStats }> {
     const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
+    const job = this.loading;
+    if (!job) return { done: this.cursor !== null, stats };
     const pageSize = Math.max(this.settings.pageSize, 1_000);
-    for (;;) {
-      const rows = await this.store.loadScheduled(after, pageSize);
-      if (gen !== this.generation) return stats; // reset meanwhile: leave the schedule empty
+    while (this.clock.nowMs() < untilMs) {
+      const rows = await this.store.loadScheduled(job.after, pageSize);
+      if (job.gen !== this.generation || this.loading !== job) return { done: false, stats }; // reset meanwhile
       stats.pages++;
       for (const r of rows) if (this.schedule.apply(r) === 'scheduled') stats.applied++;
       stats.rows += rows.length;
-      if (rows.length < pageSize) break;
-      after = rows[rows.length - 1]!.intentId;
+      if (rows.length < pageSize) {
+        this.cursor = job.cursor;
+        this.loading = null;
+        return { done: true, stats };
+      }
+      job.after = rows[rows.length - 1]!.intentId;
     }
-    this.cursor = start.cursor;
-    return stats;
+    return { done: false, stats };
   }
 
-  /** Incremental refresh: read every page after the cursor; advance the cursor over settled rows only. */
-  async refresh(): Promise<RefreshStats> {
+  /** Incremental refresh: read pages after the cursor (up to maxPages, and no new page once `untilMs` has
+   *  passed); advance the cursor over settled rows only. */
+  async refresh(untilMs = Number.POSITIVE_INFINITY): Promise<RefreshStats> {
     if (!this.cursor) return this.rebuild();
     const gen = this.generation;
     const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
@@ -87,7 +115,7 @@ export class ScheduleRefresher {
     let settledUpTo = this.cursor; // what we persist
     let allSettledSoFar = true;
     const maxPages = this.settings.maxPages ?? 50;
-    while (stats.pages < maxPages) {
+    while (stats.pages < maxPages && (stats.pages === 0 || this.clock.nowMs() < untilMs)) {
       const page = await this.store.refreshPage(read, this.settings.pageSize, this.settings.commitGraceMs);
       if (gen !== this.generation) return stats; // reset meanwhile
       this.observe(page.dbNow);

@@ -124,6 +124,9 @@ export interface AttemptCompletion {
   durationMs: number;
   /** Next intent state; `retryDelayMs` (from database now) only with `scheduled`. */
   next: { status: 'succeeded' | 'failed' } | { status: 'scheduled'; retryDelayMs: number };
+  /** Epoch the attempt was started under (default: the fencing token's). A completion carried into a later
+   *  epoch of the same holder is still written, if that attempt is still open (not abandoned meanwhile). */
+  attemptEpoch?: number;
 }
 
 export interface CompletedAttempt {
@@ -146,5 +149,7 @@ export interface ExecutionStore {
   /** Inserts attempt rows and bumps attempt_count for every request whose optimistic predicate holds and is due,
    *  while attempt_count − aborted attempts < max_attempts (an abort never reached the provider). */
   fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>>;
+  /** Closes each attempt (still `started`, same holder, its attemptEpoch ≤ the token's) and moves its intent on
+   *  if it did not change meanwhile. */
   fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>>;
 }

@@ -131,8 +131,9 @@ SET @rows_written = @@ROWCOUNT;`,
     });
   },
 
-  /** The attempt row is closed (outcome set once, only by its own epoch); the intent moves on only if it
-   *  did not change meanwhile. Result: one row per completion, in request order. */
+  /** The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that
+   *  holder: a completion carried across a step-down); the intent moves on only if it did not change
+   *  meanwhile. Result: one row per completion, in request order. */
   completeAttempts(token: LeaseToken, completions: AttemptCompletion[]): SqlQuery {
     const batch = completions.map((c, ord) => ({
       ord,
@@ -144,26 +145,29 @@ SET @rows_written = @@ROWCOUNT;`,
       durationMs: Math.round(c.durationMs),
       nextStatus: c.next.status,
       delayMs: c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null,
+      attemptEpoch: c.attemptEpoch ?? token.leaseEpoch,
     }));
     return buildFencedBatch(token, 'complete_attempts', {
       declare: `DECLARE @now datetime2(7);
 DECLARE @closed int;
 DECLARE @c TABLE (ord int NOT NULL, intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_no int NOT NULL,
   outcome varchar(16) NOT NULL, http_status int NULL, error nvarchar(max) NULL, duration_ms int NULL,
-  next_status varchar(16) NOT NULL, delay_ms bigint NULL);
+  next_status varchar(16) NOT NULL, delay_ms bigint NULL, attempt_epoch bigint NOT NULL);
 DECLARE @upd TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, status varchar(16) NOT NULL, next_attempt_at datetime2(7) NOT NULL,
   attempt_count int NOT NULL, max_attempts int NOT NULL, version char(27) NOT NULL);`,
       body: `SET @now = SYSUTCDATETIME();
-INSERT INTO @c (ord, intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms)
-SELECT ord, intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms
+INSERT INTO @c (ord, intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms, attempt_epoch)
+SELECT ord, intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms, attempt_epoch
   FROM OPENJSON(@batch) WITH (ord int '$.ord', intent_id char(36) '$.intentId', attempt_no int '$.attemptNo',
        outcome varchar(16) '$.outcome', http_status int '$.httpStatus', error nvarchar(max) '$.error',
-       duration_ms int '$.durationMs', next_status varchar(16) '$.nextStatus', delay_ms bigint '$.delayMs');
+       duration_ms int '$.durationMs', next_status varchar(16) '$.nextStatus', delay_ms bigint '$.delayMs',
+       attempt_epoch bigint '$.attemptEpoch');
 UPDATE a
    SET outcome = c.outcome, finished_at = @now, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
   FROM submission_attempts AS a
   JOIN @c AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
- WHERE a.outcome = 'started' AND a.lease_epoch = @fence_lease_epoch;
+ WHERE a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= @fence_lease_epoch
+   AND a.holder_id = @fence_holder_id;
 SET @closed = @@ROWCOUNT;
 UPDATE i
    SET status = c.next_status,

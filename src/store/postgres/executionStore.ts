@@ -91,13 +91,14 @@ SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOI
 const COMPLETE = `
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
-c AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int[], $10::text[], $11::int8[])
-        AS c(intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms)),
+c AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int[], $10::text[], $11::int8[], $12::int8[])
+        AS c(intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms, attempt_epoch)),
 att AS (
   UPDATE submission_attempts a
      SET outcome = c.outcome, finished_at = now.t, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
     FROM c, now, fence
-   WHERE a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND a.outcome = 'started' AND a.lease_epoch = $3
+   WHERE a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND a.outcome = 'started'
+     AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= $3 AND a.holder_id = $2
   RETURNING a.intent_id
 ),
 upd AS (
@@ -168,6 +169,7 @@ export class PgExecutionStore implements ExecutionStore {
       completions.map((c) => Math.round(c.durationMs)),
       completions.map((c) => c.next.status),
       completions.map((c) => (c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null)),
+      completions.map((c) => c.attemptEpoch ?? token.leaseEpoch),
     ]);
     if (out.kind === 'leaseLost') return out;
     return { kind: 'ok', value: out.value.map(toCompletedAttempt) };

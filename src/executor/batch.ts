@@ -1,0 +1,252 @@
+// One leader tick's batch, as a small state machine: RUNNING (refresh/renew at their intervals, fenced starts,
+// provider calls, fenced completions, all overlapping) → CLOSING (nothing new starts; in-flight calls finish;
+// their completions are written under the fence) → DONE (stop reason). Rules:
+//  - an SQL error anywhere closes the gate at once (leadership dropped before anything is awaited), so no call
+//    is sent after it; the in-flight ones finish and their completions are still written under the fence (the
+//    database decides) before the row is released (LeaseManager defers that release until the tick ends);
+//  - a completion is never dropped: what cannot be written now stays in the executor's CompletionBuffer;
+//  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
+//    clipped to the lease deadline; closing retries the completion write only within a bounded window.
+import type { Clock } from '../lease/clock.js';
+import type { LeaseManager } from '../lease/leaseManager.js';
+import type { Logger } from '../observability/logger.js';
+import { sqlErrorField } from '../observability/logger.js';
+import type { Provider } from '../provider/provider.js';
+import { aborted, decide } from '../provider/retryPolicy.js';
+import type { ScheduleRefresher } from '../schedule/refresher.js';
+import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
+import type { LeaseToken } from '../store/ports.js';
+import { countCompleted, type CompletionBuffer } from './completions.js';
+import type { ExecutorOps } from './executorOps.js';
+import type { ExecutorSettings, TickSummary } from './tickSummary.js';
+
+/** A provider call with less time than this before the lease deadline is not sent (aborted instead). */
+const MIN_CALL_MS = 100;
+/** Pause between two completion-write attempts while closing. */
+const SETTLE_RETRY_MS = 100;
+
+export interface BatchDeps {
+  lease: LeaseManager;
+  store: ExecutionStore;
+  provider: Provider;
+  settings: ExecutorSettings;
+  clock: Clock;
+  log: Logger;
+  random: () => number;
+  ops: ExecutorOps;
+  refresher: ScheduleRefresher;
+  completions: CompletionBuffer;
+  /** Refresh / reconcile cadence, kept across ticks. */
+  cadence: { lastRefreshMs: number; lastReconcileMs: number };
+  /** Executor-level stop request (shutdown drain, legacy stand-down). */
+  stopRequested: () => string | null;
+}
+
+export class Batch {
+  private readonly inFlight = new Set<Promise<void>>();
+  private starting: Promise<void> | null = null;
+  private flushing: Promise<void> | null = null;
+  private stop: string | null = null;
+  private failure: unknown = null;
+  private fenceRefused = false;
+  private woken = false;
+  private wake: () => void = () => {};
+  /** Last known local lease deadline of `token` (kept after a step-down: bounds the closing retries). */
+  private leaseDeadlineMs: number;
+
+  constructor(private readonly d: BatchDeps, private readonly token: LeaseToken, private readonly budgetEnd: number,
+    private readonly sum: TickSummary) {
+    this.leaseDeadlineMs = d.lease.deadlineMs() ?? d.clock.nowMs();
+  }
+
+  /** RUNNING until a stop reason, then CLOSING; resolves with the stop reason once everything begun has ended. */
+  async run(): Promise<string> {
+    while (this.stop === null) {
+      this.woken = false;
+      try {
+        await this.iteration();
+      } catch (e) {
+        this.fail(e);
+      }
+    }
+    return this.close();
+  }
+
+  private get leading(): boolean {
+    return this.d.lease.ensureEpoch(this.token.leaseEpoch);
+  }
+
+  private deadline(): number {
+    return Math.min(this.budgetEnd, this.d.clock.nowMs() + this.d.lease.remainingMs());
+  }
+
+  private signal = (): void => {
+    this.woken = true;
+    this.wake();
+  };
+
+  /** An SQL error on the leader path: drop leadership now (gate closed, before awaiting anything). */
+  private fail(e: unknown): void {
+    if (this.failure === null) {
+      this.failure = e;
+      this.d.log.error({ event: 'executor_sql_error', holder_id: this.token.holderId, lease_epoch: this.token.leaseEpoch,
+        sql_error: sqlErrorField(e) }, 'executor stopped on SQL error');
+      this.d.lease.drop('sql_error', e);
+    }
+    this.stop ??= 'sql_error';
+    this.signal();
+  }
+
+  private fenceLost(): void {
+    this.fenceRefused = true;
+    this.sum.leaseLost = true;
+    this.d.lease.drop('fence_failed');
+    this.stop ??= 'lease_lost';
+  }
+
+  private background(work: () => Promise<void>, done: () => void): Promise<void> {
+    return work().catch((e: unknown) => this.fail(e)).finally(() => {
+      done();
+      this.signal();
+    });
+  }
+
+  private async iteration(): Promise<void> {
+    const { lease, settings: s, refresher, cadence, ops } = this.d;
+    const now = this.d.clock.nowMs();
+    const requested = this.d.stopRequested();
+    if (now >= this.deadline()) this.stop = 'deadline';
+    else if (requested) this.stop = requested;
+    else if (ops.handoverRequest()) this.stop = 'handover';
+    else if (!this.leading) this.stop = 'lease_lost';
+    else if (lease.renewDue() && !(await lease.renew())) this.stop = 'lease_lost';
+    if (this.stop !== null) return;
+    this.leaseDeadlineMs = lease.deadlineMs() ?? this.leaseDeadlineMs;
+
+    const busy = this.inFlight.size > 0 || this.starting !== null || this.flushing !== null;
+    if (!busy && this.d.completions.size === 0 && now - cadence.lastReconcileMs >= s.reconcileIntervalMs) {
+      await refresher.beginRebuild(); // defence in depth against late commits; resumable like any rebuild
+      const r = await refresher.continueRebuild(this.deadline());
+      this.sum.refreshedRows += r.stats.rows;
+      cadence.lastReconcileMs = cadence.lastRefreshMs = now;
+      if (!r.done) this.stop = 'rebuilding'; // the next tick finishes it before executing anything
+    } else if (now - cadence.lastRefreshMs >= s.refresh.intervalMs) {
+      const stats = await refresher.refresh(this.deadline());
+      await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
+      this.sum.refreshedRows += stats.rows;
+      this.sum.refreshes++;
+      cadence.lastRefreshMs = now;
+    }
+    if (this.stop !== null) return;
+
+    const pending = this.d.completions.size;
+    if (!this.flushing && (pending >= s.completionBatch || (pending > 0 && this.inFlight.size === 0))) {
+      this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
+    }
+    const quota = s.maxAttemptsPerTick - this.sum.started;
+    if (quota <= 0 && !busy && this.d.completions.size === 0) {
+      this.stop = 'attempt_cap'; // this tick's share is done; the next tick continues
+      return;
+    }
+    const free = Math.min(s.concurrency - this.inFlight.size, quota);
+    const canStart = !this.starting && free > 0 && (free >= s.startBatch || this.inFlight.size === 0) && ops.mayStart();
+    if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
+      this.starting = this.background(() => this.start(free), () => (this.starting = null));
+    }
+    if (this.woken || this.stop !== null) return;
+
+    // Idle until the next thing to do: a completion or finished batch, the next refresh, the next due intent
+    // (only if we could start it now; otherwise a completion wakes us), the deadline.
+    const nextDue = refresher.schedule.nextDueMs();
+    const untilDue = nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
+    const untilRefresh = cadence.lastRefreshMs + s.refresh.intervalMs - this.d.clock.nowMs();
+    const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, this.deadline() - this.d.clock.nowMs()));
+    const woke = new Promise<void>((r) => (this.wake = r));
+    if (!this.woken) await Promise.race([this.d.clock.sleep(waitMs), woke]);
+  }
+
+  private async flush(): Promise<void> {
+    const out = await this.d.completions.flush(this.d.store, this.token, (batch, rows) => this.written(batch, rows));
+    if (out === 'leaseLost') this.fenceLost();
+  }
+
+  private written(batch: AttemptCompletion[], rows: Parameters<typeof countCompleted>[2]): void {
+    countCompleted(this.sum, batch, rows);
+    if (!this.leading) return; // the schedule is dropped with leadership
+    for (const r of rows) this.d.refresher.schedule.release(r.intentId, r.row);
+  }
+
+  private async start(free: number): Promise<void> {
+    const { refresher } = this.d;
+    const due = refresher.schedule.takeDue(refresher.dbNowMs(), free);
+    if (due.length === 0) return;
+    const res = await this.d.store.fencedStartAttempts(this.token, due.map((x) => ({ intentId: x.intentId, expectedAttemptCount: x.attemptCount })));
+    if (res.kind === 'leaseLost') return this.fenceLost();
+    const startedIds = new Set(res.value.map((a) => a.intentId));
+    for (const x of due) {
+      if (startedIds.has(x.intentId)) continue;
+      // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: keep it queued slightly
+      // later; a newer row from refresh wins over this one.
+      this.sum.skipped++;
+      if (this.leading) refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(x.dueMs + 50) });
+    }
+    this.sum.started += res.value.length;
+    for (const a of res.value) {
+      const p: Promise<void> = this.attempt(a).finally(() => {
+        this.inFlight.delete(p); // before waking the loop, so it sees the slot free
+        this.signal();
+      });
+      this.inFlight.add(p);
+    }
+  }
+
+  /** The gate just before the call (an attempt whose call was not sent is aborted), the call, its result. */
+  private async attempt(a: StartedAttempt): Promise<void> {
+    const { lease, settings: s, clock, random } = this.d;
+    const push = (c: AttemptCompletion) => this.d.completions.push({ ...c, attemptEpoch: this.token.leaseEpoch });
+    const timeoutMs = Math.min(s.providerTimeoutMs, lease.remainingMs());
+    if (!this.leading || timeoutMs < MIN_CALL_MS) {
+      this.d.ops.blockedNotLeader();
+      return push(aborted(a, 'leadership lost before the provider call'));
+    }
+    const t = clock.nowMs();
+    try {
+      const result = await this.d.provider.submit(
+        { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: this.token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
+        timeoutMs,
+      );
+      push(decide(result, { ...a, durationMs: clock.nowMs() - t }, a.contract.retry, random));
+    } catch (e) {
+      // Not known whether the call went out: a retryable attempt, not an abort.
+      push(decide({ kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null },
+        { ...a, durationMs: 0 }, a.contract.retry, random));
+    }
+  }
+
+  /** CLOSING: nothing new starts; wait for what runs; write the completions (bounded retries under the fence). */
+  private async close(): Promise<string> {
+    await this.starting;
+    await Promise.all([...this.inFlight]);
+    await this.flushing;
+    const { clock, settings } = this.d;
+    // Retry while the token may still be good (its local deadline) and within the closing window; what is
+    // left stays buffered for this process's next leader tick.
+    const until = Math.min(this.leaseDeadlineMs, clock.nowMs() + (settings.settleWindowMs ?? 1_000));
+    while (this.d.completions.size > 0 && !this.fenceRefused) {
+      try {
+        await this.flush();
+      } catch (e) {
+        this.fail(e);
+        if (clock.nowMs() + SETTLE_RETRY_MS >= until) break;
+        await clock.sleep(SETTLE_RETRY_MS);
+      }
+    }
+    if (this.stop === 'handover' && this.failure === null && !this.fenceRefused && this.d.completions.size === 0) {
+      const req = this.d.ops.handoverRequest();
+      // In-flight work is written: report it, then hand the row back (no stand-down: anyone may acquire).
+      if (req) await this.d.ops.handoverCompleted(this.token, req.requestId);
+      await this.d.lease.release();
+    }
+    return this.stop ?? 'deadline';
+  }
+}

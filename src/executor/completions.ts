@@ -1,0 +1,67 @@
+// Completions (provider results and aborts) waiting to be written under the fence. The buffer belongs to the
+// executor, not to one tick: what a tick could not write (SQL error, fence refused, deadline) stays here and
+// is written first by this process's next leader tick, under that epoch's fence — the store closes an attempt
+// only if it is still open, so a result whose attempt another leader abandoned meanwhile changes nothing.
+// A provider result is therefore never thrown away; only the cap below bounds memory.
+import type { AttemptCompletion, CompletedAttempt, ExecutionStore } from '../store/intentPorts.js';
+import type { LeaseToken } from '../store/ports.js';
+import type { TickSummary } from './tickSummary.js';
+
+/** More than this many unwritten completions (a process that never leads again): the oldest go first. */
+const MAX_CARRIED = 10_000;
+
+export type FlushOutcome = 'ok' | 'leaseLost' | 'empty';
+
+export class CompletionBuffer {
+  private pending: AttemptCompletion[] = [];
+  /** Completions dropped by the cap (for logs). */
+  droppedByCap = 0;
+
+  get size(): number {
+    return this.pending.length;
+  }
+
+  push(c: AttemptCompletion): void {
+    this.pending.push(c);
+    if (this.pending.length > MAX_CARRIED) {
+      this.droppedByCap += this.pending.length - MAX_CARRIED;
+      this.pending.splice(0, this.pending.length - MAX_CARRIED);
+    }
+  }
+
+  /**
+   * Write everything pending in one fenced statement. On an SQL error (thrown) or a refused fence the batch
+   * goes back to the buffer, in front of what arrived meanwhile; `onWritten` sees the rows of a write.
+   */
+  async flush(store: ExecutionStore, token: LeaseToken,
+    onWritten: (batch: AttemptCompletion[], rows: CompletedAttempt[]) => void): Promise<FlushOutcome> {
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return 'empty';
+    let res;
+    try {
+      res = await store.fencedCompleteAttempts(token, batch);
+    } catch (e) {
+      this.pending.unshift(...batch);
+      throw e;
+    }
+    if (res.kind === 'leaseLost') {
+      this.pending.unshift(...batch);
+      return 'leaseLost';
+    }
+    onWritten(batch, res.value);
+    return 'ok';
+  }
+}
+
+/** Count written completions in the tick summary. */
+export function countCompleted(sum: TickSummary, batch: AttemptCompletion[], rows: CompletedAttempt[]): void {
+  const byId = new Map(batch.map((b) => [b.intentId, b]));
+  for (const r of rows) {
+    const c = byId.get(r.intentId)!;
+    if (!r.applied) sum.skipped++;
+    else if (c.outcome === 'succeeded') sum.succeeded++;
+    else if (c.outcome === 'aborted') sum.aborted++;
+    else if (c.next.status === 'scheduled') sum.retried++;
+    else sum.failed++;
+  }
+}
