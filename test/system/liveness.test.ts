@@ -133,13 +133,17 @@ describe.each(pgDialects)('liveness: $name', (dialect) => {
     const b = await buildExecutor(ctx, { providerUrl: provider.url,
       wrapStore: (s, clock) => faulty(s, { onLoad: () => { pages++; clock.offset += 400; } }) }); // each page takes 400 ms
     await ctx.insertIntentsOneStatement(2_500, CONTRACT); // 3 pages of 1 000
-    const t1 = await b.executor.tick(700);
-    expect(t1).toMatchObject({ role: 'leader', stopReason: 'rebuilding', started: 0 });
-    expect(pages).toBe(2);
-    expect(provider.calls).toHaveLength(0);
-    const t2 = await b.executor.tick(700);
-    expect(t2.rebuilt).toBe(true);
-    expect(pages).toBe(3); // resumed, not restarted
+    const ticks = [];
+    for (let i = 0; i < 6; i++) {
+      const t = await b.executor.tick(700);
+      ticks.push(t);
+      if (t.stopReason !== 'rebuilding') break;
+      expect(t).toMatchObject({ role: 'leader', started: 0 });
+      expect(provider.calls).toHaveLength(0); // 2 500 due intents, but the schedule is incomplete
+    }
+    expect(ticks.length).toBeGreaterThan(1); // the deadline interrupted the load at least once
+    expect(pages).toBe(3); // resumed where it stopped, never restarted
+    const t2 = ticks.at(-1)!;
     expect(t2.started).toBeGreaterThan(0);
     await noStaleWrites(b);
   });
