@@ -73,6 +73,9 @@ export const settingsSchema = z.object({
   DB_POOL_MAX: intMs(10, 1),
   /** Statement and idle-in-transaction timeout for our sessions (default 3 000 ms). */
   DB_STATEMENT_TIMEOUT_MS: intMs(3_000, 100),
+  /** Migrations run on their own connection with this statement timeout (default 120 000 ms); a cold start
+   *  whose schema is current costs one cheap version check on the ordinary pool instead. */
+  DB_MIGRATION_TIMEOUT_MS: intMs(120_000, 1_000),
   /** pino level (default info). */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Retention: terminal intents (succeeded, failed, cancelled) and their attempts are purged by the leader,
@@ -118,7 +121,7 @@ export interface Config {
   /** Provider protection (see src/provider/guard.ts); maxInFlight resolved (never 0). */
   providerGuard: GuardSettings;
   retry: { baseDelayMs: number; maxDelayMs: number; defaultMaxAttempts: number };
-  db: { poolMax: number; statementTimeoutMs: number };
+  db: { poolMax: number; statementTimeoutMs: number; migrationTimeoutMs: number };
   logLevel: z.infer<typeof settingsSchema>['LOG_LEVEL'];
   /** Retention purge: `olderThanMs` 0 = disabled; at most `batchSize` intents per fenced statement and
    *  `maxBatchesPerTick` statements per leader tick, at most once per `intervalMs`. */
@@ -295,7 +298,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryAfterMaxMs: s.PROVIDER_RETRY_AFTER_MAX_MS,
     },
     retry: { baseDelayMs: s.RETRY_BASE_DELAY_MS, maxDelayMs: s.RETRY_MAX_DELAY_MS, defaultMaxAttempts: s.DEFAULT_MAX_ATTEMPTS },
-    db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS },
+    db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS, migrationTimeoutMs: s.DB_MIGRATION_TIMEOUT_MS },
     logLevel: s.LOG_LEVEL,
     retention: { days: s.RETENTION_DAYS, olderThanMs: s.RETENTION_DAYS * 86_400_000, batchSize: 1_000, maxBatchesPerTick: 5, intervalMs: 60_000 },
     tracing: { mode: s.TRACING, otlpUrl: s.TRACING_OTLP_URL ?? null },

@@ -3,6 +3,7 @@
 import sql from 'mssql';
 import type { SqlQuery } from './params.js';
 import { mapMssqlError } from './errors.js';
+import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
 
 export type Row = Record<string, unknown>;
 
@@ -27,11 +28,19 @@ export function bindParams(request: sql.Request, q: SqlQuery): sql.Request {
   return request;
 }
 
-function runner(newRequest: () => sql.Request): MssqlRunner {
+/** Outer client-side deadline over tedious' own (requestTimeout + cancelTimeout, which closes the connection):
+ *  defence in depth, the request is cancelled if it still has not settled. */
+function deadlineOf(pool: sql.ConnectionPool): number {
+  const c = (pool as unknown as { config?: { requestTimeout?: number } }).config;
+  return (c?.requestTimeout ?? 15_000) + 2 * CLIENT_DEADLINE_MARGIN_MS;
+}
+
+function runner(newRequest: () => sql.Request, deadlineMs: number): MssqlRunner {
   return {
     async run<R>(q: SqlQuery): Promise<R[][]> {
       try {
-        const r = await bindParams(newRequest(), q).query(q.text);
+        const request = bindParams(newRequest(), q);
+        const r = await withDeadline(request.query(q.text), deadlineMs, () => request.cancel());
         return (r.recordsets ?? []) as unknown as R[][];
       } catch (e) {
         throw mapMssqlError(e);
@@ -48,7 +57,8 @@ function runner(newRequest: () => sql.Request): MssqlRunner {
 }
 
 export function fromMssqlPool(pool: sql.ConnectionPool): MssqlDatabase {
-  const base = runner(() => pool.request());
+  const deadlineMs = deadlineOf(pool);
+  const base = runner(() => pool.request(), deadlineMs);
   return {
     ...base,
     pool,
@@ -61,7 +71,7 @@ export function fromMssqlPool(pool: sql.ConnectionPool): MssqlDatabase {
       }
       let value: T;
       try {
-        value = await fn(runner(() => tx.request()));
+        value = await fn(runner(() => tx.request(), deadlineMs));
       } catch (e) {
         // Already rolled back by the server when XACT_ABORT fired; then rollback() reports EABORT: ignore.
         await tx.rollback().catch(() => {});

@@ -8,6 +8,7 @@ import sql from 'mssql';
 import { ConfigError, redactUrl, type DatabaseTarget } from '../../config.js';
 import { fromMssqlPool, type MssqlDatabase } from './db.js';
 import { mapMssqlError } from './errors.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../deadline.js';
 
 export interface MssqlPoolOptions {
   /** Connections in the pool (Config.db.poolMax). */
@@ -39,6 +40,7 @@ function rejectNetStyle(value: string, setting: string): void {
  *  The ANSI settings are the ones filtered indexes require for DML (they are tedious' defaults; pinned here). */
 function sessionOptions(appName: string | undefined) {
   return {
+    cancelTimeout: CLIENT_DEADLINE_MARGIN_MS,
     encrypt: true,
     useUTC: true,
     appName: appName ?? 'submission-manager',
@@ -90,9 +92,12 @@ function parseEntraServer(server: string): { server: string; port: number } {
 /** Pure: the mssql config for a target (no connection is made). Throws ConfigError for unusable input. */
 export function buildMssqlConfig(target: DatabaseTarget, opts: MssqlPoolOptions): sql.config {
   const common = {
+    // requestTimeout is client-side in tedious: it sends an attention and, when that is not acknowledged
+    // within cancelTimeout (a blackholed or frozen connection), closes the connection. Waiting for a pooled
+    // connection is bounded the same way, so no call waits longer than statement timeout + margin (+ cancel).
     requestTimeout: opts.statementTimeoutMs,
     connectionTimeout: opts.connectTimeoutMs ?? 30_000,
-    pool: { max: opts.poolMax, min: 0, idleTimeoutMillis: 30_000 },
+    pool: { max: opts.poolMax, min: 0, idleTimeoutMillis: 30_000, acquireTimeoutMillis: opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS },
     // Check the socket when lending a connection instead of a SELECT 1 round trip before every request
     // (mssql's default): a connection the server closed is still caught; anything subtler surfaces as a
     // transient StoreError on the request itself.

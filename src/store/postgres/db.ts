@@ -2,7 +2,17 @@
 // Every call maps driver errors into StoreError once (see errors.ts).
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
+import { StoreError } from '../ports.js';
+import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
 import { mapPgError } from './errors.js';
+
+/** Destroy the socket under a pg client (a blackholed connection would otherwise wait for TCP, minutes). */
+function destroyClient(client: pg.PoolClient | pg.Client): void {
+  (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
+/** A server's error (SQLSTATE) leaves the connection usable; anything else (socket, deadline) does not. */
+const isServerError = (e: unknown) => /^[0-9A-Z]{5}$/.test(String((e as { code?: unknown })?.code ?? '')) && !(e instanceof StoreError);
 
 export interface PgQueryable {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: R[]; rowCount: number }>;
@@ -23,6 +33,8 @@ export interface PgPoolOptions {
   /** search_path for this pool (tests give each test its own schema). */
   schema?: string;
   applicationName?: string;
+  /** Client-side deadline per statement (default statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS). */
+  clientDeadlineMs?: number;
 }
 
 /** A pg Pool with bounded statements and transactions (COMMIT_GRACE_MS relies on that bound). */
@@ -48,26 +60,41 @@ export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void
   });
   // An idle client whose backend is killed emits 'error' on the pool; without a listener the process dies.
   pool.on('error', (e) => onIdleError?.(e));
-  return fromPgPool(pool);
+  return fromPgPool(pool, opts.clientDeadlineMs ?? opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS);
 }
 
-export function fromPgPool(pool: pg.Pool): PgDatabase {
+/** Every statement is bounded by `deadlineMs` on the client side (connect by connectionTimeoutMillis). */
+export function fromPgPool(pool: pg.Pool, deadlineMs = 30_000): PgDatabase {
+  const connect = async (): Promise<pg.PoolClient> => {
+    try {
+      return await pool.connect();
+    } catch (e) {
+      throw mapPgError(e);
+    }
+  };
   return {
     async query(text, params) {
+      const client = await connect();
+      let broken: unknown = undefined;
+      const onError = () => (broken = true);
+      client.on('error', onError);
       try {
-        const r = await pool.query(text, params as unknown[]);
+        const r = await withDeadline(client.query(text, params as unknown[]), deadlineMs, () => {
+          broken = true;
+          destroyClient(client);
+        });
         return { rows: r.rows, rowCount: r.rowCount ?? 0 };
       } catch (e) {
-        throw mapPgError(e);
+        // A server error leaves the connection usable; a client-side one (socket, deadline) does not.
+        if (!isServerError(e)) broken = true;
+        throw e instanceof StoreError ? e : mapPgError(e);
+      } finally {
+        client.removeListener('error', onError);
+        client.release(broken ? true : undefined);
       }
     },
     async transaction(fn) {
-      let client: pg.PoolClient;
-      try {
-        client = await pool.connect();
-      } catch (e) {
-        throw mapPgError(e);
-      }
+      const client = await connect();
       let broken = false;
       // A borrowed client has no 'error' listener of its own: if the server ends the session while we hold
       // it (idle-in-transaction timeout after a long pause), the error must not crash the process.
@@ -78,11 +105,11 @@ export function fromPgPool(pool: pg.Pool): PgDatabase {
       const tx: PgQueryable = {
         async query(text, params) {
           try {
-            const r = await client.query(text, params as unknown[]);
+            const r = await withDeadline(client.query(text, params as unknown[]), deadlineMs, () => destroyClient(client));
             return { rows: r.rows as never[], rowCount: r.rowCount ?? 0 };
           } catch (e) {
             broken = true;
-            throw mapPgError(e);
+            throw e instanceof StoreError ? e : mapPgError(e);
           }
         },
       };
@@ -92,7 +119,8 @@ export function fromPgPool(pool: pg.Pool): PgDatabase {
         await tx.query('COMMIT');
         return value;
       } catch (e) {
-        await client.query('ROLLBACK').catch(() => { broken = true; });
+        if (broken) destroyClient(client); // no ROLLBACK on a dead or timed-out connection: the server rolls back
+        else await withDeadline(client.query('ROLLBACK'), deadlineMs, () => destroyClient(client)).catch(() => { broken = true; });
         throw e;
       } finally {
         // A connection that failed mid-transaction is discarded rather than reused.
