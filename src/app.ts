@@ -68,11 +68,15 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
     case 'postgres': {
       const { openPgPool } = await import('./store/postgres/db.js');
       const { createPostgresStores } = await import('./store/postgres/index.js');
+      const onIdleError = (e: Error) => logger.warn({ event: 'db_idle_client_error', sql_error: { message: e.message } }, 'idle database connection failed');
       const db = openPgPool(
         { url: target.url, max: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs, applicationName: config.lease.holderId },
-        (e) => logger.warn({ event: 'db_idle_client_error', sql_error: { message: e.message } }, 'idle database connection failed'),
+        onIdleError,
       );
-      return createPostgresStores(db, 'postgres');
+      // Migrations (only when the version check finds some missing) on their own connection and timeout.
+      const openMigrationDb = async () => openPgPool({ url: target.url, max: 1, statementTimeoutMs: config.db.migrationTimeoutMs,
+        applicationName: `${config.lease.holderId}-migrate`.slice(0, 63) }, onIdleError);
+      return createPostgresStores(db, 'postgres', { openMigrationDb });
     }
     case 'mssql':
     case 'mssqlEntra': {

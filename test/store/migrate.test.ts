@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import { fromPglite, openPgPool } from '../../src/store/postgres/db.js';
-import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { migratePostgres, migratePostgresIfNeeded, schemaVersion } from '../../src/store/postgres/migrate.js';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { PG_TEST_URL } from '../support/pgServer.js';
 
@@ -129,5 +129,56 @@ describe('npm run migrate (CLI)', () => {
       await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
       await admin.end();
     }
+  });
+
+  it('pglite: a cold start on a current schema costs one version check; a fresh one reports 0', async () => {
+    const db = fromPglite(await PGlite.create());
+    expect(await schemaVersion(db)).toBe(0);
+    await migratePostgresIfNeeded(db);
+    expect(await schemaVersion(db)).toBe(Math.max(...migrations.map((m) => m.id)));
+    let opened = 0;
+    const out = await migratePostgresIfNeeded(db, async () => {
+      opened++;
+      return db;
+    });
+    expect(out.applied).toEqual([]);
+    expect(opened).toBe(0); // no dedicated connection when nothing is missing
+    await db.close();
+  });
+
+  it('postgres server: a migration longer than the request timeout completes on its dedicated connection', async (t) => {
+    const skip = inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const schema = `m_${randomBytes(6).toString('hex')}`;
+    const admin = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const requestPool = openPgPool({ url: PG_TEST_URL, max: 2, statementTimeoutMs: 300, schema });
+    const slow = [...migrations, { id: 99, name: 'slow', sql: 'SELECT pg_sleep(1);' }];
+    try {
+      // Under the request timeout it could never complete…
+      await expect(migratePostgres(requestPool, slow)).rejects.toMatchObject({ code: '57014' });
+      // …on the dedicated connection (its own timeout) it does; the ordinary pool only ran the version check.
+      const out = await migratePostgresIfNeeded(requestPool, async () => openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000, schema }), slow);
+      expect(out.applied).toEqual(slow.map((m) => m.id));
+      expect(await schemaVersion(requestPool)).toBe(99);
+    } finally {
+      await requestPool.close();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    }
+  });
+
+  it('pglite: loadScheduled pages are an index range scan on ix_intents_scheduled with no sort', async () => {
+    const db = fromPglite(await PGlite.create());
+    await migratePostgres(db);
+    const plan = await db.transaction(async (tx) => {
+      await tx.query('SET LOCAL enable_seqscan = off');
+      const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT intent_id FROM submission_intents
+        WHERE status = 'scheduled' AND intent_id > '00000000-0000-0000-0000-000000000000'::uuid ORDER BY intent_id LIMIT 1000`);
+      return r.rows.map((x) => x['QUERY PLAN']).join('\n');
+    });
+    expect(plan).toMatch(/ix_intents_scheduled/);
+    expect(plan).not.toMatch(/\bSort\b/);
+    await db.close();
   });
 });

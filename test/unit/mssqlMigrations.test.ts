@@ -204,3 +204,11 @@ describe('SQL Server migrations: the spec column types', () => {
     expect(columnLine('submission_manager_leases', 'lease_name')).toMatch(/PRIMARY KEY/);
   });
 });
+
+describe('SQL Server migrations: the cold-start version check', () => {
+  it('is one read guarded by OBJECT_ID (a fresh database answers 0 instead of failing)', () => {
+    const t = migrateQueries.version().text;
+    expect(t).toMatch(/^IF OBJECT_ID\(N'submission_manager_migrations', N'U'\) IS NULL\s+SELECT CAST\(0 AS int\) AS v;\s+ELSE\s+SELECT ISNULL\(MAX\(id\), 0\) AS v FROM submission_manager_migrations;$/);
+    expect(t).not.toMatch(/\b(INSERT|UPDATE|DELETE|CREATE)\b/);
+  });
+});

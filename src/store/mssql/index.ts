@@ -11,12 +11,13 @@ import { MssqlExecutionStore } from './executionStore.js';
 import { MssqlOpsStore } from './opsStore.js';
 import { MssqlRedriveStore } from './redriveStore.js';
 import { MssqlInsightStore } from './insightStore.js';
-import { migrateMssql } from './migrate.js';
+import { migrateMssqlIfNeeded } from './migrate.js';
 
 export { buildMssqlConfig, openMssqlPool, type MssqlPoolOptions } from './pool.js';
 export { fromMssqlPool, type MssqlDatabase } from './db.js';
 
-export function createMssqlStores(db: MssqlDatabase): Stores {
+/** `openMigrationDb`: a dedicated connection for migrations (own timeout), opened only when some are missing. */
+export function createMssqlStores(db: MssqlDatabase, opts: { openMigrationDb?: () => Promise<MssqlDatabase>; migrationLockTimeoutMs?: number } = {}): Stores {
   return {
     dialect: 'mssql',
     lease: new MssqlLeaseStore(db),
@@ -25,7 +26,7 @@ export function createMssqlStores(db: MssqlDatabase): Stores {
     ops: new MssqlOpsStore(db),
     redrive: new MssqlRedriveStore(db),
     insights: new MssqlInsightStore(db),
-    migrate: () => migrateMssql(db),
+    migrate: () => migrateMssqlIfNeeded(db, opts.openMigrationDb, undefined, { lockTimeoutMs: opts.migrationLockTimeoutMs }),
     ping: async () => {
       await db.run({ text: 'SELECT 1 AS ok;', params: [] });
     },
@@ -35,10 +36,14 @@ export function createMssqlStores(db: MssqlDatabase): Stores {
 
 /** Open the process's pool for an `mssql` / `mssqlEntra` target and build the stores on it. */
 export async function openMssqlStores(target: DatabaseTarget, config: Config, logger: Logger): Promise<Stores> {
+  const onIdleError = (e: Error) => logger.warn({ event: 'db_idle_client_error', sql_error: sqlErrorField(e) }, 'idle database connection failed');
   const db = await openMssqlPool(
     target,
     { poolMax: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs, appName: config.lease.holderId },
-    (e) => logger.warn({ event: 'db_idle_client_error', sql_error: sqlErrorField(e) }, 'idle database connection failed'),
+    onIdleError,
   );
-  return createMssqlStores(db);
+  // Migrations (only when the version check finds some missing) on their own connection and timeout.
+  const openMigrationDb = () => openMssqlPool(target,
+    { poolMax: 1, statementTimeoutMs: config.db.migrationTimeoutMs, appName: `${config.lease.holderId}-migrate` }, onIdleError);
+  return createMssqlStores(db, { openMigrationDb, migrationLockTimeoutMs: config.db.migrationTimeoutMs });
 }

@@ -16,6 +16,16 @@ IF @lock_result < 0
       params: [p.int('lock_timeout_ms', timeoutMs)],
     };
   },
+  /** The newest migration applied (0 when the table does not exist yet): one cheap read. */
+  version(): SqlQuery {
+    return {
+      text: `IF OBJECT_ID(N'submission_manager_migrations', N'U') IS NULL
+  SELECT CAST(0 AS int) AS v;
+ELSE
+  SELECT ISNULL(MAX(id), 0) AS v FROM submission_manager_migrations;`,
+      params: [],
+    };
+  },
   applied(): SqlQuery {
     return { text: 'SELECT id FROM submission_manager_migrations;', params: [] };
   },
@@ -54,6 +64,27 @@ export async function migrateMssql(
     }
     return { applied };
   });
+}
+
+/**
+ * Cold start: one version check on the ordinary pool; only when migrations are missing, open a dedicated
+ * connection (`openDedicated`: the migration timeout instead of the request one) and migrate on it.
+ */
+export async function migrateMssqlIfNeeded(
+  db: MssqlDatabase,
+  openDedicated?: () => Promise<MssqlDatabase>,
+  list: readonly MssqlMigration[] = migrations,
+  opts: { lockTimeoutMs?: number } = {},
+): Promise<{ applied: number[] }> {
+  const [rows = []] = await db.run<{ v: number }>(migrateQueries.version());
+  if (Number(rows[0]?.v ?? 0) >= Math.max(...list.map((m) => m.id))) return { applied: [] };
+  if (!openDedicated) return migrateMssql(db, list, opts);
+  const dedicated = await openDedicated();
+  try {
+    return await migrateMssql(dedicated, list, opts);
+  } finally {
+    await dedicated.close();
+  }
 }
 
 /**

@@ -7,9 +7,11 @@ import { PgExecutionStore } from './executionStore.js';
 import { PgOpsStore } from './opsStore.js';
 import { PgRedriveStore } from './redriveStore.js';
 import { PgInsightStore } from './insightStore.js';
-import { migratePostgres } from './migrate.js';
+import { migratePostgresIfNeeded } from './migrate.js';
 
-export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pglite'): Stores {
+/** `openMigrationDb`: a dedicated connection for migrations (own timeout), opened only when some are missing. */
+export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pglite',
+  opts: { openMigrationDb?: () => Promise<PgDatabase> } = {}): Stores {
   return {
     dialect,
     lease: new PgLeaseStore(db),
@@ -18,7 +20,7 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
     ops: new PgOpsStore(db),
     redrive: new PgRedriveStore(db),
     insights: new PgInsightStore(db),
-    migrate: () => migratePostgres(db),
+    migrate: () => migratePostgresIfNeeded(db, opts.openMigrationDb),
     ping: async () => {
       await db.query('SELECT 1');
     },

@@ -1,7 +1,39 @@
 // Applies numbered migrations idempotently in one transaction under an advisory lock scoped to the
 // current schema, so two migrators started at once serialise instead of failing.
-import type { PgDatabase } from './db.js';
+import type { PgDatabase, PgQueryable } from './db.js';
 import { migrations, type Migration } from './migrations/index.js';
+import { isStoreError } from '../ports.js';
+
+/** The newest migration applied (0: none yet): one primary-key read, cheap enough for every cold start. */
+export async function schemaVersion(db: PgQueryable): Promise<number> {
+  try {
+    const r = await db.query<{ v: number | null }>('SELECT max(id) AS v FROM submission_manager_migrations');
+    return Number(r.rows[0]?.v ?? 0);
+  } catch (e) {
+    if (isStoreError(e) && e.code === '42P01') return 0; // undefined_table: a fresh database
+    throw e;
+  }
+}
+
+/**
+ * Cold start: one version check on the ordinary pool; only when migrations are missing, open a dedicated
+ * connection (`openDedicated`, with the migration timeout instead of the request one) and migrate on it.
+ * Without `openDedicated` (PGlite: one session) the same database is used.
+ */
+export async function migratePostgresIfNeeded(
+  db: PgDatabase,
+  openDedicated?: () => Promise<PgDatabase>,
+  list: readonly Migration[] = migrations,
+): Promise<{ applied: number[] }> {
+  if ((await schemaVersion(db)) >= Math.max(...list.map((m) => m.id))) return { applied: [] };
+  if (!openDedicated) return migratePostgres(db, list);
+  const dedicated = await openDedicated();
+  try {
+    return await migratePostgres(dedicated, list);
+  } finally {
+    await dedicated.close();
+  }
+}
 
 export async function migratePostgres(
   db: PgDatabase,

@@ -5,6 +5,7 @@ import { m002Operations } from './m002Operations.js';
 import { m003Operate } from './m003Operate.js';
 import { m004Redrive } from './m004Redrive.js';
 import { m005Handover } from './m005Handover.js';
+import { m006ScheduledIndex } from './m006ScheduledIndex.js';
 
 export interface MssqlMigration {
   id: number;
@@ -18,4 +19,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 3, name: 'operate', sql: m003Operate },
   { id: 4, name: 'redrive', sql: m004Redrive },
   { id: 5, name: 'handover', sql: m005Handover },
+  { id: 6, name: 'scheduled_index', sql: m006ScheduledIndex },
 ];

@@ -4,6 +4,7 @@ import { m002Operations } from './m002Operations.js';
 import { m003Operate } from './m003Operate.js';
 import { m004Redrive } from './m004Redrive.js';
 import { m005Handover } from './m005Handover.js';
+import { m006ScheduledIndex } from './m006ScheduledIndex.js';
 
 export interface Migration {
   id: number;
@@ -17,4 +18,5 @@ export const migrations: readonly Migration[] = [
   { id: 3, name: 'operate', sql: m003Operate },
   { id: 4, name: 'redrive', sql: m004Redrive },
   { id: 5, name: 'handover', sql: m005Handover },
+  { id: 6, name: 'scheduled_index', sql: m006ScheduledIndex },
 ];

@@ -1,0 +1,100 @@
+// Client-side deadlines on the PostgreSQL server, through a TCP proxy that can blackhole the connection (packets
+// silently dropped, no reset): a statement that gets no answer fails as a transient StoreError shortly after
+// statement timeout + margin instead of waiting for TCP, its connection is destroyed, and the pool recovers.
+// Also: a whole executor tick through a blackholed connection returns within budget + provider timeout + margin.
+import { randomBytes } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import { openPgPool } from '../../src/store/postgres/db.js';
+import { createPostgresStores } from '../../src/store/postgres/index.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/store/deadline.js';
+import { LeaseManager } from '../../src/lease/leaseManager.js';
+import { systemClock } from '../../src/lease/clock.js';
+import { Executor } from '../../src/executor/executor.js';
+import { HttpProvider } from '../../src/provider/httpProvider.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { PG_TEST_URL } from '../support/pgServer.js';
+import { TcpProxy } from '../chaos/tcpProxy.js';
+import { startRecordingProvider } from '../support/recordingProvider.js';
+import { LEASE_NAME, submit } from '../support/instances.js';
+
+const STATEMENT_MS = 400;
+
+async function proxied(schema?: string) {
+  const target = new URL(PG_TEST_URL);
+  const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+  await proxy.listen();
+  const u = new URL(PG_TEST_URL);
+  u.hostname = '127.0.0.1';
+  u.port = String(proxy.port);
+  const db = openPgPool({ url: u.toString(), max: 2, statementTimeoutMs: STATEMENT_MS, applicationName: 'deadline-test', ...(schema ? { schema } : {}) }, () => {});
+  return { proxy, db };
+}
+
+describe('client-side deadlines (PostgreSQL server through a TCP proxy)', () => {
+  it('a blackholed statement fails at statement timeout + margin, its connection is destroyed, the pool recovers', async (t) => {
+    const skip = inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const { proxy, db } = await proxied();
+    try {
+      expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+      const hole = proxy.blackhole(5_000, 'resume'); // longer than the deadline; no reset
+      const t0 = Date.now();
+      const err = await db.query('SELECT 2').catch((e: unknown) => e);
+      const took = Date.now() - t0;
+      expect(err).toMatchObject({ name: 'StoreError', kind: 'transient', code: 'CLIENT_DEADLINE' });
+      expect(took).toBeGreaterThanOrEqual(STATEMENT_MS + CLIENT_DEADLINE_MARGIN_MS - 50);
+      expect(took).toBeLessThan(STATEMENT_MS + CLIENT_DEADLINE_MARGIN_MS + 2_000); // not TCP's minutes
+      // A transaction is bounded the same way.
+      const txErr = await db.transaction(async (tx) => tx.query('SELECT 3')).catch((e: unknown) => e);
+      expect(txErr).toMatchObject({ kind: 'transient' });
+      await hole;
+      // The timed-out connections were destroyed: fresh ones answer (the late bytes of the old ones go nowhere).
+      expect((await db.query<{ v: number }>('SELECT 4 AS v')).rows[0]!.v).toBe(4);
+    } finally {
+      await db.close();
+      await proxy.close();
+    }
+  });
+
+  it('an executor tick whose connection is blackholed returns within budget + provider timeout + margin', async (t) => {
+    const skip = inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const schema = `d_${randomBytes(6).toString('hex')}`;
+    const admin = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const provider = await startRecordingProvider(() => ({ status: 200, delayMs: 300 }));
+    const { proxy, db } = await proxied(schema);
+    const stores = createPostgresStores(db, 'postgres');
+    try {
+      await stores.migrate();
+      const lease = new LeaseManager(stores.lease, { name: LEASE_NAME, holderId: 'bh-1', durationMs: 6_000, renewIntervalMs: 500,
+        acquireIntervalMs: 6_000, safetyMarginMs: 1_000, acquireJitterMs: 10 }, systemClock, silentLogger);
+      const budget = 1_500, providerMs = 800;
+      const executor = new Executor(lease, stores.execution, new HttpProvider(provider.url), {
+        tickBudgetMs: budget, maxAttemptsPerTick: 1_000, concurrency: 4, providerTimeoutMs: providerMs, reconcileIntervalMs: 60_000,
+        refresh: { intervalMs: 100, pageSize: 100, commitGraceMs: 1_000 }, startBatch: 1, completionBatch: 2, minLeaderWorkMs: 100,
+        settleWindowMs: 2 * STATEMENT_MS,
+      }, systemClock, silentLogger);
+      for (let i = 0; i < 5; i++) await submit(stores, { i });
+      expect(await executor.tick(300)).toMatchObject({ role: 'leader' });
+      const tick = executor.tick(budget);
+      await new Promise((r) => setTimeout(r, 150));
+      const hole = proxy.blackhole(12_000, 'resume'); // outlasts the bound: nothing answers, nothing resets
+      const t0 = Date.now();
+      const sum = await tick;
+      const took = Date.now() - t0;
+      // budget + provider timeout + closing window + the two client deadlines it may start + 1 s slack (6.9 s here)
+      const bound = budget + providerMs + 2 * STATEMENT_MS + 2 * (STATEMENT_MS + CLIENT_DEADLINE_MARGIN_MS) + 1_000;
+      expect(took, JSON.stringify(sum)).toBeLessThan(bound);
+      expect(sum.stopReason).toBe('sql_error');
+      expect(lease.requireLeader()).toBeNull();
+      await hole;
+    } finally {
+      await stores.close();
+      await proxy.close();
+      await provider.close();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    }
+  });
+});
