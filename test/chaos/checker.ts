@@ -13,6 +13,8 @@ export interface AttemptRow { intentId: string; attemptNo: number; epoch: number
 
 export interface History {
   leaseMs: number;
+  /** Timer period of the hosts (the lease-valid resume rule allows one tick + 1 s after the fault's end). */
+  tickMs?: number;
   /** Liveness bound on resume time ÷ lease duration. */
   resumeBound: number;
   /** Per fault kind, where it differs (Azure-like mode: a killed lock holder's listener lock must run out first). */
@@ -179,6 +181,22 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     }
     return { kind: f.kind, ms, ratio, detail: f.detail };
   });
+
+  // 7. Faults during which the lease stayed valid in the database (lease_lock): execution resumes within one
+  // tick + 1 s of the fault's end, and no intent whose call already got a 2xx is sent again.
+  const tickMs = h.tickMs ?? 1_000;
+  for (const f of h.faults.filter((x) => x.leaseValid)) {
+    const s = starts.find((a) => a.atMs > f.endedAt);
+    const ms = s ? Math.round(s.atMs - f.endedAt) : null;
+    if (ms === null || ms > tickMs + 1_000) {
+      fail('lease_valid_resume', `${f.kind} (${f.detail}): ${ms === null ? 'never resumed' : `resumed ${ms} ms after the fault ended`} > one tick + 1 s (${tickMs + 1_000} ms)`);
+    }
+    for (const [key, ds] of deliveries) {
+      const ok = ds.find((p) => p.status >= 200 && p.status < 300 && p.arrivedAt >= f.startedAt - 2_000 && p.arrivedAt <= f.endedAt);
+      const again = ok && ds.find((p) => p.arrivedAt > ok.arrivedAt);
+      if (again) fail('resend_after_2xx', `${f.kind} (${f.detail}): key ${key} answered 2xx (attempt #${ok.attemptNo}) and sent again (attempt #${again.attemptNo})`);
+    }
+  }
 
   for (const t of h.leaderless) fail('liveness', `no live leader for 10 s up to ${new Date(t).toISOString()} (between faults)`);
 

@@ -5,7 +5,7 @@
 import { restartPostgres, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
 import { sleep, type Rng } from './rng.js';
 
-export const FAULT_KINDS = ['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'pg_restart'] as const;
+export const FAULT_KINDS = ['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'pg_restart', 'lease_lock', 'blackhole_long', 'renew_late'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
@@ -16,6 +16,9 @@ export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
   proxy_drop: "reset that instance's PostgreSQL connections and refuse new ones for 0.5–3 s (its own TCP proxy)",
   proxy_blackhole: "forward nothing on that instance's PostgreSQL connections for 1–4 s, then resume (late bytes) or reset",
   pg_restart: 'restart the PostgreSQL server (pg_ctlcluster … restart): every session of every instance breaks',
+  lease_lock: 'lock the lease table (ACCESS EXCLUSIVE) past the statement timeout while the leader executes, then free it (the lease stays valid)',
+  blackhole_long: "forward nothing on the leader's PostgreSQL connections, without any reset, for lease + 0.5–1.5 s, then resume",
+  renew_late: "hold the leader's PostgreSQL traffic around its local deadline (lease − margin ± 0.3 s), then deliver it: a renew applied late",
 };
 
 export interface FaultRecord {
@@ -35,6 +38,8 @@ export interface FaultRecord {
   resumedAt: number | null;
   /** Injected while another fault (on another instance) was active: before the cluster resumed from it. */
   alongside?: boolean;
+  /** The lease stayed valid in the database during the fault (lease_lock): stricter checks apply. */
+  leaseValid?: boolean;
 }
 
 /** The kinds that may run alongside another fault: they need no leader and leave the process running. */
@@ -42,6 +47,8 @@ const ALONGSIDE_KINDS = ['terminate', 'proxy_drop', 'proxy_blackhole'] as const 
 
 export interface FaultOptions {
   leaseMs: number;
+  /** DB_STATEMENT_TIMEOUT_MS of the hosts (lease_lock outlasts it). */
+  statementTimeoutMs?: number;
   pgRestart: boolean;
   resumeWaitMs: number;
   /** Asked before every PostgreSQL restart: false (someone else is testing on the server) → another fault. */
@@ -51,7 +58,8 @@ export interface FaultOptions {
 /** A `stop` lasts the lease plus up to this much. */
 export const STOP_EXTRA_MAX_MS = 2_000;
 
-const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5 };
+const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5,
+  lease_lock: 2, blackhole_long: 1.5, renew_late: 1.5 };
 
 /** A fault with its victim chosen (and reserved: a fault alongside never picks the same instance). */
 export interface Target {
@@ -89,7 +97,7 @@ export class FaultInjector {
   /** Choose (and reserve) the victim of a fault of `kind`; null when it needs a leader and there is none. */
   async target(kind: FaultKind): Promise<Target | null> {
     const leader = await this.cluster.leaderSlot(10_000);
-    const needsLeader = kind === 'kill' || kind === 'stop' || kind === 'pause';
+    const needsLeader = kind === 'kill' || kind === 'stop' || kind === 'pause' || kind === 'lease_lock' || kind === 'blackhole_long' || kind === 'renew_late';
     if (needsLeader && !leader) {
       this.leaderless.push(Date.now());
       return null;
@@ -182,6 +190,25 @@ export class FaultInjector {
         const end = r.chance(0.5) ? 'resume' : 'reset';
         await slot!.proxy.blackhole(ms, end);
         f.detail = `blackholed ${f.victim}'s connections for ${ms} ms, then ${end}`;
+        break;
+      }
+      case 'lease_lock': {
+        const ms = (this.o.statementTimeoutMs ?? 1_000) + r.int(300, 700);
+        await this.db.sql(`DO $$ BEGIN LOCK TABLE submission_manager_leases IN ACCESS EXCLUSIVE MODE; PERFORM pg_sleep(${ms / 1000}); END $$`);
+        f.leaseValid = true;
+        f.detail = `locked the lease table for ${ms} ms while ${f.victim} led`;
+        break;
+      }
+      case 'blackhole_long': {
+        const ms = this.o.leaseMs + r.int(500, 1_500);
+        await slot!.proxy.blackhole(ms, 'resume');
+        f.detail = `blackholed ${f.victim}'s connections for ${ms} ms (no reset), then resumed`;
+        break;
+      }
+      case 'renew_late': {
+        const ms = Math.max(200, this.o.leaseMs - 400 + r.int(-300, 300));
+        await slot!.proxy.blackhole(ms, 'resume');
+        f.detail = `held ${f.victim}'s traffic for ${ms} ms around its local deadline, then delivered it late`;
         break;
       }
       case 'pg_restart': {

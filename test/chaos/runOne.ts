@@ -72,7 +72,7 @@ async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, loa
   ]);
   const provider = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
   return {
-    leaseMs: o.timings.leaseMs, resumeBound: o.resumeBound, ...(o.resumeBoundByKind ? { resumeBoundByKind: o.resumeBoundByKind } : {}),
+    leaseMs: o.timings.leaseMs, tickMs: o.timings.tickMs, resumeBound: o.resumeBound, ...(o.resumeBoundByKind ? { resumeBoundByKind: o.resumeBoundByKind } : {}),
     events: events.map((e) => ({ seq: num(e.seq), epoch: num(e.lease_epoch), holderId: String(e.holder_id), event: String(e.event) })),
     audit: audit.map((a) => ({ seq: num(a.seq), epoch: num(a.lease_epoch), holderId: String(a.holder_id), action: String(a.action), atMs: num(a.at_ms) })),
     intents: intents.map((i) => ({ intentId: String(i.intent_id), key: (i.idempotency_key as string | null) ?? null, status: String(i.status), attemptCount: num(i.attempt_count) })),
@@ -127,7 +127,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     const d = db;
     await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
-      leaseMs: o.timings.leaseMs, pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(Math.max(o.resumeBound, ...Object.values(o.resumeBoundByKind ?? {})) * o.timings.leaseMs) + 5_000,
+      leaseMs: o.timings.leaseMs, statementTimeoutMs: Number(hostEnv(o.timings).DB_STATEMENT_TIMEOUT_MS), pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(Math.max(o.resumeBound, ...Object.values(o.resumeBoundByKind ?? {})) * o.timings.leaseMs) + 5_000,
       mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0,
     }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
