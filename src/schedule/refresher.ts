@@ -82,14 +82,15 @@ export class ScheduleRefresher {
     this.loading = { gen, cursor: start.cursor, after: null };
   }
 
-  /** Load pages (ordered by intent_id) until done or `untilMs` (monotonic) passes between two pages: a load
-   *  spread over several ticks resumes where it stopped. done = the schedule is complete and refresh may run. */
+  /** Load pages (ordered by intent_id) until done or `untilMs` (monotonic) passes between two pages — at
+   *  least one page per call, so a loaded machine still makes progress; a load spread over several ticks
+   *  resumes where it stopped. done = the schedule is complete and refresh may run. */
   async continueRebuild(untilMs: number): Promise<{ done: boolean; stats: RefreshStats }> {
     const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
     const job = this.loading;
     if (!job) return { done: this.cursor !== null, stats };
     const pageSize = Math.max(this.settings.pageSize, 1_000);
-    while (this.clock.nowMs() < untilMs) {
+    while (stats.pages === 0 || this.clock.nowMs() < untilMs) {
       const rows = await this.store.loadScheduled(job.after, pageSize);
       if (job.gen !== this.generation || this.loading !== job) return { done: false, stats }; // reset meanwhile
       stats.pages++;

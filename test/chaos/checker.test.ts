@@ -122,3 +122,28 @@ describe('chaos checker', () => {
     expect(check(h2).violations.some((v) => v.check === 'liveness' && v.message.includes('never resumed'))).toBe(true);
   });
 });
+
+describe('issue 13: faults during which the lease stayed valid', () => {
+  const leaseLock = (over: Partial<FaultRecord> = {}): FaultRecord => ({
+    kind: 'lease_lock', slot: 0, victim: 'h2', victimWasLeader: true, epochAtFault: 2, startedAt: 14_000, endedAt: 15_500,
+    measureFrom: 14_000, exclude: null, detail: 'locked the lease table', resumedAt: 16_000, leaseValid: true, ...over,
+  });
+  const withStartAt = (h: History, atMs: number) => ({ ...h, audit: [...h.audit, { seq: 10, epoch: 2, holderId: 'h2', action: 'start_attempts', atMs }] });
+
+  it('resumed within one tick + 1 s of the end, nothing re-sent: no violation', () => {
+    const h = withStartAt({ ...clean(), tickMs: 1_000, faults: [...clean().faults, leaseLock()] }, 16_400);
+    expect(checksOf(h)).toEqual([]);
+  });
+
+  it('resumed later than one tick + 1 s after the end → lease_valid_resume', () => {
+    const h = withStartAt({ ...clean(), tickMs: 1_000, faults: [...clean().faults, leaseLock()] }, 17_600);
+    expect(checksOf(h)).toEqual(['lease_valid_resume']);
+  });
+
+  it('a call answered 2xx during the fault and sent again → resend_after_2xx (even with a reason elsewhere)', () => {
+    const base = clean();
+    // Attempt 1 of A answered 2xx at 9 100; a fault starting within 2 s after it (so the answer was in flight).
+    const h = withStartAt({ ...base, tickMs: 1_000, faults: [...base.faults, leaseLock({ startedAt: 10_000, endedAt: 11_500 })] }, 12_000);
+    expect(checksOf(h)).toContain('resend_after_2xx');
+  });
+});
