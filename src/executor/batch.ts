@@ -51,13 +51,8 @@ export class Batch {
   private fenceRefused = false;
   private woken = false;
   private wake: () => void = () => {};
-  /** Last known local lease deadline of `token` (kept after a step-down: bounds the closing retries). */
-  private leaseDeadlineMs: number;
-
   constructor(private readonly d: BatchDeps, private readonly token: LeaseToken, private readonly budgetEnd: number,
-    private readonly sum: TickSummary) {
-    this.leaseDeadlineMs = d.lease.deadlineMs() ?? d.clock.nowMs();
-  }
+    private readonly sum: TickSummary) {}
 
   /** RUNNING until a stop reason, then CLOSING; resolves with the stop reason once everything begun has ended. */
   async run(): Promise<string> {
@@ -121,7 +116,6 @@ export class Batch {
     else if (!this.leading) this.stop = 'lease_lost';
     else if (lease.renewDue() && !(await lease.renew())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
-    this.leaseDeadlineMs = lease.deadlineMs() ?? this.leaseDeadlineMs;
 
     const busy = this.inFlight.size > 0 || this.starting !== null || this.flushing !== null;
     if (!busy && this.d.completions.size === 0 && now - cadence.lastReconcileMs >= s.reconcileIntervalMs) {
@@ -229,9 +223,10 @@ export class Batch {
     await Promise.all([...this.inFlight]);
     await this.flushing;
     const { clock, settings } = this.d;
-    // Retry while the token may still be good (its local deadline) and within the closing window; what is
+    // Retry within the closing window while the fence has not refused the token (the database decides whether
+    // it is still good, also past the local deadline: a write under a valid fence is always safe); what is
     // left stays buffered for this process's next leader tick.
-    const until = Math.min(this.leaseDeadlineMs, clock.nowMs() + (settings.settleWindowMs ?? 1_000));
+    const until = clock.nowMs() + (settings.settleWindowMs ?? 1_000);
     while (this.d.completions.size > 0 && !this.fenceRefused) {
       try {
         await this.flush();

@@ -16,7 +16,7 @@ export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
   proxy_drop: "reset that instance's PostgreSQL connections and refuse new ones for 0.5–3 s (its own TCP proxy)",
   proxy_blackhole: "forward nothing on that instance's PostgreSQL connections for 1–4 s, then resume (late bytes) or reset",
   pg_restart: 'restart the PostgreSQL server (pg_ctlcluster … restart): every session of every instance breaks',
-  lease_lock: 'lock the lease table (ACCESS EXCLUSIVE) past the statement timeout while the leader executes, then free it (the lease stays valid)',
+  lease_lock: 'lock the lease table (ACCESS EXCLUSIVE) for statement timeout + 0.1–0.4 s while the leader executes, then free it (the lease stays valid)',
   blackhole_long: "forward nothing on the leader's PostgreSQL connections, without any reset, for lease + 0.5–1.5 s, then resume",
   renew_late: "hold the leader's PostgreSQL traffic around its local deadline (lease − margin ± 0.3 s), then deliver it: a renew applied late",
 };
@@ -193,7 +193,9 @@ export class FaultInjector {
         break;
       }
       case 'lease_lock': {
-        const ms = (this.o.statementTimeoutMs ?? 1_000) + r.int(300, 700);
+        // Past the statement timeout, yet short enough that the lease (renewed ≤ renew interval before the lock)
+        // stays valid in the database throughout: statement timeout + 0.1–0.4 s with the campaign's timings.
+        const ms = (this.o.statementTimeoutMs ?? 1_000) + r.int(100, 400);
         await this.db.sql(`DO $$ BEGIN LOCK TABLE submission_manager_leases IN ACCESS EXCLUSIVE MODE; PERFORM pg_sleep(${ms / 1000}); END $$`);
         f.leaseValid = true;
         f.detail = `locked the lease table for ${ms} ms while ${f.victim} led`;

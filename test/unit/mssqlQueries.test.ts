@@ -54,6 +54,7 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
   migrateQueries: {
     lock: () => migrateQueries.lock(30_000),
     applied: () => migrateQueries.applied(),
+    version: () => migrateQueries.version(),
     record: () => migrateQueries.record({ id: 1, name: 'initial', sql: '' }),
   },
 };

@@ -11,8 +11,12 @@ function destroyClient(client: pg.PoolClient | pg.Client): void {
   (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
-/** A server's error (SQLSTATE) leaves the connection usable; anything else (socket, deadline) does not. */
-const isServerError = (e: unknown) => /^[0-9A-Z]{5}$/.test(String((e as { code?: unknown })?.code ?? '')) && !(e instanceof StoreError);
+/** A statement's own error (SQLSTATE) leaves the connection usable; a connection exception (08…), an
+ *  administrator/crash shutdown (57P…) or anything client-side (socket, deadline) does not. */
+const isServerError = (e: unknown) => {
+  const code = String((e as { code?: unknown })?.code ?? '');
+  return /^[0-9A-Z]{5}$/.test(code) && !/^(08|57P)/.test(code) && !(e instanceof StoreError);
+};
 
 export interface PgQueryable {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: R[]; rowCount: number }>;
