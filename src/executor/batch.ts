@@ -217,11 +217,25 @@ export class Batch {
     }
   }
 
+  /** Await `work` (in-flight calls, the last writes) while still renewing the lease when due, so a long close
+   *  (a provider call up to its timeout) does not run into the local deadline and cost the next tick an epoch. */
+  private async keepingLease(work: Promise<unknown>): Promise<void> {
+    let done = false;
+    const finished = work.then(() => (done = true), () => (done = true));
+    while (!done) {
+      await Promise.race([finished, this.d.clock.sleep(50)]);
+      if (!done && this.stop !== 'sql_error' && this.leading && this.d.lease.renewDue()) await this.d.lease.renew();
+    }
+  }
+
   /** CLOSING: nothing new starts; wait for what runs; write the completions (bounded retries under the fence). */
   private async close(): Promise<string> {
-    await this.starting;
-    await Promise.all([...this.inFlight]);
-    await this.flushing;
+    // In order: a start still in flight adds its calls to inFlight only when it returns.
+    await this.keepingLease((async () => {
+      await this.starting;
+      await Promise.all([...this.inFlight]);
+      await this.flushing;
+    })());
     const { clock, settings } = this.d;
     // Retry within the closing window while the fence has not refused the token (the database decides whether
     // it is still good, also past the local deadline: a write under a valid fence is always safe); what is
