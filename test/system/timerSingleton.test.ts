@@ -64,15 +64,21 @@ describe('timer singleton across processes (Azurite blob leases, PostgreSQL serv
     await db?.drop();
   });
 
-  it('one process at a time runs the timer; SIGKILL it → the lock moves after its lease, execution resumes within the budget', async () => {
+  /** Three single-instance processes sharing the Azurite listener locks; resolves once the lock holder leads. */
+  const startLockCluster = async (prefix: string) => {
     const env = {
       ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url,
-      AzureWebJobsStorage: azurite.connectionString, AzureFunctionsWebHost__hostid: `t${Date.now() % 1e9}`,
+      AzureWebJobsStorage: azurite.connectionString, AzureFunctionsWebHost__hostid: `${prefix}${Date.now() % 1e9}`,
     };
-    const procs = await Promise.all([1, 2, 3].map((i) => startHost({ ...env, HOLDER_ID: `proc${i}` })));
+    const procs = await Promise.all([1, 2, 3].map((i) => startHost({ ...env, HOLDER_ID: `${prefix}${i}` })));
     hosts.push(...procs);
     const holder = await waitFor('a lock holder', async () => procs.find((p) => p.lines.some((l) => ACQUIRED.test(l))), 20_000);
     await waitFor('the holder leads', async () => timerInvocations([holder.logFile]).some((i) => i.role === 'leader'), 20_000, 200);
+    return { procs, holder };
+  };
+
+  it('one process at a time runs the timer; SIGKILL it → the lock moves after its lease, execution resumes within the budget', async () => {
+    const { procs, holder } = await startLockCluster('proc');
     await sleep(3 * TICK_MS);
     const before = timerInvocations(procs.map((p) => p.logFile));
     expect(new Set(before.map((i) => i.holderId))).toEqual(new Set([holder.holderIds[0]]));
@@ -107,14 +113,7 @@ describe('timer singleton across processes (Azurite blob leases, PostgreSQL serv
 
   it('drain POSTed to a follower process: 202, the lock holder drains and releases, a new epoch executes within refresh + tick + 1 s; followers show the cluster', async () => {
     provider.answer = () => ({ status: 200, delayMs: 100 }); // calls in flight when the drain lands
-    const env = {
-      ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url,
-      AzureWebJobsStorage: azurite.connectionString, AzureFunctionsWebHost__hostid: `d${Date.now() % 1e9}`,
-    };
-    const procs = await Promise.all([1, 2, 3].map((i) => startHost({ ...env, HOLDER_ID: `drain${i}` })));
-    hosts.push(...procs);
-    const holder = await waitFor('a lock holder', async () => procs.find((p) => p.lines.some((l) => ACQUIRED.test(l))), 20_000);
-    await waitFor('the holder leads', async () => timerInvocations([holder.logFile]).some((i) => i.role === 'leader'), 20_000, 200);
+    const { procs, holder } = await startLockCluster('drain');
     const [follower, other] = procs.filter((p) => p !== holder) as [typeof holder, typeof holder];
     const ids: string[] = [];
     for (let k = 0; k < 30; k++) ids.push((await postIntent((k % 2 ? follower : other).api, { k })).intentId);
