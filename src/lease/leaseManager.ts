@@ -41,6 +41,9 @@ export class LeaseManager implements LeaderGate {
   /** While > 0 (an executor tick finishing in-flight work), releases after a drop wait in `deferred`. */
   private deferrals = 0;
   private deferred: LeaseToken[] = [];
+  /** A renew on the wire: the deadline timer leaves the decision to it. The gate is closed meanwhile (requireLeader
+   *  is past the deadline); a success counts from its send time, which is before the deadline, so it is safe. */
+  private renewing: Held | null = null;
   /** The holder/epoch last seen blocking an acquire: a change is logged at info, a repeat at debug. */
   private lastObserved: string | null = null;
 
@@ -165,6 +168,7 @@ export class LeaseManager implements LeaderGate {
     const held = this.held;
     if (!held) return false;
     const sentAtMs = this.clock.nowMs();
+    this.renewing = held;
     try {
       const row = await this.store.renew(held.token, this.settings.durationMs);
       if (this.held !== held) {
@@ -189,6 +193,9 @@ export class LeaseManager implements LeaderGate {
       this.log.warn({ event: 'leader_renew_failed', ...this.fields(held), sql_error: sqlErrorField(e) }, 'lease renew failed');
       this.drop('renew_error', e);
       return false;
+    } finally {
+      if (this.renewing === held) this.renewing = null;
+      if (this.held === held) this.dropIfPastDeadline(); // a renew that failed or came too late
     }
   }
 
@@ -246,7 +253,8 @@ export class LeaseManager implements LeaderGate {
     held.timer = new AbortController();
     const signal = held.timer.signal;
     void this.clock.sleep(held.deadlineMs - this.clock.nowMs(), signal).then(() => {
-      if (!signal.aborted && this.held === held && !this.dropIfPastDeadline()) this.armDeadline(held); // woke early
+      if (signal.aborted || this.held !== held || this.renewing === held) return; // a renew in flight decides
+      if (!this.dropIfPastDeadline()) this.armDeadline(held); // woke early
     });
   }
 

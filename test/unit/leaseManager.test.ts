@@ -360,7 +360,10 @@ describe('the gate: local deadline', () => {
       expect(h.store.peek(NAME)).toMatchObject({ holderId: 'A', leaseEpoch: 1 });
     });
 
-  it('a renew still in flight at the deadline cannot resurrect leadership when it finally succeeds', async () => {
+  it.each([
+    { replyAt: ACT_WINDOW + 1_000, leads: true }, // before the renew's own deadline (sent at 20 000 → 75 000)
+    { replyAt: SETTINGS.renewIntervalMs + ACT_WINDOW, leads: false }, // at/after it: too late
+  ])('a renew sent before the deadline and answered at $replyAt: gate closed meanwhile; leads again: $leads', async ({ replyAt, leads }) => {
     const h = harness();
     const a = h.manager('A');
     await a.tryAcquireOrRenew();
@@ -371,13 +374,25 @@ describe('the gate: local deadline', () => {
     const renewing = a.tryAcquireOrRenew();
     await Promise.resolve();
     h.at(ACT_WINDOW); // the old deadline passes while the renew is on the wire
+    await settle();
     expect(a.requireLeader()).toBeNull(); // the gate says no, whatever the store will answer
-    reply();
-    expect(await renewing).toBeNull();
-    expect(a.requireLeader()).toBeNull();
     expect(a.ensureEpoch(1)).toBe(false);
-    expect(h.logs('leader_renewed')).toEqual([]);
-    expect(h.store.peek(NAME)).toMatchObject({ holderId: 'A', leaseEpoch: 1 }); // renewed in the database
+    expect(h.logs('leader_lost')).toEqual([]); // the renew in flight decides, not the timer
+    h.at(replyAt);
+    reply();
+    const token = await renewing;
+    await settle();
+    if (leads) {
+      // Safe: the renewed expiry counts from the statement, which ran after its send time (20 000).
+      expect(token).toEqual({ leaseName: NAME, holderId: 'A', leaseEpoch: 1 });
+      expect(a.remainingMs()).toBe(SETTINGS.renewIntervalMs + ACT_WINDOW - replyAt);
+    } else {
+      expect(token).toBeNull();
+      expect(a.requireLeader()).toBeNull();
+      expect(h.logs('leader_lost', 'A')[0]).toMatchObject({ reason: 'local_deadline' });
+      expect(h.store.calls).toContain('release'); // handed back
+    }
+    expect(h.store.peek(NAME)).toMatchObject({ holderId: 'A', leaseEpoch: 1 });
   });
 });
 
