@@ -15,6 +15,7 @@ import { routingDestination } from './observability/invocationLog.js';
 import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
 import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './observability/instrument.js';
 import { HttpProvider } from './provider/httpProvider.js';
+import { ProviderGuard } from './provider/guard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
 import { installTracing } from './observability/tracing.js';
@@ -103,8 +104,12 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const ops = new ExecutionOps(stores.ops, config.lease.name, config.retention, clock, logger, metrics);
   // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
   const traced = traceAttempts(instrumentExecutionStore(stores.execution, metrics, clock), provider);
+  const guard = new ProviderGuard(config.providerGuard, clock, (state) => {
+    metrics.breakerChanged(state);
+    logger.warn({ event: 'provider_breaker', state }, `provider circuit breaker ${state}`);
+  });
   const executor = new Executor(lease, traced.store, traced.provider,
-    executorSettingsFrom(config), clock, logger, Math.random, ops);
+    executorSettingsFrom(config), clock, logger, Math.random, ops, guard);
   const unregisterGauges = metrics.gauges({
     leadership: () => {
       const token = lease.requireLeader();
@@ -113,6 +118,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
     scheduleSize: () => executor.refresher.schedule.size,
     oldestDueLagMs: () => executor.refresher.schedule.oldestDueLagMs(executor.refresher.dbNowMs()),
     paused: () => ops.paused,
+    providerGuard: () => guard.state(),
   });
   const handlers = createIntentHandlers({
     intents: stores.intents, lease: stores.lease, leaseName: config.lease.name, config, logger,

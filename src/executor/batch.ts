@@ -11,7 +11,8 @@ import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
-import type { Provider } from '../provider/provider.js';
+import type { ProviderGuard } from '../provider/guard.js';
+import type { Provider, ProviderResult } from '../provider/provider.js';
 import { aborted, decide } from '../provider/retryPolicy.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
 import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
@@ -40,6 +41,8 @@ export interface BatchDeps {
   cadence: { lastRefreshMs: number; lastReconcileMs: number };
   /** Executor-level stop request (shutdown drain, legacy stand-down). */
   stopRequested: () => string | null;
+  /** Provider protection (rate, in-flight cap, Retry-After, breaker); asked before every fenced start. */
+  guard: ProviderGuard | null;
 }
 
 export class Batch {
@@ -51,6 +54,9 @@ export class Batch {
   private fenceRefused = false;
   private woken = false;
   private wake: () => void = () => {};
+  /** Monotonic time before which the guard will grant nothing more (null: a finishing call wakes us). */
+  private heldUntilMs: number | null = null;
+
   constructor(private readonly d: BatchDeps, private readonly token: LeaseToken, private readonly budgetEnd: number,
     private readonly sum: TickSummary) {}
 
@@ -144,15 +150,21 @@ export class Batch {
     }
     const free = Math.min(s.concurrency - this.inFlight.size, quota);
     const canStart = !this.starting && free > 0 && (free >= s.startBatch || this.inFlight.size === 0) && ops.mayStart();
+    let held = false;
     if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
-      this.starting = this.background(() => this.start(free), () => (this.starting = null));
+      // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
+      const grant = this.d.guard ? this.d.guard.acquire(free) : { granted: free, retryAtMs: null };
+      if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted), () => (this.starting = null));
+      held = grant.granted === 0;
+      this.heldUntilMs = held ? grant.retryAtMs : null;
     }
     if (this.woken || this.stop !== null) return;
 
     // Idle until the next thing to do: a completion or finished batch, the next refresh, the next due intent
-    // (only if we could start it now; otherwise a completion wakes us), the deadline.
+    // (only if we could start it now; otherwise a completion wakes us), the guard's next grant, the deadline.
     const nextDue = refresher.schedule.nextDueMs();
-    const untilDue = nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
+    const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
+      : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
     const untilRefresh = cadence.lastRefreshMs + s.refresh.intervalMs - this.d.clock.nowMs();
     const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
@@ -170,13 +182,26 @@ export class Batch {
     for (const r of rows) this.d.refresher.schedule.release(r.intentId, r.row);
   }
 
-  private async start(free: number): Promise<void> {
+  /** Fenced start of up to `granted` due intents; guard permits not turned into a started attempt go back. */
+  private async start(granted: number): Promise<void> {
+    const { refresher, guard } = this.d;
+    const due = refresher.schedule.takeDue(refresher.dbNowMs(), granted);
+    let unused = granted;
+    try {
+      if (due.length === 0) return;
+      const res = await this.d.store.fencedStartAttempts(this.token, due.map((x) => ({ intentId: x.intentId, expectedAttemptCount: x.attemptCount })));
+      if (res.kind === 'leaseLost') return this.fenceLost();
+      unused = granted - res.value.length;
+      this.started(due, res.value);
+    } finally {
+      guard?.release(unused);
+    }
+  }
+
+  /** Due intents the start skipped go back to the schedule; started ones run their provider call. */
+  private started(due: ReturnType<ScheduleRefresher['schedule']['takeDue']>, startedRows: StartedAttempt[]): void {
     const { refresher } = this.d;
-    const due = refresher.schedule.takeDue(refresher.dbNowMs(), free);
-    if (due.length === 0) return;
-    const res = await this.d.store.fencedStartAttempts(this.token, due.map((x) => ({ intentId: x.intentId, expectedAttemptCount: x.attemptCount })));
-    if (res.kind === 'leaseLost') return this.fenceLost();
-    const startedIds = new Set(res.value.map((a) => a.intentId));
+    const startedIds = new Set(startedRows.map((a) => a.intentId));
     for (const x of due) {
       if (startedIds.has(x.intentId)) continue;
       // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: keep it queued slightly
@@ -184,8 +209,8 @@ export class Batch {
       this.sum.skipped++;
       if (this.leading) refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(x.dueMs + 50) });
     }
-    this.sum.started += res.value.length;
-    for (const a of res.value) {
+    this.sum.started += startedRows.length;
+    for (const a of startedRows) {
       const p: Promise<void> = this.attempt(a).finally(() => {
         this.inFlight.delete(p); // before waking the loop, so it sees the slot free
         this.signal();
@@ -201,20 +226,24 @@ export class Batch {
     const timeoutMs = Math.min(s.providerTimeoutMs, lease.remainingMs());
     if (!this.leading || timeoutMs < MIN_CALL_MS) {
       this.d.ops.blockedNotLeader();
+      this.d.guard?.release(1); // not sent: the permit goes back
       return push(aborted(a, 'leadership lost before the provider call'));
     }
     const t = clock.nowMs();
+    let result: ProviderResult;
+    let durationMs = 0;
     try {
-      const result = await this.d.provider.submit(
+      result = await this.d.provider.submit(
         { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: this.token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
         timeoutMs,
       );
-      push(decide(result, { ...a, durationMs: clock.nowMs() - t }, a.contract.retry, random));
+      durationMs = clock.nowMs() - t;
     } catch (e) {
       // Not known whether the call went out: a retryable attempt, not an abort.
-      push(decide({ kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null },
-        { ...a, durationMs: 0 }, a.contract.retry, random));
+      result = { kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null };
     }
+    this.d.guard?.onResult(result);
+    push(decide(result, { ...a, durationMs }, a.contract.retry, random));
   }
 
   /** Await `work` (in-flight calls, the last writes) while still renewing the lease when due, so a long close

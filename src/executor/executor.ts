@@ -20,6 +20,7 @@ import type { LeaseToken } from '../store/ports.js';
 import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 import { NO_OPS, type ExecutorOps } from './executorOps.js';
 import { Batch } from './batch.js';
+import type { ProviderGuard } from '../provider/guard.js';
 import { CompletionBuffer, countCompleted } from './completions.js';
 
 export type { ExecutorSettings, TickSummary };
@@ -46,6 +47,8 @@ export class Executor {
     private readonly log: Logger,
     private readonly random: () => number = Math.random,
     private readonly ops: ExecutorOps = NO_OPS,
+    /** Provider protection shared by every tick of this process (null: none). */
+    readonly guard: ProviderGuard | null = null,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
@@ -125,6 +128,7 @@ export class Executor {
       return await new Batch({
         lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
         random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
+        guard: this.guard,
         stopRequested: () => (this.draining || this.clock.nowMs() < this.standDownUntilMs ? 'draining' : null),
       }, token, budgetEnd, sum).run();
     } catch (e) {

@@ -6,6 +6,7 @@
 import type { Attributes, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
 import { AggregationTemporality, InstrumentType, MeterProvider as SdkMeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { renderPrometheus } from './prometheus.js';
+import type { GuardState } from '../provider/guard.js';
 
 /** A reader that exports nothing by itself: each scrape pulls (collect) what the SDK aggregated. Counters and
  *  histograms are cumulative (Prometheus semantics); observable gauges are delta, i.e. only what the callbacks
@@ -31,6 +32,8 @@ export interface GaugeSource {
   oldestDueLagMs(): number;
   /** Last pause flag this instance read from SQL (null = not read yet: only leaders read it). */
   paused(): boolean | null;
+  /** Provider protection as this instance's executor sees it (absent in apps without an executor guard). */
+  providerGuard?: () => GuardState;
 }
 
 const MS_BUCKETS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000];
@@ -48,6 +51,7 @@ function instruments(meter: Meter) {
     intentsSubmitted: counter('intents_submitted_total', 'POST /intents results, by outcome (created, replayed, conflict, invalid)'),
     blockedNotLeader: counter('execution_blocked_not_leader_total', 'Provider calls not sent because the gate found this instance no longer leading'),
     purged: counter('retention_purged_rows_total', 'Rows deleted by the retention purge, by table (intents, attempts)'),
+    breakerTransitions: counter('provider_breaker_transitions_total', 'Provider circuit breaker state changes, by new state (open, half_open, closed)'),
     handovers: counter('handovers_completed_total', 'Handover requests this instance completed as leader (drained, then released)'),
     acquireLatency: histogram('acquire_latency_ms', 'Lease acquire statement round trip'),
     renewLatency: histogram('renew_latency_ms', 'Lease renew statement round trip'),
@@ -66,6 +70,7 @@ const KNOWN_LABELS = (i: Instruments): [Counter, string, readonly string[]][] =>
   [i.attempts, 'outcome', ['succeeded', 'retryable_error', 'permanent_error', 'aborted', 'abandoned']],
   [i.intentsSubmitted, 'outcome', ['created', 'replayed', 'conflict', 'invalid']],
   [i.purged, 'table', ['intents', 'attempts']],
+  [i.breakerTransitions, 'state', ['open', 'half_open', 'closed']],
 ];
 
 export class MetricsRegistry {
@@ -88,6 +93,11 @@ export class MetricsRegistry {
     gauge('lease_remaining_ms', 'Milliseconds before the local lease deadline (0 while following)', (s) => s.leadership()?.remainingMs ?? 0);
     gauge('schedule_size', 'Intents in the leader schedule (0 on followers)', (s) => s.scheduleSize());
     gauge('schedule_oldest_due_lag_ms', 'How far the oldest due intent is behind database time (0 = nothing overdue)', (s) => s.oldestDueLagMs());
+    const BREAKER = { closed: 0, half_open: 1, open: 2 } as const;
+    gauge('provider_breaker_state', 'Provider circuit breaker: 0 closed, 1 half-open (one probe), 2 open (sending nothing)',
+      (s) => (s.providerGuard ? BREAKER[s.providerGuard().breaker] : null));
+    gauge('provider_paused_ms', 'Milliseconds left of a provider-wide Retry-After pause (0 when none)', (s) => s.providerGuard?.().pausedForMs ?? null);
+    gauge('provider_calls_in_flight', 'Provider calls in flight (permits held) on this instance', (s) => s.providerGuard?.().inFlight ?? null);
     gauge('execution_paused', '1 when the cluster-wide pause flag was set at the last read (leaders read it)', (s) => {
       const p = s.paused();
       return p === null ? null : p ? 1 : 0;
@@ -178,6 +188,9 @@ export class AppMetrics {
   }
   tick(role: string, ms: number): void {
     this.record(this.i.tickDuration, ms, { role });
+  }
+  breakerChanged(state: string): void {
+    this.add(this.i.breakerTransitions, 1, { state });
   }
   handoverCompleted(): void {
     this.add(this.i.handovers, 1);

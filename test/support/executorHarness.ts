@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../../src/lease/clock.js';
 import { Executor } from '../../src/executor/executor.js';
 import { NO_OPS, type ExecutorOps } from '../../src/executor/executorOps.js';
 import { HttpProvider } from '../../src/provider/httpProvider.js';
+import type { ProviderGuard } from '../../src/provider/guard.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import type { ExecutorSettings } from '../../src/executor/tickSummary.js';
 import type { Provider } from '../../src/provider/provider.js';
@@ -42,6 +43,7 @@ export async function buildExecutor(ctx: DialectContext, o: {
   wrapStore?: (s: ExecutionStore, clock: JumpClock) => ExecutionStore;
   wrapProvider?: (p: Provider) => Provider;
   ops?: ExecutorOps;
+  guard?: (clock: JumpClock) => ProviderGuard;
   holderId?: string;
   stores?: Stores;
   logger?: Logger;
@@ -64,7 +66,8 @@ export async function buildExecutor(ctx: DialectContext, o: {
   const store = o.wrapStore ? o.wrapStore(stores.execution, clock) : stores.execution;
   const base: Provider = new HttpProvider(o.providerUrl);
   const provider = o.wrapProvider ? o.wrapProvider(base) : base;
-  const executor = new Executor(lease, store, provider, settings, clock, o.logger ?? silentLogger, Math.random, o.ops ?? NO_OPS);
+  const executor = new Executor(lease, store, provider, settings, clock, o.logger ?? silentLogger, Math.random, o.ops ?? NO_OPS,
+    o.guard?.(clock) ?? null);
   return { stores, lease, executor, clock };
 }
 

@@ -1,0 +1,110 @@
+// Provider protection wired into the real executor (PGlite and the PostgreSQL server): the guard is asked before
+// every fenced start, so holding back creates no attempt row, uses up no attempt and fails no intent.
+// - breaker: after N consecutive retryable failures nothing is sent (and nothing started) during the cool-down,
+//   then one probe; its success closes the breaker and the backlog drains;
+// - a 429 with Retry-After pauses every call, not just that intent's;
+// - the rate limit holds across ticks of the real executor.
+import { afterEach, describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import { submit } from '../support/instances.js';
+import { buildExecutor, type Built } from '../support/executorHarness.js';
+import { ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
+
+const pgDialects = dialects.filter((d) => d.name !== 'mssql');
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(pgDialects)('provider guard in the executor: $name', (dialect) => {
+  const t = {} as { ctx: DialectContext; provider: RecordingProvider };
+  useDialectWithProvider(dialect, (ctx, provider) => {
+    t.ctx = ctx;
+    t.provider = provider;
+  });
+  let built: Built | null = null;
+  afterEach(async () => {
+    await built?.executor.drain();
+    await built?.lease.release();
+    await built?.stores.close();
+    built = null;
+  });
+
+  /** Ticks until `done()` or `ms` elapsed. */
+  async function tickUntil(b: Built, done: () => boolean | Promise<boolean>, ms: number): Promise<void> {
+    const end = Date.now() + ms;
+    while (!(await done()) && Date.now() < end) await b.executor.tick(300);
+  }
+
+  it('breaker: opens after N retryable failures, sends and starts nothing while open, probes once, closes; no intent fails', async () => {
+    const provider: RecordingProvider = t.provider;
+    let failing = true;
+    provider.answer = () => (failing ? { status: 503 } : { status: 200 });
+    const transitions: BreakerState[] = [];
+    built = await buildExecutor(t.ctx, {
+      providerUrl: provider.url, concurrency: 1,
+      guard: (clock) => new ProviderGuard({ ratePerSec: 0, maxInFlight: 1, breakerThreshold: 3, breakerCooldownMs: 1_500, retryAfterMaxMs: 0 },
+        clock, (s) => transitions.push(s)),
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await submit(built.stores, { p: 1 }, { maxAttempts: 4 }));
+    await tickUntil(built, () => transitions.includes('open'), 10_000);
+    expect(transitions).toEqual(['open']);
+    const callsAtOpen = provider.calls.length;
+    const attemptsAtOpen = (await t.ctx.attemptRows()).length;
+    expect(callsAtOpen).toBe(3);
+    // Open: ticks run, nothing is sent and no attempt row is written.
+    await tickUntil(built, () => false, 1_000);
+    expect(provider.calls.length).toBe(callsAtOpen);
+    expect((await t.ctx.attemptRows()).length).toBe(attemptsAtOpen);
+    // The provider recovers; after the cool-down one probe closes the breaker and everything succeeds.
+    failing = false;
+    await tickUntil(built, async () => (await t.ctx.countIntents('succeeded')) === ids.length, 15_000);
+    expect(transitions).toEqual(['open', 'half_open', 'closed']);
+    expect(await t.ctx.countIntents('succeeded')).toBe(ids.length);
+    expect(await t.ctx.countIntents('failed')).toBe(0);
+    // Only sent calls became attempts: one row per provider call, numbers contiguous per intent.
+    const rows = await t.ctx.attemptRows();
+    expect(rows.length).toBe(provider.calls.length);
+    for (const id of ids) {
+      const nos = rows.filter((r) => r.intentId === id).map((r) => r.attemptNo).sort((a, b) => a - b);
+      expect(nos).toEqual(nos.map((_, i) => i + 1));
+    }
+  });
+
+  it('a 429 with Retry-After pauses every call, not only that intent', async () => {
+    const provider: RecordingProvider = t.provider;
+    let first = true;
+    provider.answer = () => {
+      if (!first) return { status: 200 };
+      first = false;
+      return { status: 429, headers: { 'retry-after': '1' } };
+    };
+    built = await buildExecutor(t.ctx, {
+      providerUrl: provider.url, concurrency: 1,
+      guard: (clock) => new ProviderGuard({ ratePerSec: 0, maxInFlight: 1, breakerThreshold: 0, breakerCooldownMs: 1, retryAfterMaxMs: 5_000 }, clock),
+    });
+    for (let i = 0; i < 4; i++) await submit(built.stores, { p: 1 }, { maxAttempts: 3 });
+    await tickUntil(built, async () => (await t.ctx.countIntents('succeeded')) === 4, 15_000);
+    expect(await t.ctx.countIntents('succeeded')).toBe(4);
+    const [c429, next] = provider.calls;
+    // The other intents were due at once, yet the next call (to any intent) waited out the Retry-After.
+    expect(next!.arrivedAt - c429!.arrivedAt).toBeGreaterThanOrEqual(950);
+    expect((await t.ctx.attemptRows()).length).toBe(5); // 4 successes + the 429, nothing held back became an attempt
+  });
+
+  it('the rate limit holds across ticks: calls per second stay within the limit', async () => {
+    const provider: RecordingProvider = t.provider;
+    provider.answer = () => ({ status: 200 });
+    built = await buildExecutor(t.ctx, {
+      providerUrl: provider.url, concurrency: 8,
+      guard: (clock) => new ProviderGuard({ ratePerSec: 20, maxInFlight: 8, breakerThreshold: 0, breakerCooldownMs: 1, retryAfterMaxMs: 0 }, clock),
+    });
+    for (let i = 0; i < 60; i++) await submit(built.stores, { p: 1 }, { maxAttempts: 3 });
+    await tickUntil(built, async () => (await t.ctx.countIntents('succeeded')) === 60, 20_000);
+    expect(await t.ctx.countIntents('succeeded')).toBe(60);
+    const at = provider.calls.map((c) => c.arrivedAt).sort((a, b) => a - b);
+    // 60 calls at 20/s take ≥ ~2.9 s (burst 2); any 1 s window holds at most 20 + burst.
+    expect(at[at.length - 1]! - at[0]!).toBeGreaterThanOrEqual(2_700);
+    for (let i = 0; i < at.length; i++) expect(at.filter((x) => x >= at[i]! && x < at[i]! + 1_000).length).toBeLessThanOrEqual(22);
+  });
+});
