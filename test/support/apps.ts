@@ -16,7 +16,10 @@ export function testConfig(providerUrl: string, env: Record<string, string> = {}
     DATABASE_URL: 'pglite:', PROVIDER_URL: providerUrl, LEASE_NAME: TEST_LEASE, LEASE_DURATION_MS: '3000',
     LEASE_RENEW_INTERVAL_MS: '1000', EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000', COMMIT_GRACE_MS: '1500',
     DB_STATEMENT_TIMEOUT_MS: '1000', SCHEDULE_REFRESH_INTERVAL_MS: '100', EXECUTOR_CONCURRENCY: '8', RETRY_BASE_DELAY_MS: '50',
-    RETRY_MAX_DELAY_MS: '100', LEASE_ACQUIRE_JITTER_MS: '20', ...env,
+    RETRY_MAX_DELAY_MS: '100', LEASE_ACQUIRE_JITTER_MS: '20',
+    // System tests make providers fail on purpose to exercise retries and failures; the circuit breaker (on by
+    // default) would hold them back for its cool-down. It has its own tests (providerGuard.test.ts).
+    PROVIDER_BREAKER_THRESHOLD: '0', ...env,
   });
 }
 

@@ -11,6 +11,8 @@ import type { RecordingProvider } from '../support/recordingProvider.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor, type Built } from '../support/executorHarness.js';
 import { ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
+import type { App } from '../../src/app.js';
+import { metric, scrape, startApps, submitVia, testConfig } from '../support/apps.js';
 
 const pgDialects = dialects.filter((d) => d.name !== 'mssql');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -90,6 +92,29 @@ describe.each(pgDialects)('provider guard in the executor: $name', (dialect) => 
     // The other intents were due at once, yet the next call (to any intent) waited out the Retry-After.
     expect(next!.arrivedAt - c429!.arrivedAt).toBeGreaterThanOrEqual(950);
     expect((await t.ctx.attemptRows()).length).toBe(5); // 4 successes + the 429, nothing held back became an attempt
+  });
+
+  it('the composition root wires the guard from the settings: the breaker opens, stops the calls, shows in /metrics', async () => {
+    const provider: RecordingProvider = t.provider;
+    provider.answer = () => ({ status: 503 });
+    const apps: App[] = await startApps(t.ctx, 1, testConfig(provider.url, { PROVIDER_BREAKER_THRESHOLD: '2', PROVIDER_BREAKER_COOLDOWN_MS: '60000' }));
+    const [app] = apps as [App];
+    try {
+      for (let i = 0; i < 3; i++) await submitVia(app, { i });
+      expect(metric(await scrape(app), 'provider_breaker_state')).toBe(0);
+      const end = Date.now() + 10_000;
+      while (metric(await scrape(app), 'provider_breaker_state') !== 2 && Date.now() < end) await app.executor.tick(300);
+      const atOpen = provider.calls.length;
+      expect(atOpen).toBeGreaterThanOrEqual(2); // the calls granted together before the second failure came back
+      for (let i = 0; i < 3; i++) await app.executor.tick(300); // open: nothing more is sent
+      expect(provider.calls.length).toBe(atOpen);
+      const text = await scrape(app);
+      expect(metric(text, 'provider_breaker_state')).toBe(2);
+      expect(metric(text, 'provider_breaker_transitions_total', { state: 'open' })).toBe(1);
+      expect(await t.ctx.countIntents('failed')).toBe(0);
+    } finally {
+      for (const a of apps) await a.close();
+    }
   });
 
   it('the rate limit holds across ticks: calls per second stay within the limit', async () => {
