@@ -10,7 +10,7 @@ import { Executor } from './executor/executor.js';
 import { executorSettingsFrom } from './executor/tickSummary.js';
 import { ExecutionOps } from './executor/executorOps.js';
 import { createIntentHandlers, type IntentHandlers } from './intents/http.js';
-import { createLogger, type Logger } from './observability/logger.js';
+import { createLogger, sqlErrorField, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
 import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
 import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './observability/instrument.js';
@@ -107,6 +107,9 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const guard = new ProviderGuard(config.providerGuard, clock, (state) => {
     metrics.breakerChanged(state);
     logger.warn({ event: 'provider_breaker', state }, `provider circuit breaker ${state}`);
+    // Recorded in SQL so every instance (the dashboard) can show it; best effort, never blocks the executor.
+    stores.ops.recordProviderBreaker(config.lease.name, state, config.lease.holderId).catch((e: unknown) =>
+      logger.warn({ event: 'provider_breaker_record_failed', sql_error: sqlErrorField(e) }, 'could not record the breaker state'));
   });
   const executor = new Executor(lease, traced.store, traced.provider,
     executorSettingsFrom(config), clock, logger, Math.random, ops, guard);

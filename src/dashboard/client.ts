@@ -116,6 +116,9 @@ export function dashboardClient(): void {
     $('#execution').replaceChildren(
       el('div', { class: 'big ' + (ex.paused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : 'running'),
       el('div', { class: 'muted' }, ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
+      el('div', { class: 'muted', id: 'provider-breaker' }, o.providerBreaker
+        ? 'provider breaker ' + o.providerBreaker.state.replace('_', '-') + ' since ' + when(o.providerBreaker.changedAt) + ' (' + o.providerBreaker.holderId + ')'
+        : 'provider breaker closed (never opened)'),
       el('div', { class: 'muted', id: 'handovers' }, (() => {
         const pending = o.handovers.filter((h) => h.status === 'pending');
         const last = o.handovers.find((h) => h.status === 'completed');

@@ -49,6 +49,9 @@ export async function overview(app: App) {
       expiresAt: iso(o.lease.expiresAt), expiresInMs: o.lease.expiresAt.getTime() - now, live: o.lease.expiresAt.getTime() > now,
     },
     execution: { paused: control.paused, changedAt: iso(control.changedAt), changedBy: control.changedBy, reason: control.reason },
+    // The provider circuit breaker as the leader last recorded it in SQL (null: never opened).
+    providerBreaker: control.providerBreaker && { state: control.providerBreaker.state, changedAt: control.providerBreaker.changedAt.toISOString(),
+      holderId: control.providerBreaker.holderId },
     // The newest handover (drain) requests recorded in SQL; `pending` ones wait for the leader's next tick.
     handovers: handovers.map((h) => ({
       requestId: h.requestId, status: h.status, requestedAt: h.requestedAt.toISOString(), requestedBy: h.requestedBy,

@@ -17,6 +17,8 @@ export interface ExecutionControl {
   dbNow: Date;
   /** The oldest pending handover request of this lease name (read in the same round trip), or null. */
   pendingHandoverId: string | null;
+  /** The provider circuit breaker as the leader last recorded it (null: never recorded). */
+  providerBreaker: { state: string; changedAt: Date; holderId: string } | null;
 }
 
 /** A request that the leader hand over (drain, release, let any instance acquire), recorded by any instance. */
@@ -79,6 +81,8 @@ export interface OpsStore {
   getClusterOverview(leaseName: string): Promise<ClusterOverview>;
   /** One primary-key read (cheap enough for every refresh interval). */
   getExecutionControl(leaseName: string): Promise<ExecutionControl>;
+  /** Upsert the provider circuit-breaker state the leader observed (informational; database time). */
+  recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void>;
   /** Upsert the flag (idempotent: pausing a paused cluster keeps the original changedAt). */
   setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl>;
   /**

@@ -146,6 +146,9 @@ export interface ControlDbRow {
   reason: string | null;
   db_now: Date;
   pending_handover_id?: string | null;
+  breaker?: string | null;
+  breaker_changed_at?: Date | null;
+  breaker_holder_id?: string | null;
 }
 
 export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
@@ -156,6 +159,8 @@ export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl 
   reason: r.reason,
   dbNow: r.db_now,
   pendingHandoverId: r.pending_handover_id ?? null,
+  providerBreaker: r.breaker && r.breaker_changed_at && r.breaker_holder_id
+    ? { state: r.breaker, changedAt: r.breaker_changed_at, holderId: r.breaker_holder_id } : null,
 });
 
 /** A handover request row (both dialects select the same column names). */

@@ -20,6 +20,23 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     s = await ctx.openStores();
   });
 
+  it('provider breaker state: none until recorded, then the last recorded state with database time and holder, per lease name', async () => {
+    expect((await s.ops.getExecutionControl(LEASE)).providerBreaker).toBeNull();
+    await s.ops.recordProviderBreaker(LEASE, 'open', 'leader-a');
+    const first = (await s.ops.getExecutionControl(LEASE)).providerBreaker!;
+    expect(first).toMatchObject({ state: 'open', holderId: 'leader-a' });
+    await sleep(5);
+    await s.ops.recordProviderBreaker(LEASE, 'closed', 'leader-b');
+    const c = await s.ops.getExecutionControl(LEASE);
+    expect(c.providerBreaker).toMatchObject({ state: 'closed', holderId: 'leader-b' });
+    expect(c.providerBreaker!.changedAt.getTime()).toBeGreaterThanOrEqual(first.changedAt.getTime());
+    expect(c.providerBreaker!.changedAt.getTime()).toBeLessThanOrEqual(c.dbNow.getTime());
+    expect(c.paused).toBe(false); // the pause flag is untouched (no control row was created)
+    expect(c.changedAt).toBeNull();
+    expect((await s.ops.getExecutionControl('another-lease')).providerBreaker).toBeNull();
+    await expect(s.ops.recordProviderBreaker(LEASE, 'bogus', 'x')).rejects.toThrow(); // CHECK constraint
+  });
+
   async function leader(holderId = 'ops-leader'): Promise<LeaseToken> {
     const out = await s.lease.tryAcquire(LEASE, holderId, 60_000);
     if (!out.acquired) throw new Error('lease not acquired');

@@ -12,6 +12,7 @@ import { submit } from '../support/instances.js';
 import { buildExecutor, type Built } from '../support/executorHarness.js';
 import { ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
 import type { App } from '../../src/app.js';
+import { overview } from '../../src/dashboard/data.js';
 import { metric, scrape, startApps, submitVia, testConfig } from '../support/apps.js';
 
 const pgDialects = dialects.filter((d) => d.name !== 'mssql');
@@ -111,6 +112,11 @@ describe.each(pgDialects)('provider guard in the executor: $name', (dialect) => 
       const text = await scrape(app);
       expect(metric(text, 'provider_breaker_state')).toBe(2);
       expect(metric(text, 'provider_breaker_transitions_total', { state: 'open' })).toBe(1);
+      // Recorded in SQL for every instance: the dashboard's overview (served by any instance) shows it.
+      const until = Date.now() + 5_000;
+      while ((await app.stores.ops.getExecutionControl(app.config.lease.name)).providerBreaker?.state !== 'open' && Date.now() < until) await sleep(50);
+      const o = await overview(app);
+      expect(o.providerBreaker).toMatchObject({ state: 'open', holderId: app.lease.holderId });
       expect(await t.ctx.countIntents('failed')).toBe(0);
     } finally {
       for (const a of apps) await a.close();

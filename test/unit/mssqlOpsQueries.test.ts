@@ -18,6 +18,7 @@ const samples: Record<string, () => SqlQuery> = {
   clusterOverview: () => opsQueries.clusterOverview(token.leaseName),
   getExecutionControl: () => opsQueries.getExecutionControl(token.leaseName),
   setPaused: () => opsQueries.setPaused(token.leaseName, true, 'admin@host-1', 'maintenance'),
+  recordProviderBreaker: () => opsQueries.recordProviderBreaker(token.leaseName, 'open', 'host-1-abc'),
   purgeTerminal: () => opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000),
   redrive: () => redriveQueries.redrive(redriveSample),
   listRedrives: () => redriveQueries.listRedrives(20),
@@ -43,6 +44,12 @@ describe('mssql ops query builders', () => {
   it('every builder has a sample', () => {
     expect(Object.keys(samples).sort()).toEqual([...Object.keys(opsQueries), ...Object.keys(redriveQueries), ...Object.keys(insightQueries)].sort());
     expect(Object.keys(handoverSamples).sort()).toEqual(Object.keys(handoverQueries).sort());
+  });
+
+  it('recordProviderBreaker: UPDATE under UPDLOCK+SERIALIZABLE, then INSERT only when no row was updated, one transaction, no MERGE', () => {
+    const t = code(samples.recordProviderBreaker!().text);
+    expect(t).toMatch(/BEGIN TRANSACTION;\s+UPDATE submission_manager_provider_state WITH \(UPDLOCK, SERIALIZABLE\)[\s\S]+IF @@ROWCOUNT = 0\s+INSERT INTO submission_manager_provider_state[\s\S]+COMMIT TRANSACTION;/);
+    expect(t).not.toMatch(/\bMERGE\b/i);
   });
 
   it('requestHandover: the pending check and the insert under UPDLOCK+SERIALIZABLE in one transaction; returns the request by id', () => {

@@ -12,9 +12,11 @@ import { BIN2, p, type SqlQuery } from './params.js';
 
 const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
        (SELECT TOP (1) h.request_id FROM submission_manager_handover_requests AS h
-         WHERE h.lease_name = @lease_name AND h.status = 'pending' ORDER BY h.requested_at) AS pending_handover_id
+         WHERE h.lease_name = @lease_name AND h.status = 'pending' ORDER BY h.requested_at) AS pending_handover_id,
+       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id
   FROM (SELECT SYSUTCDATETIME() AS t) AS n
-  LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = @lease_name;`;
+  LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = @lease_name
+  LEFT JOIN submission_manager_provider_state AS ps ON ps.lease_name = @lease_name;`;
 
 const count = (status: string) => `(SELECT COUNT_BIG(*) FROM submission_intents WHERE status = '${status}')`;
 
@@ -47,6 +49,25 @@ SELECT @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, 
 
   getExecutionControl(leaseName: string): SqlQuery {
     return { text: SELECT_CONTROL, params: [p.varchar('lease_name', 64, leaseName)] };
+  },
+
+  /** Upsert of the breaker row: the UPDATE's key-range lock (UPDLOCK, SERIALIZABLE) makes the INSERT race-free. */
+  recordProviderBreaker(leaseName: string, state: string, holderId: string): SqlQuery {
+    return {
+      text: `
+SET XACT_ABORT ON;
+SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+BEGIN TRANSACTION;
+UPDATE submission_manager_provider_state WITH (UPDLOCK, SERIALIZABLE)
+   SET breaker = @breaker, changed_at = @now, holder_id = @holder_id
+ WHERE lease_name = @lease_name;
+IF @@ROWCOUNT = 0
+  INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id)
+  VALUES (@lease_name, @breaker, @now, @holder_id);
+COMMIT TRANSACTION;`,
+      params: [p.varchar('lease_name', 64, leaseName), p.varchar('breaker', 16, state), p.varchar('holder_id', 128, holderId.slice(0, 128))],
+    };
   },
 
   /** Idempotent: changed_at/changed_by/reason only move when the flag actually flips. Last result set: the row. */
@@ -112,6 +133,10 @@ export class MssqlOpsStore implements OpsStore {
   async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
     const [rows = []] = await this.db.run<ControlDbRow>(opsQueries.getExecutionControl(leaseName));
     return toControl(leaseName, rows[0]!);
+  }
+
+  async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {
+    await this.db.run(opsQueries.recordProviderBreaker(leaseName, state, holderId));
   }
 
   async setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl> {

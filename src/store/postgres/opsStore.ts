@@ -11,9 +11,17 @@ import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '..
 const GET = `
 SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
        (SELECT h.request_id::text FROM submission_manager_handover_requests h
-         WHERE h.lease_name = $1 AND h.status = 'pending' ORDER BY h.requested_at LIMIT 1) AS pending_handover_id
+         WHERE h.lease_name = $1 AND h.status = 'pending' ORDER BY h.requested_at LIMIT 1) AS pending_handover_id,
+       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id
   FROM (SELECT clock_timestamp() AS t) n
-  LEFT JOIN submission_manager_execution_control c ON c.lease_name = $1`;
+  LEFT JOIN submission_manager_execution_control c ON c.lease_name = $1
+  LEFT JOIN submission_manager_provider_state ps ON ps.lease_name = $1`;
+
+const RECORD_BREAKER = `
+INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id)
+VALUES ($1, $2, clock_timestamp(), $3)
+ON CONFLICT (lease_name) DO UPDATE
+  SET breaker = EXCLUDED.breaker, changed_at = EXCLUDED.changed_at, holder_id = EXCLUDED.holder_id`;
 
 // Idempotent: changed_at/changed_by/reason only move when the flag actually flips.
 const SET = `
@@ -63,6 +71,10 @@ SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l
 
 export class PgOpsStore implements OpsStore {
   constructor(private readonly db: PgDatabase) {}
+
+  async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {
+    await this.db.query(RECORD_BREAKER, [leaseName, state, holderId.slice(0, 128)]);
+  }
 
   async getClusterOverview(leaseName: string): Promise<ClusterOverview> {
     const r = await this.db.query<OverviewDbRow>(OVERVIEW, [leaseName]);

@@ -6,6 +6,7 @@ import { m003Operate } from './m003Operate.js';
 import { m004Redrive } from './m004Redrive.js';
 import { m005Handover } from './m005Handover.js';
 import { m006ScheduledIndex } from './m006ScheduledIndex.js';
+import { m007ProviderState } from './m007ProviderState.js';
 
 export interface MssqlMigration {
   id: number;
@@ -20,4 +21,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 4, name: 'redrive', sql: m004Redrive },
   { id: 5, name: 'handover', sql: m005Handover },
   { id: 6, name: 'scheduled_index', sql: m006ScheduledIndex },
+  { id: 7, name: 'provider_state', sql: m007ProviderState },
 ];
