@@ -1,4 +1,5 @@
 // Retry policy: exponential backoff with full jitter, capped; Retry-After honoured (never retry sooner).
+import { budgetExhausted, sentAttempts } from '../store/attemptBudget.js';
 import type { AttemptCompletion } from '../store/intentPorts.js';
 import type { ProviderResult } from './provider.js';
 
@@ -43,9 +44,9 @@ export function decide(
   if (result.kind === 'permanent') {
     return { ...base, outcome: 'permanent_error', httpStatus: result.httpStatus, error: result.error, next: { status: 'failed' } };
   }
-  // Attempts that were aborted before sending never reached the provider and do not count.
-  const sent = attempt.attemptNo - (attempt.abortedBefore ?? 0);
-  if (sent >= attempt.maxAttempts) {
+  // Attempts that were aborted before sending never reached the provider and do not count (the attempt budget).
+  const sent = sentAttempts(attempt.attemptNo, attempt.abortedBefore ?? 0);
+  if (budgetExhausted(attempt.attemptNo, attempt.abortedBefore ?? 0, attempt.maxAttempts)) {
     return { ...base, outcome: 'retryable_error', httpStatus: result.httpStatus,
       error: `${result.error} (attempts exhausted: ${sent}/${attempt.maxAttempts})`, next: { status: 'failed' } };
   }

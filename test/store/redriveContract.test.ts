@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
+import { acquireToken } from '../support/instances.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
 import type { LeaseToken } from '../../src/store/ports.js';
@@ -26,9 +27,7 @@ describe.each(dialects)('redrive store contract: $name', (dialect) => {
   useDialectContext(dialect, async (fresh) => {
     ctx = fresh;
     s = await ctx.openStores();
-    const out = await s.lease.tryAcquire(LEASE, 'redrive-leader', 60_000);
-    if (!out.acquired) throw new Error('lease not acquired');
-    token = { leaseName: LEASE, holderId: 'redrive-leader', leaseEpoch: out.lease.leaseEpoch };
+    token = await acquireToken(s, 'redrive-leader', 60_000, LEASE);
   });
 
   async function submit(maxAttempts = 2): Promise<string> {

@@ -7,10 +7,18 @@ import { Executor } from '../../src/executor/executor.js';
 import { HttpProvider } from '../../src/provider/httpProvider.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import type { Stores } from '../../src/store/stores.js';
+import type { LeaseToken } from '../../src/store/ports.js';
 import type { DialectContext } from './dialects.js';
 import type { ExecutorSettings } from '../../src/executor/tickSummary.js';
 
 export const LEASE_NAME = 'submission-manager-executor';
+
+/** Take the (free) lease directly through the store, for `holderId`; its token. Throws if it is held. */
+export async function acquireToken(s: Stores, holderId: string, durationMs = 60_000, leaseName = LEASE_NAME): Promise<LeaseToken> {
+  const out = await s.lease.tryAcquire(leaseName, holderId, durationMs);
+  if (!out.acquired) throw new Error(`lease ${leaseName} not acquired by ${holderId}`);
+  return { leaseName, holderId, leaseEpoch: out.lease.leaseEpoch };
+}
 
 export interface TestInstance {
   holderId: string;

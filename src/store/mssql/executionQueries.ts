@@ -6,7 +6,7 @@ import type { AttemptCompletion, RefreshCursor, StartRequest } from '../intentPo
 import type { LeaseToken } from '../ports.js';
 import { buildFencedBatch } from './fence.js';
 import { BIN2, NIL_UUID, p, uuidText, type SqlQuery } from './params.js';
-import { modifiedText, scheduleCols } from './rows.js';
+import { BUDGET, modifiedText, scheduleCols } from './rows.js';
 
 /** DATEADD takes an int: add a bigint number of milliseconds as seconds + remainder. */
 const addMs = (ms: string, base: string) =>
@@ -17,8 +17,6 @@ const addMs = (ms: string, base: string) =>
 export const NEXT_VERSION = (prev: string, now: string) =>
   `CASE WHEN ${now} > ${prev} THEN ${now} ELSE DATEADD(nanosecond, 100, ${prev}) END`;
 
-/** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
-const ABORTED = "(SELECT COUNT(*) FROM submission_attempts AS x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
 
 export const executionQueries = {
   rebuildStart(commitGraceMs: number): SqlQuery {
@@ -88,10 +86,10 @@ UPDATE a
   JOIN @orphan AS o ON a.intent_id = o.intent_id AND a.attempt_no = o.attempt_no
  WHERE a.outcome = 'started';
 UPDATE i
-   SET status = CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
+   SET status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
        next_attempt_at = @now, last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}, last_epoch = @fence_lease_epoch,
        last_error = CONCAT(N'attempt ', i.attempt_count, N' abandoned after a leader change',
-                           CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN N'; attempts exhausted' ELSE N'' END)
+                           CASE WHEN ${BUDGET.exhausted('i')} THEN N'; attempts exhausted' ELSE N'' END)
   FROM submission_intents AS i
   JOIN @orphan AS o ON i.intent_id = o.intent_id
  WHERE i.status = 'in_flight';
@@ -101,7 +99,7 @@ SET @rows_written = @@ROWCOUNT;`,
     });
   },
 
-  /** Optimistic predicate per intent (still scheduled, same attempt_count, due in database time). */
+  /** Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget). */
   startAttempts(token: LeaseToken, requests: StartRequest[]): SqlQuery {
     const batch = requests.map((r) => ({ intentId: uuidText('batch.intentId', r.intentId), expected: r.expectedAttemptCount }));
     return buildFencedBatch(token, 'start_attempts', {
@@ -118,14 +116,13 @@ OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, insert
     ON i.intent_id = r.intent_id COLLATE ${BIN2}
  WHERE i.attempt_count = r.expected AND i.status = 'scheduled'
    AND i.next_attempt_at <= @now
-   AND (i.attempt_count < i.max_attempts OR i.attempt_count - ${ABORTED} < i.max_attempts);
+   AND ${BUDGET.mayStart('i')};
 INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
 SELECT intent_id, attempt_count, @fence_lease_epoch, @fence_holder_id, @now, 'started' FROM @started;
 SET @rows_written = @@ROWCOUNT;`,
       // (OUTPUT cannot hold subqueries, so the aborted count is read here.)
       results: `SELECT s.intent_id, s.attempt_count, s.max_attempts, s.contract, s.version,
-       CASE WHEN s.attempt_count > 1 THEN (SELECT COUNT(*) FROM submission_attempts AS x
-         WHERE x.intent_id = s.intent_id AND x.outcome = 'aborted') ELSE 0 END AS aborted_before
+       ${BUDGET.abortedBefore('s.attempt_count', 's.intent_id')} AS aborted_before
   FROM @started AS s;`,
       params: [p.nvarcharMax('batch', JSON.stringify(batch))],
     });

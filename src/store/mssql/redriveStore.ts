@@ -6,8 +6,8 @@ import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow
 import type { MssqlRunner } from './db.js';
 import { NEXT_VERSION } from './executionQueries.js';
 import { BIN2, p, uuidText, type SqlQuery } from './params.js';
+import { BUDGET } from './rows.js';
 
-const ABORTED = "(SELECT COUNT(*) FROM submission_attempts AS x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
 
 export const redriveQueries = {
   redrive(q: RedriveRequest): SqlQuery {
@@ -30,8 +30,7 @@ SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, ROWLOCK)
  ORDER BY last_modified_at, intent_id;
 UPDATE i
    SET status = 'scheduled', next_attempt_at = @now,
-       max_attempts = i.attempt_count - ${ABORTED}
-         + COALESCE(TRY_CAST(JSON_VALUE(i.contract, '$.retry.maxAttempts') AS int), i.max_attempts),
+       max_attempts = ${BUDGET.redrivenMaxAttempts('i', "COALESCE(TRY_CAST(JSON_VALUE(i.contract, '$.retry.maxAttempts') AS int), i.max_attempts)")},
        last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}
 OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts INTO @moved
   FROM submission_intents AS i

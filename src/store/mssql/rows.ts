@@ -1,5 +1,6 @@
 // Row ↔ domain mapping for the SQL Server dialect. tedious returns bigint as string, bit as boolean,
 // datetime2 as a JS Date (UTC, truncated to the millisecond), so full-precision times travel as text.
+import { attemptBudgetSql } from '../attemptBudget.js';
 
 /** last_modified_at as full-precision database text (100 ns, UTC): the refresh cursor / row version. */
 export const modifiedText = (col: string) => `CONVERT(char(27), ${col}, 121)`;
@@ -13,6 +14,9 @@ export const intentCols = (prefix = '') => INTENT_COL_NAMES.map((c) => `${prefix
 export const scheduleCols = (prefix = '') =>
   `${prefix}intent_id, ${prefix}status, ${prefix}next_attempt_at, ${prefix}attempt_count, ${prefix}max_attempts, ` +
   `${modifiedText(`${prefix}last_modified_at`)} AS version`;
+
+/** The attempt budget's SQL (the rule is defined once, in ../attemptBudget.ts). */
+export const BUDGET = attemptBudgetSql('COUNT(*)');
 
 export const LEASE_COLS = 'lease_name, holder_id, lease_epoch, acquired_at, renewed_at, expires_at';
 export const leaseCols = (prefix = '') => LEASE_COLS.split(', ').map((c) => `${prefix}${c}`).join(', ');

@@ -10,12 +10,10 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
 import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
 import {
-  NIL_UUID, SCHEDULE_COLS, toCompletedAttempt, toScheduleRow, toStartedAttempt, utcText,
+  BUDGET, NIL_UUID, SCHEDULE_COLS, toCompletedAttempt, toScheduleRow, toStartedAttempt, utcText,
   type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
 } from './rows.js';
 
-/** Aborted attempts of intent `i` (never sent to the provider, so they do not count toward max_attempts). */
-const ABORTED = "(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
 
 // The cursor is cast back from database text server-side: no JS Date (millisecond) ever touches it.
 const REFRESH = `
@@ -56,15 +54,15 @@ abandoned AS (
   RETURNING a.intent_id
 )
 UPDATE submission_intents i
-   SET status = CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN 'failed' ELSE 'scheduled' END,
+   SET status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
        next_attempt_at = now.t, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1,
        last_error = 'attempt ' || i.attempt_count || ' abandoned after a leader change' ||
-                    CASE WHEN i.attempt_count - ${ABORTED} >= i.max_attempts THEN '; attempts exhausted' ELSE '' END
+                    CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END
   FROM orphan o, now
  WHERE i.intent_id = o.intent_id AND i.status = 'in_flight'
 RETURNING i.intent_id`;
 
-// Optimistic predicate per intent (still scheduled, same attempt_count, due in database time).
+// Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget).
 const START = `
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
@@ -76,9 +74,9 @@ started AS (
     FROM req, now, fence
    WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND i.status = 'scheduled'
      AND i.next_attempt_at <= now.t
-     AND (i.attempt_count < i.max_attempts OR i.attempt_count - ${ABORTED} < i.max_attempts)
+     AND ${BUDGET.mayStart('i')}
   RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
-            CASE WHEN i.attempt_count > 1 THEN ${ABORTED} ELSE 0 END AS aborted_before
+            ${BUDGET.abortedBefore('i.attempt_count', 'i.intent_id')} AS aborted_before
 ),
 ins AS (
   INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)

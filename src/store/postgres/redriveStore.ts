@@ -4,9 +4,8 @@
 import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from '../redrivePorts.js';
 import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
 import type { PgQueryable } from './db.js';
+import { BUDGET } from './rows.js';
 
-/** Aborted attempts of intent `i` (never sent): they do not use up the budget. */
-const ABORTED = "(SELECT count(*)::int FROM submission_attempts x WHERE x.intent_id = i.intent_id AND x.outcome = 'aborted')";
 
 const REDRIVE = `
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
@@ -24,7 +23,7 @@ pick AS (
 moved AS (
   UPDATE submission_intents i
      SET status = 'scheduled', next_attempt_at = now.t,
-         max_attempts = i.attempt_count - ${ABORTED} + COALESCE((i.contract->'retry'->>'maxAttempts')::int, i.max_attempts),
+         max_attempts = ${BUDGET.redrivenMaxAttempts('i', "COALESCE((i.contract->'retry'->>'maxAttempts')::int, i.max_attempts)")},
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond')
     FROM pick, now
    WHERE i.intent_id = pick.intent_id AND i.status = 'failed'

@@ -1,4 +1,5 @@
 // Column lists and time text for the PostgreSQL dialect; the row mappers are shared (../rowMapping.ts).
+import { attemptBudgetSql } from '../attemptBudget.js';
 
 /** A timestamptz as full-precision database text (microseconds, UTC, fixed width): cursors and versions. */
 export const utcText = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')`;
@@ -8,6 +9,9 @@ export const MODIFIED_TEXT = utcText('last_modified_at');
 
 export const INTENT_COLS = `intent_id, idempotency_key, request_hash, contract, status, attempt_count, max_attempts,
   next_attempt_at, created_at, last_modified_at, last_error, last_epoch`;
+
+/** The attempt budget's SQL (the rule is defined once, in ../attemptBudget.ts). */
+export const BUDGET = attemptBudgetSql('count(*)::int');
 
 export const SCHEDULE_COLS = `intent_id, status, next_attempt_at, attempt_count, max_attempts, ${MODIFIED_TEXT} AS version`;
 
