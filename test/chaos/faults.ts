@@ -53,6 +53,8 @@ export interface FaultOptions {
   resumeWaitMs: number;
   /** Asked before every PostgreSQL restart: false (someone else is testing on the server) → another fault. */
   mayRestartPg: () => boolean;
+  /** Only these kinds are drawn (`--faults`; default: every kind). */
+  kinds?: readonly FaultKind[];
 }
 
 /** A `stop` lasts the lease plus up to this much. */
@@ -88,6 +90,7 @@ export class FaultInjector {
   pickKind(): FaultKind {
     const w = { ...WEIGHTS };
     if (!this.o.pgRestart) w.pg_restart = 0;
+    if (this.o.kinds) for (const k of FAULT_KINDS) if (!this.o.kinds.includes(k)) w[k] = 0;
     const kind = this.rng.weighted(w);
     if (kind !== 'pg_restart' || this.o.mayRestartPg()) return kind;
     this.pgRestartsSkipped++;

@@ -14,12 +14,12 @@ import { readSingletonSettings } from '../../src/local/hostJson.js';
 import { startAzurite } from '../support/azurite.js';
 import { FAKETIME_LIB, othersTesting } from './cluster.js';
 import { ROOT } from './hostProcess.js';
-import { FAULT_DESCRIPTIONS, STOP_EXTRA_MAX_MS } from './faults.js';
+import { FAULT_DESCRIPTIONS, FAULT_KINDS, STOP_EXTRA_MAX_MS, type FaultKind } from './faults.js';
 import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--mode every-instance|azure] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
+  [--mode every-instance|azure] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
 
@@ -31,7 +31,7 @@ function parseArgs(argv: string[]) {
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
-    else if (!['mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir'].includes(k)) {
+    else if (!['mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
     else if (inline !== undefined) values.set(k, inline);
@@ -47,6 +47,9 @@ function parseArgs(argv: string[]) {
   const mode = values.get('mode') ?? 'every-instance';
   if (mode !== 'every-instance' && mode !== 'azure') throw new Error(`--mode: every-instance or azure, not ${mode}\n${USAGE}`);
   const leaseMs = 2_000, tickMs = 1_000;
+  const faultKinds = values.has('faults') ? values.get('faults')!.split(',').map((k) => k.trim()) : null;
+  const unknownKind = faultKinds?.find((k) => !(FAULT_KINDS as readonly string[]).includes(k));
+  if (unknownKind !== undefined) throw new Error(`--faults: unknown kind ${unknownKind} (kinds: ${FAULT_KINDS.join(', ')})\n${USAGE}`);
   // Liveness bound (issue 13): worst resume ≤ 1.2 × lease + one tick; the CI campaign adds slack for a loaded
   // machine (its bound stays 3.5 × lease, as before).
   const slackMs = n('slack-ms', ci ? 3_600 : 0);
@@ -69,6 +72,8 @@ function parseArgs(argv: string[]) {
     overlap: Math.min(1, n('overlap', 0)),
     skewS: Math.floor(n('skew', 0)),
     rate: n('rate', DEFAULT_LOAD.ratePerSec),
+    /** Only these fault kinds (reproducing one kind's failure); null: every kind. */
+    faultKinds: faultKinds as FaultKind[] | null,
     report: values.get('report') ?? null,
     dir: values.get('dir') ?? path.join(os.tmpdir(), `sm-chaos-${new Date().toISOString().replace(/[:.]/g, '-')}`),
   };
@@ -153,7 +158,7 @@ async function campaign(o: Options, mode: Mode): Promise<{ failed: number; table
   console.log(`[chaos] mode ${mode === 'azure' ? 'azure (timer singleton under the listener lock, Azurite blob leases)' : 'every-instance (every process runs the timer)'}: ` +
     `${seeds.length} run(s) × ${durationMs / 1000} s, ${o.instances} instances, lease ${o.timings.leaseMs} ms, ` +
     `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
-      .filter((k) => k !== 'pg_restart' || o.pgRestart).join(', ')}; ${b.describe}; seeds ${seeds.join(', ')}`);
+      .filter((k) => (k !== 'pg_restart' || o.pgRestart) && (!o.faultKinds || o.faultKinds.includes(k as FaultKind))).join(', ')}; ${b.describe}; seeds ${seeds.join(', ')}`);
   const t0 = Date.now();
   const results: RunResult[] = [];
   try {
@@ -163,7 +168,7 @@ async function campaign(o: Options, mode: Mode): Promise<{ failed: number; table
         index: i + 1, seed, durationMs, instances: o.instances, pgRestart: o.pgRestart, forcePgRestart: o.forcePgRestart, timings: o.timings,
         resumeBound: b.resumeBound, ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}),
         timers: azurite ? { mode: 'azure', storage: azurite.connectionString } : { mode: 'every-instance' },
-        failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
+        faultKinds: o.faultKinds, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate },
         campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
       });
       results.push(r);

@@ -8,7 +8,7 @@ import { check, type History, type RunStats, type Violation } from './checker.js
 import {
   ChaosCluster, createChaosDb, hostEnv, othersTesting, startProviderProcess, type ChaosDb, type ProviderProcess, type TimerSetup, type Timings,
 } from './cluster.js';
-import { FaultInjector, type FaultRecord } from './faults.js';
+import { FaultInjector, type FaultKind, type FaultRecord } from './faults.js';
 import { DEFAULT_LOAD, LoadGenerator, type LoadOptions } from './load.js';
 import type { ProviderRecord } from './providerProcess.js';
 import { createRng, sleep } from './rng.js';
@@ -30,6 +30,8 @@ export interface RunOptions {
   failureRate: number;
   /** The provider's typical answer time (±50 %); 3 % of calls answer after 300 ms regardless. */
   latencyMs: number;
+  /** Only these fault kinds (null: every kind). */
+  faultKinds: readonly FaultKind[] | null;
   /** Chance (0–1) that a second, network-level fault hits another instance while a fault runs (default 0). */
   overlap: number;
   /** Each host process's wall clock is off by up to ± this many seconds (libfaketime; 0 = none). */
@@ -128,7 +130,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
       leaseMs: o.timings.leaseMs, statementTimeoutMs: Number(hostEnv(o.timings).DB_STATEMENT_TIMEOUT_MS), pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(Math.max(o.resumeBound, ...Object.values(o.resumeBoundByKind ?? {})) * o.timings.leaseMs) + 5_000,
-      mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0,
+      mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0, ...(o.faultKinds ? { kinds: o.faultKinds } : {}),
     }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
     faultLog = injector;
