@@ -26,7 +26,8 @@ export const settingsSchema = z.object({
   LEASE_DURATION_MS: intMs(60_000, 100),
   /** Renew interval (default 20 000 ms; must be < LEASE_DURATION_MS). */
   LEASE_RENEW_INTERVAL_MS: intMs(20_000, 10),
-  /** Follower retry interval when the holder's expiry is unknown (default 30 000 ms). */
+  /** Caps a follower's wait *inside one tick* for the expiry it observed, and (min with 1 s) after an acquire error
+   *  (default 30 000 ms). Not a back-off: followers try once per timer tick whatever it says (README, settings). */
   LEASE_ACQUIRE_INTERVAL_MS: intMs(30_000, 10),
   /** The leader stops acting this long before its local deadline (default: min(5 000, duration/4) ms). */
   LEASE_SAFETY_MARGIN_MS: z.coerce.number().int().min(0).optional(),

@@ -164,6 +164,20 @@ describe('acquire', () => {
       expect(token).toBeNull();
     }
   });
+
+  // LEASE_ACQUIRE_INTERVAL_MS as documented (README, settings): it never spaces out acquire attempts — every
+  // call (one per timer tick) sends the conditional statement — it only caps the in-tick wait for an expiry.
+  it('LEASE_ACQUIRE_INTERVAL_MS does not delay the next attempt: a lease released right after a refusal is taken at once', async () => {
+    const h = harness();
+    const a = h.manager('A');
+    const b = h.manager('B', () => 0);
+    await a.tryAcquireOrRenew();
+    expect(await b.tryAcquireOrRenew()).toBeNull();
+    expect(b.followerRetryDelayMs()).toBe(SETTINGS.acquireIntervalMs); // the in-tick wait it would allow…
+    expect(await a.release()).toBe(true);
+    h.clock.advance(1); // …is no back-off: the next tick (here 1 ms later) tries again and wins
+    expect(await b.tryAcquireOrRenew()).toEqual({ leaseName: NAME, holderId: 'B', leaseEpoch: 2 });
+  });
 });
 
 describe('renew', () => {
