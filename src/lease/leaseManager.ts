@@ -21,6 +21,17 @@ export type LeadershipChange =
 /** Local step-downs after which the row may still be ours: release it (conditional, harmless otherwise). */
 const RELEASE_ON_DROP = new Set(['sql_error', 'renew_error', 'local_deadline']);
 
+/** A failed best-effort release is retried this often, at most RELEASE_ATTEMPTS times in all. */
+const RELEASE_RETRY_MS = 100;
+const RELEASE_ATTEMPTS = 4;
+
+/** A row to hand back, and (monotonic) how long a retry is surely useful: the row does not expire before the last
+ *  acquire/renew's send time + duration (it counts from that statement's arrival). */
+interface Dropped {
+  token: LeaseToken;
+  untilMs: number;
+}
+
 interface Held {
   token: LeaseToken;
   expiresAt: Date;
@@ -40,7 +51,7 @@ export class LeaseManager implements LeaderGate {
   private readonly listeners = new Set<(c: LeadershipChange) => void>();
   /** While > 0 (an executor tick finishing in-flight work), releases after a drop wait in `deferred`. */
   private deferrals = 0;
-  private deferred: LeaseToken[] = [];
+  private deferred: Dropped[] = [];
   /** A renew on the wire: the deadline timer leaves the decision to it. The gate is closed meanwhile (requireLeader
    *  is past the deadline); a success counts from its send time, which is before the deadline, so it is safe. */
   private renewing: Held | null = null;
@@ -94,8 +105,8 @@ export class LeaseManager implements LeaderGate {
       if (done) return;
       done = true;
       if (--this.deferrals > 0) return;
-      const tokens = this.deferred.splice(0);
-      await Promise.all(tokens.map((t) => this.releaseQuietly(t)));
+      const dropped = this.deferred.splice(0);
+      await Promise.all(dropped.map((d) => this.releaseQuietly(d)));
     };
   }
 
@@ -174,7 +185,7 @@ export class LeaseManager implements LeaderGate {
       if (this.held !== held) {
         // Dropped while the statement ran (local deadline): the row we just extended would block every
         // other instance for a whole lease; hand it back (best effort; the fence protects either way).
-        if (row) this.releaseOrDefer(held.token);
+        if (row) this.releaseOrDefer({ token: held.token, untilMs: sentAtMs + this.settings.durationMs });
         return false;
       }
       if (!row) {
@@ -212,20 +223,26 @@ export class LeaseManager implements LeaderGate {
     }
   }
 
-  /** Conditional release (holder + epoch, not expired): harmless when the row is no longer ours. */
-  private async releaseQuietly(token: LeaseToken): Promise<void> {
+  /** Conditional release (holder + epoch, not expired): harmless when the row is no longer ours. A failure is retried
+   *  in the background while the row is surely valid: the fault behind the step-down (sessions terminated) often
+   *  leaves a dead pooled connection for the first release, and then everyone waited out the lease. The caller
+   *  awaits only the first attempt (a tick's bound is unchanged). */
+  private async releaseQuietly({ token, untilMs }: Dropped, attempt = 1): Promise<void> {
+    const fields = { holder_id: token.holderId, lease_epoch: token.leaseEpoch };
     try {
       const released = await this.store.release(token);
-      this.log.info({ event: 'leader_released_after_step_down', holder_id: token.holderId, lease_epoch: token.leaseEpoch, released },
+      this.log.info({ event: 'leader_released_after_step_down', ...fields, released, attempt },
         released ? 'lease row handed back after a local step-down' : 'lease row was no longer ours');
     } catch (e) {
-      this.log.debug({ event: 'leader_release_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) }, 'late release failed');
+      const retry = attempt < RELEASE_ATTEMPTS && this.clock.nowMs() + RELEASE_RETRY_MS < untilMs;
+      this.log.debug({ event: 'leader_release_failed', ...fields, attempt, retry, sql_error: sqlErrorField(e) }, 'late release failed');
+      if (retry) void this.clock.sleep(RELEASE_RETRY_MS).then(() => this.releaseQuietly({ token, untilMs }, attempt + 1));
     }
   }
 
-  private releaseOrDefer(token: LeaseToken): void {
-    if (this.deferrals > 0) this.deferred.push(token);
-    else void this.releaseQuietly(token);
+  private releaseOrDefer(dropped: Dropped): void {
+    if (this.deferrals > 0) this.deferred.push(dropped);
+    else void this.releaseQuietly(dropped);
   }
 
   /** Step down now: the gate closes at once; the row is handed back best-effort when the reason allows. */
@@ -237,7 +254,7 @@ export class LeaseManager implements LeaderGate {
     this.retryAtMs = Number.NEGATIVE_INFINITY;
     this.log.warn({ event: 'leader_lost', reason, ...this.fields(held), sql_error: sqlErrorField(sqlError) }, 'leadership lost');
     this.emit({ kind: 'lost', token: held.token, reason });
-    if (RELEASE_ON_DROP.has(reason)) this.releaseOrDefer(held.token);
+    if (RELEASE_ON_DROP.has(reason)) this.releaseOrDefer({ token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
   }
 
   /** A command's guard: past the local deadline (the timer may not have fired yet) → step down. */

@@ -285,6 +285,46 @@ describe('renew', () => {
     expectLeaseFields(lost, 'A', 1);
     expect(h.changes('A').at(-1)).toMatchObject({ kind: 'lost', reason: 'renew_error' });
   });
+
+  // Found by the fault campaign (terminate): the sessions killed under the renew also kill the idle pooled
+  // connection the release then gets, so the row stayed held and the instance waited out its own lease.
+  it('a hand-back that fails (dead pooled connection) is retried: the row is released, a follower takes it at once', async () => {
+    const h = harness();
+    const a = h.manager('A');
+    const b = h.manager('B');
+    await a.tryAcquireOrRenew();
+    h.at(SETTINGS.renewIntervalMs);
+    const terminated = new StoreError('transient', 'terminating connection due to administrator command', '57P01');
+    h.store.failNext('renew', terminated);
+    h.store.failNext('release', terminated);
+    h.store.failNext('release', terminated);
+    expect(await a.tryAcquireOrRenew()).toBeNull();
+    await settle();
+    expect(h.store.peek(NAME)!.expiresAt.getTime()).toBeGreaterThan(h.store.peek(NAME)!.dbNow.getTime()); // not yet
+    for (let i = 0; i < 2; i++) {
+      h.clock.advance(100);
+      await settle();
+    }
+    expect((await h.store.listEvents(NAME)).map((e) => e.event)).toEqual(['acquired', 'released']);
+    expect(h.logs('leader_release_failed', 'A').map((l) => [l.attempt, l.retry])).toEqual([[1, true], [2, true]]);
+    expect(h.logs('leader_released_after_step_down', 'A')).toMatchObject([{ attempt: 3, released: true }]);
+    expect(await b.tryAcquireOrRenew()).toEqual({ leaseName: NAME, holderId: 'B', leaseEpoch: 2 });
+  });
+
+  it('a hand-back is retried only while the row is surely still valid', async () => {
+    const h = harness();
+    const a = h.manager('A');
+    await a.tryAcquireOrRenew();
+    h.at(SETTINGS.durationMs - 150); // (no renew: past the local deadline, 150 ms before the row expires)
+    const terminated = new StoreError('transient', 'terminating connection due to administrator command', '57P01');
+    for (let i = 0; i < 4; i++) h.store.failNext('release', terminated);
+    expect(await a.tryAcquireOrRenew()).toBeNull(); // local_deadline: hand back
+    for (let i = 0; i < 4; i++) {
+      await settle();
+      h.clock.advance(100);
+    }
+    expect(h.logs('leader_release_failed', 'A').map((l) => [l.attempt, l.retry])).toEqual([[1, true], [2, false]]);
+  });
 });
 
 describe('the gate: local deadline', () => {
