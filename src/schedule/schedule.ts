@@ -8,7 +8,9 @@ export type ApplyResult = 'scheduled' | 'removed' | 'stale' | 'claimed';
 
 export class Schedule {
   private readonly heap = new DueHeap();
-  /** Version of every intent we know the state of (scheduled, claimed or no longer schedulable). */
+  /** Version of every intent we know the state of and that is not in the heap (claimed or no longer
+   *  schedulable); a scheduled intent's version is its heap entry's (one map entry per intent, not two: a
+   *  1 M-intent rebuild is dominated by map inserts). */
   private readonly versions = new Map<string, string>();
   /** Intents taken for execution and not yet completed (refresh must not re-enqueue them), with the
    *  newest row observed meanwhile, applied when the claim is released. */
@@ -37,18 +39,19 @@ export class Schedule {
       if (!pending || pending.version < row.version) this.claimed.set(row.intentId, row);
       return 'claimed'; // applied (if still newest) when the claim is released
     }
-    const known = this.versions.get(row.intentId);
+    const known = this.knownVersion(row.intentId);
     if (known !== undefined && known > row.version) return 'stale';
-    this.versions.set(row.intentId, row.version);
     // Scheduled means schedulable: the attempt budget (which discounts aborted attempts) is enforced by
     // the fenced start in SQL.
     if (row.status === 'scheduled') {
+      if (known !== undefined) this.versions.delete(row.intentId); // the heap entry carries it from now on
       this.heap.upsert({
         intentId: row.intentId, dueMs: row.nextAttemptAt.getTime(), attemptCount: row.attemptCount,
         maxAttempts: row.maxAttempts, version: row.version,
       });
       return 'scheduled';
     }
+    this.versions.set(row.intentId, row.version);
     this.heap.remove(row.intentId);
     return 'removed';
   }
@@ -60,6 +63,7 @@ export class Schedule {
       const top = this.heap.peek();
       if (!top || top.dueMs > dbNowMs) break;
       this.heap.pop();
+      this.versions.set(top.intentId, top.version); // out of the heap: its version is remembered here
       this.claimed.set(top.intentId, null);
       out.push(top);
     }
@@ -72,6 +76,11 @@ export class Schedule {
     this.claimed.delete(intentId);
     if (row) this.apply(row);
     if (pending) this.apply(pending); // ignored as stale unless newer than `row`
+  }
+
+  /** The newest version applied for an intent (heap entry or `versions`), if any. */
+  private knownVersion(intentId: string): string | undefined {
+    return this.heap.get(intentId)?.version ?? this.versions.get(intentId);
   }
 
   /** Forget versions older than the settled cursor: rows at or before it will not be re-read. */

@@ -6,6 +6,8 @@ import { fromPglite, openPgPool } from '../../src/store/postgres/db.js';
 import { migratePostgres, migratePostgresIfNeeded, schemaVersion } from '../../src/store/postgres/migrate.js';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { PG_TEST_URL } from '../support/pgServer.js';
+import { LOAD_SCHEDULED } from '../../src/store/postgres/executionStore.js';
+import { NIL_UUID } from '../../src/store/rowMapping.js';
 
 const TABLES = ['submission_manager_leases', 'submission_manager_lease_events', 'submission_intents',
   'submission_attempts', 'submission_execution_audit', 'submission_manager_migrations', 'submission_manager_execution_control',
@@ -168,16 +170,21 @@ describe('npm run migrate (CLI)', () => {
     }
   });
 
-  it('pglite: loadScheduled pages are an index range scan on ix_intents_scheduled with no sort', async () => {
+  // The store's own statement: every column it reads is in the index (status as a constant), so a page is an
+  // index-only scan — no heap read per row once the visibility map is set (1 M pending: 16.5 s → 5.8 s of reads).
+  it('pglite: loadScheduled pages are an index-only range scan on ix_intents_scheduled with no sort', async () => {
     const db = fromPglite(await PGlite.create());
     await migratePostgres(db);
+    await db.exec(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at, created_at, last_modified_at)
+      SELECT gen_random_uuid(), repeat('0', 64), '{}'::jsonb, CASE WHEN g % 10 = 0 THEN 'scheduled' ELSE 'succeeded' END, 0, 3, now(), now(), now()
+        FROM generate_series(1, 2000) g`);
+    await db.exec('VACUUM ANALYZE submission_intents');
     const plan = await db.transaction(async (tx) => {
       await tx.query('SET LOCAL enable_seqscan = off');
-      const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT intent_id FROM submission_intents
-        WHERE status = 'scheduled' AND intent_id > '00000000-0000-0000-0000-000000000000'::uuid ORDER BY intent_id LIMIT 1000`);
+      const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${LOAD_SCHEDULED}`, [NIL_UUID, 1000]);
       return r.rows.map((x) => x['QUERY PLAN']).join('\n');
     });
-    expect(plan).toMatch(/ix_intents_scheduled/);
+    expect(plan).toMatch(/Index Only Scan using ix_intents_scheduled/);
     expect(plan).not.toMatch(/\bSort\b/);
     await db.close();
   });

@@ -10,7 +10,7 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
 import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
 import {
-  BUDGET, NIL_UUID, SCHEDULE_COLS, toCompletedAttempt, toScheduleRow, toStartedAttempt, utcText,
+  BUDGET, NIL_UUID, SCHEDULE_COLS, SCHEDULED_ONLY_COLS, toCompletedAttempt, toScheduleRow, toStartedAttempt, utcText,
   type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
 } from './rows.js';
 
@@ -61,6 +61,10 @@ UPDATE submission_intents i
   FROM orphan o, now
  WHERE i.intent_id = o.intent_id AND i.status = 'in_flight'
 RETURNING i.intent_id`;
+
+/** A rebuild page: an index-only range scan of ix_intents_scheduled (006) once the visibility map is set. */
+export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_intents
+  WHERE status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`;
 
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget).
 const START = `
@@ -126,10 +130,7 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   async loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]> {
-    const r = await this.db.query<ScheduleDbRow>(
-      `SELECT ${SCHEDULE_COLS} FROM submission_intents
-        WHERE status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`,
-      [afterId ?? NIL_UUID, limit]);
+    const r = await this.db.query<ScheduleDbRow>(LOAD_SCHEDULED, [afterId ?? NIL_UUID, limit]);
     return r.rows.map(toScheduleRow);
   }
 
