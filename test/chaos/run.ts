@@ -114,12 +114,16 @@ async function main(): Promise<number> {
   mkdirSync(o.dir, { recursive: true });
   let failed = 0;
   const tables: string[] = [];
+  // The report file is rewritten after every run (a campaign stopped early still leaves the table of the runs done).
+  const writeReport = (current: string | null) => {
+    if (o.report) writeFileSync(o.report, `${[...tables, ...(current ? [current] : [])].join('\n\n')}\n`);
+  };
   for (const mode of o.modes) {
-    const r = await campaign(o, mode);
+    const r = await campaign(o, mode, writeReport);
     failed += r.failed;
     tables.push(r.table);
   }
-  if (o.report) writeFileSync(o.report, `${tables.join('\n\n')}\n`);
+  writeReport(null);
   try {
     rmdirSync(o.dir); // only when empty: failed (or --keep) runs keep their directories
   } catch { /* not empty */ }
@@ -148,7 +152,7 @@ function bounds(o: Options, mode: Mode): { resumeBound: number; byKind?: Record<
   };
 }
 
-async function campaign(o: Options, mode: Mode): Promise<{ failed: number; table: string }> {
+async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) => void): Promise<{ failed: number; table: string }> {
   const seeds = o.seeds?.[mode] ?? Array.from({ length: o.runs }, (_, i) => o.seed + i);
   const durationMs = o.ci && mode === 'azure' ? o.azureCiDurationMs : o.durationMs;
   const b = bounds(o, mode);
@@ -161,6 +165,11 @@ async function campaign(o: Options, mode: Mode): Promise<{ failed: number; table
       .filter((k) => (k !== 'pg_restart' || o.pgRestart) && (!o.faultKinds || o.faultKinds.includes(k as FaultKind))).join(', ')}; ${b.describe}; seeds ${seeds.join(', ')}`);
   const t0 = Date.now();
   const results: RunResult[] = [];
+  const title = (runs: number) => `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
+    `${runs} runs × ${durationMs / 1000} s${o.instances !== 3 ? `, ${o.instances} instances` : ''}${o.pgRestart ? ', with PostgreSQL restarts' : ''}` +
+    `${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`;
+  const summary = (heading: string) => campaignTable(results, { title: heading, leaseMs: o.timings.leaseMs, resumeBound: b.resumeBound,
+    ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}), wallMs: Date.now() - t0 });
   try {
     for (const [i, seed] of seeds.entries()) {
       console.log(`[chaos] run ${i + 1}/${seeds.length} (seed ${seed}, ${mode})`);
@@ -173,15 +182,13 @@ async function campaign(o: Options, mode: Mode): Promise<{ failed: number; table
       });
       results.push(r);
       report(r, i, seeds.length);
+      if (i + 1 < seeds.length) progress(summary(`${title(results.length)} (${results.length} of ${seeds.length} runs so far)`));
     }
   } finally {
     activeCleanups.delete(stopAzurite);
     await stopAzurite();
   }
-  const title = `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
-    `${results.length} runs × ${durationMs / 1000} s${o.instances !== 3 ? `, ${o.instances} instances` : ''}${o.pgRestart ? ', with PostgreSQL restarts' : ''}` +
-    `${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`;
-  const table = campaignTable(results, { title, leaseMs: o.timings.leaseMs, resumeBound: b.resumeBound, ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}), wallMs: Date.now() - t0 });
+  const table = summary(title(results.length));
   console.log(`\n${table}\n`);
   return { failed: results.filter((r) => r.error || r.violations.length > 0).length, table };
 }
