@@ -1,19 +1,32 @@
 // Execution throughput: one leader, a provider on loopback (own process, keep-alive), N due intents:
 // attempts/s from first start to last completion (database time), against a baseline of one-commit-per-row
-// UPDATEs of the same rows through the same pool at the same concurrency.
+// UPDATEs of the same rows through the same pool size (16) at concurrency = pool size. Also printed: the
+// statements the leader sent per attempt and the CPU each process spent per attempt (leader, provider,
+// PostgreSQL backends; /proc, same machine), against the baseline's client and backends per row — on a
+// shared 2-core box, throughput is roughly the CPU left over divided by the CPU per attempt.
+// Executor settings: tick budget 2 s, no per-tick attempt cap (EXECUTOR_MAX_ATTEMPTS_PER_TICK's default 500
+// would end a tick after 500 starts and measure tick turnover instead of the executor), batches derived from
+// the concurrency as in production (start = c/4, completion = c/2), refresh 1 s.
 import { LeaseManager } from '../src/lease/leaseManager.js';
 import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
-import { fmt, freshSchema, pool, printTable, seedIntents, startProviderProcess, stores } from './support.js';
+import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, seedIntents, startProviderProcess, stores } from './support.js';
 
-const POOL = 10;
+/** Pool of the leader and of the baseline (the issue's reference figure: one-commit-per-row UPDATEs, pool 16). */
+const POOL = 16;
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 async function runLeader(n: number, latencyMs: number, concurrency: number) {
   const schema = await freshSchema();
   const db = schema.open(POOL);
-  const s = stores(db);
+  const leaderDb = counting(db);
+  const s = stores(leaderDb);
   const provider = await startProviderProcess(latencyMs);
   try {
     await seedIntents(db, n);
@@ -22,27 +35,39 @@ async function runLeader(n: number, latencyMs: number, concurrency: number) {
     const http = new HttpProvider(provider.url);
     const ex = new Executor(lease, s.execution, http, {
       tickBudgetMs: 2_000, maxAttemptsPerTick: 1_000_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
-      refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 }, startBatch: Math.max(1, concurrency / 4),
-      completionBatch: Math.max(1, concurrency / 2), minLeaderWorkMs: 100,
+      refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 },
+      startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? Math.max(1, Math.floor(concurrency / 4))),
+      completionBatch: Number(process.env.BENCH_EXEC_COMPLETION_BATCH ?? Math.max(1, Math.floor(concurrency / 2))), minLeaderWorkMs: 100,
     }, systemClock, silentLogger);
+    const cpu0 = { leader: cpuMs(), provider: procCpuMs(provider.pid), pg: await backendCpuMs(db, schema.schema) };
     for (;;) {
       await ex.tick();
       const left = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status <> 'succeeded'`);
       if (left.rows[0]!.n === 0) break;
     }
+    const cpu = { leader: cpuMs() - cpu0.leader, provider: procCpuMs(provider.pid) - cpu0.provider,
+      pg: cpuDeltaMs(cpu0.pg, await backendCpuMs(db, schema.schema)) };
     const span = await db.query<{ ms: number; n: number }>(
       `SELECT extract(epoch FROM max(finished_at) - min(started_at)) * 1000 AS ms, count(*)::int AS n FROM submission_attempts`);
     const { ms, n: attempts } = span.rows[0]!;
     http.close();
+    const perAttempt = (v: number) => fmt((v * 1000) / attempts);
+    const exec = { attempts, attemptsPerS: (attempts / Number(ms)) * 1000, statements: fmt(leaderDb.count / attempts, 2),
+      cpu: `${perAttempt(cpu.leader)} / ${perAttempt(cpu.provider)} / ${perAttempt(cpu.pg)}` };
     // Baseline: the same rows, one UPDATE (one commit) each, same pool, concurrency = pool size.
+    // (BENCH_EXEC_BASELINE=0 skips it, e.g. to profile the leader alone with `node --cpu-prof`.)
+    if (process.env.BENCH_EXEC_BASELINE === '0') return { ...exec, baselinePerS: NaN, baselineCpu: '' };
     const ids = (await db.query<{ intent_id: string }>('SELECT intent_id FROM submission_intents')).rows.map((r) => r.intent_id);
+    const b0 = { client: cpuMs(), pg: await backendCpuMs(db, schema.schema) };
     const t0 = performance.now();
     await pool(ids, POOL, async (id) => {
       await db.query(`UPDATE submission_intents SET status = 'succeeded', attempt_count = attempt_count, last_modified_at = clock_timestamp()
                        WHERE intent_id = $1`, [id]);
     });
     const baseMs = performance.now() - t0;
-    return { attempts, attemptsPerS: (attempts / Number(ms)) * 1000, baselinePerS: (ids.length / baseMs) * 1000 };
+    const perRow = (v: number) => fmt((v * 1000) / ids.length);
+    const baselineCpu = `${perRow(cpuMs() - b0.client)} / ${perRow(cpuDeltaMs(b0.pg, await backendCpuMs(db, schema.schema)))}`;
+    return { ...exec, baselinePerS: (ids.length / baseMs) * 1000, baselineCpu };
   } finally {
     provider.stop();
     await db.close();
@@ -50,17 +75,25 @@ async function runLeader(n: number, latencyMs: number, concurrency: number) {
   }
 }
 
+/** Scenarios as `intents:providerMs:concurrency`, comma-separated (BENCH_EXEC_SCENARIOS overrides). */
+function scenarios(n: number): [number, number, number][] {
+  const spec = process.env.BENCH_EXEC_SCENARIOS ?? `${n}:0:64,2000:50:16,4000:50:64`;
+  return spec.split(',').map((x) => x.split(':').map(Number) as [number, number, number]);
+}
+
 export async function benchExecution(n = Number(process.env.BENCH_EXEC_N ?? 20_000)): Promise<string> {
   const rows = [];
-  for (const [count, latency, conc] of [[n, 0, 64], [2_000, 50, 16], [4_000, 50, 64]] as const) {
+  for (const [count, latency, conc] of scenarios(n)) {
     const r = await runLeader(count, latency, conc);
     rows.push({ intents: count, 'provider ms': latency, concurrency: conc, 'attempts/s': fmt(r.attemptsPerS),
-      'baseline UPDATE/s': fmt(r.baselinePerS), ratio: fmt(r.attemptsPerS / r.baselinePerS, 2) });
+      'statements/attempt': r.statements, 'CPU µs/attempt leader / provider / PG': r.cpu,
+      'baseline UPDATE/s': fmt(r.baselinePerS), 'baseline CPU µs/row client / PG': r.baselineCpu, ratio: fmt(r.attemptsPerS / r.baselinePerS, 2) });
   }
   printTable('Execution (PostgreSQL server, one leader, provider in its own process)', rows);
   return `execution ${rows.map((r) => `${r['provider ms']}ms/c${r.concurrency}=${r.ratio}x`).join(' ')}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  benchExecution().then((line) => console.log(`\nratios: ${line}`), (e) => { console.error(e); process.exit(1); });
+  // Exit explicitly: a pool's idle timer or a keep-alive socket must not keep the benchmark process alive.
+  benchExecution().then((line) => { console.log(`\nratios: ${line}`); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
 }

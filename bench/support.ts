@@ -1,6 +1,7 @@
 // Shared benchmark plumbing: a fresh schema on the PostgreSQL server, a counting database wrapper, a
 // no-op/latency provider in a child process, and table printing. Benchmarks never assert speed.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { openPgPool, type PgDatabase, type PgQueryable } from '../src/store/postgres/db.js';
@@ -20,7 +21,8 @@ export async function freshSchema(): Promise<BenchSchema> {
   const admin = openPgPool({ url: PG_URL, max: 1, statementTimeoutMs: 600_000 });
   await admin.query(`CREATE SCHEMA ${schema}`);
   await admin.close();
-  const open = (max: number) => openPgPool({ url: PG_URL, max, statementTimeoutMs: 600_000, schema });
+  // application_name = the schema, so a benchmark can find its own backends (backendCpuMs).
+  const open = (max: number) => openPgPool({ url: PG_URL, max, statementTimeoutMs: 600_000, schema, applicationName: schema });
   const m = open(1);
   await createPostgresStores(m, 'postgres').migrate();
   await m.close();
@@ -69,11 +71,11 @@ export async function seedIntents(db: PgQueryable, n: number, opts: { status?: s
 }
 
 /** A provider in its own process (so it does not share our event loop): 200 after `latencyMs`. */
-export async function startProviderProcess(latencyMs: number): Promise<{ url: string; stop(): void }> {
+export async function startProviderProcess(latencyMs: number): Promise<{ url: string; pid: number; stop(): void }> {
   const code = `const http=require('http');const s=http.createServer((q,r)=>{q.resume();q.on('end',()=>{const f=()=>{r.writeHead(200,{'content-type':'application/json'});r.end('{}')};${latencyMs}>0?setTimeout(f,${latencyMs}):f()})});s.keepAliveTimeout=60000;s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;
   const child: ChildProcess = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve) => child.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
-  return { url: `http://127.0.0.1:${port}/submit`, stop: () => child.kill('SIGKILL') };
+  return { url: `http://127.0.0.1:${port}/submit`, pid: child.pid!, stop: () => child.kill('SIGKILL') };
 }
 
 export async function pool<T>(items: T[], concurrency: number, fn: (x: T) => Promise<void>): Promise<void> {
@@ -81,6 +83,30 @@ export async function pool<T>(items: T[], concurrency: number, fn: (x: T) => Pro
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (i < items.length) await fn(items[i++]!);
   }));
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (Linux; 0 if unreadable). */
+export function procCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU (ms) used so far by the PostgreSQL backends of a BenchSchema's pools (same machine only), by pid. */
+export async function backendCpuMs(db: PgQueryable, schema: string): Promise<Map<number, number>> {
+  const r = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [schema]);
+  return new Map(r.rows.map((x) => [x.pid, procCpuMs(x.pid)]));
+}
+
+/** CPU used between two backendCpuMs readings (backends that appeared meanwhile count from 0). */
+export function cpuDeltaMs(before: Map<number, number>, after: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, v] of after) ms += v - (before.get(pid) ?? 0);
+  return ms;
 }
 
 export function machine(): string {

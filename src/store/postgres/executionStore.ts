@@ -67,6 +67,10 @@ export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_int
   WHERE status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`;
 
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget).
+// Plan: the batch's intents are found by primary key (`= ANY($4)`, estimated exactly from the unique index),
+// O(batch) per statement whatever the statistics say. The status and due tests are written `(…) IS TRUE`
+// (the same result in a WHERE clause) so the planner cannot scan ix_intents_due instead: without fresh
+// statistics (right after a burst of intents) it otherwise read every due entry of that index per batch.
 const START = `
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
@@ -76,8 +80,8 @@ started AS (
      SET status = 'in_flight', attempt_count = i.attempt_count + 1,
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM req, now, fence
-   WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND i.status = 'scheduled'
-     AND i.next_attempt_at <= now.t
+   WHERE i.intent_id = req.intent_id AND i.intent_id = ANY($4::uuid[]) AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
+     AND (i.next_attempt_at <= now.t) IS TRUE
      AND ${BUDGET.mayStart('i')}
   RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
             ${BUDGET.abortedBefore('i.attempt_count', 'i.intent_id')} AS aborted_before
@@ -90,6 +94,8 @@ ${auditCte('start_attempts', 'SELECT count(*) FROM started')}
 SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOIN started s ON true`;
 
 // The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile.
+// Plan: intents by primary key as in START (not by the in_flight range of ix_intents_due, which holds an
+// entry for every attempt started since the last vacuum).
 const COMPLETE = `
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
@@ -110,7 +116,7 @@ upd AS (
          last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM c, now, fence
-   WHERE i.intent_id = c.intent_id AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
+   WHERE i.intent_id = c.intent_id AND i.intent_id = ANY($4::uuid[]) AND (i.status = 'in_flight') IS TRUE AND i.attempt_count = c.attempt_no
   RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${utcText('i.last_modified_at')} AS version
 ),
 ${auditCte('complete_attempts', 'SELECT (SELECT count(*) FROM att) + (SELECT count(*) FROM upd)')}
