@@ -1,4 +1,6 @@
 // Indexed binary min-heap of intents keyed by (due time, intent id): O(log n) insert, update, remove, pop.
+// Each slot remembers its own position, so sifting moves slots without touching the id → slot map (one map
+// write per insert, one delete per removal), and sifts move a hole instead of swapping pairs.
 export interface DueEntry {
   intentId: string;
   /** Due time, database clock, epoch milliseconds. */
@@ -8,56 +10,58 @@ export interface DueEntry {
   version: string;
 }
 
+interface Slot {
+  e: DueEntry;
+  /** Position in `items`. */
+  at: number;
+}
+
 const before = (a: DueEntry, b: DueEntry) => a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.intentId < b.intentId);
 
 export class DueHeap {
-  private items: DueEntry[] = [];
-  private index = new Map<string, number>();
+  private items: Slot[] = [];
+  private index = new Map<string, Slot>();
 
   get size(): number {
     return this.items.length;
   }
 
   peek(): DueEntry | undefined {
-    return this.items[0];
+    return this.items[0]?.e;
   }
 
   get(intentId: string): DueEntry | undefined {
-    const i = this.index.get(intentId);
-    return i === undefined ? undefined : this.items[i];
+    return this.index.get(intentId)?.e;
   }
 
   /** Insert or replace the entry for its intent id. */
   upsert(e: DueEntry): void {
-    const i = this.index.get(e.intentId);
-    if (i === undefined) {
-      this.items.push(e);
-      this.index.set(e.intentId, this.items.length - 1);
-      this.up(this.items.length - 1);
+    const slot = this.index.get(e.intentId);
+    if (slot === undefined) {
+      const s: Slot = { e, at: this.items.length };
+      this.items.push(s);
+      this.index.set(e.intentId, s);
+      this.up(s);
     } else {
-      this.items[i] = e;
-      this.down(this.up(i));
+      slot.e = e;
+      this.fix(slot);
     }
   }
 
   remove(intentId: string): DueEntry | undefined {
-    const i = this.index.get(intentId);
-    if (i === undefined) return undefined;
-    const removed = this.items[i]!;
-    const last = this.items.pop()!;
+    const slot = this.index.get(intentId);
+    if (slot === undefined) return undefined;
     this.index.delete(intentId);
-    if (i < this.items.length) {
-      this.items[i] = last;
-      this.index.set(last.intentId, i);
-      this.down(this.up(i));
-    }
-    return removed;
+    this.detach(slot);
+    return slot.e;
   }
 
   pop(): DueEntry | undefined {
     const top = this.items[0];
-    if (top) this.remove(top.intentId);
-    return top;
+    if (top === undefined) return undefined;
+    this.index.delete(top.e.intentId);
+    this.detach(top);
+    return top.e;
   }
 
   clear(): void {
@@ -65,36 +69,52 @@ export class DueHeap {
     this.index.clear();
   }
 
-  private swap(i: number, j: number): void {
-    const a = this.items[i]!;
-    const b = this.items[j]!;
-    this.items[i] = b;
-    this.items[j] = a;
-    this.index.set(b.intentId, i);
-    this.index.set(a.intentId, j);
+  /** Take `slot` out of the array: the last slot fills its place and is sifted to where it belongs. */
+  private detach(slot: Slot): void {
+    const last = this.items.pop()!;
+    if (last === slot) return;
+    last.at = slot.at;
+    this.items[slot.at] = last;
+    this.fix(last);
   }
 
-  private up(i: number): number {
+  private fix(slot: Slot): void {
+    const at = slot.at;
+    this.up(slot);
+    if (slot.at === at) this.down(slot);
+  }
+
+  private up(slot: Slot): void {
+    const items = this.items;
+    let i = slot.at;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (!before(this.items[i]!, this.items[p]!)) break;
-      this.swap(i, p);
+      const parent = items[p]!;
+      if (!before(slot.e, parent.e)) break;
+      items[i] = parent;
+      parent.at = i;
       i = p;
     }
-    return i;
+    items[i] = slot;
+    slot.at = i;
   }
 
-  private down(i: number): void {
-    const n = this.items.length;
+  private down(slot: Slot): void {
+    const items = this.items;
+    const n = items.length;
+    let i = slot.at;
     for (;;) {
       const l = 2 * i + 1;
+      if (l >= n) break;
       const r = l + 1;
-      let m = i;
-      if (l < n && before(this.items[l]!, this.items[m]!)) m = l;
-      if (r < n && before(this.items[r]!, this.items[m]!)) m = r;
-      if (m === i) return;
-      this.swap(i, m);
-      i = m;
+      const c = r < n && before(items[r]!.e, items[l]!.e) ? r : l;
+      const child = items[c]!;
+      if (!before(child.e, slot.e)) break;
+      items[i] = child;
+      child.at = i;
+      i = c;
     }
+    items[i] = slot;
+    slot.at = i;
   }
 }
