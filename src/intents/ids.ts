@@ -3,7 +3,7 @@
 // Guarantees: ids from one process are strictly increasing (also within one millisecond and when the
 // wall clock steps back), so `ORDER BY intent_id` is creation order per process and roughly across
 // processes; 62 random bits per id make collisions between processes negligible.
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -15,23 +15,42 @@ export function isUuid(s: unknown): s is string {
 let lastMs = -1;
 let counter = 0;
 
+// Random bytes are drawn from the CSPRNG in 4 KiB refills (one syscall-backed fill per 256 ids), not per id;
+// each byte is used once.
+const POOL = Buffer.allocUnsafe(4096);
+let poolAt = POOL.length;
+function take(n: number): number {
+  if (poolAt + n > POOL.length) {
+    randomFillSync(POOL);
+    poolAt = 0;
+  }
+  const at = poolAt;
+  poolAt += n;
+  return at;
+}
+const seed = () => {
+  const at = take(2);
+  return ((POOL[at]! << 8) | POOL[at + 1]!) & 0x7ff;
+};
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
 /** A new UUIDv7, lower case. `now` is injectable for tests. */
 export function uuidv7(now: number = Date.now()): string {
   if (now > lastMs) {
     lastMs = now;
     // Seed below 0x800 so a burst within one millisecond has ≥ 2048 increments before it must borrow.
-    counter = randomBytes(2).readUInt16BE(0) & 0x7ff;
+    counter = seed();
   } else if (counter < 0xfff) {
     counter += 1; // same millisecond (or clock went back): keep the last timestamp, bump the counter
   } else {
     lastMs += 1; // counter exhausted: borrow the next millisecond, keeps ids increasing
-    counter = randomBytes(2).readUInt16BE(0) & 0x7ff;
+    counter = seed();
   }
-  const b = randomBytes(16);
-  b.writeUIntBE(lastMs, 0, 6);
-  b[6] = 0x70 | (counter >> 8);
-  b[7] = counter & 0xff;
-  b[8] = 0x80 | (b[8]! & 0x3f);
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  const r = take(8); // rand_b: 62 random bits (the top two bits of its first byte become the variant)
+  const t = lastMs;
+  const hi = Math.floor(t / 0x1000000); // top 24 bits of the 48-bit timestamp
+  const lo = t % 0x1000000;
+  const x = (i: number) => HEX[POOL[r + i]!]!;
+  return `${HEX[(hi >> 16) & 0xff]}${HEX[(hi >> 8) & 0xff]}${HEX[hi & 0xff]}${HEX[(lo >> 16) & 0xff]}-${HEX[(lo >> 8) & 0xff]}${HEX[lo & 0xff]}`
+    + `-${HEX[0x70 | (counter >> 8)]}${HEX[counter & 0xff]}-${HEX[0x80 | (POOL[r]! & 0x3f)]}${x(1)}-${x(2)}${x(3)}${x(4)}${x(5)}${x(6)}${x(7)}`;
 }

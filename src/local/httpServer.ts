@@ -21,6 +21,13 @@ const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS',
 /** The Functions host accepts up to 100 MB; the app's own limits (256 KiB) answer before that. */
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
+const MATCH_CACHE = 1024;
+
+interface RouteMatch {
+  r: HttpRoute;
+  params: Record<string, string>;
+}
+
 interface HttpRoute {
   fn: RegisteredFunction;
   route: CompiledRoute;
@@ -90,17 +97,28 @@ export function createHttpHost(o: HttpHostOptions): http.Server {
   const routes = httpRoutes(o.functions);
   const prefix = o.routePrefix === '' ? '' : `/${o.routePrefix}`;
   let next = 0;
+  // The routes matching a path (with its params) never change while the host runs: matched once per path,
+  // remembered for up to MATCH_CACHE paths (then forgotten all at once; ids make the key space unbounded).
+  const matchCache = new Map<string, RouteMatch[]>();
+  const matchesFor = (rel: string): RouteMatch[] => {
+    let m = matchCache.get(rel);
+    if (m === undefined) {
+      m = routes.flatMap((r) => {
+        const params = r.route.match(rel);
+        return params ? [{ r, params }] : [];
+      });
+      if (matchCache.size >= MATCH_CACHE) matchCache.clear();
+      matchCache.set(rel, m);
+    }
+    return m;
+  };
 
   async function handle(req: http.IncomingMessage, inst: HostInstance) {
     const method = (req.method ?? 'GET').toUpperCase();
     const url = new URL(req.url ?? '/', `http://${req.headers.host ?? '127.0.0.1'}`);
     const pathname = url.pathname;
     const underPrefix = prefix === '' || pathname === prefix || pathname.startsWith(`${prefix}/`);
-    const rel = underPrefix ? pathname.slice(prefix.length) : null;
-    const matches = rel === null ? [] : routes.flatMap((r) => {
-      const params = r.route.match(rel);
-      return params ? [{ r, params }] : [];
-    });
+    const matches = underPrefix ? matchesFor(pathname.slice(prefix.length)) : [];
     if (matches.length === 0) return problem(404, 'Not Found', `no function serves ${pathname}`);
     const hit = matches.find((m) => m.r.methods.includes(method));
     if (!hit) {
@@ -120,13 +138,16 @@ export function createHttpHost(o: HttpHostOptions): http.Server {
     const body = await readBody(req);
     if (body === null) return problem(413, 'Payload Too Large', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes by the local host`);
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    for (const k in req.headers) {
+      const v = req.headers[k];
+      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    }
     const request = new o.azf.HttpRequest({
       method,
       url: url.toString(),
       headers,
       query: Object.fromEntries(url.searchParams),
-      params: hit.params,
+      params: { ...hit.params }, // the cached match's own object is never handed out
       // bytes rather than string: a body without Content-Type must not gain a `text/plain` one.
       body: { bytes: body },
     });

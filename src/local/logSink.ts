@@ -34,8 +34,9 @@ const LEVELS: Record<string, string> = {
 /** An InvocationContext logHandler that writes to `sink`: pino JSON lines keep their fields and gain the
  *  invocation's id and function name; plain `context.log(...)` calls become JSON lines of the same shape. */
 export function invocationLogHandler(sink: LogSink, invocationId: string, functionName: string, holderId: string) {
-  const tag = `"invocation_id":${JSON.stringify(invocationId)},"function":${JSON.stringify(functionName)}`;
+  let tag: string | undefined; // built on the first record: most invocations log nothing
   return (level: string, ...args: unknown[]): void => {
+    tag ??= `"invocation_id":${JSON.stringify(invocationId)},"function":${JSON.stringify(functionName)}`;
     const first = args[0];
     if (args.length === 1 && typeof first === 'string' && first.startsWith('{') && first.endsWith('}')) {
       sink.write(first === '{}' ? `{${tag}}` : `{${tag},${first.slice(1)}`);

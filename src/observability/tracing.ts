@@ -9,7 +9,14 @@ import {
 } from '@opentelemetry/api';
 
 const TRACER = 'submission-manager';
-const tracer = () => trace.getTracer(TRACER);
+// One tracer per global provider (getTracer allocates a new proxy on every call); re-fetched when the global
+// provider object changes (trace.disable() + a new registration, as tests do).
+let cached: { provider: unknown; tracer: ReturnType<typeof trace.getTracer> } | null = null;
+const tracer = () => {
+  const provider = trace.getTracerProvider();
+  if (cached?.provider !== provider) cached = { provider, tracer: provider.getTracer(TRACER) };
+  return cached.tracer;
+};
 
 export type TracingMode = 'off' | 'console' | 'otlp';
 

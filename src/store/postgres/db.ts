@@ -19,7 +19,9 @@ const isServerError = (e: unknown) => {
 };
 
 export interface PgQueryable {
-  query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: R[]; rowCount: number }>;
+  /** `name`: a prepared statement, parsed once per connection (the pg driver); one name must always carry
+   *  the same text. Drivers without per-connection statements (PGlite) ignore it. */
+  query<R = Record<string, unknown>>(text: string, params?: unknown[], name?: string): Promise<{ rows: R[]; rowCount: number }>;
 }
 
 export interface PgDatabase extends PgQueryable {
@@ -77,13 +79,14 @@ export function fromPgPool(pool: pg.Pool, deadlineMs = 30_000): PgDatabase {
     }
   };
   return {
-    async query(text, params) {
+    async query(text, params, name) {
       const client = await connect();
       let broken: unknown = undefined;
       const onError = () => (broken = true);
       client.on('error', onError);
       try {
-        const r = await withDeadline(client.query(text, params as unknown[]), deadlineMs, () => {
+        const sent = name === undefined ? client.query(text, params as unknown[]) : client.query({ name, text, values: params as unknown[] });
+        const r = await withDeadline(sent, deadlineMs, () => {
           broken = true;
           destroyClient(client);
         });

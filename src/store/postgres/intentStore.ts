@@ -4,13 +4,18 @@ import type { AttemptRow, IntentRow, IntentStatus, IntentStore, MutationOutcome,
 import type { PgQueryable } from './db.js';
 import { INTENT_COLS, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
-const INSERT = `
+// Returns only what the database decides (its clock); the rest of the new row is what we sent. A prepared
+// (named) statement: parsed and planned once per connection (PGlite ignores the name).
+const INSERT = {
+  name: 'sm_intent_insert_v1',
+  text: `
 INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
   max_attempts, next_attempt_at, created_at, last_modified_at)
 SELECT $1, $2, $3, $4::jsonb, 'scheduled', 0, $5, COALESCE($6::timestamptz, n.t), n.t, n.t
   FROM (SELECT clock_timestamp() AS t) n
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING ${INTENT_COLS}`;
+RETURNING next_attempt_at, created_at`,
+};
 
 /** Database time, but strictly after the row's previous value: PGlite's clock has millisecond resolution,
  *  and two updates within one tick must still produce a newer version for the leader's refresh. */
@@ -22,8 +27,19 @@ export class PgIntentStore implements IntentStore {
   async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
     const params = [n.intentId, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
       n.notBefore ? n.notBefore.toISOString() : null];
-    const r = await this.db.query<IntentDbRow>(INSERT, params);
-    if (r.rows[0]) return { kind: 'created', intent: toIntent(r.rows[0]) };
+    const r = await this.db.query<{ next_attempt_at: Date; created_at: Date }>(INSERT.text, params, INSERT.name);
+    const made = r.rows[0];
+    if (made) {
+      const createdAt = made.created_at;
+      return {
+        kind: 'created',
+        intent: {
+          intentId: n.intentId, idempotencyKey: n.idempotencyKey, requestHash: n.requestHash, contract: n.contract,
+          status: 'scheduled', attemptCount: 0, maxAttempts: n.maxAttempts, nextAttemptAt: made.next_attempt_at,
+          createdAt, lastModifiedAt: createdAt, lastError: null, lastEpoch: null,
+        },
+      };
+    }
     // The key is taken (ON CONFLICT waited for the other writer's commit): return the stored intent.
     const existing = await this.db.query<IntentDbRow>(
       `SELECT ${INTENT_COLS} FROM submission_intents WHERE idempotency_key = $1`, [n.idempotencyKey]);
