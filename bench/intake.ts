@@ -1,7 +1,9 @@
 // Intake: POST /api/intents through the local host (one instance, real HTTP, keep-alive) at concurrency
 // 1, 16, 64: requests/s and p50/p99. Baselines measured in this run, same client, same pool size: a bare
 // node:http server doing JSON.parse + one INSERT (bench/bareIntakeServer.ts, its own process like the host),
-// and single-row INSERTs straight through the driver.
+// and single-row INSERTs straight through the driver. A decomposition row: the app's own postIntent handler
+// served from node:http without the Functions objects (bench/handlerIntakeServer.ts), so the cost of the
+// Functions programming model and the cost of our code are told apart.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { schemaUrl, startHost } from './localHost.js';
 
 const BARE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bareIntakeServer.js');
+const HANDLER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'handlerIntakeServer.js');
 
 /** CPU time (user + system) a process has used so far, in ms (Linux /proc; NaN elsewhere). */
 function cpuMs(pid: number | undefined): number {
@@ -26,6 +29,7 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
+interface Perf { rps: number; p50: number; p99: number }
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const BODY = JSON.stringify({ payload: { orderId: 42, note: 'benchmark intent' }, maxAttempts: 5 });
 const POOL = 10;
@@ -68,28 +72,31 @@ export async function benchIntake(n = Number(process.env.BENCH_INTAKE_N ?? 3_000
   const schema = await freshSchema();
   const host = await startHost({ ...QUIET, DATABASE_URL: schemaUrl(PG_URL, schema.schema) }, undefined, [], process.env.BENCH_INTAKE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_INTAKE_PROF}`] : []);
   const bare = await startHost({}, BARE, [PG_URL, schema.schema, String(POOL)]);
+  const handler = await startHost({ ...QUIET, DATABASE_URL: schemaUrl(PG_URL, schema.schema) }, HANDLER);
+  const servers = [host, handler, bare];
   const db = schema.open(POOL);
   try {
-    await postAll(host.base, 300, 16); // warm-up (JIT, pool connections), not measured
-    await postAll(bare.base, 300, 16);
+    for (const s of servers) await postAll(s.base, 1_000, 16); // warm-up (JIT, pool connections), not measured
     for (const c of [1, 16, 64]) {
       const count = c === 1 ? Math.min(n, 1_000) : n;
-      // Interleaved halves, so a burst of load elsewhere on the machine hits both sides alike.
-      const [cpuHost0, cpuBare0] = [cpuMs(host.child.pid), cpuMs(bare.child.pid)];
-      const [r1, h1] = [await postAll(host.base, count / 2, c), await postAll(bare.base, count / 2, c)];
-      const [h2, r2] = [await postAll(bare.base, count / 2, c), await postAll(host.base, count / 2, c)];
-      // CPU per request of each server process: unlike req/s, hardly moved by other load on the machine.
-      const [cpuHost, cpuBare] = [(cpuMs(host.child.pid) - cpuHost0) / count, (cpuMs(bare.child.pid) - cpuBare0) / count];
-      const r = { rps: (r1.rps + r2.rps) / 2, p50: Math.max(r1.p50, r2.p50), p99: Math.max(r1.p99, r2.p99) };
-      const h = { rps: (h1.rps + h2.rps) / 2, p99: Math.max(h1.p99, h2.p99) };
+      // Interleaved halves (host, handler, bare, then the reverse), so a burst of load elsewhere on the
+      // machine hits every server alike. CPU per request of each server process (from /proc): unlike req/s,
+      // hardly moved by other load on the machine.
+      const cpu0 = servers.map((s) => cpuMs(s.child.pid));
+      const halves: Awaited<ReturnType<typeof postAll>>[][] = servers.map(() => []);
+      for (const i of [0, 1, 2, 2, 1, 0]) halves[i]!.push(await postAll(servers[i]!.base, count / 2, c));
+      const cpu = servers.map((s, i) => (cpuMs(s.child.pid) - cpu0[i]!) / count);
+      const [r, hd, h] = halves.map(([a, b]) => ({ rps: (a!.rps + b!.rps) / 2, p50: Math.max(a!.p50, b!.p50), p99: Math.max(a!.p99, b!.p99) })) as [Perf, Perf, Perf];
       const b = await baseline(db, count, c);
       rows.push({ backend: 'postgres', concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1),
         'bare http+INSERT req/s': fmt(h.rps), 'bare p99 ms': fmt(h.p99, 1), 'ratio vs bare': fmt(r.rps / h.rps, 2),
-        'CPU ms/req host': fmt(cpuHost, 3), 'CPU ms/req bare': fmt(cpuBare, 3),
+        'CPU ms/req host': fmt(cpu[0]!, 3), 'CPU ms/req bare': fmt(cpu[2]!, 3),
+        'handler on node:http req/s': fmt(hd.rps), 'handler p99 ms': fmt(hd.p99, 1), 'handler vs bare': fmt(hd.rps / h.rps, 2), 'CPU ms/req handler': fmt(cpu[1]!, 3),
         'raw INSERT/s': fmt(b), 'ratio vs INSERT': fmt(r.rps / b, 2) });
     }
   } finally {
     await host.stop();
+    await handler.stop();
     await bare.stop();
     await db.close();
     await schema.drop();
@@ -105,7 +112,8 @@ export async function benchIntake(n = Number(process.env.BENCH_INTAKE_N ?? 3_000
       const r = await postAll(lite.base, count, c);
       const b = await baseline(own, count, c);
       rows.push({ backend: 'pglite', concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1),
-        'bare http+INSERT req/s': '—', 'bare p99 ms': '—', 'ratio vs bare': '—', 'CPU ms/req host': '—', 'CPU ms/req bare': '—', 'raw INSERT/s': fmt(b), 'ratio vs INSERT': fmt(r.rps / b, 2) });
+        'bare http+INSERT req/s': '—', 'bare p99 ms': '—', 'ratio vs bare': '—', 'CPU ms/req host': '—', 'CPU ms/req bare': '—',
+        'handler on node:http req/s': '—', 'handler p99 ms': '—', 'handler vs bare': '—', 'CPU ms/req handler': '—', 'raw INSERT/s': fmt(b), 'ratio vs INSERT': fmt(r.rps / b, 2) });
     }
   } finally {
     await lite.stop();
@@ -113,7 +121,9 @@ export async function benchIntake(n = Number(process.env.BENCH_INTAKE_N ?? 3_000
     rmSync(dir, { recursive: true, force: true });
   }
   printTable(`Intake (POST /api/intents through the local host, ${QUIET.INSTANCES} instance(s))`, rows);
-  return `intake vs bare http+INSERT ${rows.filter((r) => r.backend === 'postgres').map((r) => `c${r.concurrency}=${r['ratio vs bare']}x (p99 ${r['p99 ms']} ms)`).join(' ')}; `
+  const pg = rows.filter((r) => r.backend === 'postgres');
+  return `intake vs bare http+INSERT ${pg.map((r) => `c${r.concurrency}=${r['ratio vs bare']}x (p99 ${r['p99 ms']} ms)`).join(' ')}; `
+    + `handler on node:http vs bare ${pg.map((r) => `c${r.concurrency}=${r['handler vs bare']}x`).join(' ')}; `
     + `vs raw INSERT ${rows.map((r) => `${r.backend}/c${r.concurrency}=${r['ratio vs INSERT']}x`).join(' ')}`;
 }
 

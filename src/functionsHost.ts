@@ -5,13 +5,32 @@ import { getApp, type App } from './app.js';
 import type { ApiRequest, ApiResponse } from './intents/http.js';
 import { withInvocationLog } from './observability/invocationLog.js';
 
+/** The body as text, as `req.text()` gives it (UTF-8, leading BOMs dropped as undici does, bad bytes replaced), read
+ *  straight from the request's stream: the same bytes without the library's promise layers around it. */
+export async function bodyText(req: HttpRequest): Promise<string> {
+  const stream = req.body;
+  if (stream === null) return '';
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  for (;;) {
+    const r = await reader.read();
+    if (r.done) break;
+    chunks.push(r.value);
+  }
+  const one = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  const text = Buffer.from(one.buffer, one.byteOffset, one.byteLength).toString('utf8');
+  // undici drops a UTF-8 BOM and then decodes with a TextDecoder that drops one more.
+  const once = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  return once.charCodeAt(0) === 0xfeff ? once.slice(1) : once;
+}
+
 export function toApiRequest(req: HttpRequest): ApiRequest {
   return {
     method: req.method,
     url: req.url,
     headers: { get: (name) => req.headers.get(name) },
     params: { ...req.params },
-    text: () => req.text(),
+    text: () => bodyText(req),
   };
 }
 

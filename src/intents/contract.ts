@@ -5,7 +5,7 @@
 //   same instant for notBefore (any offset), same resolved maxAttempts → same hash.
 // - Views never expose internals (idempotency key, request hash, lease epoch, provider URL).
 //   The single-intent view carries `payload`; list items do not (keeps pages small).
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import type { AttemptRow, IntentRow, IntentStatus } from '../store/intentPorts.js';
 import { isUuid } from './ids.js';
@@ -162,7 +162,7 @@ export function normaliseSubmit(body: SubmitBody, defaultMaxAttempts: number): N
 
 /** sha256 hex of the canonical JSON of the normalised submit (what an idempotent replay must match). */
 export function requestHash(n: NormalisedSubmit): string {
-  return createHash('sha256').update(canonicalJson(n), 'utf8').digest('hex');
+  return hash('sha256', canonicalJson(n), 'hex');
 }
 
 export interface IntentView {

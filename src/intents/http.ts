@@ -58,6 +58,7 @@ export const intentLocation = (intentId: string) => `/api/intents/${intentId}`;
 /** application/json, optionally with charset=utf-8 (any case, optionally quoted); other parameters ignored. */
 export function isJsonContentType(value: string | null): boolean {
   if (value === null) return false;
+  if (value === 'application/json') return true; // the usual form, without splitting
   const [type, ...params] = value.split(';').map((p) => p.trim().toLowerCase());
   if (type !== 'application/json') return false;
   return params.every((p) => !p.startsWith('charset=') || p.replace(/^charset=\s*"?|"?$/g, '') === 'utf-8');
@@ -89,6 +90,15 @@ function parseUrl(raw: string): URL {
   return new URL(raw, 'http://localhost');
 }
 
+/** `scheme://authority/plain/path[?…]`: a path of unreserved characters and `/` only, which URL parsing
+ *  leaves as it is (no dot segments, no percent-encoding); anything else goes through URL. */
+const PLAIN_PATH = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#\\]*(\/[A-Za-z0-9\-_~/]*)(?:[?#]|$)/;
+
+/** The request's path (problem `instance`), exactly URL's pathname. */
+export function pathOf(raw: string): string {
+  return PLAIN_PATH.exec(raw)?.[1] ?? parseUrl(raw).pathname;
+}
+
 function queryOf(url: URL): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const [k, v] of url.searchParams) (out[k] ??= []).push(v);
@@ -104,7 +114,7 @@ export function createIntentHandlers(deps: IntentHandlerDeps): IntentHandlers {
     async (req) => {
       let instance = '';
       try {
-        instance = parseUrl(req.url).pathname;
+        instance = pathOf(req.url);
         return await fn(req, instance);
       } catch (e) {
         if (isStoreError(e)) {

@@ -7,12 +7,11 @@ import { StoreError } from './ports.js';
 /** How far above the server-side statement timeout the client-side deadline sits. */
 export const CLIENT_DEADLINE_MARGIN_MS = 1_000;
 
-/** `p`, or a transient StoreError (code CLIENT_DEADLINE) once `ms` have passed, after `onTimeout` ran. */
-export async function withDeadline<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  p.catch(() => {}); // its own error after the deadline (the destroyed connection) is not unhandled
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+/** `p`, or a transient StoreError (code CLIENT_DEADLINE) once `ms` have passed, after `onTimeout` ran.
+ *  One promise and one timer per call; `p` settling after the deadline is ignored (never unhandled). */
+export function withDeadline<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
       try {
         onTimeout();
       } finally {
@@ -20,10 +19,12 @@ export async function withDeadline<T>(p: Promise<T>, ms: number, onTimeout: () =
           'CLIENT_DEADLINE'));
       }
     }, ms);
+    p.then((v) => {
+      clearTimeout(timer);
+      resolve(v);
+    }, (e: unknown) => {
+      clearTimeout(timer);
+      reject(e);
+    });
   });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

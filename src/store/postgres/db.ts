@@ -43,6 +43,17 @@ export interface PgPoolOptions {
   clientDeadlineMs?: number;
 }
 
+/** `text` on `client`, as a prepared statement when `name` is given. A Query object built from the text:
+ *  pg copies a config object ({ name, text, values }) property by property on every call, a string it does not. */
+function send(client: pg.PoolClient, text: string, params: unknown[] | undefined, name: string | undefined): Promise<pg.QueryResult> {
+  if (name === undefined) return client.query(text, params);
+  return new Promise((resolve, reject) => {
+    const q = new pg.Query(text, params, (err: Error | undefined, res: pg.QueryResult) => (err ? reject(err) : resolve(res)));
+    (q as unknown as { name: string }).name = name;
+    client.query(q);
+  });
+}
+
 /** A pg Pool with bounded statements and transactions (COMMIT_GRACE_MS relies on that bound). */
 export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void): PgDatabase {
   // Keep any `options` the URL carries (e.g. `?options=-c search_path=tenant`); ours are appended.
@@ -85,8 +96,7 @@ export function fromPgPool(pool: pg.Pool, deadlineMs = 30_000): PgDatabase {
       const onError = () => (broken = true);
       client.on('error', onError);
       try {
-        const sent = name === undefined ? client.query(text, params as unknown[]) : client.query({ name, text, values: params as unknown[] });
-        const r = await withDeadline(sent, deadlineMs, () => {
+        const r = await withDeadline(send(client, text, params, name), deadlineMs, () => {
           broken = true;
           destroyClient(client);
         });
