@@ -133,6 +133,7 @@ export class MetricsRegistry {
 /** The recording side one instance uses (never throws: a metric must not change an outcome). */
 export class AppMetrics {
   private readonly base: Attributes;
+  private readonly submitAttrs = new Map<string, Attributes>();
 
   constructor(private readonly i: Instruments, readonly holderId: string, private readonly register: (s: GaugeSource) => () => void) {
     this.base = { holder_id: holderId };
@@ -180,8 +181,11 @@ export class AppMetrics {
   blockedNotLeader(): void {
     this.add(this.i.blockedNotLeader, 1);
   }
+  /** Called on every POST /intents: one attribute set per outcome (a handful), built once. */
   intentSubmitted(outcome: string): void {
-    this.add(this.i.intentsSubmitted, 1, { outcome });
+    let attrs = this.submitAttrs.get(outcome);
+    if (attrs === undefined) this.submitAttrs.set(outcome, (attrs = { ...this.base, outcome }));
+    this.i.intentsSubmitted.add(1, attrs);
   }
   scheduleRead(kind: 'refresh' | 'rebuild', ms: number): void {
     this.record(this.i.refreshLatency, ms, { kind });
