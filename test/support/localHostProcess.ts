@@ -215,6 +215,9 @@ export async function createPgDatabase(): Promise<PgTestDatabase> {
   }
   const url = PG_ADMIN_URL.replace(/\/[^/?]*(\?|$)/, `/${name}$1`);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
+  // An idle client whose session ends (DROP DATABASE … WITH (FORCE) while pool.end() is still closing it) emits
+  // 'error' on the pool; without a listener that is an uncaught exception in the test run.
+  pool.on('error', () => {});
   return {
     url,
     sql: async (text, params) => (await pool.query(text, params)).rows as never[],
