@@ -6,7 +6,9 @@
 // shared 2-core box, throughput is roughly the CPU left over divided by the CPU per attempt.
 // Executor settings: tick budget 2 s, no per-tick attempt cap (EXECUTOR_MAX_ATTEMPTS_PER_TICK's default 500
 // would end a tick after 500 starts and measure tick turnover instead of the executor), batches derived from
-// the concurrency as in production (start = c/4, completion = c/2), refresh 1 s.
+// the concurrency as in production (start = c/4, completion = c/2; BENCH_EXEC_START_BATCH /
+// BENCH_EXEC_COMPLETION_BATCH override), refresh 1 s. The headline is 0 ms at c = 256 (batches of 64 / 128):
+// with a no-op provider the calls take no time, so the executor's cost is per statement and per attempt.
 import { LeaseManager } from '../src/lease/leaseManager.js';
 import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
@@ -22,7 +24,7 @@ const cpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
-async function runLeader(n: number, latencyMs: number, concurrency: number) {
+export async function runLeader(n: number, latencyMs: number, concurrency: number, opts: { baseline?: boolean } = {}) {
   const schema = await freshSchema();
   const db = schema.open(POOL);
   const leaderDb = counting(db);
@@ -56,7 +58,7 @@ async function runLeader(n: number, latencyMs: number, concurrency: number) {
       cpu: `${perAttempt(cpu.leader)} / ${perAttempt(cpu.provider)} / ${perAttempt(cpu.pg)}` };
     // Baseline: the same rows, one UPDATE (one commit) each, same pool, concurrency = pool size.
     // (BENCH_EXEC_BASELINE=0 skips it, e.g. to profile the leader alone with `node --cpu-prof`.)
-    if (process.env.BENCH_EXEC_BASELINE === '0') return { ...exec, baselinePerS: NaN, baselineCpu: '' };
+    if (opts.baseline === false || process.env.BENCH_EXEC_BASELINE === '0') return { ...exec, baselinePerS: NaN, baselineCpu: '' };
     const ids = (await db.query<{ intent_id: string }>('SELECT intent_id FROM submission_intents')).rows.map((r) => r.intent_id);
     const b0 = { client: cpuMs(), pg: await backendCpuMs(db, schema.schema) };
     const t0 = performance.now();
@@ -77,11 +79,11 @@ async function runLeader(n: number, latencyMs: number, concurrency: number) {
 
 /** Scenarios as `intents:providerMs:concurrency`, comma-separated (BENCH_EXEC_SCENARIOS overrides). */
 function scenarios(n: number): [number, number, number][] {
-  const spec = process.env.BENCH_EXEC_SCENARIOS ?? `${n}:0:64,2000:50:16,4000:50:64`;
+  const spec = process.env.BENCH_EXEC_SCENARIOS ?? `${n}:0:64,${n}:0:256,2000:50:16,4000:50:64`;
   return spec.split(',').map((x) => x.split(':').map(Number) as [number, number, number]);
 }
 
-export async function benchExecution(n = Number(process.env.BENCH_EXEC_N ?? 20_000)): Promise<string> {
+export async function benchExecution(n = Number(process.env.BENCH_EXEC_N ?? 10_000)): Promise<string> {
   const rows = [];
   for (const [count, latency, conc] of scenarios(n)) {
     const r = await runLeader(count, latency, conc);

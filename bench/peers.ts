@@ -1,0 +1,105 @@
+// Peers on the same database in the same run: graphile-worker (unbatched, and batched with a local queue of
+// 500) and pg-boss (4 workers × batches of 500), each draining N jobs with a no-op handler (no HTTP), against
+// the one-commit-per-row UPDATE baseline (pool 16) and our executor (one leader, no-op loopback provider,
+// which also pays an HTTP call per attempt). Jobs/s from the start of the workers to the last job done
+// (polled every 20 ms). Versions: those in package.json (devDependencies).
+import { randomBytes } from 'node:crypto';
+import { makeWorkerUtils, run, type Runner } from 'graphile-worker';
+import PgBoss from 'pg-boss';
+import { openPgPool } from '../src/store/postgres/db.js';
+import { runLeader } from './execution.js';
+import { fmt, freshSchema, PG_URL, pool, printTable, seedIntents } from './support.js';
+
+const POOL = 16;
+const silentGw = { debug() {}, info() {}, warn() {}, error() {}, scope() { return silentGw; } };
+
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((r) => setTimeout(r, 20));
+}
+
+async function baseline(n: number): Promise<number> {
+  const schema = await freshSchema();
+  const db = schema.open(POOL);
+  try {
+    await seedIntents(db, n);
+    const ids = (await db.query<{ intent_id: string }>('SELECT intent_id FROM submission_intents')).rows.map((r) => r.intent_id);
+    const t0 = performance.now();
+    await pool(ids, POOL, async (id) => {
+      await db.query(`UPDATE submission_intents SET status = 'succeeded', attempt_count = attempt_count, last_modified_at = clock_timestamp()
+                       WHERE intent_id = $1`, [id]);
+    });
+    return (n / (performance.now() - t0)) * 1000;
+  } finally {
+    await db.close();
+    await schema.drop();
+  }
+}
+
+async function graphileWorker(n: number, localQueue: number | null): Promise<number> {
+  const schema = `gw_${randomBytes(4).toString('hex')}`;
+  const utils = await makeWorkerUtils({ connectionString: PG_URL, schema, logger: silentGw as never });
+  const admin = openPgPool({ url: PG_URL, max: 1, statementTimeoutMs: 600_000 });
+  let runner: Runner | null = null;
+  try {
+    await utils.migrate();
+    for (let i = 0; i < n; i += 1_000) {
+      await utils.addJobs(Array.from({ length: Math.min(1_000, n - i) }, () => ({ identifier: 'noop', payload: {}, maxAttempts: 3 })));
+    }
+    const t0 = performance.now();
+    runner = await run({
+      connectionString: PG_URL, schema, concurrency: POOL, maxPoolSize: POOL, noHandleSignals: true, pollInterval: 1_000,
+      logger: silentGw as never, taskList: { noop: async () => {} },
+      ...(localQueue ? { preset: { worker: { localQueue: { size: localQueue } } } } : {}),
+    });
+    await until(async () => (await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}._private_jobs`)).rows[0]!.n === 0);
+    return (n / (performance.now() - t0)) * 1000;
+  } finally {
+    await runner?.stop();
+    await utils.release();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.close();
+  }
+}
+
+async function pgBoss(n: number, workers: number, batchSize: number): Promise<number> {
+  const schema = `pgboss_${randomBytes(4).toString('hex')}`;
+  const boss = new PgBoss({ connectionString: PG_URL, schema, max: POOL, supervise: false, schedule: false });
+  boss.on('error', () => {});
+  const admin = openPgPool({ url: PG_URL, max: 1, statementTimeoutMs: 600_000 });
+  try {
+    await boss.start();
+    await boss.createQueue('noop');
+    for (let i = 0; i < n; i += 1_000) await boss.insert(Array.from({ length: Math.min(1_000, n - i) }, () => ({ name: 'noop', data: {} })));
+    const t0 = performance.now();
+    for (let w = 0; w < workers; w++) await boss.work('noop', { batchSize, pollingIntervalSeconds: 0.5 }, async () => {});
+    await until(async () => (await admin.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${schema}.job WHERE name = 'noop' AND state = 'completed'`)).rows[0]!.n >= n);
+    return (n / (performance.now() - t0)) * 1000;
+  } finally {
+    await boss.stop({ graceful: false, wait: true, close: true }).catch(() => {});
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.close();
+  }
+}
+
+export async function benchPeers(n = Number(process.env.BENCH_PEERS_N ?? 10_000)): Promise<string> {
+  const base = await baseline(n);
+  const rows: Record<string, string>[] = [];
+  const short: string[] = [];
+  const add = (who: string, key: string, perS: number) => {
+    rows.push({ system: who, jobs: String(n), 'jobs/s': fmt(perS), ratio: fmt(perS / base, 2) });
+    short.push(`${key}=${fmt(perS / base, 2)}x`);
+  };
+  add('one-commit-per-row UPDATE, pool 16 (baseline)', 'baseline', base);
+  add('graphile-worker, concurrency 16, unbatched', 'graphile', await graphileWorker(n, null));
+  add('graphile-worker, concurrency 16, localQueue 500', 'graphileBatched', await graphileWorker(n, 500));
+  add('pg-boss, 4 workers × batch 500', 'pgBoss', await pgBoss(n, 4, 500));
+  const conc = Number(process.env.BENCH_PEERS_EXEC_CONCURRENCY ?? 256);
+  add(`SubmissionManager executor, c ${conc}, HTTP no-op provider`, 'executor', (await runLeader(n, 0, conc, { baseline: false })).attemptsPerS);
+  printTable(`Peers (PostgreSQL server, no-op handlers; same database, same run)`, rows);
+  return `peers ${short.slice(1).join(' ')}`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  benchPeers().then((line) => { console.log(`\nratios: ${line}`); process.exit(0); }, (e) => { console.error(e); process.exit(1); });
+}
