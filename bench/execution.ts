@@ -14,7 +14,8 @@ import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
-import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, seedIntents, startProviderProcess, stores } from './support.js';
+import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, seedIntents, startProviderProcess, stores,
+  type ProviderKind } from './support.js';
 
 /** Pool of the leader and of the baseline (the issue's reference figure: one-commit-per-row UPDATEs, pool 16). */
 const POOL = 16;
@@ -24,12 +25,13 @@ const cpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
-export async function runLeader(n: number, latencyMs: number, concurrency: number, opts: { baseline?: boolean } = {}) {
+export async function runLeader(n: number, latencyMs: number, concurrency: number,
+  opts: { baseline?: boolean; provider?: ProviderKind } = {}) {
   const schema = await freshSchema();
   const db = schema.open(POOL);
   const leaderDb = counting(db);
   const s = stores(leaderDb);
-  const provider = await startProviderProcess(latencyMs);
+  const provider = await startProviderProcess(latencyMs, opts.provider);
   try {
     await seedIntents(db, n);
     const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
@@ -77,22 +79,27 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
   }
 }
 
-/** Scenarios as `intents:providerMs:concurrency`, comma-separated (BENCH_EXEC_SCENARIOS overrides). */
-function scenarios(n: number): [number, number, number][] {
-  const spec = process.env.BENCH_EXEC_SCENARIOS ?? `${n}:0:64,${n}:0:256,2000:50:16,4000:50:64`;
-  return spec.split(',').map((x) => x.split(':').map(Number) as [number, number, number]);
+/** Scenarios as `intents:providerMs:concurrency[:raw]`, comma-separated (BENCH_EXEC_SCENARIOS overrides);
+ *  `raw` = the minimal net-based provider server instead of node:http (support.ts). */
+function scenarios(n: number): { count: number; latency: number; conc: number; provider: ProviderKind }[] {
+  const spec = process.env.BENCH_EXEC_SCENARIOS ?? `${n}:0:64,${n}:0:256,${n}:0:256:raw,2000:50:16,4000:50:64`;
+  return spec.split(',').map((x) => {
+    const [count, latency, conc, kind] = x.split(':');
+    return { count: Number(count), latency: Number(latency), conc: Number(conc), provider: kind === 'raw' ? 'raw' : 'node' };
+  });
 }
 
 export async function benchExecution(n = Number(process.env.BENCH_EXEC_N ?? 10_000)): Promise<string> {
   const rows = [];
-  for (const [count, latency, conc] of scenarios(n)) {
-    const r = await runLeader(count, latency, conc);
-    rows.push({ intents: count, 'provider ms': latency, concurrency: conc, 'attempts/s': fmt(r.attemptsPerS),
+  for (const { count, latency, conc, provider } of scenarios(n)) {
+    const r = await runLeader(count, latency, conc, { provider });
+    rows.push({ intents: count, 'provider ms': latency, 'provider server': provider === 'raw' ? 'net (minimal)' : 'node:http',
+      concurrency: conc, 'attempts/s': fmt(r.attemptsPerS),
       'statements/attempt': r.statements, 'CPU µs/attempt leader / provider / PG': r.cpu,
       'baseline UPDATE/s': fmt(r.baselinePerS), 'baseline CPU µs/row client / PG': r.baselineCpu, ratio: fmt(r.attemptsPerS / r.baselinePerS, 2) });
   }
   printTable('Execution (PostgreSQL server, one leader, provider in its own process)', rows);
-  return `execution ${rows.map((r) => `${r['provider ms']}ms/c${r.concurrency}=${r.ratio}x`).join(' ')}`;
+  return `execution ${rows.map((r) => `${r['provider ms']}ms/c${r.concurrency}${r['provider server'] === 'node:http' ? '' : '/net'}=${r.ratio}x`).join(' ')}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

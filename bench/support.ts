@@ -70,9 +70,22 @@ export async function seedIntents(db: PgQueryable, n: number, opts: { status?: s
       FROM generate_series(1, $1)`, [n, contract, opts.status ?? 'scheduled', opts.dueInMs ?? -1000]);
 }
 
+/** The no-op provider's HTTP server: `node` = node:http; `raw` = a minimal HTTP/1.1 responder on node:net
+ *  (reads each request's headers and Content-Length body, answers 200 `{}` in order, keep-alive), so a
+ *  benchmark on a shared box spends less of its CPU on the harness's server. */
+export type ProviderKind = 'node' | 'raw';
+
+const NODE_PROVIDER = (latencyMs: number) => `const http=require('http');const s=http.createServer((q,r)=>{q.resume();q.on('end',()=>{const f=()=>{r.writeHead(200,{'content-type':'application/json'});r.end('{}')};${latencyMs}>0?setTimeout(f,${latencyMs}):f()})});s.keepAliveTimeout=60000;s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;
+
+const RAW_PROVIDER = (latencyMs: number) => `const net=require('net');const OK=Buffer.from('HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\ncontent-length: 2\\r\\n\\r\\n{}');
+const s=net.createServer((c)=>{c.setNoDelay(true);let b=Buffer.alloc(0);c.on('error',()=>{});c.on('data',(d)=>{b=b.length?Buffer.concat([b,d]):d;let n=0;
+for(;;){const h=b.indexOf('\\r\\n\\r\\n');if(h<0)break;const m=/content-length: *(\\d+)/i.exec(b.toString('latin1',0,h));const end=h+4+(m?Number(m[1]):0);if(b.length<end)break;b=b.subarray(end);n++;}
+if(n>0){const f=()=>{for(let i=0;i<n;i++)c.write(OK)};${latencyMs}>0?setTimeout(f,${latencyMs}):f()}})});
+s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;
+
 /** A provider in its own process (so it does not share our event loop): 200 after `latencyMs`. */
-export async function startProviderProcess(latencyMs: number): Promise<{ url: string; pid: number; stop(): void }> {
-  const code = `const http=require('http');const s=http.createServer((q,r)=>{q.resume();q.on('end',()=>{const f=()=>{r.writeHead(200,{'content-type':'application/json'});r.end('{}')};${latencyMs}>0?setTimeout(f,${latencyMs}):f()})});s.keepAliveTimeout=60000;s.listen(0,'127.0.0.1',()=>console.log(s.address().port));`;
+export async function startProviderProcess(latencyMs: number, kind: ProviderKind = 'node'): Promise<{ url: string; pid: number; stop(): void }> {
+  const code = kind === 'raw' ? RAW_PROVIDER(latencyMs) : NODE_PROVIDER(latencyMs);
   const child: ChildProcess = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve) => child.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
   return { url: `http://127.0.0.1:${port}/submit`, pid: child.pid!, stop: () => child.kill('SIGKILL') };

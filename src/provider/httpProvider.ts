@@ -11,6 +11,14 @@ import type { Provider, ProviderRequest, ProviderResult } from './provider.js';
 import { parseRetryAfter } from './retryPolicy.js';
 
 const MAX_ERROR_BODY = 512;
+/** Distinct target URLs remembered parsed (contracts may name their own URL). */
+const MAX_TARGETS = 1_000;
+
+interface Target {
+  origin: string;
+  path: string;
+  pool: Pool;
+}
 
 export interface HttpProviderOptions {
   /** Sockets per origin at most (default 256). */
@@ -19,6 +27,7 @@ export interface HttpProviderOptions {
 
 export class HttpProvider implements Provider {
   private readonly pools = new Map<string, Pool>();
+  private readonly targets = new Map<string, Target>();
   private readonly connections: number;
 
   constructor(private readonly defaultUrl: string | null, opts: HttpProviderOptions = {}) {
@@ -28,9 +37,9 @@ export class HttpProvider implements Provider {
   submit(req: ProviderRequest, timeoutMs: number): Promise<ProviderResult> {
     const target = req.url ?? this.defaultUrl;
     if (!target) return Promise.resolve({ kind: 'retryable', httpStatus: null, error: 'no provider URL configured (PROVIDER_URL)', retryAfterMs: null });
-    let url: URL;
+    let url: Target;
     try {
-      url = new URL(target);
+      url = this.target(target);
     } catch (e) {
       return Promise.resolve({ kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null });
     }
@@ -43,15 +52,26 @@ export class HttpProvider implements Provider {
       'x-attempt-no': String(req.attemptNo),
     };
     injectTraceHeaders(headers); // W3C traceparent of the attempt span, when one is active
-    const pool = this.pool(url.origin);
     return new Promise<ProviderResult>((resolve) => {
       const call = new Call(resolve, timeoutMs);
       try {
-        pool.dispatch({ origin: url.origin, path: url.pathname + url.search, method: 'POST', headers, body, idempotent: false }, call);
+        url.pool.dispatch({ origin: url.origin, path: url.path, method: 'POST', headers, body, idempotent: false }, call);
       } catch (e) {
         call.fail(e as Error);
       }
     });
+  }
+
+  /** The parsed target and its origin's pool; parsed once per distinct URL (bounded: cleared when full). */
+  private target(href: string): Target {
+    let t = this.targets.get(href);
+    if (!t) {
+      const u = new URL(href);
+      if (this.targets.size >= MAX_TARGETS) this.targets.clear();
+      t = { origin: u.origin, path: u.pathname + u.search, pool: this.pool(u.origin) };
+      this.targets.set(href, t);
+    }
+    return t;
   }
 
   private pool(origin: string): Pool {
@@ -67,6 +87,7 @@ export class HttpProvider implements Provider {
   close(): void {
     for (const p of this.pools.values()) void p.destroy().catch(() => {});
     this.pools.clear();
+    this.targets.clear();
   }
 }
 
