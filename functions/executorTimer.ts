@@ -1,5 +1,6 @@
-// The executor timer: each tick tries/renews the lease and, if leading, runs one bounded, fenced batch,
-// awaited in full before the invocation returns (host.json functionTimeout exceeds the tick budget).
+// The executor timer: each tick tries/renews the lease and, if leading, runs one bounded, fenced batch that ends
+// EXECUTOR_TICK_HANDOFF_MS before the next occurrence (calls still in flight carry into it, so a leader executes
+// without a gap); host.json functionTimeout exceeds the budget.
 import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import type { InvocationContext, Timer } from '@azure/functions';
@@ -16,7 +17,7 @@ azf.app.timer('executorTimer', {
     withInvocationLog(context, async () => {
       const app = await getApp();
       if (timer.isPastDue) app.logger.warn({ event: 'tick_past_due', is_past_due: true }, 'executor timer is past due');
-      const summary = await app.executor.tick();
+      const summary = await app.executor.tick(app.tickBudget.forTickStartingNow());
       app.logger.info({ event: 'tick_summary', is_past_due: timer.isPastDue, ...summary }, 'executor tick');
     }),
 });

@@ -7,6 +7,7 @@ import { ClusterViewCache } from './clusterView.js';
 import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
 import { Executor } from './executor/executor.js';
+import { TickBudget } from './executor/tickBudget.js';
 import { executorSettingsFrom } from './executor/tickSummary.js';
 import { ExecutionOps } from './executor/executorOps.js';
 import { createIntentHandlers, type IntentHandlers } from './intents/http.js';
@@ -27,6 +28,8 @@ export interface App {
   stores: Stores;
   lease: LeaseManager;
   executor: Executor;
+  /** Each timer tick's budget, from EXECUTOR_SCHEDULE: it ends just before the next occurrence (no gap). */
+  tickBudget: TickBudget;
   handlers: IntentHandlers;
   /** This instance's metrics (every point labelled holder_id) and the registry /api/metrics renders. */
   metrics: AppMetrics;
@@ -113,6 +116,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   });
   const executor = new Executor(lease, traced.store, traced.provider,
     executorSettingsFrom(config), clock, logger, Math.random, ops, guard);
+  if (stores.notices && config.executor.dueNotices) executor.wakeOn(stores.notices);
+  const tickBudget = new TickBudget(config.executor.schedule, config.executor.tickBudgetMs, config.executor.handoffMs);
   const unregisterGauges = metrics.gauges({
     leadership: () => {
       const token = lease.requireLeader();
@@ -132,7 +137,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const cluster = new ClusterViewCache(stores.lease, config.lease.name, () => clock.nowMs());
   let closed = false;
   return {
-    config, logger, stores, lease, executor, handlers, metrics, metricsRegistry, ops, cluster,
+    config, logger, stores, lease, executor, tickBudget, handlers, metrics, metricsRegistry, ops, cluster,
     async close() {
       if (closed) return;
       closed = true;

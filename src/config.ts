@@ -44,10 +44,17 @@ export const settingsSchema = z.object({
   SCHEDULE_RECONCILE_INTERVAL_MS: intMs(60_000, 100),
   /** Executor timer, 6-field NCRONTAB (default every 10 s). */
   EXECUTOR_SCHEDULE: z.string().trim().min(1).default('*/10 * * * * *'),
-  /** Wall-clock budget of one tick (default 8 000 ms). */
-  EXECUTOR_TICK_BUDGET_MS: intMs(8_000, 10),
-  /** Attempts started per tick at most (default 500). */
-  EXECUTOR_MAX_ATTEMPTS_PER_TICK: intMs(500, 1),
+  /** Cap on one tick's wall-clock budget; a tick ends EXECUTOR_TICK_HANDOFF_MS before the timer's next
+   *  occurrence, so a leader executes without a gap between ticks (default: the largest the lease allows,
+   *  LEASE_DURATION_MS − PROVIDER_TIMEOUT_MS − LEASE_SAFETY_MARGIN_MS − 1 000). */
+  EXECUTOR_TICK_BUDGET_MS: z.coerce.number().int().min(10).optional(),
+  /** PostgreSQL/PGlite: intent writes NOTIFY and the leader LISTENs, so a due intent is picked up in milliseconds
+   *  (default on; off e.g. behind a transaction-mode pooler that cannot LISTEN). The refresh interval bounds it either way. */
+  DUE_NOTICES: z.enum(['on', 'off']).default('on'),
+  /** A tick ends this long before the timer's next occurrence (default 250 ms), so that occurrence is not skipped. */
+  EXECUTOR_TICK_HANDOFF_MS: intMs(250, 0),
+  /** Attempts started per tick at most (default 10 000); a tick that reaches it idles until the next occurrence. */
+  EXECUTOR_MAX_ATTEMPTS_PER_TICK: intMs(10_000, 1),
   /** Provider calls in flight at once (default 16). */
   EXECUTOR_CONCURRENCY: intMs(16, 1),
   /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */
@@ -117,7 +124,10 @@ export interface Config {
     acquireJitterMs: number;
   };
   schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
-  executor: { schedule: string; tickBudgetMs: number; maxAttemptsPerTick: number; concurrency: number };
+  /** tickBudgetMs caps a tick; handoffMs: a tick ends this long before the schedule's next occurrence. */
+  executor: { schedule: string; tickBudgetMs: number; handoffMs: number; maxAttemptsPerTick: number; concurrency: number;
+    /** Wake the leader on due-intent notices where the dialect has them (DUE_NOTICES). */
+    dueNotices: boolean };
   provider: { url: string | null; timeoutMs: number };
   /** Provider protection (see src/provider/guard.ts); maxInFlight resolved (never 0). */
   providerGuard: GuardSettings;
@@ -228,6 +238,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const s = parsed.data;
   const durationMs = s.LEASE_DURATION_MS;
   const safetyMarginMs = s.LEASE_SAFETY_MARGIN_MS ?? Math.min(5_000, Math.floor(durationMs / 4));
+  const tickBudgetMs = s.EXECUTOR_TICK_BUDGET_MS ?? durationMs - s.PROVIDER_TIMEOUT_MS - safetyMarginMs - 1_000;
+  const budgetName = s.EXECUTOR_TICK_BUDGET_MS === undefined ? 'EXECUTOR_TICK_BUDGET_MS (default)' : 'EXECUTOR_TICK_BUDGET_MS';
   check(s.LEASE_RENEW_INTERVAL_MS < durationMs,
     `LEASE_RENEW_INTERVAL_MS (${s.LEASE_RENEW_INTERVAL_MS}) must be less than LEASE_DURATION_MS (${durationMs})`);
   check(safetyMarginMs < durationMs,
@@ -235,11 +247,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   check(s.LEASE_RENEW_INTERVAL_MS + safetyMarginMs < durationMs,
     `LEASE_RENEW_INTERVAL_MS (${s.LEASE_RENEW_INTERVAL_MS}) + LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than ` +
       `LEASE_DURATION_MS (${durationMs}), or the leader reaches its local deadline before it renews`);
-  check(s.EXECUTOR_TICK_BUDGET_MS + safetyMarginMs < durationMs,
-    `EXECUTOR_TICK_BUDGET_MS (${s.EXECUTOR_TICK_BUDGET_MS}) + LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than ` +
+  check(tickBudgetMs >= 10,
+    `${budgetName} (${tickBudgetMs}) must be at least 10: LEASE_DURATION_MS (${durationMs}) leaves no room for a tick after ` +
+      `PROVIDER_TIMEOUT_MS (${s.PROVIDER_TIMEOUT_MS}) and LEASE_SAFETY_MARGIN_MS (${safetyMarginMs})`);
+  check(tickBudgetMs + safetyMarginMs < durationMs,
+    `${budgetName} (${tickBudgetMs}) + LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than ` +
       `LEASE_DURATION_MS (${durationMs})`);
-  check(s.EXECUTOR_TICK_BUDGET_MS + s.PROVIDER_TIMEOUT_MS + safetyMarginMs < durationMs,
-    `EXECUTOR_TICK_BUDGET_MS (${s.EXECUTOR_TICK_BUDGET_MS}) + PROVIDER_TIMEOUT_MS (${s.PROVIDER_TIMEOUT_MS}) + ` +
+  check(tickBudgetMs + s.PROVIDER_TIMEOUT_MS + safetyMarginMs < durationMs,
+    `${budgetName} (${tickBudgetMs}) + PROVIDER_TIMEOUT_MS (${s.PROVIDER_TIMEOUT_MS}) + ` +
       `LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than LEASE_DURATION_MS (${durationMs}): ` +
       'an attempt started at the end of a tick must be able to finish before the lease deadline');
   check(s.COMMIT_GRACE_MS > s.DB_STATEMENT_TIMEOUT_MS,
@@ -288,7 +303,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     executor: {
       schedule: s.EXECUTOR_SCHEDULE,
-      tickBudgetMs: s.EXECUTOR_TICK_BUDGET_MS,
+      tickBudgetMs,
+      handoffMs: s.EXECUTOR_TICK_HANDOFF_MS,
+      dueNotices: s.DUE_NOTICES === 'on',
       maxAttemptsPerTick: s.EXECUTOR_MAX_ATTEMPTS_PER_TICK,
       concurrency: s.EXECUTOR_CONCURRENCY,
     },

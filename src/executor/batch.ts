@@ -1,6 +1,8 @@
 // One leader tick's batch, as a small state machine: RUNNING (refresh/renew at their intervals, fenced starts,
 // provider calls, fenced completions, all overlapping) → CLOSING (nothing new starts; in-flight calls finish;
 // their completions are written under the fence) → DONE (stop reason). Rules:
+//  - a tick that ends at its deadline (or attempt cap) still leading waits for no provider call: its calls stay
+//    in the executor's InFlightCalls and the next tick writes their completions (no gap between ticks);
 //  - an SQL error anywhere closes the gate at once (leadership dropped before anything is awaited), so no call
 //    is sent after it; the in-flight ones finish and their completions are still written under the fence (the
 //    database decides) before the row is released (LeaseManager defers that release until the tick ends);
@@ -18,6 +20,7 @@ import type { ScheduleRefresher } from '../schedule/refresher.js';
 import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import { countCompleted, type CompletionBuffer } from './completions.js';
+import type { InFlightCalls } from './inFlight.js';
 import type { ExecutorOps } from './executorOps.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
@@ -37,6 +40,10 @@ export interface BatchDeps {
   ops: ExecutorOps;
   refresher: ScheduleRefresher;
   completions: CompletionBuffer;
+  /** Provider calls in flight, kept across ticks (counted against concurrency, awaited on a step-down). */
+  inFlight: InFlightCalls;
+  /** Set by a due-intent notice (PostgreSQL NOTIFY): refresh now rather than at the next interval. */
+  nudge: { pending: boolean };
   /** Refresh / reconcile cadence, kept across ticks. */
   cadence: { lastRefreshMs: number; lastReconcileMs: number };
   /** Executor-level stop request (shutdown drain, legacy stand-down). */
@@ -46,7 +53,6 @@ export interface BatchDeps {
 }
 
 export class Batch {
-  private readonly inFlight = new Set<Promise<void>>();
   private starting: Promise<void> | null = null;
   private flushing: Promise<void> | null = null;
   private stop: string | null = null;
@@ -62,15 +68,25 @@ export class Batch {
 
   /** RUNNING until a stop reason, then CLOSING; resolves with the stop reason once everything begun has ended. */
   async run(): Promise<string> {
-    while (this.stop === null) {
-      this.woken = false;
-      try {
-        await this.iteration();
-      } catch (e) {
-        this.fail(e);
+    this.d.inFlight.watch(this.signal);
+    try {
+      while (this.stop === null) {
+        this.woken = false;
+        try {
+          await this.iteration();
+        } catch (e) {
+          this.fail(e);
+        }
       }
+      return await this.close();
+    } finally {
+      this.d.inFlight.watch(null);
     }
-    return this.close();
+  }
+
+  /** Re-evaluate now (a due-intent notice, a stop request): wakes an idle loop. */
+  interrupt(): void {
+    this.signal();
   }
 
   private get leading(): boolean {
@@ -123,7 +139,8 @@ export class Batch {
     else if (lease.renewDue() && !(await lease.renew())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
 
-    const busy = this.inFlight.size > 0 || this.starting !== null || this.flushing !== null;
+    const inFlight = this.d.inFlight;
+    const busy = inFlight.size > 0 || this.starting !== null || this.flushing !== null;
     if (!busy && this.d.completions.size === 0 && now - cadence.lastReconcileMs >= s.reconcileIntervalMs) {
       await refresher.beginRebuild(); // defence in depth against late commits; resumable like any rebuild
       const r = await refresher.continueRebuild(this.deadline());
@@ -131,16 +148,25 @@ export class Batch {
       cadence.lastReconcileMs = cadence.lastRefreshMs = now;
       if (!r.done) this.stop = 'rebuilding'; // the next tick finishes it before executing anything
     } else if (now - cadence.lastRefreshMs >= s.refresh.intervalMs) {
+      this.d.nudge.pending = false;
       const stats = await refresher.refresh(this.deadline());
       await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
       this.sum.refreshedRows += stats.rows;
       this.sum.refreshes++;
       cadence.lastRefreshMs = now;
+    } else if (this.d.nudge.pending) {
+      // A notice says intents became due: read them now. The interval refresh above stays the guarantee (a
+      // notice may be lost); a notice arriving during this read sets pending again and is read next iteration.
+      this.d.nudge.pending = false;
+      const stats = await refresher.refresh(this.deadline());
+      await ops.refreshControl(); // a pause set before these intents were written must hold for them too
+      this.sum.refreshedRows += stats.rows;
+      this.sum.nudgedRefreshes++;
     }
     if (this.stop !== null) return;
 
     const pending = this.d.completions.size;
-    if (!this.flushing && (pending >= s.completionBatch || (pending > 0 && this.inFlight.size === 0))) {
+    if (!this.flushing && (pending >= s.completionBatch || (pending > 0 && inFlight.size === 0))) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
     const quota = s.maxAttemptsPerTick - this.sum.started;
@@ -148,8 +174,8 @@ export class Batch {
       this.stop = 'attempt_cap'; // this tick's share is done; the next tick continues
       return;
     }
-    const free = Math.min(s.concurrency - this.inFlight.size, quota);
-    const canStart = !this.starting && free > 0 && (free >= s.startBatch || this.inFlight.size === 0) && ops.mayStart();
+    const free = Math.min(s.concurrency - inFlight.size, quota);
+    const canStart = !this.starting && free > 0 && (free >= s.startBatch || inFlight.size === 0) && ops.mayStart();
     let held = false;
     if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
@@ -165,7 +191,7 @@ export class Batch {
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
       : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
-    const untilRefresh = cadence.lastRefreshMs + s.refresh.intervalMs - this.d.clock.nowMs();
+    const untilRefresh = this.d.nudge.pending ? 0 : cadence.lastRefreshMs + s.refresh.intervalMs - this.d.clock.nowMs();
     const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
     if (!this.woken) await Promise.race([this.d.clock.sleep(waitMs), woke]);
@@ -210,13 +236,7 @@ export class Batch {
       if (this.leading) refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(x.dueMs + 50) });
     }
     this.sum.started += startedRows.length;
-    for (const a of startedRows) {
-      const p: Promise<void> = this.attempt(a).finally(() => {
-        this.inFlight.delete(p); // before waking the loop, so it sees the slot free
-        this.signal();
-      });
-      this.inFlight.add(p);
-    }
+    for (const a of startedRows) this.d.inFlight.add(this.attempt(a)); // a finished call wakes the watching batch
   }
 
   /** The gate just before the call (an attempt whose call was not sent is aborted), the call, its result. */
@@ -257,12 +277,20 @@ export class Batch {
     }
   }
 
-  /** CLOSING: nothing new starts; wait for what runs; write the completions (bounded retries under the fence). */
+  /** The tick simply ran out (deadline, attempt cap) with leadership and the fence intact: calls in flight are
+   *  carried into the next tick instead of being awaited, so closing takes no provider time. */
+  private get carriesCalls(): boolean {
+    return (this.stop === 'deadline' || this.stop === 'attempt_cap') && this.failure === null && !this.fenceRefused && this.leading;
+  }
+
+  /** CLOSING: nothing new starts; wait for what runs (unless carried); write the completions (bounded retries
+   *  under the fence). */
   private async close(): Promise<string> {
+    const carry = this.carriesCalls;
     // In order: a start still in flight adds its calls to inFlight only when it returns.
     await this.keepingLease((async () => {
       await this.starting;
-      await Promise.all([...this.inFlight]);
+      if (!carry) await this.d.inFlight.settled();
       await this.flushing;
     })());
     const { clock, settings } = this.d;

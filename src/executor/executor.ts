@@ -6,9 +6,10 @@
 //   OPS       pause flag, retention purge (bounded by the tick deadline);
 //   BATCH     refresh + fenced start → gate → provider call → fenced completion (batch.ts).
 // Guarantees: nothing starts without the gate; every write is fenced; an SQL error drops leadership at once;
-// the tick awaits everything it began and returns within budget + provider timeout + a bounded closing
-// window (every database call has a client-side deadline); a step-down's row release waits for the tick's
-// completions (LeaseManager.deferRelease).
+// a tick returns within budget + provider timeout + a bounded closing window (every database call has a
+// client-side deadline); a step-down awaits every call in flight and its row release waits for their
+// completions (LeaseManager.deferRelease). A tick that simply runs out while leading carries its calls in
+// flight into the next tick (InFlightCalls), so the timer's next occurrence continues without a gap.
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Clock } from '../lease/clock.js';
 import type { Logger } from '../observability/logger.js';
@@ -22,6 +23,8 @@ import { NO_OPS, type ExecutorOps } from './executorOps.js';
 import { Batch } from './batch.js';
 import type { ProviderGuard } from '../provider/guard.js';
 import { CompletionBuffer, countCompleted } from './completions.js';
+import { InFlightCalls } from './inFlight.js';
+import { DueNoticeListener, type DueNotices } from './dueNotices.js';
 
 export type { ExecutorSettings, TickSummary };
 
@@ -33,6 +36,14 @@ export class Executor {
   private readonly cadence = { lastRefreshMs: Number.NEGATIVE_INFINITY, lastReconcileMs: Number.NEGATIVE_INFINITY };
   /** Completions not yet written, kept across ticks and epochs of this process. */
   readonly completions = new CompletionBuffer();
+  /** Provider calls in flight, kept across ticks of this process. */
+  readonly inFlight = new InFlightCalls();
+  /** A due-intent notice arrived (between ticks too): the next iteration refreshes. */
+  private readonly nudge = { pending: false };
+  private batch: Batch | null = null;
+  /** settleCarried() tasks still running (drain awaits them). */
+  private readonly settling = new Set<Promise<void>>();
+  private notices: DueNoticeListener | null = null;
   private running: Promise<TickSummary> | null = null;
   private draining = false;
   private standDownUntilMs = Number.NEGATIVE_INFINITY; // legacy handOver(): start nothing, do not acquire
@@ -56,8 +67,21 @@ export class Executor {
       if (c.kind === 'lost') {
         this.epoch = this.rebuildEpoch = null;
         this.refresher.reset();
+        void this.notices?.stop();
       }
     });
+  }
+
+  /** Wake the leader when intents become due (PostgreSQL LISTEN/NOTIFY), listening only while this process
+   *  leads. Best effort: a lost notice costs at most one refresh interval. */
+  wakeOn(notices: DueNotices): void {
+    this.notices = new DueNoticeListener(notices, () => this.nudged(), this.log);
+  }
+
+  /** Intents became due: refresh at once if a tick runs, else at the start of the next one. */
+  nudged(): void {
+    this.nudge.pending = true;
+    this.batch?.interrupt();
   }
 
   /** Run one bounded tick. Overlapping calls share the running tick instead of starting a second one. */
@@ -71,7 +95,16 @@ export class Executor {
    *  (shutdown: release the lease only after this resolves, so completions still commit). */
   async drain(): Promise<void> {
     this.draining = true;
+    this.batch?.interrupt(); // an idle batch sees the stop request now, not at its next refresh
     await this.running?.catch(() => {});
+    await this.inFlight.settled(); // calls carried past the last tick
+    await Promise.all([...this.settling]); // … and the writes of their completions
+    const token = this.lease.requireLeader();
+    if (token && this.completions.size > 0) {
+      await this.completions.flush(this.store, token, () => {}).catch((e: unknown) =>
+        this.log.warn({ event: 'drain_flush_failed', sql_error: sqlErrorField(e) }, 'completions not written at shutdown; the next leader re-sends them'));
+    }
+    await this.notices?.stop();
   }
 
   /** Legacy leader drain (POST /ops/lease/release): stop starting, finish the running tick, release the lease,
@@ -92,12 +125,42 @@ export class Executor {
     if (!token) return this.finish(sum, t0, 'follower');
     sum.role = 'leader';
     sum.leaseEpoch = token.leaseEpoch;
+    this.notices?.ensureListening();
     const releaseDeferred = this.lease.deferRelease(); // a step-down's release waits for our completions
     try {
       return this.finish(sum, t0, await this.lead(token, budgetEnd, sum));
     } finally {
+      if (this.inFlight.size > 0) this.settleCarried(token); // before our deferral ends: no gap in the cover
       await releaseDeferred();
     }
+  }
+
+  /** Calls carried past this tick keep a step-down's row release deferred until they have finished and, unless a
+   *  batch runs (it writes them itself), their completions are written under this tick's fence — the order a
+   *  local deadline between two ticks must keep, as within a tick (concurrent flushes take disjoint batches). */
+  private settleCarried(token: LeaseToken): void {
+    const releaseDeferred = this.lease.deferRelease();
+    const settle = async (): Promise<void> => {
+      try {
+        await this.inFlight.settled();
+        if (this.batch === null && this.completions.size > 0) {
+          const out = await this.completions.flush(this.store, token, (_, rows) => {
+            if (!this.lease.ensureEpoch(token.leaseEpoch)) return; // the schedule went with leadership
+            for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
+          }).catch((e: unknown) => {
+            // An SQL error on the leader path drops leadership, between ticks too; the completions stay buffered.
+            this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
+              'completions of carried calls not written yet; the next leader tick of this process writes them');
+            if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('sql_error', e);
+          });
+          if (out === 'leaseLost' && this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('fence_failed');
+        }
+      } finally {
+        await releaseDeferred();
+      }
+    };
+    const settling = settle().finally(() => this.settling.delete(settling));
+    this.settling.add(settling);
   }
 
   /** ACQUIRE. Follower: if the holder's lease expires within this tick, try again right after it. */
@@ -125,12 +188,17 @@ export class Executor {
       }
       const ops = await this.ops.leaderTick(token, sum, this.deadline(budgetEnd)); // pause flag, retention
       if (ops === 'leaseLost') return this.fenceFailed(sum);
-      return await new Batch({
+      this.batch = new Batch({
         lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
         random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
-        guard: this.guard,
+        guard: this.guard, inFlight: this.inFlight, nudge: this.nudge,
         stopRequested: () => (this.draining || this.clock.nowMs() < this.standDownUntilMs ? 'draining' : null),
-      }, token, budgetEnd, sum).run();
+      }, token, budgetEnd, sum);
+      try {
+        return await this.batch.run();
+      } finally {
+        this.batch = null;
+      }
     } catch (e) {
       // Any SQL failure on the leader path is a connectivity failure: drop leadership, stop (spec).
       this.log.error({ event: 'executor_sql_error', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
@@ -145,8 +213,12 @@ export class Executor {
   private async carry(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
     if (this.completions.size === 0) return 'ok';
     const n = this.completions.size;
-    const out = await this.completions.flush(this.store, token, (batch, rows) => countCompleted(sum, batch, rows));
-    if (out === 'ok') this.log.info({ event: 'completions_carried', holder_id: token.holderId, lease_epoch: token.leaseEpoch, count: n },
+    const out = await this.completions.flush(this.store, token, (batch, rows) => {
+      countCompleted(sum, batch, rows);
+      // Same epoch (calls carried from the last tick): retries go back into the schedule now, as in a batch.
+      if (this.epoch === token.leaseEpoch && !this.refresher.rebuilding) for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
+    });
+    if (out === 'ok') this.log[this.epoch === token.leaseEpoch ? 'debug' : 'info']({ event: 'completions_carried', holder_id: token.holderId, lease_epoch: token.leaseEpoch, count: n },
       'completions of an earlier tick written under this fence');
     return out === 'leaseLost' ? 'leaseLost' : 'ok';
   }

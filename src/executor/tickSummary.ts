@@ -25,6 +25,8 @@ export interface TickSummary {
   rebuilt: boolean;
   recovered: number;
   refreshes: number;
+  /** Refreshes run early because a due-intent notice arrived (PostgreSQL NOTIFY). */
+  nudgedRefreshes: number;
   refreshedRows: number;
   started: number;
   succeeded: number;
@@ -45,7 +47,7 @@ export interface TickSummary {
 
 export function emptySummary(holderId: string): TickSummary {
   return {
-    role: 'follower', holderId, leaseEpoch: null, rebuilt: false, recovered: 0, refreshes: 0, refreshedRows: 0,
+    role: 'follower', holderId, leaseEpoch: null, rebuilt: false, recovered: 0, refreshes: 0, nudgedRefreshes: 0, refreshedRows: 0,
     started: 0, succeeded: 0, retried: 0, failed: 0, aborted: 0, skipped: 0, leaseLost: false, paused: false, purgedIntents: 0, scheduleSize: 0,
     durationMs: 0, stopReason: '',
   };

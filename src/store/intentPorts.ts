@@ -153,3 +153,11 @@ export interface ExecutionStore {
    *  if it did not change meanwhile. */
   fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>>;
 }
+
+/** Push notices that intents became due (PostgreSQL LISTEN/NOTIFY), sent by the dialect's intent writes.
+ *  Best effort by design: the leader's refresh interval stays the guarantee, so a lost notice loses nothing. */
+export interface DueNotices {
+  /** Listen until the returned stop() is called. Resolves once listening; a connection lost later is reported
+   *  to `onError` (the caller subscribes again). */
+  listen(onNotice: () => void, onError: (e: unknown) => void): Promise<() => Promise<void>>;
+}

@@ -1,6 +1,6 @@
 // The set of stores one process uses, built once by the composition root for the configured dialect.
 import type { LeaseStore } from './ports.js';
-import type { ExecutionStore, IntentStore } from './intentPorts.js';
+import type { DueNotices, ExecutionStore, IntentStore } from './intentPorts.js';
 import type { OpsStore } from './opsPorts.js';
 import type { RedriveStore } from './redrivePorts.js';
 import type { InsightStore } from './insightPorts.js';
@@ -16,6 +16,8 @@ export interface Stores {
   redrive: RedriveStore;
   /** The dashboard's read-only queries. */
   insights: InsightStore;
+  /** Due-intent notices for the leader (PostgreSQL LISTEN/NOTIFY); null where the dialect has none. */
+  notices: DueNotices | null;
   /** Apply numbered migrations idempotently (safe with concurrent migrators). */
   migrate(): Promise<{ applied: number[] }>;
   /** Cheap round trip for readiness checks. */

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DialectContext } from './dialects.js';
 import { LEASE_NAME } from './instances.js';
+import { staleWrites } from './fenceChecker.js';
 import { LeaseManager } from '../../src/lease/leaseManager.js';
 import { systemClock, type Clock } from '../../src/lease/clock.js';
 import { Executor } from '../../src/executor/executor.js';
@@ -47,6 +48,10 @@ export async function buildExecutor(ctx: DialectContext, o: {
   holderId?: string;
   stores?: Stores;
   logger?: Logger;
+  /** Refresh interval (default 100 ms). */
+  refreshMs?: number;
+  /** Wake on due-intent notices (the stores' LISTEN/NOTIFY) as the composition root does (default false). */
+  notices?: boolean;
 }): Promise<Built> {
   const stores = o.stores ?? await ctx.openStores({ poolMax: 4 });
   const clock = new JumpClock();
@@ -59,7 +64,7 @@ export async function buildExecutor(ctx: DialectContext, o: {
   const settings: ExecutorSettings = {
     tickBudgetMs: 1_000, maxAttemptsPerTick: o.maxAttemptsPerTick ?? 1_000, concurrency,
     providerTimeoutMs: 2_000, reconcileIntervalMs: 60_000,
-    refresh: { intervalMs: 100, pageSize: 100, commitGraceMs: 500 },
+    refresh: { intervalMs: o.refreshMs ?? 100, pageSize: 100, commitGraceMs: 500 },
     startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)),
     minLeaderWorkMs: 100,
   };
@@ -68,6 +73,15 @@ export async function buildExecutor(ctx: DialectContext, o: {
   const provider = o.wrapProvider ? o.wrapProvider(base) : base;
   const executor = new Executor(lease, store, provider, settings, clock, o.logger ?? silentLogger, Math.random, o.ops ?? NO_OPS,
     o.guard?.(clock) ?? null);
+  if (o.notices && stores.notices) executor.wakeOn(stores.notices);
   return { stores, lease, executor, clock };
 }
 
+
+/** The intent row of `id` as the database has it now. */
+export const intentRow = async (ctx: DialectContext, id: string) => (await ctx.intentRows()).find((r) => r.intentId === id)!;
+
+/** No fenced write committed under an epoch after a newer one was acquired (the audit log against lease events). */
+export async function stalePairs(ctx: DialectContext, b: Built) {
+  return staleWrites(await ctx.auditLog(), await b.stores.lease.listEvents(LEASE_NAME));
+}

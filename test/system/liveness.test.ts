@@ -7,8 +7,7 @@ import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
-import { staleWrites } from '../support/fenceChecker.js';
-import { buildExecutor, type Built } from '../support/executorHarness.js';
+import { buildExecutor, intentRow, stalePairs, type Built } from '../support/executorHarness.js';
 import type { ExecutionStore } from '../../src/store/intentPorts.js';
 import { StoreError } from '../../src/store/ports.js';
 
@@ -45,8 +44,8 @@ describe.each(pgDialects)('liveness: $name', (dialect) => {
     provider = started;
   });
 
-  const intent = async (id: string) => (await ctx.intentRows()).find((r) => r.intentId === id)!;
-  const noStaleWrites = async (b: Built) => expect(staleWrites(await ctx.auditLog(), await b.stores.lease.listEvents(LEASE_NAME))).toEqual([]);
+  const intent = (id: string) => intentRow(ctx, id);
+  const noStaleWrites = async (b: Built) => expect(await stalePairs(ctx, b)).toEqual([]);
 
   it('refresh SQL error mid-call: gate closed before the call ends, its 2xx written, then the row released', async () => {
     let failRefresh = false;

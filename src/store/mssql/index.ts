@@ -26,6 +26,8 @@ export function createMssqlStores(db: MssqlDatabase, opts: { openMigrationDb?: (
     ops: new MssqlOpsStore(db),
     redrive: new MssqlRedriveStore(db),
     insights: new MssqlInsightStore(db),
+    // No LISTEN/NOTIFY on SQL Server: a new intent is picked up by the leader's next refresh (≤ the interval).
+    notices: null,
     migrate: () => migrateMssqlIfNeeded(db, opts.openMigrationDb, undefined, { lockTimeoutMs: opts.migrationLockTimeoutMs }),
     ping: async () => {
       await db.run({ text: 'SELECT 1 AS ok;', params: [] });

@@ -5,6 +5,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { StoreError } from '../ports.js';
 import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
 import { mapPgError } from './errors.js';
+import { listenOnOwnConnection, type ListenFn } from './notices.js';
 
 /** Destroy the socket under a pg client (a blackholed connection would otherwise wait for TCP, minutes). */
 function destroyClient(client: pg.PoolClient | pg.Client): void {
@@ -30,6 +31,9 @@ export interface PgDatabase extends PgQueryable {
   /** Multi-statement script (migrations). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;
+  /** LISTEN on `channel` (a connection of its own on a server; the session itself on PGlite); the returned
+   *  function stops. Absent: notices are not available. */
+  listen?: ListenFn;
 }
 
 export interface PgPoolOptions {
@@ -67,17 +71,18 @@ export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void
     `-c idle_in_transaction_session_timeout=${opts.statementTimeoutMs}`,
     ...(opts.schema ? [`-c search_path=${opts.schema}`] : []),
   ];
-  const pool = new pg.Pool({
+  const connection = {
     connectionString: url.toString(),
-    max: opts.max,
     options: settings.join(' '),
     application_name: opts.applicationName ?? 'submission-manager',
     connectionTimeoutMillis: Math.max(1_000, opts.statementTimeoutMs),
     keepAlive: true,
-  });
+  };
+  const pool = new pg.Pool({ ...connection, max: opts.max });
   // An idle client whose backend is killed emits 'error' on the pool; without a listener the process dies.
   pool.on('error', (e) => onIdleError?.(e));
-  return fromPgPool(pool, opts.clientDeadlineMs ?? opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS);
+  const deadlineMs = opts.clientDeadlineMs ?? opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
+  return { ...fromPgPool(pool, deadlineMs), listen: listenOnOwnConnection(connection, deadlineMs) };
 }
 
 /** Every statement is bounded by `deadlineMs` on the client side (connect by connectionTimeoutMillis). */
@@ -190,6 +195,12 @@ export function fromPglite(db: PGlite, opts: { closeOnClose: boolean } = { close
     },
     async close() {
       if (opts.closeOnClose && !db.closed) await db.close();
+    },
+    async listen(channel, onNotice) {
+      const unlisten = await db.listen(channel, () => onNotice());
+      return async () => {
+        if (!db.closed) await unlisten().catch(() => {});
+      };
     },
   };
 }

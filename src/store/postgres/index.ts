@@ -8,17 +8,21 @@ import { PgOpsStore } from './opsStore.js';
 import { PgRedriveStore } from './redriveStore.js';
 import { PgInsightStore } from './insightStore.js';
 import { migratePostgresIfNeeded } from './migrate.js';
+import { DueNotifier, dueNotices } from './notices.js';
 
 /** `openMigrationDb`: a dedicated connection for migrations (own timeout), opened only when some are missing. */
 export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pglite',
   opts: { openMigrationDb?: () => Promise<PgDatabase> } = {}): Stores {
+  const notifier = new DueNotifier(db);
+  const notify = () => notifier.notify();
   return {
     dialect,
     lease: new PgLeaseStore(db),
-    intents: new PgIntentStore(db),
+    intents: new PgIntentStore(db, notify),
     execution: new PgExecutionStore(db),
     ops: new PgOpsStore(db),
-    redrive: new PgRedriveStore(db),
+    redrive: new PgRedriveStore(db, notify),
+    notices: dueNotices(db),
     insights: new PgInsightStore(db),
     migrate: () => migratePostgresIfNeeded(db, opts.openMigrationDb),
     ping: async () => {

@@ -22,7 +22,8 @@ RETURNING next_attempt_at, created_at`,
 const NEXT_MODIFIED = `GREATEST(clock_timestamp(), last_modified_at + interval '1 microsecond')`;
 
 export class PgIntentStore implements IntentStore {
-  constructor(private readonly db: PgQueryable) {}
+  /** `notifyDue`: tells the leader that an intent became due (coalesced NOTIFY after the write; best effort). */
+  constructor(private readonly db: PgQueryable, private readonly notifyDue: () => void = () => {}) {}
 
   async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
     const params = [n.intentId, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
@@ -30,6 +31,7 @@ export class PgIntentStore implements IntentStore {
     const r = await this.db.query<{ next_attempt_at: Date; created_at: Date }>(INSERT.text, params, INSERT.name);
     const made = r.rows[0];
     if (made) {
+      this.notifyDue();
       const createdAt = made.created_at;
       return {
         kind: 'created',
@@ -75,10 +77,12 @@ export class PgIntentStore implements IntentStore {
         WHERE intent_id = $1 AND status IN ('scheduled', 'in_flight') RETURNING ${INTENT_COLS}`, []);
   }
 
-  reschedule(intentId: string, notBefore: Date): Promise<MutationOutcome> {
-    return this.mutate(intentId,
+  async reschedule(intentId: string, notBefore: Date): Promise<MutationOutcome> {
+    const out = await this.mutate(intentId,
       `UPDATE submission_intents SET next_attempt_at = $2, last_modified_at = ${NEXT_MODIFIED}
         WHERE intent_id = $1 AND status = 'scheduled' RETURNING ${INTENT_COLS}`, [notBefore.toISOString()]);
+    if (out.kind === 'ok') this.notifyDue();
+    return out;
   }
 
   /** A conditional update; when it matches nothing, tell "unknown id" from "state forbids it". */

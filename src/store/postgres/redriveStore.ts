@@ -41,13 +41,14 @@ items AS (
 SELECT rec.requested_at, m.* FROM rec LEFT JOIN moved m ON true ORDER BY m.intent_id`;
 
 export class PgRedriveStore implements RedriveStore {
-  constructor(private readonly db: PgQueryable) {}
+  constructor(private readonly db: PgQueryable, private readonly notifyDue: () => void = () => {}) {}
 
   async redrive(q: RedriveRequest): Promise<RedriveResult> {
     const r = await this.db.query<RedrivenDbRow>(REDRIVE, [
       q.ids, q.failedFrom?.toISOString() ?? null, q.failedTo?.toISOString() ?? null, q.errorContains, q.limit,
       q.redriveId, q.requestedBy.slice(0, 128), q.reason === null ? null : q.reason.slice(0, 500), selectorText(q),
     ]);
+    if (r.rows.length > 0) this.notifyDue();
     return toRedriveResult(q.redriveId, r.rows);
   }
 

@@ -1,0 +1,91 @@
+// Submit → first provider call, with the DEFAULT settings (10 s timer, 1 s refresh, tick budget from the
+// schedule, notices on): the real local host (one instance, so the timer's listener lock is trivially held),
+// intents POSTed at a steady rate across several tick boundaries, arrival times recorded by a provider in this
+// process. Baseline, same run: the refresh interval (the issue's bound for p99) and two "before" layouts —
+// notices off, and notices off with the old fixed 8 s tick budget (a 2 s leaderless gap every 10 s).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fmt, freshSchema, PG_URL, printTable } from './support.js';
+import { schemaUrl, startHost } from './localHost.js';
+
+const SECONDS = Number(process.env.BENCH_PICKUP_SECONDS ?? 32);
+const RATE = Number(process.env.BENCH_PICKUP_RATE ?? 12); // intents per second (below the default attempt caps)
+const REFRESH_MS = 1_000;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+async function recordingProvider() {
+  const arrived = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    const key = String(req.headers['idempotency-key'] ?? '');
+    if (!arrived.has(key)) arrived.set(key, performance.now());
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/submit`, arrived,
+    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+}
+
+async function measure(label: string, databaseUrl: string, extra: Record<string, string>) {
+  const provider = await recordingProvider();
+  const host = await startHost({ INSTANCES: '1', PROVIDER_URL: provider.url, DATABASE_URL: databaseUrl, ...extra });
+  try {
+    // Let the first tick acquire and rebuild (the timer fires on the next 10-s boundary).
+    const warm = Date.now() + 12_000;
+    const sent = new Map<string, number>();
+    const end = Date.now() + 12_000 + SECONDS * 1_000;
+    const posts: Promise<void>[] = [];
+    while (Date.now() < end) {
+      await new Promise((r) => setTimeout(r, (1_000 / RATE) * (0.5 + Math.random())));
+      const measured = Date.now() >= warm;
+      posts.push((async () => {
+        const t0 = performance.now();
+        const r = await fetch(`${host.base}/intents`, { method: 'POST', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ payload: { bench: 'pickup' } }) });
+        const body = (await r.json()) as { intentId?: string };
+        if (r.status !== 201 || !body.intentId) throw new Error(`submit answered ${r.status}`);
+        if (measured) sent.set(body.intentId, t0);
+      })());
+    }
+    await Promise.all(posts);
+    const deadline = Date.now() + 25_000;
+    while ([...sent.keys()].some((id) => !provider.arrived.has(id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const lat = [...sent].map(([id, t0]) => (provider.arrived.get(id) ?? Number.POSITIVE_INFINITY) - t0);
+    const missing = lat.filter((x) => !Number.isFinite(x)).length;
+    return { label, n: lat.length, missing, p50: pct(lat, 50), p90: pct(lat, 90), p99: pct(lat, 99), max: Math.max(...lat) };
+  } finally {
+    await host.stop();
+    await provider.close();
+  }
+}
+
+const LAYOUTS: [string, Record<string, string>][] = [
+  ['defaults (notices on, budget from schedule)', {}],
+  ['notices off, budget from schedule', { DUE_NOTICES: 'off' }],
+  ['before: notices off, fixed 8 s budget', { DUE_NOTICES: 'off', EXECUTOR_TICK_BUDGET_MS: '8000' }],
+];
+
+const rows: Record<string, string | number>[] = [];
+const ratios: string[] = [];
+for (const backend of ['postgres', 'pglite'] as const) {
+  for (const [label, extra] of LAYOUTS) {
+    const schema = backend === 'postgres' ? await freshSchema() : null;
+    const dir = backend === 'pglite' ? mkdtempSync(path.join(os.tmpdir(), 'sm-pickup-')) : null;
+    try {
+      const url = schema ? schemaUrl(PG_URL, schema.schema) : `pglite:${path.join(dir!, 'db')}`;
+      const r = await measure(label, url, extra);
+      rows.push({ backend, layout: label, intents: r.n, lost: r.missing, 'p50 ms': fmt(r.p50), 'p90 ms': fmt(r.p90), 'p99 ms': fmt(r.p99),
+        'max ms': fmt(r.max), 'p99 ÷ refresh': fmt(r.p99 / REFRESH_MS, 2) });
+      ratios.push(`${backend} ${label}: p50 ${fmt(r.p50)} ms, p99 ÷ refresh ${fmt(r.p99 / REFRESH_MS, 2)}`);
+    } finally {
+      await schema?.drop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+}
+printTable(`Submit → first provider call (default settings, ${RATE}/s for ${SECONDS} s, refresh ${REFRESH_MS} ms)`, rows);
+console.log(`ratios: ${ratios.join('; ')}`);

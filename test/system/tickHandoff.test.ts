@@ -1,0 +1,127 @@
+// Issue 15, no leaderless gap and the due-intent nudge, against real databases (PGlite and the PostgreSQL server):
+// a tick that runs out while leading carries its provider calls into the next tick instead of waiting for them
+// (so the timer's next occurrence is never skipped), and nothing is lost or sent twice on the way; a NOTIFY from
+// an intent write wakes the leader before its refresh interval, and a lost notice still loses nothing.
+import { describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import { LEASE_NAME, submit } from '../support/instances.js';
+import { buildExecutor, intentRow, stalePairs, type Built } from '../support/executorHarness.js';
+
+const pgDialects = dialects.filter((d) => d.name !== 'mssql');
+
+describe.each(pgDialects)('tick hand-off and due notices: $name', (dialect) => {
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  useDialectWithProvider(dialect, (fresh, started) => {
+    ctx = fresh;
+    provider = started;
+  });
+
+  const intent = (id: string) => intentRow(ctx, id);
+  const noStaleWrites = async (b: Built) => expect(await stalePairs(ctx, b)).toEqual([]);
+  let answered = 0;
+  const slowAnswer = (delayMs: number) => () => {
+    setTimeout(() => answered++, delayMs);
+    return { status: 200, delayMs };
+  };
+
+  it('a tick that runs out while leading returns without waiting for its call; the next tick writes the 2xx', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url });
+    answered = 0;
+    provider.answer = slowAnswer(1_500);
+    const id = (await submit(b.stores)).intentId;
+    const first = await b.executor.tick(300);
+    expect(first).toMatchObject({ role: 'leader', stopReason: 'deadline', started: 1, succeeded: 0 });
+    expect(answered).toBe(0); // returned while the provider was still answering
+    expect(b.executor.inFlight.size).toBe(1); // carried, not abandoned
+    expect((await intent(id)).status).toBe('in_flight');
+    await b.executor.inFlight.settled(); // its completion is written between the ticks, or by the next one
+    const second = await b.executor.tick(300);
+    expect(second).toMatchObject({ role: 'leader', leaseEpoch: first.leaseEpoch, started: 0 });
+    expect((await intent(id)).status).toBe('succeeded');
+    expect(provider.calls.map((c) => c.intentId)).toEqual([id]); // sent once
+    expect((await ctx.attemptRows()).map((a) => [a.attemptNo, a.outcome])).toEqual([[1, 'succeeded']]);
+    await noStaleWrites(b);
+  });
+
+  it('a call carried into the next tick counts against its concurrency and is written there', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, concurrency: 1 });
+    provider.answer = () => ({ status: 200, delayMs: 700 });
+    const a = (await submit(b.stores, { n: 1 })).intentId;
+    await b.executor.tick(200); // starts a, carries it
+    const c = (await submit(b.stores, { n: 2 })).intentId;
+    const next = b.executor.tick(3_000);
+    await provider.waitFor((calls) => calls.length === 2);
+    // b's call was sent only after a's finished: one slot, shared across the two ticks.
+    expect(provider.calls[1]!.arrivedAt).toBeGreaterThanOrEqual(provider.calls[0]!.arrivedAt + 650);
+    await next;
+    await b.executor.drain();
+    for (const id of [a, c]) expect((await intent(id)).status).toBe('succeeded');
+    await noStaleWrites(b);
+  });
+
+  it('shutdown (drain) waits for carried calls and writes their completions before the lease is let go', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url });
+    provider.answer = () => ({ status: 200, delayMs: 800 });
+    const id = (await submit(b.stores)).intentId;
+    await b.executor.tick(200);
+    expect(b.executor.inFlight.size).toBe(1);
+    await b.executor.drain();
+    expect((await intent(id)).status).toBe('succeeded');
+    expect(b.executor.completions.size).toBe(0);
+    await b.lease.release();
+    await noStaleWrites(b);
+  });
+
+  it('a step-down between two ticks (local deadline) releases the row only after carried calls are written', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, leaseMs: 10_000 });
+    provider.answer = () => ({ status: 200, delayMs: 800 });
+    const id = (await submit(b.stores)).intentId;
+    await b.executor.tick(200);
+    expect(b.executor.inFlight.size).toBe(1);
+    b.lease.drop('local_deadline'); // between ticks, while the call is still out
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await b.stores.lease.listEvents(LEASE_NAME)).map((e) => e.event)).toEqual(['acquired']); // not yet released
+    await b.executor.inFlight.settled();
+    const deadline = Date.now() + 5_000;
+    while ((await b.stores.lease.listEvents(LEASE_NAME)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const events = await b.stores.lease.listEvents(LEASE_NAME);
+    expect(events.map((e) => e.event)).toEqual(['acquired', 'released']);
+    expect((await intent(id)).status).toBe('succeeded'); // written under the still-valid fence, then released
+    const completeSeq = (await ctx.auditLog()).filter((a) => a.action === 'complete_attempts').at(-1)!.seq;
+    expect(events[1]!.seq).toBeGreaterThan(completeSeq);
+    expect(provider.calls).toHaveLength(1);
+    await noStaleWrites(b);
+  });
+
+  it('a notice from an intent write wakes the leader before its refresh interval', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, refreshMs: 60_000, notices: true, leaseMs: 30_000 });
+    expect(b.stores.notices).not.toBeNull();
+    const tick = b.executor.tick(20_000);
+    await new Promise((r) => setTimeout(r, 300)); // acquired, rebuilt, subscribed, idle until the next refresh (60 s)
+    const id = (await submit(b.stores)).intentId;
+    await provider.waitFor((calls) => calls.length === 1, 10_000);
+    expect(provider.calls[0]!.intentId).toBe(id);
+    await b.executor.drain();
+    const sum = await tick;
+    expect(sum.nudgedRefreshes).toBeGreaterThanOrEqual(1);
+    expect(sum.refreshes).toBe(0); // the interval refresh never ran: the notice did it
+    expect((await intent(id)).status).toBe('succeeded');
+    await noStaleWrites(b);
+  });
+
+  it('without notices (a lost NOTIFY, a broken listener) the refresh interval still picks every intent up', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, refreshMs: 300, notices: false });
+    const tick = b.executor.tick(5_000);
+    await new Promise((r) => setTimeout(r, 200));
+    const ids = [(await submit(b.stores, { n: 1 })).intentId, (await submit(b.stores, { n: 2 })).intentId];
+    await provider.waitFor((calls) => calls.length === 2, 10_000);
+    await b.executor.drain();
+    const sum = await tick;
+    expect(sum.nudgedRefreshes).toBe(0);
+    expect(sum.refreshes).toBeGreaterThanOrEqual(1);
+    for (const id of ids) expect((await intent(id)).status).toBe('succeeded');
+  });
+});
