@@ -17,7 +17,12 @@ azf.app.timer('executorTimer', {
     withInvocationLog(context, async () => {
       const app = await getApp();
       if (timer.isPastDue) app.logger.warn({ event: 'tick_past_due', is_past_due: true }, 'executor timer is past due');
-      const summary = await app.executor.tick(app.tickBudget.forTickStartingNow());
+      const budgetMs = app.tickBudget.forTickStartingNow();
+      const summary = await app.executor.tick(budgetMs);
       app.logger.info({ event: 'tick_summary', is_past_due: timer.isPastDue, ...summary }, 'executor tick');
+      if (summary.durationMs > budgetMs + app.config.executor.handoffMs) {
+        app.logger.warn({ event: 'tick_overran_handoff', duration_ms: summary.durationMs, budget_ms: budgetMs },
+          'the tick ended after the next occurrence: the host skips it, so the next tick comes one period later');
+      }
     }),
 });

@@ -67,7 +67,7 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
         const { mkdirSync } = await import('node:fs');
         mkdirSync(target.dataDir, { recursive: true });
       }
-      return createPostgresStores(await openPglite(target.dataDir), 'pglite');
+      return createPostgresStores(await openPglite(target.dataDir), 'pglite', { dueNotices: config.executor.dueNotices });
     }
     case 'postgres': {
       const { openPgPool } = await import('./store/postgres/db.js');
@@ -80,7 +80,7 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
       // Migrations (only when the version check finds some missing) on their own connection and timeout.
       const openMigrationDb = async () => openPgPool({ url: target.url, max: 1, statementTimeoutMs: config.db.migrationTimeoutMs,
         applicationName: `${config.lease.holderId}-migrate`.slice(0, 63) }, onIdleError);
-      return createPostgresStores(db, 'postgres', { openMigrationDb });
+      return createPostgresStores(db, 'postgres', { openMigrationDb, dueNotices: config.executor.dueNotices });
     }
     case 'mssql':
     case 'mssqlEntra': {

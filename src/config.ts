@@ -3,6 +3,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { shortestPeriodMs } from './executor/tickBudget.js';
 import type { GuardSettings } from './provider/guard.js';
 
 const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
@@ -53,7 +54,7 @@ export const settingsSchema = z.object({
   DUE_NOTICES: z.enum(['on', 'off']).default('on'),
   /** A tick ends this long before the timer's next occurrence (default 250 ms), so that occurrence is not skipped. */
   EXECUTOR_TICK_HANDOFF_MS: intMs(250, 0),
-  /** Attempts started per tick at most (default 10 000); a tick that reaches it idles until the next occurrence. */
+  /** Attempts started per tick at most (default 10 000); a tick that reaches it ends once its calls are done. */
   EXECUTOR_MAX_ATTEMPTS_PER_TICK: intMs(10_000, 1),
   /** Provider calls in flight at once (default 16). */
   EXECUTOR_CONCURRENCY: intMs(16, 1),
@@ -273,6 +274,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     `TRACING_OTLP_URL is set but TRACING is ${s.TRACING}: set TRACING=otlp to export there`);
   check(s.EXECUTOR_SCHEDULE.split(/\s+/).length === 6,
     `EXECUTOR_SCHEDULE ("${s.EXECUTOR_SCHEDULE}") must be a 6-field NCRONTAB expression (with seconds)`);
+  let periodMs: number;
+  try {
+    periodMs = shortestPeriodMs(s.EXECUTOR_SCHEDULE);
+  } catch (e) {
+    throw new ConfigError(`EXECUTOR_SCHEDULE ("${s.EXECUTOR_SCHEDULE}") is not a valid NCRONTAB expression: ${(e as Error).message}`);
+  }
+  check(s.EXECUTOR_TICK_HANDOFF_MS * 2 < periodMs,
+    `EXECUTOR_TICK_HANDOFF_MS (${s.EXECUTOR_TICK_HANDOFF_MS}) must be less than half the EXECUTOR_SCHEDULE period ` +
+      `(${periodMs} ms for "${s.EXECUTOR_SCHEDULE}"), or ticks shrink to nothing`);
   let providerUrl: string | null = null;
   if (s.PROVIDER_URL) {
     try {

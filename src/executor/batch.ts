@@ -14,18 +14,19 @@ import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { ProviderGuard } from '../provider/guard.js';
-import type { Provider, ProviderResult } from '../provider/provider.js';
-import { aborted, decide } from '../provider/retryPolicy.js';
+import type { Provider } from '../provider/provider.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
 import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import { countCompleted, type CompletionBuffer } from './completions.js';
 import type { InFlightCalls } from './inFlight.js';
+import { callProvider } from './providerCall.js';
 import type { ExecutorOps } from './executorOps.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
-/** A provider call with less time than this before the lease deadline is not sent (aborted instead). */
-const MIN_CALL_MS = 100;
+/** Nudged refreshes (due-intent notices) at most this often: a steady stream of notices costs one tail read
+ *  per this interval, not one per notice. */
+const NUDGE_SPACING_MS = 20;
 /** Pause between two completion-write attempts while closing. */
 const SETTLE_RETRY_MS = 100;
 
@@ -44,9 +45,9 @@ export interface BatchDeps {
   inFlight: InFlightCalls;
   /** Set by a due-intent notice (PostgreSQL NOTIFY): refresh now rather than at the next interval. */
   nudge: { pending: boolean };
-  /** Refresh / reconcile cadence, kept across ticks. */
-  cadence: { lastRefreshMs: number; lastReconcileMs: number };
-  /** Executor-level stop request (shutdown drain, legacy stand-down). */
+  /** Refresh / reconcile / nudged-refresh cadence, kept across ticks. */
+  cadence: { lastRefreshMs: number; lastReconcileMs: number; lastNudgeMs: number };
+  /** Executor-level stop request (shutdown drain). */
   stopRequested: () => string | null;
   /** Provider protection (rate, in-flight cap, Retry-After, breaker); asked before every fenced start. */
   guard: ProviderGuard | null;
@@ -154,11 +155,13 @@ export class Batch {
       this.sum.refreshedRows += stats.rows;
       this.sum.refreshes++;
       cadence.lastRefreshMs = now;
-    } else if (this.d.nudge.pending) {
-      // A notice says intents became due: read them now. The interval refresh above stays the guarantee (a
-      // notice may be lost); a notice arriving during this read sets pending again and is read next iteration.
+    } else if (this.d.nudge.pending && now - cadence.lastNudgeMs >= NUDGE_SPACING_MS) {
+      // A notice says intents became due: read the tail past what was already read, now. The interval refresh
+      // above stays the guarantee (a notice may be lost; it also re-reads the commit-grace window); a notice
+      // arriving during this read sets pending again and is read next iteration.
       this.d.nudge.pending = false;
-      const stats = await refresher.refresh(this.deadline());
+      cadence.lastNudgeMs = now;
+      const stats = await refresher.refreshTail(this.deadline());
       await ops.refreshControl(); // a pause set before these intents were written must hold for them too
       this.sum.refreshedRows += stats.rows;
       this.sum.nudgedRefreshes++;
@@ -191,7 +194,8 @@ export class Batch {
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
       : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
-    const untilRefresh = this.d.nudge.pending ? 0 : cadence.lastRefreshMs + s.refresh.intervalMs - this.d.clock.nowMs();
+    const untilRefresh = Math.min(cadence.lastRefreshMs + s.refresh.intervalMs,
+      this.d.nudge.pending ? cadence.lastNudgeMs + NUDGE_SPACING_MS : Infinity) - this.d.clock.nowMs();
     const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
     if (!this.woken) await Promise.race([this.d.clock.sleep(waitMs), woke]);
@@ -239,31 +243,9 @@ export class Batch {
     for (const a of startedRows) this.d.inFlight.add(this.attempt(a)); // a finished call wakes the watching batch
   }
 
-  /** The gate just before the call (an attempt whose call was not sent is aborted), the call, its result. */
-  private async attempt(a: StartedAttempt): Promise<void> {
-    const { lease, settings: s, clock, random } = this.d;
-    const push = (c: AttemptCompletion) => this.d.completions.push({ ...c, attemptEpoch: this.token.leaseEpoch });
-    const timeoutMs = Math.min(s.providerTimeoutMs, lease.remainingMs());
-    if (!this.leading || timeoutMs < MIN_CALL_MS) {
-      this.d.ops.blockedNotLeader();
-      this.d.guard?.release(1); // not sent: the permit goes back
-      return push(aborted(a, 'leadership lost before the provider call'));
-    }
-    const t = clock.nowMs();
-    let result: ProviderResult;
-    let durationMs = 0;
-    try {
-      result = await this.d.provider.submit(
-        { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: this.token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
-        timeoutMs,
-      );
-      durationMs = clock.nowMs() - t;
-    } catch (e) {
-      // Not known whether the call went out: a retryable attempt, not an abort.
-      result = { kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null };
-    }
-    this.d.guard?.onResult(result);
-    push(decide(result, { ...a, durationMs }, a.contract.retry, random));
+  /** The gate just before the call, the call, its result (providerCall.ts). */
+  private attempt(a: StartedAttempt): Promise<void> {
+    return callProvider(this.d, this.token, a, () => this.leading);
   }
 
   /** Await `work` (in-flight calls, the last writes) while still renewing the lease when due, so a long close
@@ -313,6 +295,9 @@ export class Batch {
       if (req) await this.d.ops.handoverCompleted(this.token, req.requestId);
       await this.d.lease.release();
     }
+    // A failure while closing (a carried tick's last start or flush) is what the tick reports, not its deadline.
+    if (this.failure !== null) return 'sql_error';
+    if (this.fenceRefused) return 'lease_lost';
     return this.stop ?? 'deadline';
   }
 }

@@ -14,11 +14,16 @@ export type FlushOutcome = 'ok' | 'leaseLost' | 'empty';
 
 export class CompletionBuffer {
   private pending: AttemptCompletion[] = [];
+  /** Completions taken by the flush being written now (they count in `size` until written). */
+  private writing = 0;
+  /** Flushes run one at a time (a tail of the chain): size 0 then means nothing is pending *or* on the wire. */
+  private queue: Promise<unknown> = Promise.resolve();
   /** Completions dropped by the cap (for logs). */
   droppedByCap = 0;
 
+  /** Completions not yet written: pending plus those a flush is writing now. */
   get size(): number {
-    return this.pending.length;
+    return this.pending.length + this.writing;
   }
 
   push(c: AttemptCompletion): void {
@@ -33,16 +38,28 @@ export class CompletionBuffer {
    * Write everything pending in one fenced statement. On an SQL error (thrown) or a refused fence the batch
    * goes back to the buffer, in front of what arrived meanwhile; `onWritten` sees the rows of a write.
    */
-  async flush(store: ExecutionStore, token: LeaseToken,
+  flush(store: ExecutionStore, token: LeaseToken,
+    onWritten: (batch: AttemptCompletion[], rows: CompletedAttempt[]) => void): Promise<FlushOutcome> {
+    // Serialised: a caller that finds a flush on the wire waits for it, then writes what is left (including a
+    // batch that flush put back after a failure), so "size 0" after a flush is a fact, not a race.
+    const run = this.queue.then(() => this.flushNow(store, token, onWritten));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async flushNow(store: ExecutionStore, token: LeaseToken,
     onWritten: (batch: AttemptCompletion[], rows: CompletedAttempt[]) => void): Promise<FlushOutcome> {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return 'empty';
+    this.writing = batch.length;
     let res;
     try {
       res = await store.fencedCompleteAttempts(token, batch);
     } catch (e) {
       this.pending.unshift(...batch);
       throw e;
+    } finally {
+      this.writing = 0;
     }
     if (res.kind === 'leaseLost') {
       this.pending.unshift(...batch);

@@ -28,12 +28,16 @@ import { DueNoticeListener, type DueNotices } from './dueNotices.js';
 
 export type { ExecutorSettings, TickSummary };
 
+/** Pause between two attempts to write carried completions between ticks. */
+const SETTLE_RETRY_MS = 100;
+
 export class Executor {
   /** The epoch whose schedule is complete (null: rebuild needed). */
   private epoch: number | null = null;
   /** The epoch whose orphans were recovered and whose rebuild has begun (it may span ticks). */
   private rebuildEpoch: number | null = null;
-  private readonly cadence = { lastRefreshMs: Number.NEGATIVE_INFINITY, lastReconcileMs: Number.NEGATIVE_INFINITY };
+  private readonly cadence = { lastRefreshMs: Number.NEGATIVE_INFINITY, lastReconcileMs: Number.NEGATIVE_INFINITY,
+    lastNudgeMs: Number.NEGATIVE_INFINITY };
   /** Completions not yet written, kept across ticks and epochs of this process. */
   readonly completions = new CompletionBuffer();
   /** Provider calls in flight, kept across ticks of this process. */
@@ -41,12 +45,12 @@ export class Executor {
   /** A due-intent notice arrived (between ticks too): the next iteration refreshes. */
   private readonly nudge = { pending: false };
   private batch: Batch | null = null;
-  /** settleCarried() tasks still running (drain awaits them). */
-  private readonly settling = new Set<Promise<void>>();
+  /** The task writing carried completions between ticks (drain awaits it), and the token it writes under. */
+  private settler: Promise<void> | null = null;
+  private settlerToken: LeaseToken | null = null;
   private notices: DueNoticeListener | null = null;
   private running: Promise<TickSummary> | null = null;
   private draining = false;
-  private standDownUntilMs = Number.NEGATIVE_INFINITY; // legacy handOver(): start nothing, do not acquire
   readonly refresher: ScheduleRefresher;
 
   constructor(
@@ -78,6 +82,11 @@ export class Executor {
     this.notices = new DueNoticeListener(notices, () => this.nudged(), this.log);
   }
 
+  /** Subscribed (or subscribing) to due-intent notices: only while this process leads. */
+  get listeningForNotices(): boolean {
+    return this.notices?.active ?? false;
+  }
+
   /** Intents became due: refresh at once if a tick runs, else at the start of the next one. */
   nudged(): void {
     this.nudge.pending = true;
@@ -98,7 +107,7 @@ export class Executor {
     this.batch?.interrupt(); // an idle batch sees the stop request now, not at its next refresh
     await this.running?.catch(() => {});
     await this.inFlight.settled(); // calls carried past the last tick
-    await Promise.all([...this.settling]); // … and the writes of their completions
+    await this.settler; // … and the writes of their completions
     const token = this.lease.requireLeader();
     if (token && this.completions.size > 0) {
       await this.completions.flush(this.store, token, () => {}).catch((e: unknown) =>
@@ -107,20 +116,10 @@ export class Executor {
     await this.notices?.stop();
   }
 
-  /** Legacy leader drain (POST /ops/lease/release): stop starting, finish the running tick, release the lease,
-   *  sit out acquiring for `standDownMs`. Superseded by ExecutorOps.handoverRequest (no stand-down). */
-  async handOver(standDownMs: number): Promise<'released' | 'not_leader' | 'lost'> {
-    if (!this.lease.requireLeader()) return 'not_leader';
-    this.standDownUntilMs = this.clock.nowMs() + standDownMs;
-    await this.running?.catch(() => {});
-    return (await this.lease.release()) ? 'released' : 'lost';
-  }
-
   private async runTick(budgetMs: number): Promise<TickSummary> {
     const t0 = this.clock.nowMs();
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
-    if (t0 < this.standDownUntilMs) return this.finish(sum, t0, 'standing_down');
     const token = await this.acquire(t0, budgetEnd);
     if (!token) return this.finish(sum, t0, 'follower');
     sum.role = 'leader';
@@ -135,32 +134,47 @@ export class Executor {
     }
   }
 
-  /** Calls carried past this tick keep a step-down's row release deferred until they have finished and, unless a
-   *  batch runs (it writes them itself), their completions are written under this tick's fence — the order a
-   *  local deadline between two ticks must keep, as within a tick (concurrent flushes take disjoint batches). */
+  /** Calls carried past a tick keep a step-down's row release deferred until they have finished and, unless a
+   *  batch runs (it writes them itself), their completions are written — the order a local deadline between two
+   *  ticks must keep, as within a tick. One settler at a time; it writes under the newest tick's token. */
   private settleCarried(token: LeaseToken): void {
+    this.settlerToken = token;
+    if (this.settler) return;
     const releaseDeferred = this.lease.deferRelease();
-    const settle = async (): Promise<void> => {
+    this.settler = (async () => {
       try {
         await this.inFlight.settled();
-        if (this.batch === null && this.completions.size > 0) {
-          const out = await this.completions.flush(this.store, token, (_, rows) => {
-            if (!this.lease.ensureEpoch(token.leaseEpoch)) return; // the schedule went with leadership
-            for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
-          }).catch((e: unknown) => {
-            // An SQL error on the leader path drops leadership, between ticks too; the completions stay buffered.
-            this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
-              'completions of carried calls not written yet; the next leader tick of this process writes them');
-            if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('sql_error', e);
-          });
-          if (out === 'leaseLost' && this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('fence_failed');
-        }
+        await this.writeCarried();
       } finally {
+        this.settler = null;
         await releaseDeferred();
       }
-    };
-    const settling = settle().finally(() => this.settling.delete(settling));
-    this.settling.add(settling);
+    })();
+  }
+
+  /** Write carried completions between ticks: an SQL error drops leadership at once (as on any leader path), and
+   *  the write is retried within the settle window while the fence has not refused (the database decides). */
+  private async writeCarried(): Promise<void> {
+    const token = this.settlerToken!;
+    const until = this.clock.nowMs() + (this.settings.settleWindowMs ?? 1_000);
+    while (this.batch === null && this.completions.size > 0) {
+      try {
+        const out = await this.completions.flush(this.store, token, (_, rows) => {
+          if (!this.lease.ensureEpoch(token.leaseEpoch)) return; // the schedule went with leadership
+          for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
+        });
+        if (out === 'leaseLost') {
+          if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('fence_failed');
+          return; // kept for this process's next epoch
+        }
+      } catch (e) {
+        this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
+          'completions of carried calls not written; retrying within the settle window, else the next leader tick of this process writes them');
+        if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('sql_error', e);
+        if (this.clock.nowMs() + SETTLE_RETRY_MS >= until) return;
+        await this.clock.sleep(SETTLE_RETRY_MS);
+      }
+    }
   }
 
   /** ACQUIRE. Follower: if the holder's lease expires within this tick, try again right after it. */
@@ -192,7 +206,7 @@ export class Executor {
         lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
         random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
         guard: this.guard, inFlight: this.inFlight, nudge: this.nudge,
-        stopRequested: () => (this.draining || this.clock.nowMs() < this.standDownUntilMs ? 'draining' : null),
+        stopRequested: () => (this.draining ? 'draining' : null),
       }, token, budgetEnd, sum);
       try {
         return await this.batch.run();

@@ -26,3 +26,11 @@ export class TickBudget {
     return Math.max(MIN_BUDGET_MS, Math.min(this.capMs, next.getTime() - now - this.handoffMs));
   }
 }
+
+/** The shortest gap between the schedule's next few occurrences (throws on an invalid expression). */
+export function shortestPeriodMs(schedule: string, from = new Date()): number {
+  const runs = new Cron(schedule, { paused: true, timezone: 'Etc/UTC' }).nextRuns(6, from);
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < runs.length; i++) min = Math.min(min, runs[i]!.getTime() - runs[i - 1]!.getTime());
+  return min;
+}

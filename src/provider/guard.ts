@@ -107,6 +107,14 @@ export class ProviderGuard {
     if (this.breaker === 'half_open') this.probeOut = false;
   }
 
+  /** A sent call whose failure says nothing about the provider: this process stalled (a GC pause, SIGSTOP, a
+   *  starved event loop) past the call's timeout, so the timeout is ours. Frees its slot; counts as neither a
+   *  failure nor a success (a probe left this way lets the next call probe). */
+  onInconclusive(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    if (this.breaker === 'half_open') this.probeOut = false;
+  }
+
   /** The outcome of a call that was sent. Permanent errors (4xx) say nothing about the provider's health. */
   onResult(r: ProviderResult): void {
     const now = this.clock.nowMs();

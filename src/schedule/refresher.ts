@@ -54,6 +54,7 @@ export class ScheduleRefresher {
     this.generation++;
     this.schedule.clear();
     this.cursor = null;
+    this.ahead = null;
     this.loading = null;
   }
 
@@ -133,7 +134,37 @@ export class ScheduleRefresher {
       if (page.rows.length < this.settings.pageSize) break;
     }
     this.cursor = settledUpTo;
+    if (gen === this.generation) this.ahead = read;
     this.schedule.pruneVersionsBefore(settledUpTo.modifiedAt);
+    return stats;
+  }
+
+  /** Where the last read ended (at or past the persisted cursor); tail reads start here. */
+  private ahead: RefreshCursor | null = null;
+
+  /** Tail read for a due-intent notice: only rows past the last read position, without moving the persisted
+   *  cursor. A late commit behind that position is not seen here but by the next full refresh (the guarantee). */
+  async refreshTail(untilMs = Number.POSITIVE_INFINITY): Promise<RefreshStats> {
+    const from = this.ahead ?? this.cursor;
+    if (!from) return { rows: 0, pages: 0, applied: 0 }; // no schedule yet: the rebuild reads everything
+    const gen = this.generation;
+    const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
+    let read = from;
+    const maxPages = this.settings.maxPages ?? 50;
+    while (stats.pages < maxPages && (stats.pages === 0 || this.clock.nowMs() < untilMs)) {
+      const page = await this.store.refreshPage(read, this.settings.pageSize, this.settings.commitGraceMs);
+      if (gen !== this.generation) return stats; // reset meanwhile
+      this.observe(page.dbNow);
+      stats.pages++;
+      for (const r of page.rows) {
+        const res = this.schedule.apply(r);
+        if (res === 'scheduled' || res === 'removed') stats.applied++;
+        read = { modifiedAt: r.version, intentId: r.intentId };
+      }
+      stats.rows += page.rows.length;
+      if (page.rows.length < this.settings.pageSize) break;
+    }
+    this.ahead = read;
     return stats;
   }
 

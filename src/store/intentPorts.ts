@@ -157,7 +157,14 @@ export interface ExecutionStore {
 /** Push notices that intents became due (PostgreSQL LISTEN/NOTIFY), sent by the dialect's intent writes.
  *  Best effort by design: the leader's refresh interval stays the guarantee, so a lost notice loses nothing. */
 export interface DueNotices {
-  /** Listen until the returned stop() is called. Resolves once listening; a connection lost later is reported
-   *  to `onError` (the caller subscribes again). */
-  listen(onNotice: () => void, onError: (e: unknown) => void): Promise<() => Promise<void>>;
+  /** Listen until stop() is called. Resolves once listening; a connection lost later is reported to `onError`
+   *  (the caller subscribes again). */
+  listen(onNotice: () => void, onError: (e: unknown) => void): Promise<NoticeSubscription>;
+}
+
+export interface NoticeSubscription {
+  stop(): Promise<void>;
+  /** A cheap round trip on the listening connection (a silently dropped one is otherwise never noticed);
+   *  rejects, and reports to `onError`, if it is gone. */
+  check(): Promise<void>;
 }

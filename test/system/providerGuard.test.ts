@@ -74,6 +74,26 @@ describe.each(pgDialects)('provider guard in the executor: $name', (dialect) => 
     }
   });
 
+  it.each([[false, 'open'], [true, 'closed']])('a timeout while this process stalled past it (stall %s) leaves the breaker %s', async (stall, expected) => {
+    const provider: RecordingProvider = t.provider;
+    provider.answer = () => ({ status: 200, delayMs: 3_000 }); // longer than the call's timeout (2 s here)
+    const transitions: BreakerState[] = [];
+    built = await buildExecutor(t.ctx, {
+      providerUrl: provider.url, concurrency: 1, leaseMs: 30_000,
+      guard: (clock) => new ProviderGuard({ ratePerSec: 0, maxInFlight: 1, breakerThreshold: 1, breakerCooldownMs: 60_000, retryAfterMaxMs: 0 },
+        clock, (s) => transitions.push(s)),
+    });
+    await submit(built.stores, { p: 1 }, { maxAttempts: 3 });
+    const b = built;
+    const tick = b.executor.tick(1_000);
+    await provider.waitFor((c) => c.length === 1);
+    if (stall) b.clock.offset += 5_000; // as a SIGSTOP / GC pause sees it: the timeout surfaces 5 s late
+    await tick;
+    await b.executor.inFlight.settled();
+    expect(transitions.at(-1) ?? 'closed').toBe(expected);
+    expect(b.executor.guard!.state().inFlight).toBe(0); // the slot was freed either way
+  });
+
   it('a 429 with Retry-After pauses every call, not only that intent', async () => {
     const provider: RecordingProvider = t.provider;
     let first = true;

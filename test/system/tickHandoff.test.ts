@@ -8,6 +8,7 @@ import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import { buildExecutor, intentRow, stalePairs, type Built } from '../support/executorHarness.js';
+import { StoreError } from '../../src/store/ports.js';
 
 const pgDialects = dialects.filter((d) => d.name !== 'mssql');
 
@@ -94,6 +95,50 @@ describe.each(pgDialects)('tick hand-off and due notices: $name', (dialect) => {
     expect(events[1]!.seq).toBeGreaterThan(completeSeq);
     expect(provider.calls).toHaveLength(1);
     await noStaleWrites(b);
+  });
+
+  it('a completion write that fails between ticks drops leadership, is retried, and the row is released only after it', async () => {
+    let failures = 2;
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, leaseMs: 10_000, wrapStore: (s) => ({
+      ...s,
+      rebuildStart: (g) => s.rebuildStart(g),
+      loadScheduled: (a, l) => s.loadScheduled(a, l),
+      refreshPage: (c, l, g) => s.refreshPage(c, l, g),
+      fencedRecoverOrphans: (tk) => s.fencedRecoverOrphans(tk),
+      fencedStartAttempts: (tk, r) => s.fencedStartAttempts(tk, r),
+      async fencedCompleteAttempts(tk, c) {
+        if (failures-- > 0) throw new StoreError('transient', 'simulated: canceling statement due to statement timeout', '57014');
+        return s.fencedCompleteAttempts(tk, c);
+      },
+    }) });
+    provider.answer = () => ({ status: 200, delayMs: 500 });
+    const id = (await submit(b.stores)).intentId;
+    expect(await b.executor.tick(200)).toMatchObject({ stopReason: 'deadline', leaseLost: false });
+    await b.executor.inFlight.settled();
+    const deadline = Date.now() + 5_000;
+    while ((await b.stores.lease.listEvents(LEASE_NAME)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(b.lease.requireLeader()).toBeNull(); // the SQL error dropped leadership between the ticks
+    const events = await b.stores.lease.listEvents(LEASE_NAME);
+    expect(events.map((e) => e.event)).toEqual(['acquired', 'released']);
+    expect((await intent(id)).status).toBe('succeeded'); // the third write went through under the fence
+    const completeSeq = (await ctx.auditLog()).filter((a) => a.action === 'complete_attempts').at(-1)!.seq;
+    expect(events[1]!.seq).toBeGreaterThan(completeSeq);
+    expect(provider.calls).toHaveLength(1);
+    await noStaleWrites(b);
+  });
+
+  it('the leader listens for notices only while it leads, and subscribes again after losing and regaining it', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, notices: true });
+    expect(b.executor.listeningForNotices).toBe(false);
+    await b.executor.tick(100);
+    expect(b.executor.listeningForNotices).toBe(true);
+    b.lease.drop('renew_refused');
+    expect(b.executor.listeningForNotices).toBe(false);
+    await ctx.sql(`UPDATE submission_manager_leases SET expires_at = clock_timestamp() - interval '1 second'`);
+    expect(await b.executor.tick(100)).toMatchObject({ role: 'leader' });
+    expect(b.executor.listeningForNotices).toBe(true);
+    await b.executor.drain();
+    expect(b.executor.listeningForNotices).toBe(false);
   });
 
   it('a notice from an intent write wakes the leader before its refresh interval', async () => {

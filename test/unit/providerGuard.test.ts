@@ -101,6 +101,23 @@ describe('ProviderGuard (fake clock)', () => {
     expect(changes).toEqual(['open', 'half_open', 'open', 'half_open', 'closed']);
   });
 
+  it('an inconclusive call (this process stalled past its timeout) frees its slot and counts for nothing', () => {
+    const { g, clock } = guard({ breakerThreshold: 2, breakerCooldownMs: 1_000, maxInFlight: 3 });
+    expect(g.acquire(3).granted).toBe(3);
+    g.onInconclusive();
+    g.onInconclusive();
+    g.onInconclusive();
+    expect(g.state()).toMatchObject({ breaker: 'closed', consecutiveFailures: 0, inFlight: 0 });
+    g.acquire(2);
+    g.onResult(fail);
+    g.onResult(fail);
+    clock.advance(1_000);
+    expect(g.acquire(1).granted).toBe(1); // the probe…
+    g.onInconclusive(); // …stalled: says nothing, so the next call may probe
+    expect(g.state().breaker).toBe('half_open');
+    expect(g.acquire(1).granted).toBe(1);
+  });
+
   it('success resets the consecutive count; threshold 0 never opens', () => {
     const { g } = guard({ breakerThreshold: 2 });
     for (let i = 0; i < 10; i++) {

@@ -198,8 +198,11 @@ export function fromPglite(db: PGlite, opts: { closeOnClose: boolean } = { close
     },
     async listen(channel, onNotice) {
       const unlisten = await db.listen(channel, () => onNotice());
-      return async () => {
-        if (!db.closed) await unlisten().catch(() => {});
+      return {
+        async stop() {
+          if (!db.closed) await unlisten().catch(() => {});
+        },
+        check: async () => {}, // in-process: nothing can drop
       };
     },
   };

@@ -11,10 +11,12 @@ import { migratePostgresIfNeeded } from './migrate.js';
 import { DueNotifier, dueNotices } from './notices.js';
 
 /** `openMigrationDb`: a dedicated connection for migrations (own timeout), opened only when some are missing. */
+/** `dueNotices` (DUE_NOTICES, default true): intent writes NOTIFY and the executor may LISTEN; false sends none. */
 export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pglite',
-  opts: { openMigrationDb?: () => Promise<PgDatabase> } = {}): Stores {
-  const notifier = new DueNotifier(db);
-  const notify = () => notifier.notify();
+  opts: { openMigrationDb?: () => Promise<PgDatabase>; dueNotices?: boolean } = {}): Stores {
+  const on = opts.dueNotices !== false;
+  const notifier = on ? new DueNotifier(db) : null;
+  const notify = () => notifier?.notify();
   return {
     dialect,
     lease: new PgLeaseStore(db),
@@ -22,7 +24,7 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
     execution: new PgExecutionStore(db),
     ops: new PgOpsStore(db),
     redrive: new PgRedriveStore(db, notify),
-    notices: dueNotices(db),
+    notices: on ? dueNotices(db) : null,
     insights: new PgInsightStore(db),
     migrate: () => migratePostgresIfNeeded(db, opts.openMigrationDb),
     ping: async () => {

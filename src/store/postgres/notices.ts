@@ -5,7 +5,7 @@
 // a NOTIFY inside the write's transaction would serialise every intake commit on the notify queue lock; it
 // commits with synchronous_commit off, as a notice needs no durability.
 import pg from 'pg';
-import type { DueNotices } from '../intentPorts.js';
+import type { DueNotices, NoticeSubscription } from '../intentPorts.js';
 import { withDeadline } from '../deadline.js';
 import { mapPgError } from './errors.js';
 import type { PgDatabase, PgQueryable } from './db.js';
@@ -13,7 +13,7 @@ import type { PgDatabase, PgQueryable } from './db.js';
 /** One channel per database; listeners in other schemas of the same database only refresh once more. */
 export const DUE_CHANNEL = 'submission_manager_due';
 
-export type ListenFn = (channel: string, onNotice: () => void, onError: (e: unknown) => void) => Promise<() => Promise<void>>;
+export type ListenFn = (channel: string, onNotice: () => void, onError: (e: unknown) => void) => Promise<NoticeSubscription>;
 
 /** Sends coalesced notices; `notify()` never throws and never delays the caller. */
 export class DueNotifier {
@@ -54,7 +54,8 @@ export function dueNotices(db: PgDatabase): DueNotices | null {
 /** LISTEN on a connection of its own (never a pooled one: the pool recycles connections). */
 export function listenOnOwnConnection(config: pg.ClientConfig, deadlineMs: number): ListenFn {
   return async (channel, onNotice, onError) => {
-    const client = new pg.Client(config);
+    // Keep-alive probes from 10 s (not the OS's 2 h) so a dropped peer surfaces; the leader also probes (check()).
+    const client = new pg.Client({ ...config, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     let stopped = false;
     const destroy = () => (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     const fail = (e: unknown) => {
@@ -76,9 +77,19 @@ export function listenOnOwnConnection(config: pg.ClientConfig, deadlineMs: numbe
       destroy();
       throw mapPgError(e);
     }
-    return async () => {
-      stopped = true;
-      await withDeadline(client.end(), deadlineMs, destroy).catch(() => {});
+    return {
+      async stop() {
+        stopped = true;
+        await withDeadline(client.end(), deadlineMs, destroy).catch(() => {});
+      },
+      async check() {
+        try {
+          await withDeadline(client.query('SELECT 1'), deadlineMs, destroy);
+        } catch (e) {
+          fail(e);
+          throw mapPgError(e);
+        }
+      },
     };
   };
 }

@@ -1,0 +1,42 @@
+// One attempt's provider call: the gate just before it (an attempt whose call was not sent is aborted, and its
+// guard permit goes back), the call clipped to the lease deadline, its result for the guard and the buffer.
+import type { ProviderResult } from '../provider/provider.js';
+import { aborted, decide } from '../provider/retryPolicy.js';
+import type { AttemptCompletion, StartedAttempt } from '../store/intentPorts.js';
+import type { LeaseToken } from '../store/ports.js';
+import type { BatchDeps } from './batch.js';
+
+/** A provider call with less time than this before the lease deadline is not sent (aborted instead). */
+const MIN_CALL_MS = 100;
+/** A call that failed without an HTTP status this long past its own timeout ran while this process stalled. */
+const STALL_MS = 500;
+
+export async function callProvider(d: BatchDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
+  const { lease, settings: s, clock, random } = d;
+  const push = (c: AttemptCompletion) => d.completions.push({ ...c, attemptEpoch: token.leaseEpoch });
+  const timeoutMs = Math.min(s.providerTimeoutMs, lease.remainingMs());
+  if (!leading() || timeoutMs < MIN_CALL_MS) {
+    d.ops.blockedNotLeader();
+    d.guard?.release(1); // not sent: the permit goes back
+    return push(aborted(a, 'leadership lost before the provider call'));
+  }
+  const t = clock.nowMs();
+  let result: ProviderResult;
+  let durationMs = 0;
+  try {
+    result = await d.provider.submit(
+      { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
+      timeoutMs,
+    );
+    durationMs = clock.nowMs() - t;
+  } catch (e) {
+    // Not known whether the call went out: a retryable attempt, not an abort.
+    result = { kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null };
+  }
+  // A timeout or socket error that surfaced long after the call's own timeout is our stall, not the provider's
+  // failure: it must not open the breaker (a 1.5 s pause would otherwise stop every call for a cool-down).
+  const stalled = result.kind === 'retryable' && result.httpStatus === null && clock.nowMs() - t > timeoutMs + STALL_MS;
+  if (stalled) d.guard?.onInconclusive();
+  else d.guard?.onResult(result);
+  push(decide(result, { ...a, durationMs }, a.contract.retry, random));
+}
