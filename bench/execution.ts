@@ -14,6 +14,7 @@ import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
+import type { Provider } from '../src/provider/provider.js';
 import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, seedIntents, startProviderProcess, stores,
   type ProviderKind } from './support.js';
 
@@ -25,19 +26,23 @@ const cpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
+/** In-process no-op provider (no HTTP at all): isolates the executor's database and scheduling work. */
+const NO_HTTP: Provider = { submit: () => Promise.resolve({ kind: 'success', httpStatus: 200 }) };
+
+/** `provider: 'none'` runs the leader with NO_HTTP (latency ignored) instead of a provider process. */
 export async function runLeader(n: number, latencyMs: number, concurrency: number,
-  opts: { baseline?: boolean; provider?: ProviderKind } = {}) {
+  opts: { baseline?: boolean; provider?: ProviderKind | 'none' } = {}) {
   const schema = await freshSchema();
   const db = schema.open(POOL);
   const leaderDb = counting(db);
   const s = stores(leaderDb);
-  const provider = await startProviderProcess(latencyMs, opts.provider);
+  const provider = opts.provider === 'none' ? { url: '', pid: 0, stop() {} } : await startProviderProcess(latencyMs, opts.provider);
   try {
     await seedIntents(db, n);
     const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
     const http = new HttpProvider(provider.url);
-    const ex = new Executor(lease, s.execution, http, {
+    const ex = new Executor(lease, s.execution, opts.provider === 'none' ? NO_HTTP : http, {
       tickBudgetMs: 2_000, maxAttemptsPerTick: 1_000_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
       refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 },
       startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? Math.max(1, Math.floor(concurrency / 4))),

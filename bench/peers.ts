@@ -1,14 +1,16 @@
 // Peers on the same database in the same run: graphile-worker (unbatched, and batched with a local queue of
 // 500) and pg-boss (4 workers × batches of 500), each draining N jobs with a no-op handler (no HTTP), against
-// the one-commit-per-row UPDATE baseline (pool 16) and our executor (one leader, no-op loopback provider,
-// which also pays an HTTP call per attempt). Jobs/s from the start of the workers to the last job done
-// (polled every 20 ms). Versions: those in package.json (devDependencies).
+// the one-commit-per-row UPDATE baseline (pool 16) and our executor (one leader) twice: with the no-op loopback
+// provider (an HTTP call per attempt) and with an in-process no-op provider (no HTTP, like the peers); plus
+// the HTTP part alone (our client, the same server, no database). Jobs/s from the start of the workers to the
+// last job done (polled every 20 ms). Versions: those in package.json (devDependencies).
 import { randomBytes } from 'node:crypto';
 import { makeWorkerUtils, run, type Runner } from 'graphile-worker';
 import PgBoss from 'pg-boss';
 import { openPgPool } from '../src/store/postgres/db.js';
 import { runLeader } from './execution.js';
-import { fmt, freshSchema, PG_URL, pool, printTable, seedIntents } from './support.js';
+import { HttpProvider } from '../src/provider/httpProvider.js';
+import { fmt, freshSchema, PG_URL, pool, printTable, seedIntents, startProviderProcess } from './support.js';
 
 const POOL = 16;
 const silentGw = { debug() {}, info() {}, warn() {}, error() {}, scope() { return silentGw; } };
@@ -82,6 +84,23 @@ async function pgBoss(n: number, workers: number, batchSize: number): Promise<nu
   }
 }
 
+/** The HTTP part alone: `n` calls through HttpProvider at concurrency `c` to the same no-op server process. */
+async function httpOnly(n: number, c: number): Promise<number> {
+  const server = await startProviderProcess(0);
+  const http = new HttpProvider(server.url);
+  try {
+    const ids = Array.from({ length: n }, (_, i) => i);
+    const t0 = performance.now();
+    await pool(ids, c, async (i) => {
+      await http.submit({ intentId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, attemptNo: 1, leaseEpoch: 1, payload: { bench: true }, url: null }, 10_000);
+    });
+    return (n / (performance.now() - t0)) * 1000;
+  } finally {
+    http.close();
+    server.stop();
+  }
+}
+
 export async function benchPeers(n = Number(process.env.BENCH_PEERS_N ?? 10_000)): Promise<string> {
   const base = await baseline(n);
   const rows: Record<string, string>[] = [];
@@ -95,7 +114,11 @@ export async function benchPeers(n = Number(process.env.BENCH_PEERS_N ?? 10_000)
   add('graphile-worker, concurrency 16, localQueue 500', 'graphileBatched', await graphileWorker(n, 500));
   add('pg-boss, 4 workers × batch 500', 'pgBoss', await pgBoss(n, 4, 500));
   const conc = Number(process.env.BENCH_PEERS_EXEC_CONCURRENCY ?? 256);
-  add(`SubmissionManager executor, c ${conc}, HTTP no-op provider`, 'executor', (await runLeader(n, 0, conc, { baseline: false })).attemptsPerS);
+  add(`SubmissionManager executor, c ${conc}, HTTP no-op provider (node:http server)`, 'executor',
+    (await runLeader(n, 0, conc, { baseline: false })).attemptsPerS);
+  add(`SubmissionManager executor, c ${conc}, in-process no-op provider (no HTTP, like the peers)`, 'executorNoHttp',
+    (await runLeader(n, 0, conc, { baseline: false, provider: 'none' })).attemptsPerS);
+  add(`HTTP only: our provider client → node:http no-op server, c ${conc} (no database)`, 'httpOnly', await httpOnly(n, conc));
   printTable(`Peers (PostgreSQL server, no-op handlers; same database, same run)`, rows);
   return `peers ${short.slice(1).join(' ')}`;
 }
