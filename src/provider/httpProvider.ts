@@ -4,7 +4,8 @@
 // are not idempotent to undici, so none is pipelined or replayed), a hard per-call timeout that destroys the
 // connection of a call still running, and keep-alive connections, one undici Pool per origin (the
 // executor's concurrency bounds the calls in flight; `connections` bounds the sockets per origin).
-// undici's dispatch API is used directly (no streams, no AbortSignal): about a third of node:http's CPU per call.
+// Credentials in the URL (`https://user:pass@host/…`) are sent as Basic authorization, as node:http did.
+// undici's dispatch API is used directly (no streams, no AbortSignal); see docs/benchmarks.md (issue 15).
 import { Pool, type Dispatcher } from 'undici';
 import { injectTraceHeaders } from '../observability/tracing.js';
 import type { Provider, ProviderRequest, ProviderResult } from './provider.js';
@@ -17,6 +18,8 @@ const MAX_TARGETS = 1_000;
 interface Target {
   origin: string;
   path: string;
+  /** `Basic …` from the URL's user info, or null. */
+  authorization: string | null;
   pool: Pool;
 }
 
@@ -51,6 +54,7 @@ export class HttpProvider implements Provider {
       'x-lease-epoch': String(req.leaseEpoch),
       'x-attempt-no': String(req.attemptNo),
     };
+    if (url.authorization) headers.authorization = url.authorization;
     injectTraceHeaders(headers); // W3C traceparent of the attempt span, when one is active
     return new Promise<ProviderResult>((resolve) => {
       const call = new Call(resolve, timeoutMs);
@@ -68,7 +72,9 @@ export class HttpProvider implements Provider {
     if (!t) {
       const u = new URL(href);
       if (this.targets.size >= MAX_TARGETS) this.targets.clear();
-      t = { origin: u.origin, path: u.pathname + u.search, pool: this.pool(u.origin) };
+      const auth = u.username || u.password ? `${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}` : null;
+      t = { origin: u.origin, path: u.pathname + u.search, authorization: auth && `Basic ${Buffer.from(auth).toString('base64')}`,
+        pool: this.pool(u.origin) };
       this.targets.set(href, t);
     }
     return t;
@@ -77,7 +83,7 @@ export class HttpProvider implements Provider {
   private pool(origin: string): Pool {
     let p = this.pools.get(origin);
     if (!p) {
-      // Our own timer bounds each call; undici's idle timers are set above any provider timeout we use.
+      // Our own timer bounds each call (Call); undici's headers/body timeouts are off.
       p = new Pool(origin, { connections: this.connections, pipelining: 1, headersTimeout: 0, bodyTimeout: 0 });
       this.pools.set(origin, p);
     }

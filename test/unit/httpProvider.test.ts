@@ -287,6 +287,14 @@ describe('HttpProvider (real HTTP server)', () => {
     expect(r.error).not.toMatch(/\s{2,}|\n/); // whitespace collapsed
   });
 
+  it('credentials in the URL are sent as Basic authorization (and not in the request line)', async () => {
+    const withCreds = url.replace('http://', 'http://us%40er:p%3Ass@');
+    const r = await provider().submit(req(withCreds), 5_000);
+    expect(r).toEqual({ kind: 'success', httpStatus: 200 });
+    expect(server.seen[0]!.headers.authorization).toBe(`Basic ${Buffer.from('us@er:p:ss').toString('base64')}`);
+    expect(server.seen[0]!.url).toBe('/submit');
+  });
+
   it('url null → the configured default URL', async () => {
     const p = provider(url);
     const r = await p.submit(req(null), 5_000);
