@@ -7,8 +7,9 @@
 // Executor settings: tick budget 2 s, no per-tick attempt cap (EXECUTOR_MAX_ATTEMPTS_PER_TICK's default 500
 // would end a tick after 500 starts and measure tick turnover instead of the executor), batches derived from
 // the concurrency as in production (start = c/4, completion = c/2; BENCH_EXEC_START_BATCH /
-// BENCH_EXEC_COMPLETION_BATCH override), refresh 1 s (BENCH_EXEC_REFRESH_MS overrides: what the refresh costs). The headline is 0 ms at c = 256 (batches of 64 / 128):
-// with a no-op provider the calls take no time, so the executor's cost is per statement and per attempt.
+// BENCH_EXEC_COMPLETION_BATCH override), refresh 1 s (BENCH_EXEC_REFRESH_MS overrides it: what the refresh
+// costs). The headline is 0 ms at c = 256 (batches of 64 / 128): with a no-op provider the calls take no
+// time, so the executor's cost is per statement and per attempt.
 import { LeaseManager } from '../src/lease/leaseManager.js';
 import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
