@@ -141,6 +141,11 @@ export class FaultInjector {
       await this.apply(f, slot, r);
       f.endedAt = Date.now();
       f.resumedAt = await this.waitResumed(f);
+      // Pacing: a start that committed while the fault was still active (a batch in flight at the injection) is
+      // no recovery. The next fault waits for a start after this one ended, so two faults' recovery windows never
+      // overlap unless --overlap asks for it (found by the 100-run campaign: a second lease_lock 1 s after the
+      // first ended, before the cluster had started anything, failed the first one's lease_valid_resume rule).
+      if (f.resumedAt !== null && f.resumedAt <= f.endedAt) await this.waitResumed(f, f.endedAt);
     } finally {
       if (slot) this.busy.delete(slot.index);
       if (!alongside) this.active.splice(this.active.indexOf(kind), 1);
@@ -239,20 +244,21 @@ export class FaultInjector {
     }
   }
 
-  /** First fenced start committed after the fault (by database time, same machine clock), not by the victim. */
-  async firstStartAfter(f: FaultRecord): Promise<number | null> {
+  /** First fenced start committed after `from` (default: the fault's measureFrom; database time, same machine
+   *  clock), not by the victim. */
+  async firstStartAfter(f: FaultRecord, from = f.measureFrom): Promise<number | null> {
     const r = await this.db.sql<{ t: string | null }>(
       `SELECT (extract(epoch FROM min(at)) * 1000)::float8 AS t FROM submission_execution_audit
         WHERE action = 'start_attempts' AND at > to_timestamp($1 / 1000.0)
           AND NOT (holder_id = $2 AND at < to_timestamp($3 / 1000.0))`,
-      [f.measureFrom, f.exclude?.holderId ?? '', Number.isFinite(f.exclude?.until) ? f.exclude!.until : 253_402_300_799_000]);
+      [from, f.exclude?.holderId ?? '', Number.isFinite(f.exclude?.until) ? f.exclude!.until : 253_402_300_799_000]);
     return r[0]?.t == null ? null : Number(r[0].t);
   }
 
-  private async waitResumed(f: FaultRecord): Promise<number | null> {
+  private async waitResumed(f: FaultRecord, from = f.measureFrom): Promise<number | null> {
     const end = Date.now() + this.o.resumeWaitMs;
     for (;;) {
-      const t = await this.firstStartAfter(f).catch(() => null);
+      const t = await this.firstStartAfter(f, from).catch(() => null);
       if (t !== null || Date.now() > end) return t;
       await sleep(200);
     }
