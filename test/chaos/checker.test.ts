@@ -146,4 +146,14 @@ describe('issue 13: faults during which the lease stayed valid', () => {
     const h = withStartAt({ ...base, tickMs: 1_000, faults: [...base.faults, leaseLock({ startedAt: 10_000, endedAt: 11_500 })] }, 12_000);
     expect(checksOf(h)).toContain('resend_after_2xx');
   });
+
+  // Found by a lease_lock-only run on a starved process: the provider answered 200 in 19 ms, the caller read it
+  // only after its 800-ms timeout had fired (the attempt says timeout), and retried. Not a result thrown away.
+  it('a 2xx the executor never read (attempt closed as a timeout) and its retry → no resend_after_2xx', () => {
+    const base = clean();
+    const attempts = base.attempts.map((a) => a.intentId === base.attempts[0]!.intentId && a.attemptNo === 1
+      ? { ...a, outcome: 'retryable_error', error: 'timeout after 800 ms' } : a);
+    const h = withStartAt({ ...base, attempts, tickMs: 1_000, faults: [...base.faults, leaseLock({ startedAt: 10_000, endedAt: 11_500 })] }, 12_000);
+    expect(checksOf(h)).not.toContain('resend_after_2xx');
+  });
 });

@@ -56,6 +56,10 @@ export interface RunStats {
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const inc = (m: Record<string, number>, k: string, n = 1) => (m[k] = (m[k] ?? 0) + n);
 
+/** The attempt ended without its answer being read: a client-side timeout or a connection/response error. */
+const answerLost = (a: { outcome: string; error: string | null } | undefined) =>
+  a?.outcome === 'retryable_error' && /timeout|connection error|response error|internal error/.test(a.error ?? '');
+
 export function check(h: History): { violations: Violation[]; stats: RunStats } {
   const v: Violation[] = [];
   const fail = (check: string, message: string) => v.push({ check, message });
@@ -160,7 +164,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     for (const a of extra) {
       const p = ds.find((d) => d.attemptNo === a.attemptNo)!;
       const reason = a.outcome === 'abandoned' ? 'abandoned (lease lost / crash mid-attempt)'
-        : a.outcome === 'retryable_error' && /timeout|connection error|response error|internal error/.test(a.error ?? '')
+        : answerLost(a)
           ? `answer lost (${(a.error ?? '').split(/[: ]/)[0]}${pausedDuring(a.holderId, p.arrivedAt) ? ' while its process was stopped' : ', no fault on its process'})`
           : a.outcome === 'started' && intentById.get(key)?.status === 'cancelled' ? 'attempt of a cancelled intent left open by a crash'
             : null;
@@ -192,7 +196,11 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
       fail('lease_valid_resume', `${f.kind} (${f.detail}): ${ms === null ? 'never resumed' : `resumed ${ms} ms after the fault ended`} > one tick + 1 s (${tickMs + 1_000} ms)`);
     }
     for (const [key, ds] of deliveries) {
-      const ok = ds.find((p) => p.status >= 200 && p.status < 300 && p.arrivedAt >= f.startedAt - 2_000 && p.arrivedAt <= f.endedAt);
+      // A 2xx the executor never read (its attempt closed as a client-side timeout or connection error: the answer
+      // arrived after the call's deadline, e.g. on a starved process) is no result thrown away; its retry is a
+      // duplicate explained by rule 5, not a re-send after a 2xx.
+      const received = (p: ProviderRecord) => !answerLost(attemptByNo.get(`${key}#${p.attemptNo}`));
+      const ok = ds.find((p) => p.status >= 200 && p.status < 300 && p.arrivedAt >= f.startedAt - 2_000 && p.arrivedAt <= f.endedAt && received(p));
       const again = ok && ds.find((p) => p.arrivedAt > ok.arrivedAt);
       if (again) fail('resend_after_2xx', `${f.kind} (${f.detail}): key ${key} answered 2xx (attempt #${ok.attemptNo}) and sent again (attempt #${again.attemptNo})`);
     }
