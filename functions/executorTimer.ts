@@ -1,11 +1,13 @@
 // The executor timer: each tick tries/renews the lease and, if leading, runs one bounded, fenced batch that ends
 // EXECUTOR_TICK_HANDOFF_MS before the next occurrence (calls still in flight carry into it, so a leader executes
-// without a gap); host.json functionTimeout exceeds the budget.
+// without a gap); a tick that overruns the hand-off is followed by another in the same invocation (the host skips
+// the occurrence that fell meanwhile). host.json functionTimeout exceeds the budget.
 import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import type { InvocationContext, Timer } from '@azure/functions';
 import { getApp } from '../src/app.js';
 import { withInvocationLog } from '../src/observability/invocationLog.js';
+import { runTimerInvocation } from '../src/executor/timerInvocation.js';
 
 azf.app.timer('executorTimer', {
   schedule: '%EXECUTOR_SCHEDULE%',
@@ -15,14 +17,6 @@ azf.app.timer('executorTimer', {
   useMonitor: false,
   handler: (timer: Timer, context: InvocationContext) =>
     withInvocationLog(context, async () => {
-      const app = await getApp();
-      if (timer.isPastDue) app.logger.warn({ event: 'tick_past_due', is_past_due: true }, 'executor timer is past due');
-      const budgetMs = app.tickBudget.forTickStartingNow();
-      const summary = await app.executor.tick(budgetMs);
-      app.logger.info({ event: 'tick_summary', is_past_due: timer.isPastDue, ...summary }, 'executor tick');
-      if (summary.durationMs > budgetMs + app.config.executor.handoffMs) {
-        app.logger.warn({ event: 'tick_overran_handoff', duration_ms: summary.durationMs, budget_ms: budgetMs },
-          'the tick ended after the next occurrence: the host skips it, so the next tick comes one period later');
-      }
+      await runTimerInvocation(await getApp(), timer.isPastDue);
     }),
 });

@@ -140,6 +140,14 @@ describe('issue 13: faults during which the lease stayed valid', () => {
     expect(checksOf(h)).toEqual(['lease_valid_resume']);
   });
 
+  it('a later fault starting inside the window before anything started cuts it short: judged by its own rule', () => {
+    const second = leaseLock({ startedAt: 16_000, endedAt: 17_000, resumedAt: 17_600 }); // 0.5 s after the first ended
+    const h = withStartAt({ ...clean(), tickMs: 1_000, faults: [...clean().faults, leaseLock(), second] }, 17_600);
+    expect(checksOf(h)).toEqual([]);
+    const late = withStartAt({ ...clean(), tickMs: 1_000, faults: [...clean().faults, leaseLock(), { ...second, startedAt: 17_700, endedAt: 18_000 }] }, 19_500);
+    expect(checksOf(late)).toContain('lease_valid_resume'); // not cut: the first window (2 s) passed with nothing started
+  });
+
   it('a call answered 2xx during the fault and sent again → resend_after_2xx (even with a reason elsewhere)', () => {
     const base = clean();
     // Attempt 1 of A answered 2xx at 9 100; a fault starting within 2 s after it (so the answer was in flight).

@@ -1,0 +1,26 @@
+// One invocation of the executor timer. Normally one tick, ending EXECUTOR_TICK_HANDOFF_MS before the next
+// occurrence. A tick that overruns that hand-off (an SQL error's closing window, a slow last statement) makes
+// the host skip the occurrence that fell meanwhile (one instance's invocations never overlap); instead of
+// leaving the cluster without a tick for a period, the invocation runs the tick that occurrence would have run,
+// at most MAX_TICKS_PER_INVOCATION in all, well within host.json functionTimeout.
+import type { Logger } from '../observability/logger.js';
+import type { Executor, TickSummary } from './executor.js';
+import type { TickBudget } from './tickBudget.js';
+
+const MAX_TICKS_PER_INVOCATION = 3;
+
+export async function runTimerInvocation(app: { executor: Executor; tickBudget: TickBudget; logger: Logger;
+  config: { executor: { handoffMs: number } } }, isPastDue: boolean): Promise<TickSummary[]> {
+  if (isPastDue) app.logger.warn({ event: 'tick_past_due', is_past_due: true }, 'executor timer is past due');
+  const ticks: TickSummary[] = [];
+  for (let i = 0; i < MAX_TICKS_PER_INVOCATION; i++) {
+    const budgetMs = app.tickBudget.forTickStartingNow();
+    const summary = await app.executor.tick(budgetMs);
+    ticks.push(summary);
+    app.logger.info({ event: 'tick_summary', is_past_due: isPastDue && i === 0, ...summary }, 'executor tick');
+    if (summary.durationMs <= budgetMs + app.config.executor.handoffMs || summary.stopReason === 'draining') break;
+    app.logger.warn({ event: 'tick_overran_handoff', duration_ms: summary.durationMs, budget_ms: budgetMs, continuing: i + 1 < MAX_TICKS_PER_INVOCATION },
+      'the tick ended after the next occurrence, which the host skips: this invocation runs that tick instead');
+  }
+  return ticks;
+}

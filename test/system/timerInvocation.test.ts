@@ -1,0 +1,37 @@
+// One timer invocation: normally one tick; a tick that overruns the hand-off (the host then skips the occurrence
+// that fell meanwhile) is followed by another in the same invocation, at most three, so a transient fault near
+// the end of a tick does not cost the cluster a whole timer period.
+import { describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import { buildExecutor } from '../support/executorHarness.js';
+import { runTimerInvocation } from '../../src/executor/timerInvocation.js';
+import type { TickBudget } from '../../src/executor/tickBudget.js';
+import { silentLogger } from '../../src/observability/logger.js';
+
+const pgDialects = dialects.filter((d) => d.name !== 'mssql');
+
+describe.each(pgDialects)('timer invocation: $name', (dialect) => {
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  useDialectWithProvider(dialect, (fresh, started) => {
+    ctx = fresh;
+    provider = started;
+  });
+
+  const budget = (ms: number) => ({ forTickStartingNow: () => ms }) as unknown as TickBudget;
+
+  it.each([
+    // budget, hand-off → ticks in the invocation
+    [300, 250, 1], // ended before the hand-off: one tick
+    [50, -1_000, 3], // every tick "overran" (a negative hand-off makes any tick late): three at most, then stop
+  ])('budget %i ms, hand-off %i ms → %i tick(s)', async (budgetMs, handoffMs, expected) => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, leaseMs: 10_000 });
+    const ticks = await runTimerInvocation({ executor: b.executor, tickBudget: budget(budgetMs), logger: silentLogger,
+      config: { executor: { handoffMs } } }, false);
+    expect(ticks).toHaveLength(expected);
+    expect(ticks.every((t) => t.role === 'leader' && t.leaseEpoch === 1)).toBe(true);
+    await b.executor.drain();
+  });
+});
