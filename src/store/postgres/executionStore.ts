@@ -95,7 +95,9 @@ SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOI
 
 // The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile.
 // Plan: intents by primary key as in START (not by the in_flight range of ix_intents_due, which holds an
-// entry for every attempt started since the last vacuum).
+// entry for every attempt started since the last vacuum); attempts by their primary key, one probe per
+// (intent_id, attempt_no) of the batch (the redundant `IN (unnest …)` makes that the obvious plan; without it,
+// and without statistics, the planner scanned the whole table or every dead entry of ix_attempts_started).
 const COMPLETE = `
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
@@ -105,7 +107,8 @@ att AS (
   UPDATE submission_attempts a
      SET outcome = c.outcome, finished_at = now.t, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
     FROM c, now, fence
-   WHERE a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND a.outcome = 'started'
+   WHERE (a.intent_id, a.attempt_no) IN (SELECT * FROM unnest($4::uuid[], $5::int[]))
+     AND a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND (a.outcome = 'started') IS TRUE
      AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= $3 AND a.holder_id = $2
   RETURNING a.intent_id
 ),
