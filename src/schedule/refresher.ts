@@ -111,32 +111,18 @@ export class ScheduleRefresher {
    *  passed); advance the cursor over settled rows only. */
   async refresh(untilMs = Number.POSITIVE_INFINITY): Promise<RefreshStats> {
     if (!this.cursor) return this.rebuild();
-    const gen = this.generation;
-    const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
-    let read = this.cursor; // where this call reads from (runs ahead over unsettled rows)
     let settledUpTo = this.cursor; // what we persist
     let allSettledSoFar = true;
-    const maxPages = this.settings.maxPages ?? 50;
-    while (stats.pages < maxPages && (stats.pages === 0 || this.clock.nowMs() < untilMs)) {
-      const page = await this.store.refreshPage(read, this.settings.pageSize, this.settings.commitGraceMs);
-      if (gen !== this.generation) return stats; // reset meanwhile
-      this.observe(page.dbNow);
-      stats.pages++;
-      for (const r of page.rows) {
-        const res = this.schedule.apply(r);
-        if (res === 'scheduled' || res === 'removed') stats.applied++;
-        read = { modifiedAt: r.version, intentId: r.intentId };
-        // Rows come ordered by last_modified_at, so settled rows form a prefix.
-        if (allSettledSoFar && r.settled) settledUpTo = read;
-        else allSettledSoFar = false;
-      }
-      stats.rows += page.rows.length;
-      if (page.rows.length < this.settings.pageSize) break;
-    }
+    const out = await this.readPages(this.cursor, untilMs, (r, at) => {
+      // Rows come ordered by last_modified_at, so settled rows form a prefix.
+      if (allSettledSoFar && r.settled) settledUpTo = at;
+      else allSettledSoFar = false;
+    });
+    if (out.reset) return out.stats;
     this.cursor = settledUpTo;
-    if (gen === this.generation) this.ahead = read;
+    this.ahead = out.read;
     this.schedule.pruneVersionsBefore(settledUpTo.modifiedAt);
-    return stats;
+    return out.stats;
   }
 
   /** Where the last read ended (at or past the persisted cursor); tail reads start here. */
@@ -147,25 +133,34 @@ export class ScheduleRefresher {
   async refreshTail(untilMs = Number.POSITIVE_INFINITY): Promise<RefreshStats> {
     const from = this.ahead ?? this.cursor;
     if (!from) return { rows: 0, pages: 0, applied: 0 }; // no schedule yet: the rebuild reads everything
+    const out = await this.readPages(from, untilMs);
+    if (!out.reset) this.ahead = out.read;
+    return out.stats;
+  }
+
+  /** Read pages after `from` into the schedule (up to maxPages; no new page once `untilMs` has passed); `onRow`
+   *  sees each row with its position. reset: leadership was dropped meanwhile (nothing further may be kept). */
+  private async readPages(from: RefreshCursor, untilMs: number,
+    onRow?: (r: { settled: boolean }, at: RefreshCursor) => void): Promise<{ stats: RefreshStats; read: RefreshCursor; reset: boolean }> {
     const gen = this.generation;
     const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
-    let read = from;
+    let read = from; // runs ahead over unsettled rows
     const maxPages = this.settings.maxPages ?? 50;
     while (stats.pages < maxPages && (stats.pages === 0 || this.clock.nowMs() < untilMs)) {
       const page = await this.store.refreshPage(read, this.settings.pageSize, this.settings.commitGraceMs);
-      if (gen !== this.generation) return stats; // reset meanwhile
+      if (gen !== this.generation) return { stats, read, reset: true };
       this.observe(page.dbNow);
       stats.pages++;
       for (const r of page.rows) {
         const res = this.schedule.apply(r);
         if (res === 'scheduled' || res === 'removed') stats.applied++;
         read = { modifiedAt: r.version, intentId: r.intentId };
+        onRow?.(r, read);
       }
       stats.rows += page.rows.length;
       if (page.rows.length < this.settings.pageSize) break;
     }
-    this.ahead = read;
-    return stats;
+    return { stats, read, reset: false };
   }
 
   private observe(dbNow: Date): void {
