@@ -3,12 +3,15 @@ import type { TestProject } from 'vitest/node';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import semver from 'semver';
+import { findBrowser, GET_A_BROWSER } from './browser.js';
 import { ensurePgTestDatabase, IN_CI } from './pgServer.js';
 import { projectRoot } from './projectRoot.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgUnavailable: string;
+    /** The browser the dashboard test drives; empty → skipped (test/support/browser.ts). */
+    browserPath: string;
   }
 }
 
@@ -27,4 +30,15 @@ export default async function setup(project: TestProject): Promise<void> {
   if (problem && IN_CI) throw new Error(`${problem} — the PostgreSQL suite is required when CI=true`);
   if (problem) console.warn(`[tests] ${problem}: PostgreSQL-server tests will be skipped (they are required under CI=true)`);
   project.provide('pgUnavailable', problem ?? '');
+  project.provide('browserPath', requireBrowserUnderCi());
+}
+
+/** Same policy as the PostgreSQL server: skipped with one line locally, required under CI=true. */
+function requireBrowserUnderCi(): string {
+  const b = findBrowser();
+  if (b.path) return b.path;
+  if (b.misconfigured) throw new Error(`${b.problem}: ${GET_A_BROWSER}`);
+  if (IN_CI) throw new Error(`${b.problem} — the dashboard's browser test is required when CI=true: ${GET_A_BROWSER}`);
+  console.warn(`[tests] ${b.problem}: the dashboard's browser test will be skipped (${GET_A_BROWSER}; it is required under CI=true)`);
+  return '';
 }

@@ -1,0 +1,59 @@
+// The README's test command on a new user's machine: vitest on the dashboard's browser test in a child process,
+// with the usual browser locations hidden (BROWSER_SEARCH_PATHS) or no PostgreSQL server. Locally the file
+// passes (skipped) with one line naming BROWSER_PATH; under CI=true a missing browser fails the run.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { findBrowser } from '../support/browser.js';
+import { ROOT } from '../support/localHostProcess.js';
+
+const NOWHERE = '/nonexistent/chromium:/nonexistent/google-chrome';
+
+/** `vitest run test/system/dashboard.test.ts` as `npm test` runs it, without this run's vitest and CI settings. */
+function vitestDashboard(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  const clean = Object.fromEntries(Object.entries(process.env)
+    .filter(([k]) => !k.startsWith('VITEST') && !['CI', 'BROWSER_PATH', 'BROWSER_SEARCH_PATHS', 'NODE_ENV', 'TEST'].includes(k)));
+  const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'test/system/dashboard.test.ts'],
+    { cwd: ROOT, env: { ...clean, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, out })));
+}
+
+describe('npm test on a machine without a browser', () => {
+  it('finds a browser by BROWSER_PATH, else along the search list', () => {
+    expect(findBrowser({ BROWSER_SEARCH_PATHS: `/nonexistent/chromium:${process.execPath}` }).path).toBe(process.execPath);
+    expect(findBrowser({ BROWSER_PATH: process.execPath, BROWSER_SEARCH_PATHS: NOWHERE }).path).toBe(process.execPath);
+    expect(findBrowser({ BROWSER_SEARCH_PATHS: NOWHERE })).toMatchObject({ path: null, misconfigured: false });
+    expect(findBrowser({ BROWSER_PATH: '/nonexistent/chrome' })).toMatchObject({ path: null, misconfigured: true });
+  });
+
+  it('locally: the dashboard test is skipped and one line says how to get a browser, naming BROWSER_PATH', async () => {
+    const r = await vitestDashboard({ BROWSER_SEARCH_PATHS: NOWHERE });
+    expect(r.code, r.out).toBe(0);
+    const lines = r.out.split('\n').filter((l) => l.includes('BROWSER_PATH'));
+    expect(lines, r.out).toHaveLength(1);
+    expect(lines[0]).toMatch(/skipped.*apt-get install -y chromium.*required under CI=true/);
+    expect(r.out).toMatch(/Tests\s+\d+ skipped/);
+  }, 60_000);
+
+  it('under CI=true a missing browser fails the run, naming BROWSER_PATH', async () => {
+    const r = await vitestDashboard({ BROWSER_SEARCH_PATHS: NOWHERE, CI: 'true' });
+    expect(r.code, r.out).not.toBe(0);
+    expect(r.out).toMatch(/required when CI=true.*BROWSER_PATH/);
+  }, 60_000);
+
+  it('a BROWSER_PATH that does not exist is a mistake, not a skip', async () => {
+    const r = await vitestDashboard({ BROWSER_PATH: '/nonexistent/chrome' });
+    expect(r.code, r.out).not.toBe(0);
+    expect(r.out).toContain('BROWSER_PATH=/nonexistent/chrome is not an executable file');
+  }, 60_000);
+
+  it('without a PostgreSQL server (locally) the dashboard test is skipped, not failed', async () => {
+    const r = await vitestDashboard({ BROWSER_PATH: process.execPath, PG_TEST_ADMIN_URL: 'postgres://postgres@127.0.0.1:1/postgres' });
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).toMatch(/PostgreSQL server not reachable/);
+    expect(r.out).toMatch(/Tests\s+\d+ skipped/);
+  }, 60_000);
+});
