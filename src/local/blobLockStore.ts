@@ -82,7 +82,14 @@ export class BlobLockStore implements ListenerLockStore {
         throw e2;
       }
     }
-    if (leaseId) await blob.setMetadata({ FunctionInstance: owner }, { conditions: { leaseId } });
+    if (!leaseId) return null;
+    try {
+      await blob.setMetadata({ FunctionInstance: owner }, { conditions: { leaseId } });
+    } catch (e) {
+      // Without the owner written we report a failure, so the lease must not sit unused for a whole period.
+      await this.release(lockId, leaseId).catch(() => {}); // best effort: if this fails too, it runs out
+      throw e;
+    }
     return leaseId;
   }
 

@@ -1,6 +1,8 @@
 // A real Azurite blob service (the devDependency) for tests and the campaign: its own process on a free port,
-// in-memory persistence, stopped afterwards. Gives the AzureWebJobsStorage connection string hosts use.
+// in-memory persistence, stopped afterwards. Gives the AzureWebJobsStorage connection string hosts use, and a
+// proxy in front of it that fails chosen requests.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer, request as httpRequest, type IncomingMessage } from 'node:http';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { azuriteConnectionString } from '../../src/local/blobLockStore.js';
@@ -55,4 +57,40 @@ export async function startAzurite(timeoutMs = 30_000): Promise<Azurite> {
       await exited;
     },
   };
+}
+
+export interface BlobProxy {
+  connectionString: string;
+  /** Requests it answers 500 itself, without forwarding (counted in `failed`). */
+  fail: ((req: IncomingMessage) => boolean) | null;
+  failed: number;
+  close(): Promise<void>;
+}
+
+/** A plain HTTP proxy in front of Azurite that can refuse chosen requests, to fail one storage call for real. */
+export async function startBlobProxy(azurite: Azurite): Promise<BlobProxy> {
+  const proxy: BlobProxy = { connectionString: '', fail: null, failed: 0, close: async () => {} };
+  const server = createHttpServer((req, res) => {
+    if (proxy.fail?.(req)) {
+      proxy.failed++;
+      req.resume();
+      res.writeHead(500, { 'content-type': 'application/xml', 'x-ms-error-code': 'InternalError' }).end(
+        '<?xml version="1.0" encoding="utf-8"?><Error><Code>InternalError</Code><Message>injected by the test proxy</Message></Error>');
+      return;
+    }
+    const up = httpRequest({ host: '127.0.0.1', port: azurite.port, method: req.method, path: req.url, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  proxy.connectionString = azuriteConnectionString(port);
+  proxy.close = () => new Promise<void>((r) => {
+    server.closeAllConnections();
+    server.close(() => r());
+  });
+  return proxy;
 }

@@ -10,7 +10,7 @@ import { ConfigError } from '../../src/config.js';
 import { BlobLockStore } from '../../src/local/blobLockStore.js';
 import { parseTimeSpan, readSingletonSettings } from '../../src/local/hostJson.js';
 import { ListenerLock, MemoryLockStore, type ListenerLockStore } from '../../src/local/listenerLock.js';
-import { startAzurite, type Azurite } from '../support/azurite.js';
+import { startAzurite, startBlobProxy, type Azurite } from '../support/azurite.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -205,6 +205,26 @@ describe.each(['memory', 'azurite'] as const)('ListenerLockStore contract: %s', 
     expect(await store.owner(lockId)).toBe('inst-b');
     await store.release(lockId, b!);
   });
+
+  it.runIf(kind === 'azurite')('writing the owner fails after the lease was taken: the lease is released, another acquires at once', async () => {
+    const proxy = await startBlobProxy(azurite!);
+    const flaky = await BlobLockStore.open(proxy.connectionString, 'contract-test');
+    try {
+      const id = `${lockId}.metadata`;
+      await store.release(id, (await store.tryAcquire(id, 'creator', 15_000))!); // the blob exists, free
+      proxy.fail = (req) => req.method === 'PUT' && /[?&]comp=metadata/.test(req.url ?? ''); // Set Blob Metadata
+      await expect(flaky.tryAcquire(id, 'inst-a', 15_000)).rejects.toThrow();
+      expect(proxy.failed).toBeGreaterThan(0);
+      expect(await store.owner(id)).toBeNull(); // not leased: released, not left for 15 s
+      const b = await store.tryAcquire(id, 'inst-b', 15_000);
+      expect(b).toBeTruthy();
+      expect(await store.owner(id)).toBe('inst-b');
+      await store.release(id, b!);
+    } finally {
+      await flaky.close();
+      await proxy.close();
+    }
+  }, 30_000);
 
   it.runIf(kind === 'azurite')('unreachable storage fails at start naming AzureWebJobsStorage and the command', async () => {
     await expect(BlobLockStore.open('DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=' +
