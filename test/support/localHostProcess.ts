@@ -3,7 +3,7 @@
 // PostgreSQL database per test (dropped afterwards) for multi-process clusters.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -23,39 +23,11 @@ export const FAST_ENV: Record<string, string> = {
   DEMO_PROVIDER_LATENCY_MS: '10', RETRY_BASE_DELAY_MS: '100', RETRY_MAX_DELAY_MS: '500', PORT: '0',
 };
 
-
-function newestMtime(dir: string, ext: string): number {
-  let newest = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) newest = Math.max(newest, newestMtime(p, ext));
-    else if (e.name.endsWith(ext)) newest = Math.max(newest, statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-/** `npm test` builds first; a bare `vitest run` rebuilds here when dist is older than the sources. */
+/** `npm test` builds first; a bare `vitest run` builds here when dist/ is older than the sources (scripts/build.mjs:
+ *  one build at a time per checkout, whole files only, so test files and `npm start` may call it concurrently). */
 export function ensureBuilt(): void {
-  const built = () => { try { return statSync(MAIN).mtimeMs; } catch { return 0; } };
-  const sources = () => Math.max(newestMtime(path.join(ROOT, 'src'), '.ts'), newestMtime(path.join(ROOT, 'functions'), '.ts'));
-  if (built() >= sources()) return;
-  const lock = path.join(os.tmpdir(), 'submission-manager-build.lock');
-  for (let i = 0; i < 600; i++) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100); // another test file is building
-      if (i === 599) rmSync(lock, { recursive: true, force: true });
-    }
-  }
-  try {
-    if (built() >= sources()) return;
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: ROOT, encoding: 'utf8' });
-    if (r.status !== 0) console.warn(`[localHostProcess] tsc reported errors (dist emitted anyway):\n${r.stdout.slice(0, 2000)}`);
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'scripts/build.mjs'), '--if-stale'], { cwd: ROOT, encoding: 'utf8' });
+  if (r.status !== 0) console.warn(`[localHostProcess] tsc reported errors (dist emitted anyway):\n${(r.stdout + r.stderr).slice(0, 2000)}`);
 }
 
 export interface HostProcess {
