@@ -10,6 +10,7 @@ import { Executor } from './executor/executor.js';
 import { TickBudget } from './executor/tickBudget.js';
 import { executorSettingsFrom } from './executor/tickSummary.js';
 import { ExecutionOps } from './executor/executorOps.js';
+import { Maintenance, retentionTask } from './executor/maintenance.js';
 import { createIntentHandlers, type IntentHandlers } from './intents/http.js';
 import { createLogger, sqlErrorField, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
@@ -104,7 +105,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const lease = new LeaseManager(instrumentLeaseStore(stores.lease, metrics, clock), config.lease, clock, logger);
   bindLeaseMetrics(lease, metrics);
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
-  const ops = new ExecutionOps(stores.ops, config.lease.name, config.retention, clock, logger, metrics);
+  const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics)], config.maintenance, clock, logger, metrics);
+  const ops = new ExecutionOps(stores.ops, config.lease.name, maintenance, logger, metrics);
   // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
   const traced = traceAttempts(instrumentExecutionStore(stores.execution, metrics, clock), provider);
   const guard = new ProviderGuard(config.providerGuard, clock, (state) => {

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { shortestPeriodMs } from './executor/tickBudget.js';
 import type { GuardSettings } from './provider/guard.js';
+import { DEFAULT_MAINTENANCE, type MaintenanceSettings } from './executor/maintenance.js';
 
 const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 
@@ -138,6 +139,8 @@ export interface Config {
   /** Retention purge: `olderThanMs` 0 = disabled; at most `batchSize` intents per fenced statement and
    *  `maxBatchesPerTick` statements per leader tick, at most once per `intervalMs`. */
   retention: { days: number; olderThanMs: number; batchSize: number; maxBatchesPerTick: number; intervalMs: number };
+  /** Leader-only maintenance (src/executor/maintenance.ts): the tick's end slice and the failure back-off. */
+  maintenance: MaintenanceSettings;
   /** `aad` set: export with a managed identity token (clientId null = system-assigned). */
   telemetry: { appInsightsConnectionString: string | null; aad: { clientId: string | null } | null };
   /** Our own tracer provider (off when Azure Monitor's is used). */
@@ -329,6 +332,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS, migrationTimeoutMs: s.DB_MIGRATION_TIMEOUT_MS },
     logLevel: s.LOG_LEVEL,
     retention: { days: s.RETENTION_DAYS, olderThanMs: s.RETENTION_DAYS * 86_400_000, batchSize: 1_000, maxBatchesPerTick: 5, intervalMs: 60_000 },
+    maintenance: { ...DEFAULT_MAINTENANCE },
     tracing: { mode: s.TRACING, otlpUrl: s.TRACING_OTLP_URL ?? null },
     telemetry: { appInsightsConnectionString: s.APPLICATIONINSIGHTS_CONNECTION_STRING ?? null, aad: parseAppInsightsAuth(s.APPLICATIONINSIGHTS_AUTHENTICATION_STRING) },
   };

@@ -119,6 +119,9 @@ export function dashboardClient(): void {
       el('div', { class: 'muted', id: 'provider-breaker' }, o.providerBreaker
         ? 'provider breaker ' + o.providerBreaker.state.replace('_', '-') + ' since ' + when(o.providerBreaker.changedAt) + ' (' + o.providerBreaker.holderId + ')'
         : 'provider breaker closed (never opened)'),
+      el('div', { class: o.maintenance.some((m) => m.failures) ? 'err' : 'muted', id: 'maintenance' }, o.maintenance.map((m) => m.failures
+        ? m.task + ' FAILING (' + m.failures + ' in a row, retry in ' + ago(m.retryInMs) + ', seen by ' + o.servedBy + '): ' + m.lastError
+        : m.task + ' ok').join(' · ') || 'no maintenance on this instance'),
       el('div', { class: 'muted', id: 'handovers' }, (() => {
         const pending = o.handovers.filter((h) => h.status === 'pending');
         const last = o.handovers.find((h) => h.status === 'completed');

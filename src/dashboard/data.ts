@@ -52,6 +52,8 @@ export async function overview(app: App) {
     // The provider circuit breaker as the leader last recorded it in SQL (null: never opened).
     providerBreaker: control.providerBreaker && { state: control.providerBreaker.state, changedAt: control.providerBreaker.changedAt.toISOString(),
       holderId: control.providerBreaker.holderId },
+    // Leader maintenance (retention) as the serving instance last ran it (empty: it never led or runs none).
+    maintenance: app.ops.maintenance?.status() ?? [],
     // The newest handover (drain) requests recorded in SQL; `pending` ones wait for the leader's next tick.
     handovers: handovers.map((h) => ({
       requestId: h.requestId, status: h.status, requestedAt: h.requestedAt.toISOString(), requestedBy: h.requestedBy,

@@ -3,8 +3,10 @@
 //   CARRY     completions an earlier tick of this process could not write are written first, under this fence;
 //   REBUILD   on a new epoch: fenced orphan recovery, then the full load — resumable across ticks, and
 //             nothing executes until it has finished (leadership is re-checked after it);
-//   OPS       pause flag, retention purge (bounded by the tick deadline);
-//   BATCH     refresh + fenced start → gate → provider call → fenced completion (batch.ts).
+//   OPS       pause flag and handover request;
+//   BATCH     refresh + fenced start → gate → provider call → fenced completion (batch.ts);
+//   MAINTAIN  leader-only housekeeping (retention) in a slice the batch leaves at the tick's end when a task is
+//             due; bounded, backed off, it never drops leadership unless the fence refuses (maintenance.ts).
 // Guarantees: nothing starts without the gate; every write is fenced; an SQL error drops leadership at once;
 // a tick returns within budget + provider timeout + a bounded closing window (every database call has a
 // client-side deadline); a step-down awaits every call in flight and its row release waits for their
@@ -108,6 +110,7 @@ export class Executor {
     await this.running?.catch(() => {});
     await this.inFlight.settled(); // calls carried past the last tick
     await this.settler; // … and the writes of their completions
+    await this.ops.maintenance?.settled(); // a maintenance statement the last tick did not wait for
     const token = this.lease.requireLeader();
     if (token && this.completions.size > 0) {
       await this.completions.flush(this.store, token, () => {}).catch((e: unknown) =>
@@ -200,19 +203,27 @@ export class Executor {
         const built = await this.rebuild(token, budgetEnd, sum);
         if (built !== 'done') return built;
       }
-      const ops = await this.ops.leaderTick(token, sum, this.deadline(budgetEnd)); // pause flag, retention
-      if (ops === 'leaseLost') return this.fenceFailed(sum);
+      await this.ops.leaderTick(sum); // pause flag, handover request
+      // MAINTENANCE (maintenance.ts): when a task is due, the batch leaves a slice at the tick's end for it.
+      const maintenance = this.ops.maintenance;
+      const slice = maintenance?.sliceMs(budgetEnd - this.clock.nowMs(), !this.ops.mayStart()) ?? 0;
       this.batch = new Batch({
         lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
         random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
         guard: this.guard, inFlight: this.inFlight, nudge: this.nudge,
         stopRequested: () => (this.draining ? 'draining' : null),
-      }, token, budgetEnd, sum);
+      }, token, budgetEnd - slice, sum);
+      let reason: string;
       try {
-        return await this.batch.run();
+        reason = await this.batch.run();
       } finally {
         this.batch = null;
       }
+      if (maintenance && slice > 0 && (reason === 'deadline' || reason === 'attempt_cap') && this.lease.ensureEpoch(token.leaseEpoch)) {
+        if (this.inFlight.size > 0) this.settleCarried(token); // carried calls' completions are written meanwhile
+        if ((await maintenance.run(token, sum, this.deadline(budgetEnd))) === 'leaseLost') return this.fenceFailed(sum);
+      }
+      return reason;
     } catch (e) {
       // Any SQL failure on the leader path is a connectivity failure: drop leadership, stop (spec).
       this.log.error({ event: 'executor_sql_error', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },

@@ -1,19 +1,21 @@
 // Operations the executor consults on the leader path: the cluster-wide pause flag and the pending handover
 // request (read from SQL in one round trip once per leader tick and beside every schedule refresh — never per
-// attempt), the fenced completion of a handover, the fenced retention purge (bounded
-// batches, at most once per interval, never while paused), and observers (metrics). NO_OPS keeps the executor
-// usable without any of it (unit and system tests that do not need them).
-import type { Clock } from '../lease/clock.js';
+// attempt), the fenced completion of a handover, leader-only maintenance (retention; maintenance.ts: after the
+// batch, bounded, backed off, never while paused), and observers (metrics). NO_OPS keeps the executor usable
+// without any of it (unit and system tests that do not need them).
 import type { AppMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { OpsStore } from '../store/opsPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
+import type { Maintenance } from './maintenance.js';
 
 export interface ExecutorOps {
-  /** Once per leader tick, after acquire/rebuild and before the loop: read the flags, purge when due (no new
-   *  purge batch once `untilMs`, monotonic, has passed). */
-  leaderTick(token: LeaseToken, sum: TickSummary, untilMs?: number): Promise<'ok' | 'leaseLost'>;
+  /** Once per leader tick, after acquire/rebuild and before the loop: read the flags (the pause flag stays on
+   *  the hot path: nothing starts before it is read). */
+  leaderTick(sum: TickSummary): Promise<void>;
+  /** Leader-only housekeeping, run at the tick's end (null: none). */
+  readonly maintenance: Maintenance | null;
   /** Beside each schedule refresh: re-read the flags (one primary-key read). */
   refreshControl(): Promise<void>;
   /** false while the cluster is paused: start nothing. */
@@ -31,7 +33,8 @@ export interface ExecutorOps {
 }
 
 export const NO_OPS: ExecutorOps = {
-  leaderTick: async () => 'ok',
+  leaderTick: async () => {},
+  maintenance: null,
   refreshControl: async () => {},
   mayStart: () => true,
   handoverRequest: () => null,
@@ -40,24 +43,14 @@ export const NO_OPS: ExecutorOps = {
   tickFinished: () => {},
 };
 
-export interface RetentionSettings {
-  /** 0 = retention disabled. */
-  olderThanMs: number;
-  batchSize: number;
-  maxBatchesPerTick: number;
-  intervalMs: number;
-}
-
 export class ExecutionOps implements ExecutorOps {
   private pausedFlag: boolean | null = null;
   private pendingHandover: string | null = null;
-  private lastPurgeMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly store: OpsStore,
     private readonly leaseName: string,
-    private readonly retention: RetentionSettings,
-    private readonly clock: Clock,
+    readonly maintenance: Maintenance | null,
     private readonly log: Logger,
     private readonly metrics?: AppMetrics,
   ) {}
@@ -67,11 +60,9 @@ export class ExecutionOps implements ExecutorOps {
     return this.pausedFlag;
   }
 
-  async leaderTick(token: LeaseToken, sum: TickSummary, untilMs = Number.POSITIVE_INFINITY): Promise<'ok' | 'leaseLost'> {
+  async leaderTick(sum: TickSummary): Promise<void> {
     await this.refreshControl();
     sum.paused = this.pausedFlag === true;
-    if (sum.paused) return 'ok';
-    return this.purgeIfDue(token, sum, untilMs);
   }
 
   async refreshControl(): Promise<void> {
@@ -120,35 +111,5 @@ export class ExecutionOps implements ExecutorOps {
 
   tickFinished(sum: TickSummary): void {
     this.metrics?.tick(sum.role, sum.durationMs);
-  }
-
-  /** Up to maxBatchesPerTick fenced statements of batchSize; a full last batch leaves the rest for the next
-   *  tick (no interval wait), a partial one means caught up until the next interval. */
-  private async purgeIfDue(token: LeaseToken, sum: TickSummary, untilMs: number): Promise<'ok' | 'leaseLost'> {
-    const r = this.retention;
-    const now = this.clock.nowMs();
-    if (r.olderThanMs <= 0 || now - this.lastPurgeMs < r.intervalMs) return 'ok';
-    let intents = 0;
-    let attempts = 0;
-    let caughtUp = false;
-    let lost = false;
-    for (let i = 0; i < r.maxBatchesPerTick && !caughtUp && (i === 0 || this.clock.nowMs() < untilMs); i++) {
-      const out = await this.store.fencedPurgeTerminal(token, r.olderThanMs, r.batchSize);
-      if (out.kind === 'leaseLost') {
-        lost = true; // batches committed before the loss still count below
-        break;
-      }
-      intents += out.value.intents;
-      attempts += out.value.attempts;
-      caughtUp = out.value.intents < r.batchSize;
-    }
-    if (caughtUp) this.lastPurgeMs = now;
-    sum.purgedIntents += intents;
-    if (intents > 0) {
-      this.metrics?.purged(intents, attempts);
-      this.log.info({ event: 'retention_purged', holder_id: token.holderId, lease_epoch: token.leaseEpoch, intents, attempts,
-        caught_up: caughtUp }, 'purged terminal intents past retention');
-    }
-    return lost ? 'leaseLost' : 'ok';
   }
 }

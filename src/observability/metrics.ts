@@ -51,6 +51,7 @@ function instruments(meter: Meter) {
     intentsSubmitted: counter('intents_submitted_total', 'POST /intents results, by outcome (created, replayed, conflict, invalid)'),
     blockedNotLeader: counter('execution_blocked_not_leader_total', 'Provider calls not sent because the gate found this instance no longer leading'),
     purged: counter('retention_purged_rows_total', 'Rows deleted by the retention purge, by table (intents, attempts)'),
+    maintenanceFailures: counter('maintenance_failures_total', 'Leader maintenance runs that failed (then backed off), by task (retention)'),
     breakerTransitions: counter('provider_breaker_transitions_total', 'Provider circuit breaker state changes, by new state (open, half_open, closed)'),
     handovers: counter('handovers_completed_total', 'Handover requests this instance completed as leader (drained, then released)'),
     acquireLatency: histogram('acquire_latency_ms', 'Lease acquire statement round trip'),
@@ -70,6 +71,7 @@ const KNOWN_LABELS = (i: Instruments): [Counter, string, readonly string[]][] =>
   [i.attempts, 'outcome', ['succeeded', 'retryable_error', 'permanent_error', 'aborted', 'abandoned']],
   [i.intentsSubmitted, 'outcome', ['created', 'replayed', 'conflict', 'invalid']],
   [i.purged, 'table', ['intents', 'attempts']],
+  [i.maintenanceFailures, 'task', ['retention']],
   [i.breakerTransitions, 'state', ['open', 'half_open', 'closed']],
 ];
 
@@ -198,6 +200,9 @@ export class AppMetrics {
   }
   handoverCompleted(): void {
     this.add(this.i.handovers, 1);
+  }
+  maintenanceFailed(task: string): void {
+    this.add(this.i.maintenanceFailures, 1, { task });
   }
   purged(intents: number, attempts: number): void {
     this.add(this.i.purged, intents, { table: 'intents' });

@@ -1,0 +1,109 @@
+// Maintenance never stops execution (issue 21): a retention purge that fails on every call — injected through the
+// store port, and as a real database error (a statement trigger refusing the delete) — or that is merely slow,
+// while intents keep arriving: the leader keeps executing, keeps its lease (one epoch, no step-down), logs
+// `retention_failed` with the SQL error, counts it, and backs off. Whole in-process apps, timer-like tick loops.
+import { describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { createLogger } from '../../src/observability/logger.js';
+import type { Stores } from '../../src/store/stores.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { metric, scrape, sleep, startApps, submitVia, testConfig, tickLoops, waitUntil } from '../support/apps.js';
+
+type Purge = Stores['ops']['fencedPurgeTerminal'];
+
+describe.each(dialects)('maintenance never stops execution: $name', (dialect) => {
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  let apps: App[] = [];
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
+    provider = await startRecordingProvider(() => ({ status: 200, delayMs: 20 }));
+  }, async () => {
+    for (const a of apps) await a.close();
+    apps = [];
+    await provider?.close();
+  });
+
+  /** Two instances; retention due at every tick (interval 0, horizon 1 ms) with a short back-off; the leader's purge
+   *  replaced by `purge(original)` when given. Intents arrive for ~2.4 s; returns what the leader did. */
+  async function run(purge?: (original: Purge) => Purge) {
+    const logs: Record<string, unknown>[] = [];
+    const logger = createLogger('info', { write: (s: string) => void logs.push(JSON.parse(s) as Record<string, unknown>) });
+    const base = testConfig(provider.url);
+    apps = await startApps(ctx, 2, { ...base, retention: { ...base.retention, olderThanMs: 1, batchSize: 50, intervalMs: 0 },
+      maintenance: { sliceMs: 200, backoffBaseMs: 200, backoffMaxMs: 800 } }, logger);
+    for (const a of apps) {
+      if (purge) a.stores.ops.fencedPurgeTerminal = purge(a.stores.ops.fencedPurgeTerminal.bind(a.stores.ops));
+    }
+    const loops = tickLoops(apps, 400, 50);
+    const ids: string[] = [];
+    try {
+      for (let i = 0; i < 24; i++) {
+        ids.push(await submitVia(apps[i % 2]!, { i }));
+        await sleep(100);
+      }
+      await waitUntil('every intent executed', () => ids.every((id) => provider.calls.some((c) => c.intentId === id)), 15_000);
+    } finally {
+      await loops.stop();
+    }
+    const leaderTicks = loops.summaries.filter((s) => s.sum.role === 'leader');
+    const leader = leaderTicks[0]!.app;
+    return {
+      logs, leaderTicks, leader,
+      epochs: new Set(leaderTicks.map((s) => `${s.sum.holderId}#${s.sum.leaseEpoch}`)),
+      stepDowns: logs.filter((l) => l.event === 'leader_lost'),
+      failed: logs.filter((l) => l.event === 'retention_failed'),
+      failuresMetric: metric(await scrape(leader), 'maintenance_failures_total', { task: 'retention' }),
+    };
+  }
+
+  function expectKeptLeading(r: Awaited<ReturnType<typeof run>>) {
+    expect(r.stepDowns).toEqual([]);
+    expect(r.epochs.size).toBe(1); // the same leader, the same epoch, for the whole run
+    expect(r.leaderTicks.every((t) => t.sum.stopReason !== 'sql_error' && !t.sum.leaseLost)).toBe(true);
+  }
+
+  function expectLoggedCountedBackedOff(r: Awaited<ReturnType<typeof run>>, message: RegExp) {
+    expect(r.failed.length).toBeGreaterThanOrEqual(2);
+    expect(r.failed[0]).toMatchObject({ level: 'error', failures: 1, retry_in_ms: 200 });
+    expect((r.failed[0]!.sql_error as { message: string }).message).toMatch(message);
+    expect(r.failed.map((f) => f.retry_in_ms).slice(0, 3)).toEqual([200, 400, 800].slice(0, Math.min(3, r.failed.length)));
+    expect(r.failuresMetric).toBe(r.failed.length);
+    // Backed off: fewer purges tried than leader ticks ran (without the back-off: one per tick).
+    expect(r.failed.length).toBeLessThan(r.leaderTicks.length);
+  }
+
+  it('a purge failing on every call (store port): execution goes on under one lease; logged, counted, backed off', async () => {
+    const r = await run(() => async () => {
+      throw new Error('injected purge failure');
+    });
+    expectKeptLeading(r);
+    expectLoggedCountedBackedOff(r, /injected purge failure/);
+  });
+
+  it('a merely slow purge (store port, 1.2 s per call, 3 ticks long): execution goes on under one lease; no tick is delayed', async () => {
+    const r = await run((original) => async (...args) => {
+      await sleep(1_200);
+      return original(...args);
+    });
+    expectKeptLeading(r);
+    expect(r.failed).toEqual([]);
+    expect(r.leaderTicks.reduce((n, t) => n + t.sum.purgedIntents, 0)).toBeGreaterThan(0); // it still purges
+    // A statement running at the slice end is not awaited: no leader tick overran its budget by a purge.
+    expect(Math.max(...r.leaderTicks.map((t) => t.sum.durationMs))).toBeLessThan(400 + 250);
+  });
+
+  it.skipIf(dialect.name === 'mssql')('a purge the database refuses on every call (a real SQL error): execution goes on under one lease; logged, counted, backed off', async () => {
+    // Only the purge deletes intents: a statement trigger refusing every DELETE is a real error from the database
+    // on exactly that statement (42501, as a revoked privilege would raise), with the batch untouched.
+    await ctx.sql(`CREATE FUNCTION t_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'permission denied: retention disabled by the test' USING ERRCODE = '42501'; END $$`);
+    await ctx.sql('CREATE TRIGGER t_refuse_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_refuse_delete()');
+    const r = await run();
+    expectKeptLeading(r);
+    expectLoggedCountedBackedOff(r, /permission denied: retention disabled by the test/);
+    expect((r.failed[0]!.sql_error as { code?: string }).code).toBe('42501');
+  });
+});
