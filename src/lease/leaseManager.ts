@@ -57,6 +57,10 @@ export class LeaseManager implements LeaderGate {
   private renewing: Held | null = null;
   /** The holder/epoch last seen blocking an acquire: a change is logged at info, a repeat at debug. */
   private lastObserved: string | null = null;
+  /** The highest epoch this manager ever led, and whether an acquire of ours may have committed unseen (its reply
+   *  was lost: client deadline, reset after commit). Cleared by the next acquire that succeeds. */
+  private knownEpoch = 0;
+  private acquireUnseen = false;
 
   constructor(
     private readonly store: LeaseStore,
@@ -147,9 +151,13 @@ export class LeaseManager implements LeaderGate {
     this.dropIfPastDeadline();
     if (this.requireLeader()) return true;
     const { name, holderId, durationMs } = this.settings;
-    const sentAtMs = this.clock.nowMs();
+    let sentAtMs = this.clock.nowMs();
     try {
-      const out = await this.store.tryAcquire(name, holderId, durationMs);
+      let out = await this.store.tryAcquire(name, holderId, durationMs);
+      if (!out.acquired && (await this.releaseUnseenAcquire(out.current))) {
+        sentAtMs = this.clock.nowMs();
+        out = await this.store.tryAcquire(name, holderId, durationMs); // at once, not after the row's expiry
+      }
       if (out.acquired) {
         this.becomeLeader(out.lease, sentAtMs);
         // A reply that arrives past the local deadline must not report leadership (requireLeader drops it);
@@ -168,6 +176,7 @@ export class LeaseManager implements LeaderGate {
       this.lastObserved = observed;
       return false;
     } catch (e) {
+      this.acquireUnseen = true; // it may have committed: a row of ours with an epoch we never saw is released
       this.retryAtMs = this.clock.nowMs() + this.jitter() + Math.min(this.settings.acquireIntervalMs, 1_000);
       this.log.warn({ event: 'leader_acquire_failed', holder_id: holderId, sql_error: sqlErrorField(e) }, 'lease acquire failed');
       return false;
@@ -208,6 +217,20 @@ export class LeaseManager implements LeaderGate {
       if (this.renewing === held) this.renewing = null;
       if (this.held === held) this.dropIfPastDeadline(); // a renew that failed or came too late
     }
+  }
+
+  /** A live row held by our holder id with an epoch we never led, after an acquire whose reply was lost: that acquire
+   *  committed. No token of that epoch ever existed here, so nothing was (or can be) written under it: hand it back,
+   *  conditional on that epoch, so that we (or anyone) acquire at once instead of after its expiry. Adopting it instead
+   *  would need a local deadline counted from the lost statement's arrival, which we cannot bound from here.
+   *  Without a lost reply such a row is another process with our holder id (misconfigured): left alone. */
+  private async releaseUnseenAcquire(current: LeaseRow | null): Promise<boolean> {
+    if (!this.acquireUnseen || !current || current.holderId !== this.settings.holderId || current.leaseEpoch <= this.knownEpoch) return false;
+    const token = { leaseName: current.leaseName, holderId: current.holderId, leaseEpoch: current.leaseEpoch };
+    const released = await this.store.release(token);
+    this.log.warn({ event: 'leader_unseen_acquire_released', holder_id: token.holderId, lease_epoch: token.leaseEpoch, released },
+      'an acquire of ours committed but its reply was lost: that epoch was never used and is handed back');
+    return released;
   }
 
   /** Graceful release (shutdown, drain): expire the row in place so a follower takes over at once. */
@@ -285,6 +308,8 @@ export class LeaseManager implements LeaderGate {
       timer: new AbortController(),
     };
     this.lastObserved = null;
+    this.knownEpoch = Math.max(this.knownEpoch, token.leaseEpoch);
+    this.acquireUnseen = false;
     this.armDeadline(this.held);
     this.log.info({ event: 'leader_acquired', ...this.fields(this.held) }, 'lease acquired');
     this.emit({ kind: 'acquired', token, expiresAt: lease.expiresAt });

@@ -588,3 +588,73 @@ describe('acquire failures', () => {
     expect((await h.store.listEvents(NAME)).map((e) => e.leaseEpoch)).toEqual([1]);
   });
 });
+
+describe('acquire with a lost reply (issue 20, item 3)', () => {
+  const lost = new StoreError('transient', 'Query read timeout', 'ETIMEDOUT');
+  /** The next tryAcquire commits, then its reply is lost (the caller sees `lost`). */
+  function loseNextAcquireReply(h: ReturnType<typeof harness>) {
+    let armed = true;
+    h.store.afterDecide = (op) => {
+      if (op === 'tryAcquire' && armed) {
+        armed = false;
+        throw lost;
+      }
+    };
+  }
+  const events = async (h: ReturnType<typeof harness>) => (await h.store.listEvents(NAME)).map((e) => `${e.event}:${e.holderId}#${e.leaseEpoch}`);
+
+  it.each([
+    { name: 'the acquire committed, its reply was lost', stage: (h: ReturnType<typeof harness>) => loseNextAcquireReply(h),
+      leads: 2, events: ['acquired:A#1', 'released:A#1', 'acquired:A#2'], releasedLog: [1] },
+    { name: 'the acquire failed before committing', stage: (h: ReturnType<typeof harness>) => h.store.failNext('tryAcquire', lost),
+      leads: 1, events: ['acquired:A#1'], releasedLog: [] },
+    { name: 'a lost reply while another instance holds the row (not ours: left alone)', stage: async (h: ReturnType<typeof harness>) => {
+      await h.manager('B').tryAcquire();
+      h.store.failNext('tryAcquire', lost);
+    }, leads: null, events: ['acquired:B#1'], releasedLog: [] },
+  ])('$name → the next try leads at once (epoch $leads), not after the row expires', async ({ stage, leads, events: expected, releasedLog }) => {
+    const h = harness();
+    const a = h.manager('A');
+    await stage(h);
+    expect(await a.tryAcquireOrRenew()).toBeNull(); // the reply was lost: not leading
+    h.at(1_000); // the next tick, well within the lost acquire's 60 s lease
+    expect((await a.tryAcquireOrRenew())?.leaseEpoch ?? null).toBe(leads);
+    expect(await events(h)).toEqual(expected);
+    expect(h.logs('leader_unseen_acquire_released', 'A').map((l) => l.lease_epoch)).toEqual(releasedLog);
+    if (leads !== null) expect(a.remainingMs()).toBe(ACT_WINDOW); // the new epoch's deadline counts from its own send
+  });
+
+  it.each([
+    { name: 'another process with our holder id (no lost reply of ours)', ownEpochKnown: false },
+    { name: 'an epoch this manager led itself (a step-down that hands nothing back)', ownEpochKnown: true },
+  ])('a live row of ours that no lost reply explains is left alone: $name', async ({ ownEpochKnown }) => {
+    const h = harness();
+    const a = h.manager('A');
+    if (ownEpochKnown) {
+      await a.tryAcquire();
+      a.drop('fence_failed');
+      h.store.failNext('tryAcquire', lost); // an unrelated failure: the row it sees next is still the known epoch
+      await a.tryAcquire();
+    } else {
+      await h.manager('A').tryAcquire(); // the twin
+    }
+    h.at(1_000);
+    expect(await a.tryAcquire()).toBe(false);
+    expect(h.logs('leader_unseen_acquire_released')).toEqual([]);
+    expect((await h.store.listEvents(NAME)).filter((e) => e.event === 'released')).toEqual([]);
+  });
+
+  it('the hand-back itself fails: stays follower (logged), and the next try hands back and leads', async () => {
+    const h = harness();
+    const a = h.manager('A');
+    loseNextAcquireReply(h);
+    await a.tryAcquire();
+    h.store.failNext('release', lost);
+    h.at(1_000);
+    expect(await a.tryAcquire()).toBe(false);
+    expect(h.logs('leader_acquire_failed', 'A').at(-1)).toMatchObject({ sql_error: { message: 'Query read timeout' } });
+    h.at(2_000);
+    expect(await a.tryAcquire()).toBe(true);
+    expect(await events(h)).toEqual(['acquired:A#1', 'released:A#1', 'acquired:A#2']);
+  });
+});
