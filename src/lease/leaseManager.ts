@@ -9,6 +9,7 @@ import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
 import type { Clock } from './clock.js';
 import type { LeaderGate } from './leaderGate.js';
+import { RepeatLog } from './repeatLog.js';
 import type { Config } from '../config.js';
 
 /** The lease settings as resolved by src/config.ts. */
@@ -24,6 +25,8 @@ const RELEASE_ON_DROP = new Set(['sql_error', 'renew_error', 'local_deadline']);
 /** A failed best-effort release is retried this often, at most RELEASE_ATTEMPTS times in all. */
 const RELEASE_RETRY_MS = 100;
 const RELEASE_ATTEMPTS = 4;
+/** A follower refused by the same holder and epoch says so at info once a minute (debug in between). */
+const REFUSAL_INFO_EVERY_MS = 60_000;
 
 /** A row to hand back, and (monotonic) how long a retry is surely useful: the row does not expire before the last
  *  acquire/renew's send time + duration (it counts from that statement's arrival). */
@@ -55,8 +58,8 @@ export class LeaseManager implements LeaderGate {
   /** A renew on the wire: the deadline timer leaves the decision to it. The gate is closed meanwhile (requireLeader
    *  is past the deadline); a success counts from its send time, which is before the deadline, so it is safe. */
   private renewing: Held | null = null;
-  /** The holder/epoch last seen blocking an acquire: a change is logged at info, a repeat at debug. */
-  private lastObserved: string | null = null;
+  /** `leader_acquire_failed` (held): a new holder/epoch at info, the same again at debug but at info once a minute. */
+  private readonly refusals = new RepeatLog(REFUSAL_INFO_EVERY_MS);
   /** The highest epoch this manager ever led, and whether an acquire of ours may have committed unseen (its reply
    *  was lost: client deadline, reset after commit). Cleared by the next acquire that succeeds. */
   private knownEpoch = 0;
@@ -167,13 +170,10 @@ export class LeaseManager implements LeaderGate {
         return false;
       }
       this.scheduleRetry(out.current, out.dbNow);
-      // Info when the observed holder or epoch changed (a new leader is news), debug for every repeat.
       const observed = out.current ? `${out.current.holderId}#${out.current.leaseEpoch}` : '';
-      const fields = { event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
-        current_holder_id: out.current?.holderId, expires_at: out.current?.expiresAt.toISOString() };
-      if (observed !== this.lastObserved) this.log.info(fields, 'lease held by another instance');
-      else this.log.debug(fields, 'lease held by another instance');
-      this.lastObserved = observed;
+      const { level, repeats } = this.refusals.next(observed, this.clock.nowMs());
+      this.log[level]({ event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
+        current_holder_id: out.current?.holderId, expires_at: out.current?.expiresAt.toISOString(), repeats }, 'lease held by another instance');
       return false;
     } catch (e) {
       this.acquireUnseen = true; // it may have committed: a row of ours with an epoch we never saw is released
@@ -307,7 +307,7 @@ export class LeaseManager implements LeaderGate {
       deadlineMs: sentAtMs + this.settings.durationMs - this.settings.safetyMarginMs,
       timer: new AbortController(),
     };
-    this.lastObserved = null;
+    this.refusals.reset();
     this.knownEpoch = Math.max(this.knownEpoch, token.leaseEpoch);
     this.acquireUnseen = false;
     this.armDeadline(this.held);

@@ -338,4 +338,12 @@ describe('infra: azd wiring and security posture', () => {
     }
     expect(read('infra/scripts/postprovision.sh')).toMatch(/^set -euo pipefail$/m);
   });
+
+  it('host.json: Application Insights never samples away our log records (traces: the lease transitions among them)', () => {
+    const sampling = (JSON.parse(read('host.json')) as { logging: { applicationInsights: { samplingSettings: { isEnabled: boolean; excludedTypes: string } } } })
+      .logging.applicationInsights.samplingSettings;
+    // The app's pino records reach Application Insights as `traces` (context.log through the host); sampling
+    // settings choose by telemetry type only, so keeping leader_acquired / leader_lost means excluding Trace.
+    expect(sampling.excludedTypes.split(';').map((t) => t.trim()).sort()).toEqual(['Exception', 'Request', 'Trace']);
+  });
 });

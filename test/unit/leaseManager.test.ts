@@ -178,6 +178,28 @@ describe('acquire', () => {
     h.clock.advance(1); // …is no back-off: the next tick (here 1 ms later) tries again and wins
     expect(await b.tryAcquireOrRenew()).toEqual({ leaseName: NAME, holderId: 'B', leaseEpoch: 2 });
   });
+
+  it('a follower refused every 10 s says so at info on each new holder/epoch and once a minute, debug in between', async () => {
+    const h = harness();
+    const a = h.manager('A');
+    const b = h.manager('B');
+    await a.tryAcquireOrRenew();
+    for (let t = 0; t <= 130_000; t += 10_000) { // A renews every 20 s; B tries at every tick
+      h.at(t);
+      await a.tryAcquireOrRenew();
+      await b.tryAcquire();
+    }
+    await a.release();
+    const c = h.manager('C');
+    await c.tryAcquireOrRenew(); // a new holder and epoch: news at once
+    h.at(140_000);
+    await b.tryAcquire();
+    const refused = h.logs('leader_acquire_failed', 'B');
+    const info = refused.filter((l) => l.level === 'info').map((l) => [l.current_holder_id, l.repeats]);
+    expect(refused).toHaveLength(15);
+    expect(refused.every((l) => l.level === 'info' || l.level === 'debug')).toBe(true);
+    expect(info).toEqual([['A', undefined], ['A', 5], ['A', 5], ['C', undefined]]); // t = 0, 60 s, 120 s; 140 s
+  });
 });
 
 describe('renew', () => {
