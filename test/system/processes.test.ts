@@ -12,6 +12,9 @@ import {
 const LEASE_MS = 3_000;
 const TICK_MS = 1_000;
 const REFRESH_MS = 200;
+/** A tick's start-up: from a timer occurrence to its first refresh (renew, ops reads) for an intent that lands
+ *  between ticks, and the fenced start + send after a refresh. */
+const TICK_STARTUP_MS = 250;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('spec tests with separate OS processes (PostgreSQL server)', () => {
@@ -33,8 +36,8 @@ describe('spec tests with separate OS processes (PostgreSQL server)', () => {
   });
 
   /** Three processes started at once, each one instance with its own holder id. */
-  const startProcesses = async () => {
-    const env = { ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url };
+  const startProcesses = async (extra: Record<string, string> = {}) => {
+    const env = { ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url, ...extra };
     const procs = await Promise.all([1, 2, 3].map((i) => startHost({ ...env, HOLDER_ID: `proc${i}` })));
     hosts.push(...procs);
     return procs;
@@ -154,20 +157,21 @@ describe('spec tests with separate OS processes (PostgreSQL server)', () => {
     await noStaleWrites();
   });
 
-  it('5. a follower-submitted intent is executed within one refresh interval plus one tick', async () => {
-    const procs = await startProcesses();
+  // DUE_NOTICES=off: no NOTIFY wakes the leader (SQL Server's situation), so only the refresh can find the intent.
+  it('5. a follower-submitted intent is executed within one refresh interval plus a tick\'s start-up (DUE_NOTICES=off)', async () => {
+    const procs = await startProcesses({ DUE_NOTICES: 'off' });
     const leader = await findLeader(procs);
     const followers = procs.filter((p) => p !== leader.host);
     await sleep(1_500); // past the leader's first rebuild
     const lags: number[] = [];
-    for (let k = 0; k < 6; k++) {
+    for (let k = 0; k < 16; k++) {
       const t0 = Date.now();
       const { intentId } = await postIntent(followers[k % 2]!.api, { via: 'follower', k });
       await provider.waitFor((c) => c.some((x) => x.intentId === intentId), 5_000);
       lags.push(provider.calls.find((x) => x.intentId === intentId)!.arrivedAt - t0);
-      await sleep(137 * k); // land at different points of the tick cycle
+      await sleep((137 * k) % TICK_MS); // land at different points of the tick cycle, the gap between ticks too
     }
-    expect(Math.max(...lags), `lags ${lags.join(', ')} ms`).toBeLessThan(REFRESH_MS + TICK_MS + 300);
+    expect(Math.max(...lags), `lags ${lags.join(', ')} ms`).toBeLessThan(REFRESH_MS + TICK_STARTUP_MS);
     expect(new Set(provider.calls.map((c) => c.leaseEpoch))).toEqual(new Set([leader.view.leaseEpoch]));
-  });
+  }, 90_000);
 });
