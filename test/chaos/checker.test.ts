@@ -148,10 +148,11 @@ describe('issue 13: faults during which the lease stayed valid', () => {
     expect(checksOf(late)).toContain('lease_valid_resume'); // not cut: the first window (2 s) passed with nothing started
   });
 
-  it('a call answered 2xx during the fault and sent again → resend_after_2xx (even with a reason elsewhere)', () => {
+  it('a call answered 2xx and sent again after its leader released the row → resend_after_2xx (even with a reason elsewhere)', () => {
     const base = clean();
-    // Attempt 1 of A answered 2xx at 9 100; a fault starting within 2 s after it (so the answer was in flight).
+    // Attempt 1 of A answered 2xx at 9 100; epoch 1 was handed back by its holder (not refused by the fence).
     const h = withStartAt({ ...base, tickMs: 1_000, faults: [...base.faults, leaseLock({ startedAt: 10_000, endedAt: 11_500 })] }, 12_000);
+    h.events.push({ seq: 5, epoch: 1, holderId: 'h1', event: 'released' });
     expect(checksOf(h)).toContain('resend_after_2xx');
   });
 
@@ -162,6 +163,84 @@ describe('issue 13: faults during which the lease stayed valid', () => {
     const attempts = base.attempts.map((a) => a.intentId === base.attempts[0]!.intentId && a.attemptNo === 1
       ? { ...a, outcome: 'retryable_error', error: 'timeout after 800 ms' } : a);
     const h = withStartAt({ ...base, attempts, tickMs: 1_000, faults: [...base.faults, leaseLock({ startedAt: 10_000, endedAt: 11_500 })] }, 12_000);
+    h.events.push({ seq: 5, epoch: 1, holderId: 'h1', event: 'released' });
     expect(checksOf(h)).not.toContain('resend_after_2xx');
+  });
+});
+
+describe('issue 20: writes that commit with their reply lost cost nothing', () => {
+  const C = '00000000-0000-0000-0000-00000000000c';
+  // Intent C (one attempt allowed) failed: attempt 1 under epoch 1, started at 9 500, abandoned by epoch 2.
+  const withFailed = (provider: boolean): History => {
+    const h = clean();
+    h.intents.push({ intentId: C, key: 'k3', status: 'failed', attemptCount: 1 });
+    h.accepted.push({ key: 'k3', n: 3, mode: 'ok', intentId: C, status: 201, at: 8_000, maxAttempts: 1 });
+    h.attempts.push({ intentId: C, attemptNo: 1, epoch: 1, holderId: 'h1', outcome: 'abandoned', httpStatus: null, error: 'abandoned: …',
+      startedAtMs: 9_500, finishedAtMs: 12_900 });
+    if (provider) h.provider.push({ key: C, attemptNo: 1, epoch: 1, arrivedAt: 9_510, status: 503, delayMs: 10, staleEpoch: false });
+    return h;
+  };
+  const lostAcquire = (over: Partial<FaultRecord> = {}): FaultRecord => ({
+    kind: 'lost_acquire', slot: 1, victim: 'h2', victimWasLeader: false, epochAtFault: 2, startedAt: 14_000, endedAt: 15_000,
+    measureFrom: 14_900, exclude: null, detail: 'acquire of h2 committed, reply lost, then reset', resumedAt: null,
+    lostReply: { statement: 'acquire', end: 'reset', holderId: 'h2', at: 14_900, endedAt: 15_000 }, ...over,
+  });
+  const startAt = (h: History, atMs: number): History => ({ ...h, tickMs: 1_000, audit: [...h.audit, { seq: 10, epoch: 2, holderId: 'h2', action: 'start_attempts', atMs }] });
+
+  it('re-sent after a 2xx: allowed only when the fence refused the result (its epoch ended by expiry)', () => {
+    const { violations, stats } = check(clean()); // epoch 1's holder was killed: its lease expired
+    expect(violations).toEqual([]);
+    expect(stats).toMatchObject({ resendsAfter2xx: 0, resendsAfterFenceRefusal: 1 });
+    const released = clean();
+    released.events.push({ seq: 5, epoch: 1, holderId: 'h1', event: 'released' }); // the leader handed the row back with the 2xx unwritten
+    expect(check(released).violations).toEqual([{ check: 'resend_after_2xx', message: expect.stringContaining('released by its holder') }]);
+    expect(check(released).stats.resendsAfter2xx).toBe(1);
+    const sameEpoch = clean(); // sent again by the same leader, its lease never lost
+    sameEpoch.attempts[1] = { ...sameEpoch.attempts[1]!, epoch: 1, holderId: 'h1' };
+    sameEpoch.provider[1]!.epoch = 1;
+    expect(checksOf(sameEpoch)).toContain('resend_after_2xx');
+  });
+
+  it('an intent failed with an attempt charged but never sent → charged_not_sent, unless its process was killed while it was out', () => {
+    expect(checksOf(withFailed(true))).toEqual([]);
+    expect(check(withFailed(true)).stats).toMatchObject({ chargedNotSent: 0, chargedNotSentKilled: 0 });
+    const killed = withFailed(false); // h1 killed at 10 000 while attempt 1 was out
+    expect(checksOf(killed)).toEqual([]);
+    expect(check(killed).stats).toMatchObject({ chargedNotSent: 0, chargedNotSentKilled: 1 });
+    const unexplained = withFailed(false);
+    unexplained.faults = [{ ...unexplained.faults[0]!, victim: 'h9' }]; // someone else was killed
+    expect(check(unexplained).violations).toEqual([{ check: 'charged_not_sent', message: expect.stringContaining(`intent ${C} failed with 1 attempt(s) charged but 0 sent`) }]);
+    const aborted = withFailed(false); // an attempt known never sent is `aborted`: not charged
+    aborted.faults = unexplained.faults;
+    aborted.attempts[2]!.outcome = 'aborted';
+    expect(checksOf(aborted)).toEqual([]);
+  });
+
+  it('a lost acquire reply (the lease left valid): leaderless for more than one tick + 1 s after it → lease_valid_resume', () => {
+    expect(checksOf(startAt({ ...clean(), faults: [...clean().faults, lostAcquire()] }, 16_500))).toEqual([]);
+    const slow = check(startAt({ ...clean(), faults: [...clean().faults, lostAcquire()] }, 17_400)); // the row waited out: 2.4 s
+    expect(slow.violations).toEqual([{ check: 'lease_valid_resume', message: expect.stringContaining('lost_acquire') }]);
+    expect(slow.stats.resumes[1]!.afterEndMs).toBe(2_400);
+    // A lost_* fault whose trap never fired lost nothing: judged by the liveness bound only.
+    const { lostReply: _, ...notFired } = lostAcquire();
+    expect(checksOf(startAt({ ...clean(), faults: [...clean().faults, notFired] }, 17_400))).toEqual([]);
+  });
+});
+
+describe('issue 22: Azure-like layout, the lock holder cut off from the database', () => {
+  const blackhole = (over: Partial<FaultRecord> = {}): FaultRecord => ({
+    kind: 'proxy_blackhole', slot: 1, victim: 'h2', victimWasLeader: true, epochAtFault: 2, startedAt: 14_000, endedAt: 17_300,
+    measureFrom: 14_000, exclude: null, detail: 'blackholed h2 for 3300 ms', resumedAt: 17_600, ...over,
+  });
+  const run = (f: FaultRecord, byLength: boolean) => checksOf({
+    ...clean(), resumeBound: 1.7, tickMs: 1_000, faults: [...clean().faults, f],
+    audit: [...clean().audit, { seq: 10, epoch: 2, holderId: 'h2', action: 'start_attempts', atMs: 17_600 }],
+    ...(byLength ? { faultLengthBound: { kinds: ['proxy_blackhole'], slackMs: 2_000 } } : {}),
+  });
+
+  it('resumed a tick after a 3.3-s blackhole ended (1.8 × lease): judged by the fault length + tick + slack, not 1.7', () => {
+    expect(run(blackhole(), false)).toContain('liveness');
+    expect(run(blackhole(), true)).toEqual([]);
+    expect(run(blackhole({ victimWasLeader: false }), true)).toContain('liveness'); // a follower cut off: others lead meanwhile
   });
 });

@@ -3,36 +3,11 @@
 // every violation carries its evidence; counts that are allowed but must never be silent go in `stats`.
 import { staleWrites } from '../support/fenceChecker.js';
 import type { ProviderRecord } from './providerProcess.js';
-import type { Accepted, CancelRecord, ReplayRecord } from './load.js';
+import { providerEffects } from './checkerEffects.js';
+import { answerLost, type AttemptRow, type History, type Violation } from './history.js';
 import type { FaultRecord } from './faults.js';
 
-export interface LeaseEventRow { seq: number; epoch: number; holderId: string; event: string }
-export interface AuditRow { seq: number; epoch: number; holderId: string; action: string; atMs: number }
-export interface IntentRow { intentId: string; key: string | null; status: string; attemptCount: number }
-export interface AttemptRow { intentId: string; attemptNo: number; epoch: number; holderId: string; outcome: string; httpStatus: number | null; error: string | null }
-
-export interface History {
-  leaseMs: number;
-  /** Timer period of the hosts (the lease-valid resume rule allows one tick + 1 s after the fault's end). */
-  tickMs?: number;
-  /** Liveness bound on resume time ÷ lease duration. */
-  resumeBound: number;
-  /** Per fault kind, where it differs (Azure-like mode: a killed lock holder's listener lock must run out first). */
-  resumeBoundByKind?: Record<string, number>;
-  events: LeaseEventRow[];
-  audit: AuditRow[];
-  intents: IntentRow[];
-  attempts: AttemptRow[];
-  provider: ProviderRecord[];
-  accepted: Accepted[];
-  replays: ReplayRecord[];
-  cancels: CancelRecord[];
-  faults: FaultRecord[];
-  /** Wall times at which the cluster had had no live leader for 10 s (between faults). */
-  leaderless: number[];
-}
-
-export interface Violation { check: string; message: string }
+export type { AttemptRow, AuditRow, History, IntentRow, LeaseEventRow, Violation } from './history.js';
 
 export interface RunStats {
   epochs: number;
@@ -48,17 +23,24 @@ export interface RunStats {
   openAttemptsOfCancelled: number;
   replays: number;
   cancelsAcknowledged: number;
-  /** [fault kind, resume ms, ratio] per fault. */
-  resumes: { kind: string; ms: number | null; ratio: number | null; detail: string }[];
+  /** [fault kind, resume ms, ratio] per fault; for faults that left the lease valid also the resume after their end. */
+  resumes: { kind: string; ms: number | null; ratio: number | null; detail: string; afterEndMs?: number | null }[];
+  /** Provider arrivals after a 2xx the executor had received for the intent: violations, and those allowed
+   *  because the fence refused that leader's write (its epoch ended by expiry). */
+  resendsAfter2xx: number;
+  resendsAfterFenceRefusal: number;
+  /** Attempts charged (not `aborted`) that never reached the provider: unexplained, and with their process
+   *  killed or stopped while the attempt was out. */
+  chargedNotSent: number;
+  chargedNotSentKilled: number;
   worstResumeRatio: number;
 }
 
 const TERMINAL = new Set(['succeeded', 'failed', 'cancelled']);
+/** Faults that leave the lease valid in the database: a lock that outlasts the statement timeout, a reply lost after
+ *  its write committed (an acquire too: the row is then held by an instance that does not know it), a stalled write. */
+const leftLeaseValid = (f: FaultRecord) => f.leaseValid === true || f.lostReply !== undefined || f.kind === 'lease_lock' || f.kind === 'complete_stall';
 const inc = (m: Record<string, number>, k: string, n = 1) => (m[k] = (m[k] ?? 0) + n);
-
-/** The attempt ended without its answer being read: a client-side timeout or a connection/response error. */
-const answerLost = (a: { outcome: string; error: string | null } | undefined) =>
-  a?.outcome === 'retryable_error' && /timeout|connection error|response error|internal error/.test(a.error ?? '');
 
 export function check(h: History): { violations: Violation[]; stats: RunStats } {
   const v: Violation[] = [];
@@ -174,22 +156,25 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
   }
 
   // 6. Liveness: time from each fault until a fenced start committed (not by the killed/stopped victim).
+  const tickMs = h.tickMs ?? 1_000;
   const starts = h.audit.filter((a) => a.action === 'start_attempts').sort((a, b) => a.atMs - b.atMs);
-  const resumes = h.faults.map((f) => {
+  const resumes: RunStats['resumes'] = h.faults.map((f) => {
     const s = starts.find((a) => a.atMs > f.measureFrom && !(f.exclude && a.holderId === f.exclude.holderId && a.atMs < f.exclude.until));
     const ms = s ? Math.round(s.atMs - f.measureFrom) : null;
     const ratio = ms === null ? null : ms / h.leaseMs;
-    const bound = h.resumeBoundByKind?.[f.kind] ?? h.resumeBound;
+    const byLength = h.faultLengthBound && f.victimWasLeader && h.faultLengthBound.kinds.includes(f.kind)
+      ? (f.endedAt - f.measureFrom + tickMs + h.faultLengthBound.slackMs) / h.leaseMs : 0;
+    const bound = Math.max(h.resumeBoundByKind?.[f.kind] ?? h.resumeBound, byLength);
     if (ratio === null || ratio > bound) {
       fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}): ${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`} > bound ${bound.toFixed(2)}`);
     }
     return { kind: f.kind, ms, ratio, detail: f.detail };
   });
 
-  // 7. Faults during which the lease stayed valid in the database (lease_lock): execution resumes within one
-  // tick + 1 s of the fault's end, and no intent whose call already got a 2xx is sent again.
-  const tickMs = h.tickMs ?? 1_000;
-  for (const f of h.faults.filter((x) => x.leaseValid)) {
+  // 7. Faults that left the lease valid in the database (lease_lock, a lost reply — also of an acquire —, a stalled
+  // completion): execution resumes within one tick + 1 s of the fault's end (no leaderless interval longer).
+  for (const [k, f] of h.faults.entries()) {
+    if (!leftLeaseValid(f)) continue;
     const s = starts.find((a) => a.atMs > f.endedAt);
     const ms = s ? Math.round(s.atMs - f.endedAt) : null;
     // A later fault that began inside this one's window, before anything started, cuts it short: the resume of
@@ -199,17 +184,10 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     if (!cut && (ms === null || ms > tickMs + 1_000)) {
       fail('lease_valid_resume', `${f.kind} (${f.detail}): ${ms === null ? 'never resumed' : `resumed ${ms} ms after the fault ended`} > one tick + 1 s (${tickMs + 1_000} ms)`);
     }
-    for (const [key, ds] of deliveries) {
-      // A 2xx the executor never read (its attempt closed as a client-side timeout or connection error: the answer
-      // arrived after the call's deadline, e.g. on a starved process) is no result thrown away; its retry is a
-      // duplicate explained by rule 5, not a re-send after a 2xx.
-      const received = (p: ProviderRecord) => !answerLost(attemptByNo.get(`${key}#${p.attemptNo}`));
-      const ok = ds.find((p) => p.status >= 200 && p.status < 300 && p.arrivedAt >= f.startedAt - 2_000 && p.arrivedAt <= f.endedAt && received(p));
-      const again = ok && ds.find((p) => p.arrivedAt > ok.arrivedAt);
-      if (again) fail('resend_after_2xx', `${f.kind} (${f.detail}): key ${key} answered 2xx (attempt #${ok.attemptNo}) and sent again (attempt #${again.attemptNo})`);
-    }
+    resumes[k]!.afterEndMs = ms;
   }
 
+  const effects = providerEffects(h, attemptByNo, fail);
   for (const t of h.leaderless) fail('liveness', `no live leader for 10 s up to ${new Date(t).toISOString()} (between faults)`);
 
   const byStatus: Record<string, number> = {};
@@ -221,7 +199,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     stats: {
       epochs: acquired.length, intentsAccepted: h.accepted.length, intentsInDb: h.intents.length, byStatus,
       attempts: h.attempts.length, byOutcome, providerRequests: h.provider.length, duplicateDeliveries, duplicatesByReason,
-      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, openAttemptsOfCancelled: openOfCancelled, resumes,
+      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, openAttemptsOfCancelled: openOfCancelled, resumes, ...effects,
       replays: h.replays.length, cancelsAcknowledged: h.cancels.filter((c) => c.answer === 200).length,
       worstResumeRatio: Math.max(0, ...resumes.map((r) => r.ratio ?? Number.POSITIVE_INFINITY)),
     },

@@ -4,8 +4,10 @@
 // active: injected and the cluster not yet executing again.
 import { restartPostgres, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
 import { sleep, type Rng } from './rng.js';
+import { INDETERMINATE_DESCRIPTIONS, INDETERMINATE_KINDS, LOST_REPLY_KINDS, loseReply, stallCompletions, type LostReplyKind, type LostReplyRecord } from './lostReplies.js';
 
-export const FAULT_KINDS = ['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'pg_restart', 'lease_lock', 'blackhole_long', 'renew_late'] as const;
+export const FAULT_KINDS = ['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'pg_restart', 'lease_lock', 'blackhole_long', 'renew_late',
+  ...INDETERMINATE_KINDS] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
@@ -19,6 +21,7 @@ export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
   lease_lock: 'lock the lease table (ACCESS EXCLUSIVE) for statement timeout + 0.1–0.4 s while the leader executes, then free it (the lease stays valid)',
   blackhole_long: "forward nothing on the leader's PostgreSQL connections, without any reset, for lease + 0.5–1.5 s, then resume",
   renew_late: "hold the leader's PostgreSQL traffic around its local deadline (lease − margin ± 0.3 s), then deliver it: a renew applied late",
+  ...INDETERMINATE_DESCRIPTIONS,
 };
 
 export interface FaultRecord {
@@ -29,7 +32,7 @@ export interface FaultRecord {
   epochAtFault: number | null;
   startedAt: number;
   endedAt: number;
-  /** Resume is measured from here (the injection; for pg_restart, when the server is back). */
+  /** Resume is measured from here (the injection; pg_restart: the server back; lost_*: the loss; complete_stall: its end). */
   measureFrom: number;
   /** Writes of this holder before `until` do not count as the cluster resuming (killed / stopped victim). */
   exclude: { holderId: string; until: number } | null;
@@ -38,8 +41,10 @@ export interface FaultRecord {
   resumedAt: number | null;
   /** Injected while another fault (on another instance) was active: before the cluster resumed from it. */
   alongside?: boolean;
-  /** The lease stayed valid in the database during the fault (lease_lock): stricter checks apply. */
+  /** The lease stayed valid in the database during the fault (lease_lock, lost replies, complete_stall): stricter checks apply. */
   leaseValid?: boolean;
+  /** lost_*: the reply lost (the victim is the instance that lost it). */
+  lostReply?: LostReplyRecord;
 }
 
 /** The kinds that may run alongside another fault: they need no leader and leave the process running. */
@@ -55,13 +60,18 @@ export interface FaultOptions {
   mayRestartPg: () => boolean;
   /** Only these kinds are drawn (`--faults`; default: every kind). */
   kinds?: readonly FaultKind[];
+  /** The hosts' settle window (complete_stall outlasts it); default 2 × statement timeout. */
+  settleWindowMs?: number;
 }
 
 /** A `stop` lasts the lease plus up to this much. */
 export const STOP_EXTRA_MAX_MS = 2_000;
 
 const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5,
-  lease_lock: 2, blackhole_long: 1.5, renew_late: 1.5 };
+  lease_lock: 2, blackhole_long: 1.5, renew_late: 1.5,
+  lost_acquire: 1, lost_renew: 1, lost_start: 1, lost_complete: 1, lost_release: 1, lost_orphans: 1, complete_stall: 1.5 };
+
+const isLostReply = (k: FaultKind): k is LostReplyKind => (LOST_REPLY_KINDS as readonly string[]).includes(k);
 
 /** A fault with its victim chosen (and reserved: a fault alongside never picks the same instance). */
 export interface Target {
@@ -100,7 +110,8 @@ export class FaultInjector {
   /** Choose (and reserve) the victim of a fault of `kind`; null when it needs a leader and there is none. */
   async target(kind: FaultKind): Promise<Target | null> {
     const leader = await this.cluster.leaderSlot(10_000);
-    const needsLeader = kind === 'kill' || kind === 'stop' || kind === 'pause' || kind === 'lease_lock' || kind === 'blackhole_long' || kind === 'renew_late';
+    const needsLeader = kind === 'kill' || kind === 'stop' || kind === 'pause' || kind === 'lease_lock' || kind === 'blackhole_long' || kind === 'renew_late'
+      || (INDETERMINATE_KINDS as readonly string[]).includes(kind);
     if (needsLeader && !leader) {
       this.leaderless.push(Date.now());
       return null;
@@ -154,6 +165,22 @@ export class FaultInjector {
   }
 
   private async apply(f: FaultRecord, slot: Slot | null, r: Rng): Promise<void> {
+    if (isLostReply(f.kind)) {
+      const waitMs = 3 * this.o.leaseMs + 2_000;
+      const lost = await loseReply(f.kind, this.cluster, slot!, r, waitMs);
+      if (!lost) {
+        f.detail = `no committed ${f.kind.slice('lost_'.length)} within ${waitMs} ms while ${f.victim} led: nothing lost`;
+        return;
+      }
+      f.slot = lost.slot.index;
+      f.victim = lost.record.holderId;
+      f.lostReply = lost.record;
+      f.measureFrom = lost.record.at; // resume counts from the loss, not from arming the trap
+      f.leaseValid = true;
+      f.detail = `${lost.record.statement === 'orphans' ? 'orphan recovery' : lost.record.statement} of ${f.victim} committed, reply lost, then ${lost.record.end === 'reset' ? 'reset' : 'held until the client gave up'} ` +
+        `(${lost.record.endedAt - lost.record.at} ms)`;
+      return;
+    }
     switch (f.kind) {
       case 'kill': {
         const host = slot!.host!;
@@ -219,6 +246,15 @@ export class FaultInjector {
         const ms = Math.max(200, this.o.leaseMs - 400 + r.int(-300, 300));
         await slot!.proxy.blackhole(ms, 'resume');
         f.detail = `held ${f.victim}'s traffic for ${ms} ms around its local deadline, then delivered it late`;
+        break;
+      }
+      case 'complete_stall': {
+        const settle = this.o.settleWindowMs ?? 2 * (this.o.statementTimeoutMs ?? 1_000);
+        const ms = settle + r.int(300, 1_000);
+        const n = await stallCompletions(this.db, ms);
+        f.measureFrom = Date.now(); // the stall is the fault: resume counts from its end
+        f.leaseValid = true;
+        f.detail = `locked the rows of ${n} in-flight intents for ${ms} ms (settle window ${settle} ms) while ${f.victim} led`;
         break;
       }
       case 'pg_restart': {

@@ -5,13 +5,18 @@
 import type { ChaosCluster } from './cluster.js';
 import type { Rng } from './rng.js';
 
-export interface LoadOptions { ratePerSec: number; maxInFlight: number; replayRate: number; cancelRate: number; permanentRate: number; maxAttempts: number }
+export interface LoadOptions {
+  ratePerSec: number; maxInFlight: number; replayRate: number; cancelRate: number; permanentRate: number; maxAttempts: number;
+  /** Share of intents allowed a single attempt (0: none, and no random draw, so seeded runs stay as they were):
+   *  an attempt charged but never sent then fails its intent, which the checker catches. */
+  lowBudgetRate?: number;
+}
 
 export const DEFAULT_LOAD: LoadOptions = { ratePerSec: 12, maxInFlight: 32, replayRate: 0.05, cancelRate: 0.04, permanentRate: 0.04, maxAttempts: 25 };
 
 export type Answer = number | 'timeout' | 'error';
 
-export interface Accepted { key: string; n: number; mode: string; intentId: string; status: number; at: number }
+export interface Accepted { key: string; n: number; mode: string; intentId: string; status: number; at: number; maxAttempts?: number }
 export interface ReplayRecord { key: string; expectedId: string; answer: Answer; intentId: string | null }
 export interface CancelRecord { intentId: string; answer: Answer }
 
@@ -88,19 +93,20 @@ export class LoadGenerator {
     const key = `${this.runTag}-k${n}`;
     const mode = this.rng.chance(this.o.permanentRate) ? 'permanent' : 'ok';
     const cancelAfter = this.rng.chance(this.o.cancelRate) ? this.rng.int(0, 600) : null;
-    this.track(this.submit(api, key, n, mode, cancelAfter));
+    const maxAttempts = this.o.lowBudgetRate && this.rng.chance(this.o.lowBudgetRate) ? 1 : this.o.maxAttempts;
+    this.track(this.submit(api, key, n, mode, cancelAfter, maxAttempts));
   }
 
-  private body(n: number, mode: string) {
-    return { payload: { n, mode, run: this.runTag }, maxAttempts: this.o.maxAttempts };
+  private body(n: number, mode: string, maxAttempts: number) {
+    return { payload: { n, mode, run: this.runTag }, maxAttempts };
   }
 
-  private async submit(api: string, key: string, n: number, mode: string, cancelAfter: number | null): Promise<void> {
+  private async submit(api: string, key: string, n: number, mode: string, cancelAfter: number | null, maxAttempts: number): Promise<void> {
     this.sent++;
-    const r = await call(`${api}/intents`, this.body(n, mode), { 'idempotency-key': key });
+    const r = await call(`${api}/intents`, this.body(n, mode, maxAttempts), { 'idempotency-key': key });
     this.count(r.answer);
     if ((r.answer === 201 || r.answer === 200) && r.intentId) {
-      this.accepted.set(key, { key, n, mode, intentId: r.intentId, status: r.answer, at: Date.now() });
+      this.accepted.set(key, { key, n, mode, intentId: r.intentId, status: r.answer, at: Date.now(), maxAttempts });
       if (cancelAfter !== null) {
         await new Promise((res) => setTimeout(res, cancelAfter));
         const target = this.api() ?? api;
@@ -111,7 +117,7 @@ export class LoadGenerator {
   }
 
   private async replay(api: string, prev: Accepted): Promise<void> {
-    const r = await call(`${api}/intents`, this.body(prev.n, prev.mode), { 'idempotency-key': prev.key });
+    const r = await call(`${api}/intents`, this.body(prev.n, prev.mode, prev.maxAttempts ?? this.o.maxAttempts), { 'idempotency-key': prev.key });
     this.replays.push({ key: prev.key, expectedId: prev.intentId, answer: r.answer, intentId: r.intentId });
   }
 }

@@ -36,6 +36,8 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   const dupWhy: Record<string, number> = {};
   const checks: Record<string, number> = {};
   const ratios: Record<string, number[]> = {};
+  const afterEnd: Record<string, number[]> = {};
+  let resends = 0, resendsRefused = 0, unsent = 0, unsentKilled = 0;
   let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
   let worst = { ratio: 0, what: '—' };
   const drains: number[] = [];
@@ -54,14 +56,18 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     accepted += s.intentsAccepted; attempts += s.attempts; requests += s.providerRequests; dups += s.duplicateDeliveries;
     stale += s.staleEpochArrivals; replays += s.replays; cancels += s.cancelsAcknowledged; epochs += s.epochs; openCancelled += s.openAttemptsOfCancelled;
     add(status, s.byStatus); add(outcome, s.byOutcome); add(dupWhy, s.duplicatesByReason);
+    resends += s.resendsAfter2xx ?? 0; resendsRefused += s.resendsAfterFenceRefusal ?? 0;
+    unsent += s.chargedNotSent ?? 0; unsentKilled += s.chargedNotSentKilled ?? 0;
     for (const x of s.resumes) {
       if (x.ratio !== null) (ratios[x.kind] ??= []).push(x.ratio);
+      if (x.afterEndMs !== undefined) (afterEnd[x.kind] ??= []).push(x.afterEndMs ?? Number.POSITIVE_INFINITY);
       const ratio = x.ratio ?? Number.POSITIVE_INFINITY;
       if (ratio > worst.ratio) worst = { ratio, what: `${x.kind}: ${x.detail} (run seed ${r.seed})` };
     }
   }
   const totalFaults = Object.values(faults).reduce((a, b) => a + b, 0);
   const byKind = Object.entries(ratios).map(([k, xs]) => `${k} ${quantile(xs, 0.5).toFixed(2)} / ${Math.max(...xs).toFixed(2)}`).join(', ');
+  const afterEndByKind = Object.entries(afterEnd).map(([k, xs]) => `${k} ${quantile(xs, 0.5)} / ${Math.max(...xs)}`).join(', ');
   const violations = results.reduce((n, r) => n + r.violations.length + (r.error ? 1 : 0), 0);
   const rows: [string, string][] = [
     ['runs (passed / failed)', `${results.length} (${results.length - failed.length} / ${failed.length}); seeds ${seedRanges(results.map((r) => r.seed))}`],
@@ -76,9 +82,12 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['provider requests', String(requests)],
     ['duplicate deliveries (2xx for a key already delivered)', `${dups}${dups ? `: ${list(dupWhy)}` : ''}`],
     ['provider requests with an epoch older than one already seen', String(stale)],
+    ['re-sends after a 2xx the executor received', `${resends} (besides ${resendsRefused} after the fence refused the result: its lease expired)`],
+    ['attempts charged but never sent', `${unsent} (besides ${unsentKilled} whose process was killed or stopped while they were out)`],
     ['attempts left `started` on cancelled intents', String(openCancelled)],
     ['lease epochs', String(epochs)],
     ['resume ÷ lease, median / max by fault', byKind || '—'],
+    ...(afterEndByKind ? [['lease left valid: resume after the fault ended, ms, median / max by fault', afterEndByKind] as [string, string]] : []),
     ['worst resume ÷ lease', `${Number.isFinite(worst.ratio) ? worst.ratio.toFixed(2) : 'never resumed'} (${worst.what}); bound ${info.resumeBound.toFixed(2)}${info.resumeBoundByKind ? `, ${Object.entries(info.resumeBoundByKind).map(([k, x]) => `${k} ${x.toFixed(2)}`).join(', ')}` : ''}`],
     ...(offsets.length ? [['host wall-clock offsets', `${offsets.length} processes, ${signed(Math.min(...offsets))} s … ${signed(Math.max(...offsets))} s`] as [string, string]] : []),
     ['drain time, max', drains.length ? `${(Math.max(...drains) / 1000).toFixed(1)} s` : '—'],

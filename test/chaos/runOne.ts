@@ -25,6 +25,8 @@ export interface RunOptions {
   resumeBound: number;
   /** Per fault kind, where it differs from resumeBound. */
   resumeBoundByKind?: Record<string, number>;
+  /** Faults of these kinds on the leader are judged by their length + tick + slack when that is more (Azure-like). */
+  faultLengthBound?: { kinds: string[]; slackMs: number };
   /** Timer mode; `azure` needs the Azurite connection string (one Azurite per campaign, a host id per run). */
   timers: { mode: 'every-instance' } | { mode: 'azure'; storage: string };
   failureRate: number;
@@ -70,17 +72,21 @@ async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, loa
     db.sql(`SELECT seq, lease_epoch, holder_id, action, (extract(epoch FROM at) * 1000)::float8 AS at_ms
               FROM submission_execution_audit ORDER BY seq`),
     db.sql('SELECT intent_id, idempotency_key, status, attempt_count FROM submission_intents'),
-    db.sql('SELECT intent_id, attempt_no, lease_epoch, holder_id, outcome, http_status, error FROM submission_attempts'),
+    db.sql(`SELECT intent_id, attempt_no, lease_epoch, holder_id, outcome, http_status, error,
+                   (extract(epoch FROM started_at) * 1000)::float8 AS started_ms, (extract(epoch FROM finished_at) * 1000)::float8 AS finished_ms
+              FROM submission_attempts`),
   ]);
   const provider = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
   return {
     leaseMs: o.timings.leaseMs, tickMs: o.timings.tickMs, resumeBound: o.resumeBound, ...(o.resumeBoundByKind ? { resumeBoundByKind: o.resumeBoundByKind } : {}),
+    ...(o.faultLengthBound ? { faultLengthBound: o.faultLengthBound } : {}),
     events: events.map((e) => ({ seq: num(e.seq), epoch: num(e.lease_epoch), holderId: String(e.holder_id), event: String(e.event) })),
     audit: audit.map((a) => ({ seq: num(a.seq), epoch: num(a.lease_epoch), holderId: String(a.holder_id), action: String(a.action), atMs: num(a.at_ms) })),
     intents: intents.map((i) => ({ intentId: String(i.intent_id), key: (i.idempotency_key as string | null) ?? null, status: String(i.status), attemptCount: num(i.attempt_count) })),
     attempts: attempts.map((a) => ({
       intentId: String(a.intent_id), attemptNo: num(a.attempt_no), epoch: num(a.lease_epoch), holderId: String(a.holder_id),
       outcome: String(a.outcome), httpStatus: a.http_status == null ? null : num(a.http_status), error: (a.error as string | null) ?? null,
+      startedAtMs: num(a.started_ms), finishedAtMs: a.finished_ms == null ? null : num(a.finished_ms),
     })),
     provider, accepted: [...load.accepted.values()], replays: load.replays, cancels: load.cancels,
     faults: injector.faults, leaderless: injector.leaderless,

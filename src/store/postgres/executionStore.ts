@@ -1,6 +1,7 @@
 // PostgreSQL ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. Start and complete
 // are one statement each (fence CTE locking the lease row FOR SHARE + the batched write + the audit row);
 // orphan recovery is a fenced transaction (fence.ts).
+// A leading `/* sm:<kind> */` names a write on the wire (pg_stat_activity; the chaos proxy loses its reply).
 // last_modified_at is always strictly newer than the previous value (PGlite's clock ticks per millisecond), so
 // "newer state wins" in the schedule can rely on it.
 import type {
@@ -27,7 +28,7 @@ SELECT n.t AS db_now, i.*
      LIMIT $3
   ) i ON true`;
 
-const RECOVER_ORPHANS = `
+const RECOVER_ORPHANS = `/* sm:orphans */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 orphan AS (
   SELECT a.intent_id, a.attempt_no, a.lease_epoch
@@ -71,7 +72,7 @@ export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_int
 // O(batch) per statement whatever the statistics say. The status and due tests are written `(…) IS TRUE`
 // (the same result in a WHERE clause) so the planner cannot scan ix_intents_due instead: without fresh
 // statistics (right after a burst of intents) it otherwise read every due entry of that index per batch.
-const START = `
+const START = `/* sm:start */
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 req AS (SELECT * FROM unnest($4::uuid[], $5::int[]) AS r(intent_id, expected)),
@@ -98,7 +99,7 @@ SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOI
 // entry for every attempt started since the last vacuum); attempts by their primary key, one probe per
 // (intent_id, attempt_no) of the batch (the redundant `IN (unnest …)` makes that the obvious plan; without it,
 // and without statistics, the planner scanned the whole table or every dead entry of ix_attempts_started).
-const COMPLETE = `
+const COMPLETE = `/* sm:complete */
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 c AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int[], $10::text[], $11::int8[], $12::int8[])

@@ -1,5 +1,6 @@
 // PostgreSQL LeaseStore. Each operation is one statement decided by clock_timestamp() (never now(), which
 // is the transaction start). The `now` CTE is materialised once, so one statement sees one instant.
+// A leading `/* sm:<kind> */` names a write on the wire (pg_stat_activity; the chaos proxy loses its reply).
 import type { AcquireOutcome, LeaseEvent, LeaseRow, LeaseStore, LeaseToken } from '../ports.js';
 import type { PgQueryable } from './db.js';
 import { toLease, type LeaseDbRow } from './rows.js';
@@ -9,7 +10,7 @@ const COLS = 'lease_name, holder_id, lease_epoch, acquired_at, renewed_at, expir
 // Insert when missing (epoch 1); otherwise take over only an expired row (epoch + 1), in one statement.
 // The acquire event is written by the same statement. When not acquired, the blocking row is returned
 // from the statement snapshot so the follower learns expires_at without a second round trip.
-const TRY_ACQUIRE = `
+const TRY_ACQUIRE = `/* sm:acquire */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 attempt AS (
   INSERT INTO submission_manager_leases AS l (${COLS})
@@ -30,7 +31,7 @@ SELECT false AS acquired, c.*, (SELECT t FROM now) AS db_now
   FROM submission_manager_leases c
  WHERE c.lease_name = $1 AND NOT EXISTS (SELECT 1 FROM attempt)`;
 
-const RENEW = `
+const RENEW = `/* sm:renew */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t)
 UPDATE submission_manager_leases l
    SET renewed_at = now.t, expires_at = now.t + $4 * interval '1 millisecond'
@@ -39,7 +40,7 @@ UPDATE submission_manager_leases l
 RETURNING l.*, now.t AS db_now`;
 
 // Release expires the row in place (never deletes it), so the epoch only grows.
-const RELEASE = `
+const RELEASE = `/* sm:release */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 rel AS (
   UPDATE submission_manager_leases l SET expires_at = now.t, renewed_at = now.t

@@ -1,0 +1,65 @@
+// Issue 20's rules on provider effects: a write may commit with its reply lost, and that must cost nothing.
+//  - resend_after_2xx: no provider arrival for an intent after a 2xx the executor received for it, unless the
+//    fence refused that leader's write: its epoch ended by expiry (it was stopped, killed or cut off and another
+//    instance took over), never by its own release — a leader hands the row back only with its results written.
+//  - charged_not_sent: no intent fails with fewer provider arrivals than the attempts charged to it (every
+//    outcome but `aborted`), unless a process was killed or stopped while that attempt was out.
+import { answerLost, type AttemptRow, type History } from './history.js';
+import type { ProviderRecord } from './providerProcess.js';
+
+export interface EffectStats {
+  resendsAfter2xx: number;
+  resendsAfterFenceRefusal: number;
+  chargedNotSent: number;
+  chargedNotSentKilled: number;
+}
+
+const ok2xx = (p: ProviderRecord) => p.status >= 200 && p.status < 300;
+
+export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>, fail: (check: string, message: string) => void): EffectStats {
+  const stats: EffectStats = { resendsAfter2xx: 0, resendsAfterFenceRefusal: 0, chargedNotSent: 0, chargedNotSentKilled: 0 };
+  const released = new Set(h.events.filter((e) => e.event === 'released').map((e) => e.epoch));
+  const byKey = new Map<string, ProviderRecord[]>();
+  for (const p of h.provider) byKey.set(p.key, [...(byKey.get(p.key) ?? []), p]);
+
+  for (const [key, ps] of byKey) {
+    // A 2xx the executor never read (its attempt closed as a client-side timeout or connection error: the answer
+    // came after the call's deadline, e.g. on a starved process) was not returned to it; its retry is by design.
+    const got = ps.filter((p) => ok2xx(p) && !answerLost(attemptByNo.get(`${key}#${p.attemptNo}`))).sort((a, b) => a.attemptNo - b.attemptNo)[0];
+    const again = got && ps.filter((p) => p.attemptNo > got.attemptNo).sort((a, b) => a.attemptNo - b.attemptNo)[0];
+    if (!got || !again) continue;
+    const a = attemptByNo.get(`${key}#${got.attemptNo}`);
+    const b = attemptByNo.get(`${key}#${again.attemptNo}`);
+    const refused = a !== undefined && b !== undefined && a.outcome !== 'succeeded' && b.epoch > a.epoch && !released.has(a.epoch);
+    if (refused) {
+      stats.resendsAfterFenceRefusal++;
+      continue;
+    }
+    stats.resendsAfter2xx++;
+    fail('resend_after_2xx', `key ${key}: attempt #${got.attemptNo} (epoch ${a?.epoch ?? '?'}, ${a?.outcome ?? 'no row'}) was answered ${got.status}, ` +
+      `then attempt #${again.attemptNo} (epoch ${b?.epoch ?? '?'}) was sent${a && released.has(a.epoch) ? `; epoch ${a.epoch} was released by its holder, not refused by the fence` : ''}`);
+  }
+
+  const arrived = new Set(h.provider.map((p) => `${p.key}#${p.attemptNo}`));
+  const outWhileStopped = (a: AttemptRow) => h.faults.some((f) => (f.kind === 'kill' || f.kind === 'stop' || f.kind === 'pause') && f.victim === a.holderId
+    && (a.startedAtMs ?? Number.NEGATIVE_INFINITY) <= f.endedAt && (a.finishedAtMs ?? Number.POSITIVE_INFINITY) >= f.startedAt);
+  const unsent = new Map<string, AttemptRow[]>();
+  for (const a of h.attempts) {
+    if (a.outcome === 'aborted' || arrived.has(`${a.intentId}#${a.attemptNo}`)) continue;
+    if (outWhileStopped(a)) {
+      stats.chargedNotSentKilled++;
+      continue;
+    }
+    stats.chargedNotSent++;
+    unsent.set(a.intentId, [...(unsent.get(a.intentId) ?? []), a]);
+  }
+  for (const i of h.intents.filter((x) => x.status === 'failed')) {
+    const never = unsent.get(i.intentId);
+    if (!never) continue;
+    const charged = h.attempts.filter((a) => a.intentId === i.intentId && a.outcome !== 'aborted').length;
+    fail('charged_not_sent', `intent ${i.intentId} failed with ${charged} attempt(s) charged but ${charged - never.length} sent: ` +
+      never.map((a) => `#${a.attemptNo} (epoch ${a.epoch}, ${a.outcome}${a.error ? `: ${a.error}` : ''})`).join(', ') +
+      ' never reached the provider, and no process was killed or stopped while it was out');
+  }
+  return stats;
+}

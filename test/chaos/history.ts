@@ -1,0 +1,44 @@
+// One run's recorded history, as the checker reads it (runOne.ts loads it; history.json keeps it for a failed run).
+import type { ProviderRecord } from './providerProcess.js';
+import type { Accepted, CancelRecord, ReplayRecord } from './load.js';
+import type { FaultRecord } from './faults.js';
+
+export interface LeaseEventRow { seq: number; epoch: number; holderId: string; event: string }
+export interface AuditRow { seq: number; epoch: number; holderId: string; action: string; atMs: number }
+export interface IntentRow { intentId: string; key: string | null; status: string; attemptCount: number }
+export interface AttemptRow {
+  intentId: string; attemptNo: number; epoch: number; holderId: string; outcome: string; httpStatus: number | null; error: string | null;
+  /** Database times (ms); absent in histories recorded before they were kept. */
+  startedAtMs?: number; finishedAtMs?: number | null;
+}
+
+export interface History {
+  leaseMs: number;
+  /** Timer period of the hosts (the lease-valid resume rule allows one tick + 1 s after the fault's end). */
+  tickMs?: number;
+  /** Liveness bound on resume time ÷ lease duration. */
+  resumeBound: number;
+  /** Per fault kind, where it differs (Azure-like mode: a killed lock holder's listener lock must run out first). */
+  resumeBoundByKind?: Record<string, number>;
+  /** Azure-like mode: a fault of these kinds on the leader (the lock holder: nobody else can tick) is judged by its own
+   *  length + one tick + slack, as `stop` is, when that is more than the bound above (issue 22). */
+  faultLengthBound?: { kinds: string[]; slackMs: number };
+  events: LeaseEventRow[];
+  audit: AuditRow[];
+  intents: IntentRow[];
+  attempts: AttemptRow[];
+  provider: ProviderRecord[];
+  accepted: Accepted[];
+  replays: ReplayRecord[];
+  cancels: CancelRecord[];
+  faults: FaultRecord[];
+  /** Wall times at which the cluster had had no live leader for 10 s (between faults). */
+  leaderless: number[];
+}
+
+export interface Violation { check: string; message: string }
+
+/** The attempt ended without its answer being read: a client-side timeout or a connection/response error. */
+export const answerLost = (a: { outcome: string; error: string | null } | undefined) =>
+  a?.outcome === 'retryable_error' && /timeout|connection error|response error|internal error/.test(a.error ?? '');
+
