@@ -1,6 +1,7 @@
 // SubmissionManager on Azure Functions Flex Consumption, in the style of the azd Flex templates.
 // Everything authenticates with Microsoft Entra ID: the app's user-assigned identity reaches Storage,
-// Application Insights and Azure SQL; no keys, connection secrets or SQL logins are created.
+// Application Insights and the database (Azure SQL by default, or a PostgreSQL / MySQL flexible server:
+// DATABASE_ENGINE); no keys, connection secrets or database logins are created.
 targetScope = 'subscription'
 
 @minLength(1)
@@ -17,10 +18,10 @@ param environmentName string
 })
 param location string
 
-@description('Object id of the Entra principal running azd (azd sets AZURE_PRINCIPAL_ID). It becomes the Entra administrator of the Azure SQL server. Empty: the identity running the deployment.')
+@description('Object id of the Entra principal running azd (azd sets AZURE_PRINCIPAL_ID). It becomes the Entra administrator of the database server. Empty: the identity running the deployment.')
 param principalId string = ''
 
-@description('Display name recorded for the Azure SQL Entra administrator (the object id is what grants access). Set AZURE_PRINCIPAL_LOGIN_NAME to your UPN to make it readable.')
+@description('Name of the database server\'s Entra administrator (the object id is what grants access; on PostgreSQL and MySQL it is also the user name the hook connects as). Set AZURE_PRINCIPAL_LOGIN_NAME to your UPN to make it readable.')
 param principalLoginName string = 'azd-deployer'
 
 @allowed([
@@ -34,8 +35,16 @@ param principalType string = 'User'
 @description('Provider endpoint the executor POSTs attempts to (app setting PROVIDER_URL). Empty: the app accepts intents but has no provider to execute them against.')
 param providerUrl string = ''
 
-@description('Private networking (azd env VNET_ENABLED=true): a virtual network, the app integrated into it, private endpoints for blob storage and Azure SQL, storage closed to public traffic and no "Allow Azure services" rule on SQL. False: public endpoints, SQL open to Azure services (Entra-only auth).')
+@description('Private networking (azd env VNET_ENABLED=true): a virtual network, the app integrated into it, private endpoints for blob storage and the database, storage closed to public traffic and no "Allow Azure services" rule on SQL. False: public endpoints, SQL open to Azure services (Entra-only auth). PostgreSQL and MySQL always get private networking: they are never opened to every Azure tenant.')
 param vnetEnabled bool = false
+
+@allowed([
+  'sqlserver'
+  'postgresql'
+  'mysql'
+])
+@description('Database engine (azd env DATABASE_ENGINE): sqlserver = Azure SQL serverless (the default); postgresql = Azure Database for PostgreSQL flexible server 16; mysql = Azure Database for MySQL flexible server 8.4. Entra-only on each.')
+param databaseEngine string = 'sqlserver'
 
 var abbrs = loadJsonContent('./abbreviations.json')
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
@@ -44,6 +53,9 @@ var functionAppName = '${abbrs.webSitesFunctions}api-${resourceToken}'
 var deploymentStorageContainerName = 'app-package-${take(functionAppName, 32)}-${take(toLower(uniqueString(functionAppName, resourceToken)), 7)}'
 var sqlAdministratorObjectId = !empty(principalId) ? principalId : deployer().objectId
 var sqlDatabaseName = 'submissionmanager'
+// The flexible servers have no "Azure services" rule to fall back on (Flex Consumption has no fixed outbound IPs):
+// the app always reaches them through the virtual network.
+var privateNetwork = vnetEnabled || databaseEngine != 'sqlserver'
 
 resource rg 'Microsoft.Resources/resourceGroups@2021-04-01' = {
   name: '${abbrs.resourcesResourceGroups}${environmentName}'
@@ -70,7 +82,7 @@ module storage './app/storage.bicep' = {
     tags: tags
     deploymentContainerName: deploymentStorageContainerName
     identityPrincipalId: identity.outputs.principalId
-    vnetEnabled: vnetEnabled
+    vnetEnabled: privateNetwork
   }
 }
 
@@ -86,7 +98,7 @@ module monitoring './app/monitoring.bicep' = {
   }
 }
 
-module sql './app/sql.bicep' = {
+module sql './app/sql.bicep' = if (databaseEngine == 'sqlserver') {
   name: 'sql'
   scope: rg
   params: {
@@ -101,7 +113,43 @@ module sql './app/sql.bicep' = {
   }
 }
 
-module network './app/network.bicep' = if (vnetEnabled) {
+module postgresql './app/postgresql.bicep' = if (databaseEngine == 'postgresql') {
+  name: 'postgresql'
+  scope: rg
+  params: {
+    serverName: '${abbrs.dBforPostgreSQLServers}${resourceToken}'
+    databaseName: sqlDatabaseName
+    location: location
+    tags: tags
+    administratorObjectId: sqlAdministratorObjectId
+    administratorLoginName: principalLoginName
+    administratorPrincipalType: principalType
+  }
+}
+
+module mysql './app/mysql.bicep' = if (databaseEngine == 'mysql') {
+  name: 'mysql'
+  scope: rg
+  params: {
+    serverName: '${abbrs.dBforMySQLServers}${resourceToken}'
+    databaseName: sqlDatabaseName
+    serverIdentityName: '${abbrs.managedIdentityUserAssignedIdentities}mysql-${resourceToken}'
+    location: location
+    tags: tags
+    administratorObjectId: sqlAdministratorObjectId
+    administratorLoginName: principalLoginName
+  }
+}
+
+// The chosen engine's server (only its module is deployed; `if` evaluates only the branch taken).
+var databaseServerId = databaseEngine == 'sqlserver' ? sql.outputs.id : databaseEngine == 'postgresql' ? postgresql.outputs.id : mysql.outputs.id
+var databaseServerName = databaseEngine == 'sqlserver' ? sql.outputs.serverName : databaseEngine == 'postgresql' ? postgresql.outputs.serverName : mysql.outputs.serverName
+var databaseHost = databaseEngine == 'sqlserver' ? sql.outputs.fullyQualifiedDomainName : databaseEngine == 'postgresql' ? postgresql.outputs.fullyQualifiedDomainName : mysql.outputs.fullyQualifiedDomainName
+var databaseName = databaseEngine == 'sqlserver' ? sql.outputs.databaseName : databaseEngine == 'postgresql' ? postgresql.outputs.databaseName : mysql.outputs.databaseName
+// On a flexible server the app's identity logs in as a database user named like the identity (postprovision).
+var databaseUser = databaseEngine == 'sqlserver' ? '' : identity.outputs.name
+
+module network './app/network.bicep' = if (privateNetwork) {
   name: 'network'
   scope: rg
   params: {
@@ -109,7 +157,8 @@ module network './app/network.bicep' = if (vnetEnabled) {
     location: location
     tags: tags
     storageAccountId: storage.outputs.id
-    sqlServerId: sql.outputs.id
+    databaseServerId: databaseServerId
+    databaseEngine: databaseEngine
   }
 }
 
@@ -126,10 +175,12 @@ module api './app/api.bicep' = {
     identityId: identity.outputs.id
     identityClientId: identity.outputs.clientId
     applicationInsightsConnectionString: monitoring.outputs.connectionString
-    sqlServerFqdn: sql.outputs.fullyQualifiedDomainName
-    sqlDatabaseName: sql.outputs.databaseName
+    databaseEngine: databaseEngine
+    databaseHost: databaseHost
+    databaseName: databaseName
+    databaseUser: databaseUser
     providerUrl: providerUrl
-    virtualNetworkSubnetId: vnetEnabled ? network.outputs.appSubnetId : ''
+    virtualNetworkSubnetId: privateNetwork ? network.outputs.appSubnetId : ''
   }
 }
 
@@ -142,5 +193,12 @@ output AZURE_FUNCTION_URI string = api.outputs.uri
 output AZURE_USER_ASSIGNED_IDENTITY_NAME string = identity.outputs.name
 output AZURE_USER_ASSIGNED_IDENTITY_CLIENT_ID string = identity.outputs.clientId
 output AZURE_USER_ASSIGNED_IDENTITY_PRINCIPAL_ID string = identity.outputs.principalId
-output SQL_SERVER string = sql.outputs.fullyQualifiedDomainName
-output SQL_DATABASE string = sql.outputs.databaseName
+output DATABASE_ENGINE string = databaseEngine
+output DATABASE_SERVER_NAME string = databaseServerName
+output DATABASE_HOST string = databaseHost
+output DATABASE_NAME string = databaseName
+output DATABASE_USER string = databaseUser
+output DATABASE_ADMIN_LOGIN string = principalLoginName
+// Azure SQL as before (empty on the other engines).
+output SQL_SERVER string = databaseEngine == 'sqlserver' ? databaseHost : ''
+output SQL_DATABASE string = databaseEngine == 'sqlserver' ? databaseName : ''

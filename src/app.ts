@@ -2,7 +2,8 @@
 // per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
 // Everything else receives these as parameters.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { loadConfig, redactUrl, type Config, type DatabaseTarget } from './config.js';
+import { ConfigError, loadConfig, redactUrl, type Config, type DatabaseTarget } from './config.js';
+import type { PgPoolOptions } from './store/postgres/db.js';
 import { ClusterViewCache } from './clusterView.js';
 import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
@@ -21,6 +22,7 @@ import { ProviderGuard } from './provider/guard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
 import { installTracing } from './observability/tracing.js';
+import type { TokenCredential } from '@azure/identity';
 import { traceAttempts } from './observability/attemptTracing.js';
 
 export interface App {
@@ -56,10 +58,13 @@ export interface CreateAppOptions {
   metrics?: MetricsRegistry;
   /** Apply migrations at start (default true; Azure deployments may migrate from the postprovision hook). */
   migrate?: boolean;
+  /** Where Entra tokens for a flexible server come from (DATABASE_ENGINE postgresql/mysql). Default: the
+   *  managed identity AZURE_CLIENT_ID names; tests swap only this. */
+  credential?: TokenCredential;
 }
 
-/** Open the stores for a database target: the one place that picks a dialect. */
-export async function openStores(target: DatabaseTarget, config: Config, logger: Logger): Promise<Stores> {
+/** Open the stores for a database target: the one place that picks a dialect. `credential`: see CreateAppOptions. */
+export async function openStores(target: DatabaseTarget, config: Config, logger: Logger, credential?: TokenCredential): Promise<Stores> {
   switch (target.kind) {
     case 'pglite': {
       const { openPglite } = await import('./store/postgres/db.js');
@@ -70,19 +75,18 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
       }
       return createPostgresStores(await openPglite(target.dataDir), 'pglite', { dueNotices: config.executor.dueNotices });
     }
-    case 'postgres': {
-      const { openPgPool } = await import('./store/postgres/db.js');
-      const { createPostgresStores } = await import('./store/postgres/index.js');
-      const onIdleError = (e: Error) => logger.warn({ event: 'db_idle_client_error', sql_error: { message: e.message } }, 'idle database connection failed');
-      const db = openPgPool(
-        { url: target.url, max: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs, applicationName: config.lease.holderId },
-        onIdleError,
-      );
-      // Migrations (only when the version check finds some missing) on their own connection and timeout.
-      const openMigrationDb = async () => openPgPool({ url: target.url, max: 1, statementTimeoutMs: config.db.migrationTimeoutMs,
-        applicationName: `${config.lease.holderId}-migrate`.slice(0, 63) }, onIdleError);
-      return createPostgresStores(db, 'postgres', { openMigrationDb, dueNotices: config.executor.dueNotices });
+    case 'postgres':
+      return openPostgresStores({ url: target.url }, config, logger);
+    case 'postgresEntra': {
+      const { pgEntraOptions } = await import('./store/postgres/entra.js');
+      const tokens = await entraTokens(target.clientId, logger, credential);
+      const stores = await openPostgresStores(await pgEntraOptions(target, tokens), config, logger);
+      return { ...stores, close: async () => { tokens.close(); await stores.close(); } };
     }
+    case 'mysqlEntra':
+      // Seam for the mysql dialect (src/store/mysql/): entraTokens() + mysqlEntraPoolOptions / bindTokenPassword /
+      // retryTokenRefusal (src/store/mysql/entraOptions.ts) give its pool the identity's token as the password.
+      throw new ConfigError('DATABASE_ENGINE=mysql: this build has no MySQL dialect yet (src/store/mysql/)');
     case 'mssql':
     case 'mssqlEntra': {
       const { openMssqlStores } = await import('./store/mssql/index.js');
@@ -91,13 +95,38 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
   }
 }
 
+/** The identity's tokens for a flexible server, the first one fetched now: a start without one fails here. */
+async function entraTokens(clientId: string, logger: Logger, credential?: TokenCredential) {
+  const { EntraTokenSource, managedIdentityCredential } = await import('./store/entraToken.js');
+  const tokens = new EntraTokenSource(credential ?? (await managedIdentityCredential(clientId)), {
+    onRefreshError: (e) => logger.warn({ event: 'db_token_refresh_failed', err: { message: (e as Error).message } },
+      'could not refresh the database access token; the cached one is used until it expires'),
+  });
+  await tokens.token();
+  return tokens;
+}
+
+/** A PostgreSQL server: one pool, and a connection of its own for migrations (opened only when some are missing). */
+async function openPostgresStores(conn: Pick<PgPoolOptions, 'url' | 'password' | 'ssl'>, config: Config, logger: Logger): Promise<Stores> {
+  const { openPgPool } = await import('./store/postgres/db.js');
+  const { createPostgresStores } = await import('./store/postgres/index.js');
+  const onIdleError = (e: Error) => logger.warn({ event: 'db_idle_client_error', sql_error: { message: e.message } }, 'idle database connection failed');
+  const db = openPgPool(
+    { ...conn, max: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs, applicationName: config.lease.holderId },
+    onIdleError,
+  );
+  const openMigrationDb = async () => openPgPool({ ...conn, max: 1, statementTimeoutMs: config.db.migrationTimeoutMs,
+    applicationName: `${config.lease.holderId}-migrate`.slice(0, 63) }, onIdleError);
+  return createPostgresStores(db, 'postgres', { openMigrationDb, dueNotices: config.executor.dueNotices });
+}
+
 export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const config = opts.config ?? loadConfig(opts.env ?? process.env);
   const logger = opts.logger ?? createLogger(config.logLevel, routingDestination(), { holder_id: config.lease.holderId });
   const clock = opts.clock ?? systemClock;
   const ownsStores = !opts.stores;
   await installTracing(config.tracing.mode, config.tracing.otlpUrl); // once per process; no-op when off
-  const stores = opts.stores ?? (await openStores(config.database, config, logger));
+  const stores = opts.stores ?? (await openStores(config.database, config, logger, opts.credential));
   if (opts.migrate ?? true) await stores.migrate();
   const ownsMetrics = !opts.metrics;
   const metricsRegistry = opts.metrics ?? (await metricsRegistryFor(config));

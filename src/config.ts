@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { shortestPeriodMs } from './executor/tickBudget.js';
 import type { GuardSettings } from './provider/guard.js';
 import { DEFAULT_MAINTENANCE, type MaintenanceSettings } from './executor/maintenance.js';
+import { azureDatabaseTarget, DATABASE_ENGINES, type EntraDatabaseTarget } from './azureDatabase.js';
 
 const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 
@@ -18,8 +19,17 @@ export const settingsSchema = z.object({
   SQL_SERVER: z.string().trim().min(1).optional(),
   /** Azure SQL database name; required with SQL_SERVER. */
   SQL_DATABASE: z.string().trim().min(1).optional(),
-  /** Client id of a user-assigned managed identity (Entra auth). */
+  /** Client id of a user-assigned managed identity (Entra auth); required with DATABASE_ENGINE postgresql/mysql. */
   AZURE_CLIENT_ID: z.string().trim().min(1).optional(),
+  /** Azure engine when DATABASE_URL is unset: sqlserver (SQL_SERVER + SQL_DATABASE, the default), postgresql or
+   *  mysql (DATABASE_HOST + DATABASE_NAME + DATABASE_USER, an Entra token as the password; src/azureDatabase.ts). */
+  DATABASE_ENGINE: z.enum(DATABASE_ENGINES).optional(),
+  /** Flexible server host name, optionally `:port` (DATABASE_ENGINE postgresql/mysql). */
+  DATABASE_HOST: z.string().trim().min(1).optional(),
+  /** Database name on that server. */
+  DATABASE_NAME: z.string().trim().min(1).optional(),
+  /** The database user mapped to the AZURE_CLIENT_ID identity (infra/: the identity's name). */
+  DATABASE_USER: z.string().trim().min(1).optional(),
   /** Lease row name; one executor per name. Default `submission-manager-executor`. */
   LEASE_NAME: z.string().trim().min(1).max(64).default('submission-manager-executor'),
   /** This instance's identity. Default `hostname-pid-random`. */
@@ -111,7 +121,8 @@ export type DatabaseTarget =
   | { kind: 'pglite'; dataDir: string | null }
   | { kind: 'postgres'; url: string }
   | { kind: 'mssql'; url: string }
-  | { kind: 'mssqlEntra'; server: string; database: string; clientId: string | null };
+  | { kind: 'mssqlEntra'; server: string; database: string; clientId: string | null }
+  | EntraDatabaseTarget;
 
 /** Resolved configuration: every value decided, relational rules checked. */
 export interface Config {
@@ -150,7 +161,7 @@ export interface Config {
 /** Settings the app needs in Azure (checked against infra/app/api.bicep by test/unit/infra.test.ts). */
 export const AZURE_APP_SETTINGS: readonly string[] = [
   'AzureWebJobsStorage__accountName', 'AzureWebJobsStorage__credential', 'AzureWebJobsStorage__clientId',
-  'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_CLIENT_ID', 'SQL_SERVER', 'SQL_DATABASE',
+  'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_CLIENT_ID', 'DATABASE_ENGINE',
   'LEASE_NAME', 'LEASE_DURATION_MS', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_ACQUIRE_INTERVAL_MS',
   'SCHEDULE_REFRESH_INTERVAL_MS', 'COMMIT_GRACE_MS', 'EXECUTOR_SCHEDULE', 'EXECUTOR_TICK_BUDGET_MS',
   'EXECUTOR_MAX_ATTEMPTS_PER_TICK', 'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
@@ -169,6 +180,9 @@ export function defaultHolderId(): string {
 function parseDatabase(s: z.infer<typeof settingsSchema>): DatabaseTarget {
   const url = s.DATABASE_URL;
   if (url === undefined) {
+    const azure = azureDatabaseTarget(s);
+    if (azure && 'error' in azure) throw new ConfigError(azure.error);
+    if (azure) return azure.target;
     if (s.SQL_SERVER !== undefined || s.SQL_DATABASE !== undefined) {
       if (s.SQL_SERVER === undefined || s.SQL_DATABASE === undefined) {
         throw new ConfigError('SQL_SERVER and SQL_DATABASE must be set together (Entra authentication to Azure SQL)');
@@ -177,8 +191,9 @@ function parseDatabase(s: z.infer<typeof settingsSchema>): DatabaseTarget {
     }
     return { kind: 'pglite', dataDir: null };
   }
-  if (s.SQL_SERVER !== undefined) {
-    throw new ConfigError('DATABASE_URL and SQL_SERVER are both set: choose one backend');
+  // DATABASE_URL wins over DATABASE_ENGINE (a copied Azure setting); a server setting beside it is a mistake.
+  if (s.SQL_SERVER !== undefined || s.DATABASE_HOST !== undefined) {
+    throw new ConfigError(`DATABASE_URL and ${s.SQL_SERVER !== undefined ? 'SQL_SERVER' : 'DATABASE_HOST'} are both set: choose one backend`);
   }
   if (/authentication\s*=/i.test(url)) {
     throw new ConfigError(

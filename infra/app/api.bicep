@@ -1,5 +1,5 @@
 // The function app: Flex Consumption (FC1), Linux, Node 22, one user-assigned identity for everything.
-// App settings carry names and ids only — no keys, connection secrets or SQL credentials.
+// App settings carry names and ids only — no keys, connection secrets or database credentials.
 
 @description('Name of the function app (globally unique host name <name>.azurewebsites.net).')
 param name string
@@ -28,11 +28,22 @@ param identityClientId string
 @description('Application Insights connection string (not a secret; local auth is disabled on the component).')
 param applicationInsightsConnectionString string
 
-@description('Fully qualified host name of the Azure SQL server (SQL_SERVER).')
-param sqlServerFqdn string
+@allowed([
+  'sqlserver'
+  'postgresql'
+  'mysql'
+])
+@description('Database engine (DATABASE_ENGINE): which settings below name the server.')
+param databaseEngine string = 'sqlserver'
 
-@description('Name of the Azure SQL database (SQL_DATABASE).')
-param sqlDatabaseName string
+@description('Fully qualified host name of the database server (SQL_SERVER, or DATABASE_HOST on a flexible server).')
+param databaseHost string
+
+@description('Name of the application database (SQL_DATABASE, or DATABASE_NAME).')
+param databaseName string
+
+@description('Database user of the app\'s identity on a flexible server (DATABASE_USER); unused on Azure SQL.')
+param databaseUser string = ''
 
 @description('Provider endpoint the executor calls (PROVIDER_URL). Empty until you point it at a provider.')
 param providerUrl string = ''
@@ -52,6 +63,26 @@ param virtualNetworkSubnetId string = ''
 ])
 @description('Memory per instance in MB.')
 param instanceMemoryMB int = 2048
+
+// The database as the app's identity: Azure SQL through tedious' Entra auth; a flexible server with the identity's
+// token as the secret of DATABASE_USER (src/azureDatabase.ts). src/azureDatabase.ts AZURE_DATABASE_APP_SETTINGS
+// lists the same names (test/unit/infra.test.ts compares them).
+var databaseSettings = {
+  sqlserver: [
+    { name: 'SQL_SERVER', value: databaseHost }
+    { name: 'SQL_DATABASE', value: databaseName }
+  ]
+  postgresql: [
+    { name: 'DATABASE_HOST', value: databaseHost }
+    { name: 'DATABASE_NAME', value: databaseName }
+    { name: 'DATABASE_USER', value: databaseUser }
+  ]
+  mysql: [
+    { name: 'DATABASE_HOST', value: databaseHost }
+    { name: 'DATABASE_NAME', value: databaseName }
+    { name: 'DATABASE_USER', value: databaseUser }
+  ]
+}
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' existing = {
   name: storageAccountName
@@ -89,7 +120,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
     siteConfig: {
       minTlsVersion: '1.2'
       ftpsState: 'Disabled'
-      appSettings: [
+      appSettings: concat([
         // Functions host storage through the identity (no AccountKey anywhere).
         { name: 'AzureWebJobsStorage__accountName', value: storage.name }
         { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
@@ -97,10 +128,9 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         // Telemetry through the identity (the component rejects key-only ingestion).
         { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: applicationInsightsConnectionString }
         { name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${identityClientId};Authorization=AAD' }
-        // Azure SQL with Entra auth as the user-assigned identity.
+        // The database with Entra auth as the user-assigned identity (plus databaseSettings, appended below).
         { name: 'AZURE_CLIENT_ID', value: identityClientId }
-        { name: 'SQL_SERVER', value: sqlServerFqdn }
-        { name: 'SQL_DATABASE', value: sqlDatabaseName }
+        { name: 'DATABASE_ENGINE', value: databaseEngine }
         // Lease, schedule and executor (docs/configuration defaults; the app validates their relations at start).
         { name: 'LEASE_NAME', value: 'submission-manager-executor' }
         { name: 'LEASE_DURATION_MS', value: '60000' }
@@ -118,7 +148,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'PROVIDER_TIMEOUT_MS', value: '10000' }
         { name: 'LOG_LEVEL', value: 'info' }
         { name: 'RETENTION_DAYS', value: '30' }
-      ]
+      ], databaseSettings[databaseEngine])
     }
     functionAppConfig: {
       deployment: {

@@ -1,7 +1,8 @@
 // Private networking (vnetEnabled): a virtual network with a subnet delegated to the Flex Consumption app
 // (Microsoft.App/environments, as the official Flex templates use) and a subnet for private endpoints; private
-// endpoints with private DNS zones for the storage account's blob service and the Azure SQL server. The app then
-// reaches storage and SQL over private addresses; storage denies public traffic and SQL allows no Azure-wide rule.
+// endpoints with private DNS zones for the storage account's blob service and the database server (Azure SQL,
+// PostgreSQL or MySQL flexible server). The app then reaches storage and the database over private addresses;
+// storage denies public traffic and no database server has an Azure-wide firewall rule.
 
 @description('Name of the virtual network.')
 param name string
@@ -15,8 +16,16 @@ param tags object = {}
 @description('Resource id of the storage account (AzureWebJobsStorage, deployment package).')
 param storageAccountId string
 
-@description('Resource id of the Azure SQL logical server.')
-param sqlServerId string
+@description('Resource id of the database server: Azure SQL logical server, or PostgreSQL / MySQL flexible server.')
+param databaseServerId string
+
+@allowed([
+  'sqlserver'
+  'postgresql'
+  'mysql'
+])
+@description('Engine of that server: picks the private endpoint group and its private DNS zone.')
+param databaseEngine string = 'sqlserver'
 
 var appSubnetName = 'app'
 var endpointSubnetName = 'private-endpoints'
@@ -57,9 +66,15 @@ resource vnet 'Microsoft.Network/virtualNetworks@2023-11-01' = {
   }
 }
 
+var databaseEndpoints = {
+  sqlserver: { name: 'sql', targetId: databaseServerId, groupId: 'sqlServer', zone: 'privatelink${environment().suffixes.sqlServerHostname}' }
+  postgresql: { name: 'psql', targetId: databaseServerId, groupId: 'postgresqlServer', zone: 'privatelink.postgres.database.azure.com' }
+  mysql: { name: 'mysql', targetId: databaseServerId, groupId: 'mysqlServer', zone: 'privatelink.mysql.database.azure.com' }
+}
+
 var endpoints = [
   { name: 'blob', targetId: storageAccountId, groupId: 'blob', zone: 'privatelink.blob.${environment().suffixes.storage}' }
-  { name: 'sql', targetId: sqlServerId, groupId: 'sqlServer', zone: 'privatelink${environment().suffixes.sqlServerHostname}' }
+  databaseEndpoints[databaseEngine]
 ]
 
 resource zones 'Microsoft.Network/privateDnsZones@2020-06-01' = [for e in endpoints: {

@@ -11,22 +11,14 @@ $ErrorActionPreference = 'Stop'
 Set-StrictMode -Version Latest
 Set-Location (Join-Path $PSScriptRoot '../..')
 
-function Write-Step([string]$Message) { Write-Host "[postprovision] $Message" }
+. (Join-Path $PSScriptRoot 'hook-common.ps1')
 
-# azd exports its environment values to hooks; when run by hand, ask azd for the missing ones.
-function Get-EnvValue([string]$Name) {
-  $value = [Environment]::GetEnvironmentVariable($Name)
-  if (-not $value -and (Get-Command azd -ErrorAction SilentlyContinue)) {
-    $value = (azd env get-value $Name 2>$null)
-    if ($LASTEXITCODE -ne 0) { $value = $null }
-  }
-  if (-not $value) { throw "$Name is not set; run 'azd provision' first" }
-  return "$value".Trim()
-}
-
-function Invoke-Checked([string]$What, [scriptblock]$Command) {
-  & $Command
-  if ($LASTEXITCODE -ne 0) { throw "$What failed (exit code $LASTEXITCODE)" }
+# PostgreSQL and MySQL flexible servers (DATABASE_ENGINE) have a hook of their own; Azure SQL goes on below.
+$engine = $env:DATABASE_ENGINE
+if (-not $engine -and (Get-Command azd -ErrorAction SilentlyContinue)) { $engine = (azd env get-value DATABASE_ENGINE 2>$null) }
+if ($engine -in 'postgresql', 'mysql') {
+  & (Join-Path $PSScriptRoot 'postprovision-flexible.ps1')
+  exit $LASTEXITCODE
 }
 
 $identityName = Get-EnvValue 'AZURE_USER_ASSIGNED_IDENTITY_NAME'
@@ -68,14 +60,7 @@ $sqlFile = New-TemporaryFile
 try {
   # --- 2. temporary firewall rule for this machine -----------------------------------------------
   if ($env:SQL_SKIP_CLIENT_FIREWALL_RULE -ne 'true') {
-    $clientIp = $env:SQL_CLIENT_IP
-    if (-not $clientIp) {
-      try { $clientIp = (Invoke-RestMethod -Uri 'https://api.ipify.org' -TimeoutSec 10).ToString().Trim() }
-      catch { $clientIp = $null }
-    }
-    if ($clientIp -notmatch '^\d{1,3}(\.\d{1,3}){3}$') {
-      throw 'could not detect your public IPv4 address; set $env:SQL_CLIENT_IP and retry'
-    }
+    $clientIp = Get-ClientIp
     $ruleName = 'azd-postprovision-' + $clientIp.Replace('.', '-')
     Write-Step "allowing $clientIp on $sqlServerName for the duration of this script ($ruleName)"
     Invoke-Checked 'az sql server firewall-rule create' {

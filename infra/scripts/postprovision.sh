@@ -13,18 +13,15 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
-log() { printf '[postprovision] %s\n' "$*"; }
-die() { printf '[postprovision] ERROR: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=hook-common.sh
+source infra/scripts/hook-common.sh
 
-# azd exports its environment values to hooks; when run by hand, ask azd for the missing ones.
-env_value() {
-  local name="$1" value="${!1:-}"
-  if [ -z "$value" ] && command -v azd >/dev/null 2>&1; then
-    value="$(azd env get-value "$name" 2>/dev/null || true)"
-  fi
-  [ -n "$value" ] || die "$name is not set; run 'azd provision' first"
-  printf '%s' "$value"
-}
+# PostgreSQL and MySQL flexible servers (DATABASE_ENGINE) have a hook of their own; Azure SQL goes on below.
+ENGINE="${DATABASE_ENGINE:-}"
+if [ -z "$ENGINE" ] && command -v azd >/dev/null 2>&1; then ENGINE="$(azd env get-value DATABASE_ENGINE 2>/dev/null || true)"; fi
+case "$ENGINE" in
+  postgresql|mysql) exec bash infra/scripts/postprovision-flexible.sh ;;
+esac
 
 IDENTITY_NAME="$(env_value AZURE_USER_ASSIGNED_IDENTITY_NAME)"
 IDENTITY_CLIENT_ID="$(env_value AZURE_USER_ASSIGNED_IDENTITY_CLIENT_ID)"
@@ -68,12 +65,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "${SQL_SKIP_CLIENT_FIREWALL_RULE:-false}" != "true" ]; then
-  CLIENT_IP="${SQL_CLIENT_IP:-}"
-  if [ -z "$CLIENT_IP" ]; then
-    CLIENT_IP="$(curl -fsS --max-time 10 https://api.ipify.org || true)"
-  fi
-  [[ "$CLIENT_IP" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] \
-    || die "could not detect your public IPv4 address; set SQL_CLIENT_IP=<ip> and retry"
+  CLIENT_IP="$(client_ip)"
   RULE_NAME="azd-postprovision-${CLIENT_IP//./-}"
   log "allowing $CLIENT_IP on $SQL_SERVER_NAME for the duration of this script ($RULE_NAME)"
   az sql server firewall-rule create --resource-group "$RESOURCE_GROUP" --server "$SQL_SERVER_NAME" \

@@ -28,6 +28,7 @@ function describeDatabase(config: Config, env: Record<string, string | undefined
   const db = config.database;
   if (db.kind === 'pglite') return db.dataDir ? `pglite:${db.dataDir}` : 'pglite: (in memory)';
   if (db.kind === 'mssqlEntra') return `Azure SQL ${db.server}/${db.database} (Entra)`;
+  if ('host' in db) return `${db.kind === 'mysqlEntra' ? 'MySQL' : 'PostgreSQL'} ${db.host}:${db.port}/${db.database} as ${db.user} (Entra)`;
   return redactUrl(env.DATABASE_URL ?? db.url);
 }
 

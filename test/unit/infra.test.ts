@@ -1,129 +1,20 @@
 // Static checks of the azd/Bicep deployment (infra/, azure.yaml). No Azure and no bicep CLI: the files are
 // read as text, so the checks are deliberately simple and aimed at the mistakes a reviewer would catch.
+// The database engines (DATABASE_ENGINE) have their own checks in infraEngines.test.ts.
 import { describe, it, expect } from 'vitest';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const read = (rel: string): string => readFileSync(join(root, rel), 'utf8');
-
-function walk(rel: string): string[] {
-  return readdirSync(join(root, rel)).flatMap((entry) => {
-    const path = join(rel, entry);
-    return statSync(join(root, path)).isDirectory() ? walk(path) : [path.split('\\').join('/')];
-  });
-}
-
-const infraFiles = walk('infra');
-const bicepFiles = infraFiles.filter((f) => f.endsWith('.bicep'));
-
-/** Bicep source with comments removed and string literal text blanked (interpolated expressions kept,
- *  their `${`/`}` delimiters blanked), so identifiers and braces can be found without false hits.
- *  Line structure and offsets are preserved. */
-function codeOnly(src: string): string {
-  let out = '';
-  const stack: Array<'str' | 'interp' | 'brace'> = [];
-  for (let i = 0; i < src.length; ) {
-    const c = src[i]!;
-    const top = stack[stack.length - 1];
-    if (top === 'str') {
-      if (c === '\\') { out += src[i + 1] === '\n' ? ' \n' : '  '; i += 2; continue; }
-      if (c === "'") { stack.pop(); out += c; i++; continue; }
-      if (c === '$' && src[i + 1] === '{') { stack.push('interp'); out += '  '; i += 2; continue; }
-      out += c === '\n' ? '\n' : ' '; i++; continue;
-    }
-    if (c === '/' && src[i + 1] === '/') {
-      while (i < src.length && src[i] !== '\n') { out += ' '; i++; }
-      continue;
-    }
-    if (c === "'") { stack.push('str'); out += c; i++; continue; }
-    if (c === '{') stack.push('brace');
-    if (c === '}' && top === 'interp') { stack.pop(); out += ' '; i++; continue; }
-    if (c === '}' && top === 'brace') stack.pop();
-    out += c; i++;
-  }
-  return out;
-}
-
-interface Param { name: string; line: number; hasDefault: boolean }
-
-function paramsOf(src: string): Param[] {
-  return codeOnly(src).split('\n').flatMap((text, line) => {
-    const m = /^param\s+([A-Za-z_]\w*)\s+[^=]+?(\s*=.*)?$/.exec(text.trimEnd());
-    return m ? [{ name: m[1]!, line, hasDefault: m[2] !== undefined }] : [];
-  });
-}
-
-/** Lines of the decorator block directly above a declaration (contiguous, no blank line in between). */
-function decoratorBlock(src: string, declLine: number): string {
-  const code = codeOnly(src).split('\n');
-  const original = src.split('\n');
-  let start = declLine;
-  while (start > 0) {
-    const prev = code[start - 1]!;
-    if (prev.trim() === '' || prev === '}' || /^[A-Za-z]/.test(prev)) break;
-    start--;
-  }
-  return original.slice(start, declLine).join('\n');
-}
-
-/** References to `name` as an identifier: not a property access, object key or declaration name. */
-function referencesTo(code: string, name: string): number {
-  let count = 0;
-  for (const m of code.matchAll(new RegExp(`\\b${name}\\b`, 'g'))) {
-    const before = code.slice(0, m.index);
-    const after = code.slice(m.index + name.length);
-    if (/\.\s*$/.test(before)) continue;
-    if (/(^|\n|[{,])[ \t]*$/.test(before) && /^\s*:/.test(after)) continue;
-    if (/(^|\n)(param|var|output|resource|module|type|func)\s+$/.test(before)) continue;
-    count++;
-  }
-  return count;
-}
-
-/** The `{ ... }` block that starts at the first `{` at or after `from` (offsets into codeOnly text). */
-function blockAt(code: string, from: number): string {
-  const open = code.indexOf('{', from);
-  let depth = 0;
-  for (let i = open; i < code.length; i++) {
-    if (code[i] === '{') depth++;
-    if (code[i] === '}' && --depth === 0) return code.slice(open + 1, i);
-  }
-  throw new Error('unbalanced braces');
-}
-
-/** Keys at the top level of an object body. */
-function topLevelKeys(body: string): string[] {
-  const keys: string[] = [];
-  let depth = 0;
-  for (const line of body.split('\n')) {
-    const m = /^\s*([A-Za-z_]\w*)\s*:/.exec(line);
-    if (m && depth === 0) keys.push(m[1]!);
-    for (const c of line) {
-      if (c === '{' || c === '[' || c === '(') depth++;
-      if (c === '}' || c === ']' || c === ')') depth--;
-    }
-  }
-  return keys;
-}
-
-const outputsOf = (src: string): string[] =>
-  [...codeOnly(src).matchAll(/^output\s+([A-Za-z_]\w*)\s/gm)].map((m) => m[1]!);
-
-/** App setting names declared in api.bicep as `{ name: 'X', value: ... }` / `name: 'X'` entries. */
-function appSettingNames(): string[] {
-  const api = read('infra/app/api.bicep');
-  const settings = /appSettings:\s*\[([\s\S]*?)\n\s*\]/.exec(api);
-  if (!settings) throw new Error('infra/app/api.bicep: no siteConfig.appSettings array');
-  return [...settings[1]!.matchAll(/\bname:\s*'([^']+)'/g)].map((m) => m[1]!);
-}
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  appSettingNames, bicepFiles, blockAt, codeOnly, decoratorBlock, infraFiles, outputsOf, paramsOf, read, referencesTo, root,
+  topLevelKeys,
+} from '../support/bicepText.js';
 
 describe('infra: bicep parameters', () => {
   it('finds the bicep files', () => {
     expect(bicepFiles).toEqual(expect.arrayContaining([
       'infra/main.bicep', 'infra/app/api.bicep', 'infra/app/identity.bicep',
       'infra/app/monitoring.bicep', 'infra/app/sql.bicep', 'infra/app/storage.bicep',
+      'infra/app/postgresql.bicep', 'infra/app/mysql.bicep',
     ]));
   });
 
@@ -180,6 +71,8 @@ describe('infra: bicep parameters', () => {
     expect(outputsOf(main)).toEqual(expect.arrayContaining([
       'AZURE_LOCATION', 'AZURE_TENANT_ID', 'AZURE_RESOURCE_GROUP', 'AZURE_FUNCTION_APP_NAME', 'AZURE_FUNCTION_URI',
       'AZURE_USER_ASSIGNED_IDENTITY_NAME', 'AZURE_USER_ASSIGNED_IDENTITY_CLIENT_ID', 'SQL_SERVER', 'SQL_DATABASE',
+      // The flexible-server hook reads these (postprovision-flexible.*).
+      'DATABASE_ENGINE', 'DATABASE_SERVER_NAME', 'DATABASE_HOST', 'DATABASE_NAME', 'DATABASE_USER', 'DATABASE_ADMIN_LOGIN',
     ]));
     const abbrs = JSON.parse(read('infra/abbreviations.json')) as Record<string, string>;
     for (const ref of main.matchAll(/abbrs\.(\w+)/g)) expect(abbrs, `abbreviations.json: ${ref[1]}`).toHaveProperty(ref[1]!);
@@ -193,23 +86,33 @@ describe('infra: no secrets', () => {
     ['long base64-like literal', /[A-Za-z0-9+/]{40,}={0,2}/],
   ];
 
+  // Lines that name a password without holding one, each checked further below or by its own test.
+  const allowed: Array<[string, RegExp]> = [
+    ['infra/app/postgresql.bicep', /^\s*passwordAuth: 'Disabled'$/], // turns PostgreSQL's own logins off
+    ['infra/app/mysql.bicep', /^\s*administratorLoginPassword: bootstrapSecret$/], // generated, unusable (test below)
+    ['infra/scripts/postprovision-flexible.sh', /^\s*PGPASSWORD="\$token" psql /], // the hook's Entra token, in psql's env
+    ['infra/scripts/postprovision-flexible.ps1', /^\s*(\$env:PGPASSWORD = \$token|Remove-Item Env:PGPASSWORD, Env:MYSQL_PWD .*)$/],
+  ];
+
   it.each([...infraFiles, 'azure.yaml'])('%s has no secret-looking literal', (file) => {
     const hits: string[] = [];
     read(file).split('\n').forEach((text, i) => {
       const typeDecl = /^\s*resource \w+ '[\w./]+@[\w-]+'/.test(text); // a resource type path is not base64
+      if (allowed.some(([f, re]) => f === file && re.test(text))) return;
       for (const [label, re] of patterns) {
         if (re.test(text) && !(typeDecl && label === 'long base64-like literal')) hits.push(`${file}:${i + 1}: ${label}: ${text.trim()}`);
       }
     });
     expect(hits).toEqual([]);
   });
+
 });
 
 describe('infra: app settings', () => {
   // The settings named in the deployment brief; src/config.ts AZURE_APP_SETTINGS is the living list.
   const baseline = [
     'AzureWebJobsStorage__accountName', 'AzureWebJobsStorage__credential', 'AzureWebJobsStorage__clientId',
-    'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_CLIENT_ID', 'SQL_SERVER', 'SQL_DATABASE', 'LEASE_NAME',
+    'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_CLIENT_ID', 'DATABASE_ENGINE', 'LEASE_NAME',
     'LEASE_DURATION_MS', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_ACQUIRE_INTERVAL_MS', 'SCHEDULE_REFRESH_INTERVAL_MS',
     'COMMIT_GRACE_MS', 'EXECUTOR_SCHEDULE', 'EXECUTOR_TICK_BUDGET_MS', 'EXECUTOR_MAX_ATTEMPTS_PER_TICK',
     'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
@@ -286,15 +189,22 @@ describe('infra: azd wiring and security posture', () => {
     expect(storage).not.toMatch(/974c5e8b-45b9-4653-ba55-5f855dd0fb88|0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3/);
   });
 
-  it('private networking: the Azure-services rule exists only without it; storage denies public traffic; private endpoints for blob and SQL', () => {
+  it('private networking: the Azure-services rule exists only without it; storage denies public traffic; private endpoints for blob and the database', () => {
     expect(read('infra/app/sql.bicep')).toMatch(/resource \w+ 'Microsoft\.Sql\/servers\/firewallRules@[\d-]+' = if \(allowAzureServices\)/);
     expect(read('infra/main.bicep')).toMatch(/allowAzureServices: !vnetEnabled/);
-    expect(read('infra/main.bicep')).toMatch(/module network '\.\/app\/network\.bicep' = if \(vnetEnabled\)/);
+    // PostgreSQL and MySQL are never opened to every Azure tenant: the app always reaches them privately.
+    expect(read('infra/main.bicep')).toMatch(/^var privateNetwork = vnetEnabled \|\| databaseEngine != 'sqlserver'$/m);
+    expect(read('infra/main.bicep')).toMatch(/module network '\.\/app\/network\.bicep' = if \(privateNetwork\)/);
+    expect(read('infra/main.bicep')).toMatch(/vnetEnabled: privateNetwork/);
+    expect(read('infra/main.bicep')).toMatch(/databaseServerId: databaseServerId\n\s*databaseEngine: databaseEngine/);
     expect(read('infra/app/storage.bicep')).toMatch(/publicNetworkAccess: vnetEnabled \? 'Disabled' : 'Enabled'/);
     const net = read('infra/app/network.bicep');
     expect(net).toMatch(/serviceName: 'Microsoft\.App\/environments'/);
     expect(net).toMatch(/groupId: 'blob'/);
-    expect(net).toMatch(/groupId: 'sqlServer'/);
+    expect(net).toMatch(/sqlserver: \{[^}]*groupId: 'sqlServer', zone: 'privatelink\$\{environment\(\)\.suffixes\.sqlServerHostname\}'/);
+    expect(net).toMatch(/postgresql: \{[^}]*groupId: 'postgresqlServer', zone: 'privatelink\.postgres\.database\.azure\.com'/);
+    expect(net).toMatch(/mysql: \{[^}]*groupId: 'mysqlServer', zone: 'privatelink\.mysql\.database\.azure\.com'/);
+    expect(net).toMatch(/databaseEndpoints\[databaseEngine\]/);
     expect(read('infra/app/api.bicep')).toMatch(/virtualNetworkSubnetId: empty\(virtualNetworkSubnetId\) \? null : virtualNetworkSubnetId/);
   });
 

@@ -1,6 +1,7 @@
 // One small interface over both PostgreSQL drivers: a `pg` Pool (real servers) and PGlite (embedded).
 // Every call maps driver errors into StoreError once (see errors.ts).
 import pg from 'pg';
+import type { ConnectionOptions } from 'node:tls';
 import type { PGlite } from '@electric-sql/pglite';
 import { StoreError } from '../ports.js';
 import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
@@ -45,6 +46,10 @@ export interface PgPoolOptions {
   applicationName?: string;
   /** Client-side deadline per statement (default statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS). */
   clientDeadlineMs?: number;
+  /** Asked for by each new connection (Entra: a cached access token, src/store/entraToken.ts); overrides the URL's. */
+  password?: () => Promise<string>;
+  /** TLS for every connection (Entra: verified, TLS 1.2+); absent: as the URL says. */
+  ssl?: ConnectionOptions;
 }
 
 /** `text` on `client`, as a prepared statement when `name` is given. A Query object built from the text:
@@ -71,12 +76,19 @@ export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void
     `-c idle_in_transaction_session_timeout=${opts.statementTimeoutMs}`,
     ...(opts.schema ? [`-c search_path=${opts.schema}`] : []),
   ];
+  // pg lets a connection string's (empty) password override a password function, so with one the URL's parts
+  // are passed one by one (an Entra URL carries nothing else).
+  const server = opts.password
+    ? { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username),
+      database: decodeURIComponent(url.pathname.slice(1)), password: opts.password }
+    : { connectionString: url.toString() };
   const connection = {
-    connectionString: url.toString(),
+    ...server,
     options: settings.join(' '),
     application_name: opts.applicationName ?? 'submission-manager',
     connectionTimeoutMillis: Math.max(1_000, opts.statementTimeoutMs),
     keepAlive: true,
+    ...(opts.ssl ? { ssl: opts.ssl } : {}),
   };
   const pool = new pg.Pool({ ...connection, max: opts.max });
   // An idle client whose backend is killed emits 'error' on the pool; without a listener the process dies.
