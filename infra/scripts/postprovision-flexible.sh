@@ -85,8 +85,8 @@ run_mysql() {
   local exists
   exists="$(MYSQL_PWD="$token" "${mysql_cmd[@]}" -e "SELECT COUNT(*) FROM mysql.user WHERE user = '$APP_USER'")"
   if [ "$exists" = "0" ]; then
-    MYSQL_PWD="$token" "${mysql_cmd[@]}" -e "SET aad_auth_validate_oids_in_tenant = OFF;
-      CREATE AADUSER '$APP_USER' IDENTIFIED BY '$IDENTITY_CLIENT_ID';"
+    MYSQL_PWD="$token" "${mysql_cmd[@]}" \
+      -e "SET aad_auth_validate_oids_in_tenant = OFF; CREATE AADUSER '$APP_USER' IDENTIFIED BY '$IDENTITY_CLIENT_ID';"
   fi
   { printf "SET @app_user = '%s', @app_db = '%s';\n" "$APP_USER" "$DATABASE"; cat infra/scripts/sql/mysql-app-grants.sql; } \
     | MYSQL_PWD="$token" "${mysql_cmd[@]}"
