@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { shortestPeriodMs } from './executor/tickBudget.js';
 import type { GuardSettings } from './provider/guard.js';
+import { PROVIDER_POOL_CONNECTIONS } from './provider/provider.js';
 import { DEFAULT_MAINTENANCE, type MaintenanceSettings } from './executor/maintenance.js';
 import { azureDatabaseTarget, DATABASE_ENGINES, type EntraDatabaseTarget } from './azureDatabase.js';
 
@@ -67,7 +68,7 @@ export const settingsSchema = z.object({
   EXECUTOR_TICK_HANDOFF_MS: intMs(250, 0),
   /** Attempts started per tick at most (default 10 000); a tick that reaches it ends once its calls are done. */
   EXECUTOR_MAX_ATTEMPTS_PER_TICK: intMs(10_000, 1),
-  /** Provider calls in flight at once (default 16). */
+  /** Provider calls in flight at once (default 16; at most the provider pool's PROVIDER_POOL_CONNECTIONS, 256). */
   EXECUTOR_CONCURRENCY: intMs(16, 1),
   /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */
   PROVIDER_URL: z.string().trim().optional(),
@@ -301,6 +302,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   check(s.EXECUTOR_TICK_HANDOFF_MS * 2 < periodMs,
     `EXECUTOR_TICK_HANDOFF_MS (${s.EXECUTOR_TICK_HANDOFF_MS}) must be less than half the EXECUTOR_SCHEDULE period ` +
       `(${periodMs} ms for "${s.EXECUTOR_SCHEDULE}"), or ticks shrink to nothing`);
+  // A tick renews only when due, and one may end early (attempt cap, handover): the lease last renewed up to a renew
+  // interval before a tick must still be good at the next one, or every tick is a new epoch (orphan recovery, rebuild).
+  check(periodMs + s.LEASE_RENEW_INTERVAL_MS + safetyMarginMs < durationMs,
+    `the EXECUTOR_SCHEDULE period (${periodMs} ms for "${s.EXECUTOR_SCHEDULE}") + LEASE_RENEW_INTERVAL_MS ` +
+      `(${s.LEASE_RENEW_INTERVAL_MS}) + LEASE_SAFETY_MARGIN_MS (${safetyMarginMs}) must be less than LEASE_DURATION_MS ` +
+      `(${durationMs}): the leader's next tick must come before its local lease deadline, or every tick starts a new epoch`);
+  check(s.EXECUTOR_CONCURRENCY <= PROVIDER_POOL_CONNECTIONS,
+    `EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}) must not exceed the provider connection pool ` +
+      `(PROVIDER_POOL_CONNECTIONS, ${PROVIDER_POOL_CONNECTIONS} sockets per origin): calls beyond it would queue inside ` +
+      'the pool, unseen by the gate, and could be sent after it closed');
   let providerUrl: string | null = null;
   if (s.PROVIDER_URL) {
     try {

@@ -8,7 +8,7 @@
 // undici's dispatch API is used directly (no streams, no AbortSignal); see docs/benchmarks.md (issue 15).
 import { Pool, type Dispatcher } from 'undici';
 import { injectTraceHeaders } from '../observability/tracing.js';
-import type { Provider, ProviderRequest, ProviderResult } from './provider.js';
+import { PROVIDER_POOL_CONNECTIONS, type Provider, type ProviderRequest, type ProviderResult } from './provider.js';
 import { parseRetryAfter } from './retryPolicy.js';
 
 const MAX_ERROR_BODY = 512;
@@ -24,7 +24,7 @@ interface Target {
 }
 
 export interface HttpProviderOptions {
-  /** Sockets per origin at most (default 256). */
+  /** Sockets per origin at most (default PROVIDER_POOL_CONNECTIONS). */
   connections?: number;
 }
 
@@ -34,7 +34,7 @@ export class HttpProvider implements Provider {
   private readonly connections: number;
 
   constructor(private readonly defaultUrl: string | null, opts: HttpProviderOptions = {}) {
-    this.connections = opts.connections ?? 256;
+    this.connections = opts.connections ?? PROVIDER_POOL_CONNECTIONS;
   }
 
   submit(req: ProviderRequest, timeoutMs: number): Promise<ProviderResult> {

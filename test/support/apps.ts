@@ -13,7 +13,7 @@ export const TEST_LEASE = 'submission-manager-executor';
 
 export function testConfig(providerUrl: string, env: Record<string, string> = {}): Config {
   return loadConfig({
-    DATABASE_URL: 'pglite:', PROVIDER_URL: providerUrl, LEASE_NAME: TEST_LEASE, LEASE_DURATION_MS: '3000',
+    DATABASE_URL: 'pglite:', PROVIDER_URL: providerUrl, LEASE_NAME: TEST_LEASE, LEASE_DURATION_MS: '3000', EXECUTOR_SCHEDULE: '*/1 * * * * *',
     LEASE_RENEW_INTERVAL_MS: '1000', EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000', COMMIT_GRACE_MS: '1500',
     DB_STATEMENT_TIMEOUT_MS: '1000', SCHEDULE_REFRESH_INTERVAL_MS: '100', EXECUTOR_CONCURRENCY: '8', RETRY_BASE_DELAY_MS: '50',
     RETRY_MAX_DELAY_MS: '100', LEASE_ACQUIRE_JITTER_MS: '20',

@@ -28,7 +28,7 @@ export async function openFunctionsHarness(): Promise<FunctionsHarness> {
   const azf = createRequire(import.meta.url)('@azure/functions') as typeof import('@azure/functions');
   const provider = await startRecordingProvider();
   const base = loadConfig({
-    DATABASE_URL: 'pglite:', PROVIDER_URL: provider.url, LEASE_DURATION_MS: '5000', LEASE_RENEW_INTERVAL_MS: '1000',
+    DATABASE_URL: 'pglite:', PROVIDER_URL: provider.url, LEASE_DURATION_MS: '5000', LEASE_RENEW_INTERVAL_MS: '1000', EXECUTOR_SCHEDULE: '*/1 * * * * *',
     EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000', COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000',
   }) as Config;
   const stores = (await openStores(base.database, base, silentLogger)) as Stores;

@@ -1,7 +1,11 @@
 // loadConfig(env): defaults from the spec, every bad setting rejected with a ConfigError that names the
 // setting(s), DATABASE_URL resolution, blanks treated as unset, and no password ever echoed.
 import { describe, it, expect } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig, redactUrl, type DatabaseTarget } from '../../src/config.js';
+import { FAST_ENV } from '../support/localHostProcess.js';
+import { testConfig } from '../support/apps.js';
+import { hostEnv } from '../chaos/cluster.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -105,6 +109,15 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['retry base > max', { RETRY_BASE_DELAY_MS: '5000', RETRY_MAX_DELAY_MS: '1000' }, ['RETRY_BASE_DELAY_MS', 'RETRY_MAX_DELAY_MS']],
     ['concurrency > max attempts per tick', { EXECUTOR_CONCURRENCY: '20', EXECUTOR_MAX_ATTEMPTS_PER_TICK: '10' },
       ['EXECUTOR_CONCURRENCY', 'EXECUTOR_MAX_ATTEMPTS_PER_TICK']],
+    ['timer period longer than the lease allows (every 5 min, 60 s lease)', { EXECUTOR_SCHEDULE: '0 */5 * * * *' },
+      ['EXECUTOR_SCHEDULE', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_SAFETY_MARGIN_MS', 'LEASE_DURATION_MS']],
+    ['period + renew + margin == duration (30 + 25 + 5 s)', { EXECUTOR_SCHEDULE: '*/30 * * * * *', LEASE_RENEW_INTERVAL_MS: '25000' },
+      ['EXECUTOR_SCHEDULE', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_SAFETY_MARGIN_MS', 'LEASE_DURATION_MS']],
+    ['short lease with the default 10 s timer', { LEASE_DURATION_MS: '3000', LEASE_RENEW_INTERVAL_MS: '1000', EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000' },
+      ['EXECUTOR_SCHEDULE', 'LEASE_DURATION_MS']],
+    ['concurrency above the provider pool', { EXECUTOR_CONCURRENCY: '257' }, ['EXECUTOR_CONCURRENCY', 'PROVIDER_POOL_CONNECTIONS']],
+    ['concurrency far above the provider pool', { EXECUTOR_CONCURRENCY: '100000', EXECUTOR_MAX_ATTEMPTS_PER_TICK: '100000' },
+      ['EXECUTOR_CONCURRENCY', 'PROVIDER_POOL_CONNECTIONS']],
     ['5-field cron', { EXECUTOR_SCHEDULE: '*/10 * * * *' }, ['EXECUTOR_SCHEDULE']],
     ['7-field cron', { EXECUTOR_SCHEDULE: '0 */10 * * * * *' }, ['EXECUTOR_SCHEDULE']],
     ['bad LOG_LEVEL', { LOG_LEVEL: 'verbose' }, ['LOG_LEVEL']],
@@ -223,5 +236,31 @@ describe('secrets', () => {
     expect(err.message).not.toContain('Hunter2');
     expect(err.message).not.toContain('Secret');
     expect(err.stack ?? '').not.toContain('Hunter2');
+  });
+});
+
+describe('the settings we ship and test with satisfy every relation (issue 20 item 8)', () => {
+  const json = (p: string) => JSON.parse(readFileSync(new URL(`../../${p}`, import.meta.url), 'utf8')) as { Values: Env };
+  // Literal app settings of the Azure deployment (`{ name: 'X', value: 'Y' }` in infra/app/api.bicep).
+  const bicep = Object.fromEntries([...readFileSync(new URL('../../infra/app/api.bicep', import.meta.url), 'utf8')
+    .matchAll(/\{ name: '([A-Z_]+)', value: '([^']*)' \}/g)].map((m) => [m[1]!, m[2]!]));
+  it.each<[string, Env]>([
+    ['defaults', {}],
+    ['local.settings.sample.json', json('local.settings.sample.json').Values],
+    ['infra/app/api.bicep', bicep],
+    ['the local host in tests (FAST_ENV)', FAST_ENV],
+    ['the chaos campaign (test/chaos/run.ts timings)', hostEnv({ leaseMs: 2_000, renewMs: 500, refreshMs: 200, tickMs: 1_000 })],
+    ['the lease-lock campaign (test/chaos/leaseLock.ts)', { EXECUTOR_SCHEDULE: '*/1 * * * * *', LEASE_DURATION_MS: '10000', LEASE_RENEW_INTERVAL_MS: '2000',
+      LEASE_SAFETY_MARGIN_MS: '1000', EXECUTOR_TICK_BUDGET_MS: '3000', PROVIDER_TIMEOUT_MS: '2000', COMMIT_GRACE_MS: '3000', DB_STATEMENT_TIMEOUT_MS: '2000' }],
+    ['concurrency at the provider pool size', { EXECUTOR_CONCURRENCY: '256' }],
+    ['period + renew + margin just under the lease (30 + 24.999 + 5 s)', { EXECUTOR_SCHEDULE: '*/30 * * * * *', LEASE_RENEW_INTERVAL_MS: '24999' }],
+  ])('%s', (_name, env) => {
+    expect(() => loadConfig(env)).not.toThrow();
+  });
+  it('test/support/apps.ts testConfig', () => {
+    expect(() => testConfig('http://127.0.0.1:1/')).not.toThrow();
+  });
+  it('the bicep settings were found', () => {
+    expect(Object.keys(bicep)).toEqual(expect.arrayContaining(['LEASE_DURATION_MS', 'EXECUTOR_SCHEDULE', 'EXECUTOR_CONCURRENCY']));
   });
 });
