@@ -154,7 +154,7 @@ describe('mssql query shapes', () => {
 
   it('tryAcquire: one XACT_ABORT transaction, UPDATE then INSERT … WHERE NOT EXISTS, both UPDLOCK+SERIALIZABLE, with OUTPUT', () => {
     const q = t(samples.leaseQueries!.tryAcquire!);
-    expect(q).toMatch(/SET XACT_ABORT ON;[\s\S]*DECLARE @now datetime2\(7\) = SYSUTCDATETIME\(\);[\s\S]*BEGIN TRANSACTION;/);
+    expect(q).toMatch(/SET XACT_ABORT ON;[\s\S]*DECLARE @now datetime2\(7\);[\s\S]*BEGIN TRANSACTION;/);
     const update = q.indexOf('UPDATE submission_manager_leases WITH (UPDLOCK, SERIALIZABLE)');
     const insert = q.indexOf('INSERT INTO submission_manager_leases');
     const event = q.indexOf('INSERT INTO submission_manager_lease_events');
@@ -170,11 +170,40 @@ describe('mssql query shapes', () => {
     expect(q.slice(0, commit)).not.toMatch(/AS db_now/);
   });
 
-  it('renew is a single conditional UPDATE with OUTPUT; release expires in place and logs, never deletes', () => {
+  // Issue 20 item 9: SYSUTCDATETIME() is fixed when a statement starts, so the time must be read in a statement after
+  // the one that waits for the lock (PostgreSQL's clock_timestamp() is read after the row lock).
+  it.each([
+    ['tryAcquire', 'UPDLOCK'], ['renew', 'XLOCK'], ['release', 'XLOCK'],
+  ] as const)('%s: locks the lease row WITH (%s, HOLDLOCK, ROWLOCK) inside the transaction first, reads the time only after it', (name, hint) => {
+    const q = t(samples.leaseQueries![name]!);
+    const begin = q.indexOf('BEGIN TRANSACTION;');
+    const lock = q.indexOf(`SELECT @locked = lease_epoch FROM submission_manager_leases WITH (${hint}, HOLDLOCK, ROWLOCK)\n WHERE lease_name = @lease_name;`);
+    const now = q.indexOf('SET @now = SYSUTCDATETIME();');
+    expect(begin).toBeGreaterThan(0);
+    expect(lock).toBeGreaterThan(begin);
+    expect(now).toBeGreaterThan(lock);
+    expect(q.match(/SYSUTCDATETIME\(\)/g)).toHaveLength(1); // the only clock read, after the lock
+    expect(q.indexOf('@now', now + 10)).toBeGreaterThan(now); // every use of @now follows it
+    expect(q.slice(0, now)).not.toMatch(/@now\b(?! datetime2)/);
+  });
+
+  it('fence: the lease row is read WITH (HOLDLOCK, ROWLOCK) by (name, holder, epoch); expiry is checked in a later statement', () => {
+    for (const q of [t(samples.fenceQueries!.fence!), t(samples.executionQueries!.startAttempts!)]) {
+      const read = q.indexOf('SELECT @fence_expires = expires_at FROM submission_manager_leases WITH (HOLDLOCK, ROWLOCK)');
+      const check = q.indexOf('@fence_expires > SYSUTCDATETIME()');
+      expect(read).toBeGreaterThan(0);
+      expect(check).toBeGreaterThan(read);
+      expect(q.slice(read, check)).toMatch(/lease_epoch = @fence_lease_epoch;\n/); // a statement boundary in between
+      expect(q.slice(read, check)).not.toMatch(/SYSUTCDATETIME/);
+    }
+    expect(t(samples.executionQueries!.startAttempts!)).toMatch(/IF @fence_expires IS NULL OR NOT \(@fence_expires > SYSUTCDATETIME\(\)\)\nBEGIN\n  ROLLBACK TRANSACTION;/);
+  });
+
+  it('renew is one conditional UPDATE inside its transaction, the row returned after COMMIT; release expires in place and logs, never deletes', () => {
     const renew = t(samples.leaseQueries!.renew!);
     expect(renew.match(/\bUPDATE\b/g)).toHaveLength(1);
-    expect(renew).not.toMatch(/BEGIN TRANSACTION/);
-    expect(renew).toMatch(/OUTPUT[\s\S]*holder_id = @holder_id AND lease_epoch = @lease_epoch AND expires_at > @now/);
+    expect(renew).toMatch(/BEGIN TRANSACTION;[\s\S]*UPDATE[\s\S]*COMMIT TRANSACTION;\nSELECT [\s\S]*@now AS db_now FROM @out;$/);
+    expect(renew).toMatch(/OUTPUT[\s\S]*INTO @out\n WHERE lease_name = @lease_name AND holder_id = @holder_id AND lease_epoch = @lease_epoch AND expires_at > @now/);
     expect(renew).not.toMatch(/lease_epoch = lease_epoch/);
     const release = t(samples.leaseQueries!.release!);
     expect(release).toMatch(/SET expires_at = @now/);
@@ -196,7 +225,7 @@ describe('mssql query shapes', () => {
       expect(lost).toBeGreaterThan(fence);
       expect(audit).toBeGreaterThan(lost);
       expect(commit).toBeGreaterThan(audit);
-      expect(q).toMatch(/holder_id = @fence_holder_id\s+AND lease_epoch = @fence_lease_epoch AND expires_at > SYSUTCDATETIME\(\)/);
+      expect(q).toMatch(/holder_id = @fence_holder_id AND lease_epoch = @fence_lease_epoch;\nIF @fence_expires IS NULL OR NOT \(@fence_expires > SYSUTCDATETIME\(\)\)/);
       // Every write of the work sits between the fence and the commit.
       for (const m of q.matchAll(/\b(UPDATE|INSERT INTO) (submission_\w+|[a-z])\b/g)) {
         expect(m.index!).toBeGreaterThan(fence);

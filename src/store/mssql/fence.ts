@@ -1,5 +1,6 @@
 // The fence: every executor write runs in a transaction that first reads the lease row by
-// (name, holder, epoch, not expired) WITH (HOLDLOCK, ROWLOCK) and keeps that shared lock to commit.
+// (name, holder, epoch) WITH (HOLDLOCK, ROWLOCK), keeps that shared lock to commit, and only then checks that
+// it has not expired (the time is read after the lock is granted, not before a wait for it).
 //
 // Why HOLDLOCK: HOLDLOCK = SERIALIZABLE for this one table reference, so the read takes a real S lock on
 // the key and holds it until COMMIT — also when the database runs READ_COMMITTED_SNAPSHOT (the Azure SQL
@@ -19,9 +20,13 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { MssqlDatabase, MssqlRunner, Row } from './db.js';
 import { p, type SqlParam, type SqlQuery } from './params.js';
 
-/** The fence predicate; the lease row is read by its primary key. */
-const FENCE_WHERE = `lease_name = @fence_lease_name AND holder_id = @fence_holder_id
-   AND lease_epoch = @fence_lease_epoch AND expires_at > SYSUTCDATETIME()`;
+/** The fence: the lease row of the token, read by its primary key WITH (HOLDLOCK, ROWLOCK) into @fence_expires. */
+const FENCE_READ = `SELECT @fence_expires = expires_at FROM submission_manager_leases WITH (HOLDLOCK, ROWLOCK)
+ WHERE lease_name = @fence_lease_name AND holder_id = @fence_holder_id AND lease_epoch = @fence_lease_epoch;`;
+/** Its time check, in a later statement: SYSUTCDATETIME() is fixed when a statement starts, so inside the locking
+ *  read it would be the time before a lock wait (a release of our own row in progress); read after the lock is granted,
+ *  it is the time the lock is held from (as PostgreSQL's clock_timestamp() after the row lock). */
+const FENCE_VALID = '@fence_expires > SYSUTCDATETIME()';
 
 const fenceParams = (t: LeaseToken): SqlParam[] => [
   p.varchar('fence_lease_name', 64, t.leaseName),
@@ -34,8 +39,9 @@ export const fenceQueries = {
   fence(token: LeaseToken): SqlQuery {
     return {
       text: `SET XACT_ABORT ON;
-SELECT 1 AS fenced FROM submission_manager_leases WITH (HOLDLOCK, ROWLOCK)
- WHERE ${FENCE_WHERE};`,
+DECLARE @fence_expires datetime2(7);
+${FENCE_READ}
+SELECT 1 AS fenced WHERE ${FENCE_VALID};`,
       params: fenceParams(token),
     };
   },
@@ -62,20 +68,19 @@ export interface FencedWork {
 /**
  * One batch: fence → work → audit → COMMIT → results. Result set 0 is `fenced` (0 = lease lost, nothing
  * written, nothing else follows); the work's result sets follow it. Params named fence_* and the locals
- * @fence_rows / @rows_written are reserved.
+ * @fence_expires / @rows_written are reserved.
  */
 export function buildFencedBatch(token: LeaseToken, action: string, work: FencedWork): SqlQuery {
   return {
     text: `
 SET XACT_ABORT ON;
 SET NOCOUNT ON;
-DECLARE @fence_rows int;
+DECLARE @fence_expires datetime2(7);
 DECLARE @rows_written int = 0;
 ${work.declare.trim()}
 BEGIN TRANSACTION;
-SELECT @fence_rows = COUNT(*) FROM submission_manager_leases WITH (HOLDLOCK, ROWLOCK)
- WHERE ${FENCE_WHERE};
-IF @fence_rows = 0
+${FENCE_READ}
+IF @fence_expires IS NULL OR NOT (${FENCE_VALID})
 BEGIN
   ROLLBACK TRANSACTION;
   SELECT CAST(0 AS bit) AS fenced;

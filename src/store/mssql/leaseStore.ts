@@ -1,11 +1,23 @@
 // SQL Server LeaseStore. Every decision uses SYSUTCDATETIME() taken once per batch into @now, so one
-// operation sees one instant. Acquire is the UPDLOCK+SERIALIZABLE update-then-insert pattern in one
+// operation sees one instant — read only after the row (or its key range) is locked (lockRowThenNow):
+// SYSUTCDATETIME() is fixed when a statement starts, so a statement that waits for the lock (behind a fenced
+// transaction's shared lock) would otherwise judge expiry by the time before the wait (PostgreSQL's
+// clock_timestamp() is read after the row lock). Acquire is the UPDLOCK+SERIALIZABLE update-then-insert pattern in one
 // transaction (no MERGE: its upsert races are documented); renew is one conditional UPDATE; release
 // expires the row in place (never deletes it), so lease_epoch only grows.
 import type { AcquireOutcome, LeaseEvent, LeaseRow, LeaseStore, LeaseToken } from '../ports.js';
 import type { MssqlRunner } from './db.js';
 import { BIN2, p, type SqlQuery } from './params.js';
 import { LEASE_COLS, leaseCols, toLease, type LeaseDbRow } from './rows.js';
+
+/** Lock the lease row (or its key range when missing) to commit, then read the time. Needs an open transaction and
+ *  DECLARE @now datetime2(7), @locked bigint. XLOCK (renew, release: the holder's own statements) also waits for every
+ *  fenced transaction on the row. UPDLOCK (acquire) serialises with other acquirers, renew and release but not with
+ *  fenced transactions, so a follower's acquire never holds up the leader's writes; its UPDATE may still wait for
+ *  them, which can only make "expired at @now" conservative (expiry only moves away with time). */
+const lockRowThenNow = (hint: 'XLOCK' | 'UPDLOCK') => `SELECT @locked = lease_epoch FROM submission_manager_leases WITH (${hint}, HOLDLOCK, ROWLOCK)
+ WHERE lease_name = @lease_name;
+SET @now = SYSUTCDATETIME();`;
 
 const tokenParams = (t: LeaseToken) => [
   p.varchar('lease_name', 64, t.leaseName), p.varchar('holder_id', 128, t.holderId), p.bigint('lease_epoch', t.leaseEpoch),
@@ -33,11 +45,13 @@ export const leaseQueries = {
       text: `
 SET XACT_ABORT ON;
 SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+DECLARE @now datetime2(7);
+DECLARE @locked bigint;
 DECLARE @out TABLE (acquired bit NOT NULL, lease_name varchar(64) COLLATE ${BIN2} NOT NULL,
   holder_id varchar(128) COLLATE ${BIN2} NOT NULL, lease_epoch bigint NOT NULL,
   acquired_at datetime2(7) NOT NULL, renewed_at datetime2(7) NOT NULL, expires_at datetime2(7) NOT NULL);
 BEGIN TRANSACTION;
+${lockRowThenNow('UPDLOCK')}
 UPDATE submission_manager_leases WITH (UPDLOCK, SERIALIZABLE)
    SET holder_id = @holder_id, lease_epoch = lease_epoch + 1, acquired_at = @now, renewed_at = @now,
        expires_at = DATEADD(millisecond, @duration_ms, @now)
@@ -58,16 +72,25 @@ SELECT acquired, ${LEASE_COLS}, @now AS db_now FROM @out;`,
     };
   },
 
-  /** Extend iff held by (holder, epoch) and not expired; epoch unchanged. One conditional statement. */
+  /** Extend iff held by (holder, epoch) and not expired; epoch unchanged. One conditional UPDATE after the lock;
+   *  the row is returned after COMMIT. */
   renew(token: LeaseToken, durationMs: number): SqlQuery {
     return {
       text: `
+SET XACT_ABORT ON;
 SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+DECLARE @now datetime2(7);
+DECLARE @locked bigint;
+DECLARE @out TABLE (lease_name varchar(64) COLLATE ${BIN2} NOT NULL, holder_id varchar(128) COLLATE ${BIN2} NOT NULL,
+  lease_epoch bigint NOT NULL, acquired_at datetime2(7) NOT NULL, renewed_at datetime2(7) NOT NULL, expires_at datetime2(7) NOT NULL);
+BEGIN TRANSACTION;
+${lockRowThenNow('XLOCK')}
 UPDATE submission_manager_leases
    SET renewed_at = @now, expires_at = DATEADD(millisecond, @duration_ms, @now)
-OUTPUT ${leaseCols('inserted.')}, @now AS db_now
- WHERE lease_name = @lease_name AND holder_id = @holder_id AND lease_epoch = @lease_epoch AND expires_at > @now;`,
+OUTPUT ${leaseCols('inserted.')} INTO @out
+ WHERE lease_name = @lease_name AND holder_id = @holder_id AND lease_epoch = @lease_epoch AND expires_at > @now;
+COMMIT TRANSACTION;
+SELECT ${LEASE_COLS}, @now AS db_now FROM @out;`,
       params: [...tokenParams(token), p.int('duration_ms', durationMs)],
     };
   },
@@ -78,10 +101,12 @@ OUTPUT ${leaseCols('inserted.')}, @now AS db_now
       text: `
 SET XACT_ABORT ON;
 SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+DECLARE @now datetime2(7);
+DECLARE @locked bigint;
 DECLARE @rel TABLE (lease_name varchar(64) COLLATE ${BIN2} NOT NULL, lease_epoch bigint NOT NULL,
   holder_id varchar(128) COLLATE ${BIN2} NOT NULL);
 BEGIN TRANSACTION;
+${lockRowThenNow('XLOCK')}
 UPDATE submission_manager_leases
    SET expires_at = @now, renewed_at = @now
 OUTPUT inserted.lease_name, inserted.lease_epoch, inserted.holder_id INTO @rel
