@@ -92,7 +92,7 @@ describe('mssql ops query builders', () => {
     const t = code(q.text);
     expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeGreaterThan(0);
     expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeLessThan(t.indexOf('DELETE'));
-    expect(t).toMatch(/SELECT TOP \(@limit\) intent_id FROM submission_intents WITH \(UPDLOCK, READPAST, ROWLOCK\)/);
+    expect(t).toMatch(/SELECT TOP \(@limit\) intent_id FROM submission_intents WITH \(UPDLOCK, READPAST, READCOMMITTEDLOCK, ROWLOCK\)/);
     expect(t).toMatch(/ORDER BY last_modified_at, intent_id/);
     expect(q.text.match(/status IN \('succeeded', 'failed', 'cancelled'\)/g)).toHaveLength(2);
     expect(q.text).not.toMatch(/'scheduled'|'in_flight'/);
@@ -142,5 +142,18 @@ describe('mssql ops query builders', () => {
     expect(q.params.find((x) => x.name === 'ids')!.value).toBe('["01a21664-e79b-72c4-9fe0-858b2d2a3219"]'); // canonical lower case
     expect(redriveQueries.redrive({ ...redriveSample, ids: null }).params.find((x) => x.name === 'ids')!.value).toBeNull();
     expect(() => redriveQueries.redrive({ ...redriveSample, ids: ['nope'] })).toThrow(/UUID/);
+  });
+});
+
+describe('READPAST is valid under READ_COMMITTED_SNAPSHOT ON (issue 21)', () => {
+  // Microsoft's table-hint rule: READPAST in a READ COMMITTED statement needs READCOMMITTEDLOCK when the database runs
+  // READ_COMMITTED_SNAPSHOT ON (Azure SQL). Every query builder of the dialect that says READPAST says both.
+  it('every READPAST in src/store/mssql comes with READCOMMITTEDLOCK in the same hint list', async () => {
+    const { readdirSync, readFileSync } = await import('node:fs');
+    const dir = new URL('../../src/store/mssql/', import.meta.url);
+    const files = readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('.ts'));
+    const hints = files.flatMap((f) => [...readFileSync(new URL(f, dir), 'utf8').matchAll(/WITH \(([^)]*\bREADPAST\b[^)]*)\)/g)].map((m) => `${f}: ${m[1]}`));
+    expect(hints.length).toBeGreaterThan(0);
+    for (const h of hints) expect(h).toMatch(/\bREADCOMMITTEDLOCK\b/);
   });
 });

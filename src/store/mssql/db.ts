@@ -1,5 +1,6 @@
 // One small runner over an mssql ConnectionPool: binds every param of a built query with its explicit type,
 // returns all result sets, and maps driver errors into StoreError once (errors.ts).
+import type { EventEmitter } from 'node:events';
 import sql from 'mssql';
 import type { SqlQuery } from './params.js';
 import { mapMssqlError } from './errors.js';
@@ -56,6 +57,30 @@ function runner(newRequest: () => sql.Request, deadlineMs: number): MssqlRunner 
   };
 }
 
+/** mssql's Transaction internals this module relies on (mssql 12: base/transaction.js, tedious/transaction.js). */
+interface TransactionInternals {
+  _acquiredConnection: (EventEmitter & { close(): void }) | null;
+  _acquiredConfig: unknown;
+  _activeRequest: unknown;
+  _abort: () => void;
+}
+
+/** A transaction whose rollback was refused ("There is a request in progress": the client deadline fired before the
+ *  request settled) keeps its pooled connection checked out for good. Close it — the server rolls the transaction
+ *  back when the session ends — and hand it back, as mssql does after a failed BEGIN: the pool's validation then
+ *  destroys it instead of lending it out. */
+function discardConnection(tx: sql.Transaction, pool: sql.ConnectionPool): void {
+  const t = tx as unknown as TransactionInternals;
+  const conn = t._acquiredConnection;
+  if (!conn) return; // already released (rolled back by the server, or the rollback went through)
+  conn.removeListener('rollbackTransaction', t._abort);
+  t._acquiredConnection = null;
+  t._acquiredConfig = null;
+  t._activeRequest = null;
+  conn.close();
+  (pool as unknown as { release(c: unknown): void }).release(conn);
+}
+
 export function fromMssqlPool(pool: sql.ConnectionPool): MssqlDatabase {
   const deadlineMs = deadlineOf(pool);
   const base = runner(() => pool.request(), deadlineMs);
@@ -73,8 +98,9 @@ export function fromMssqlPool(pool: sql.ConnectionPool): MssqlDatabase {
       try {
         value = await fn(runner(() => tx.request(), deadlineMs));
       } catch (e) {
-        // Already rolled back by the server when XACT_ABORT fired; then rollback() reports EABORT: ignore.
-        await tx.rollback().catch(() => {});
+        // Already rolled back by the server when XACT_ABORT fired; then rollback() reports EABORT: ignore. A request
+        // still in progress (its client deadline fired first) makes rollback() refuse: the connection is discarded.
+        await tx.rollback().catch(() => discardConnection(tx, pool));
         throw e;
       }
       try {

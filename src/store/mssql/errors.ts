@@ -64,6 +64,9 @@ export function mapMssqlError(e: unknown): StoreError {
   else if (num !== undefined && TRANSIENT_NUMBERS.has(num)) kind = 'transient';
   else if (codes.some((c) => TRANSIENT_CODES.has(c))) kind = 'transient';
   else if (/connection (is )?closed|connection lost|socket hang up|Failed to connect/i.test(message)) kind = 'transient';
+  // Every pooled connection busy for the pool's acquire timeout (mssql's tarn TimeoutError, no number or code):
+  // transient, like PostgreSQL's pool timeout — the next tick has its connections back.
+  else if (/^Failed to acquire a connection from the pool/.test(message)) kind = 'transient';
   const code = num !== undefined ? String(num) : codes[0];
   return new StoreError(kind, message, code, { cause: e });
 }

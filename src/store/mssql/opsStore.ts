@@ -96,7 +96,10 @@ ${SELECT_CONTROL}`,
   },
 
   /** Oldest terminal intents first (ix_intents_modified), READPAST so a concurrent writer is never waited for;
-   *  attempts first (foreign key), then the intents, re-checking the terminal status. */
+   *  attempts first (foreign key), then the intents, re-checking the terminal status. READCOMMITTEDLOCK beside
+   *  READPAST: under READ_COMMITTED_SNAPSHOT ON (Azure SQL's default) a READ COMMITTED statement may not use READPAST
+   *  without it (Microsoft, "Table hints (Transact-SQL)", READPAST: "…add the READCOMMITTEDLOCK table hint…";
+   *  learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table); with RCSI OFF it changes nothing. */
   purgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): SqlQuery {
     return buildFencedBatch(token, 'purge_retention', {
       declare: `DECLARE @cutoff datetime2(7);
@@ -107,7 +110,7 @@ DECLARE @victim TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL PRIMARY KEY);
       // where seconds overflow int from about 24,856 days.
       body: `SET @cutoff = DATEADD(millisecond, -@older_than_rest_ms, DATEADD(day, -@older_than_days, SYSUTCDATETIME()));
 INSERT INTO @victim (intent_id)
-SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, READPAST, ROWLOCK)
+SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, READPAST, READCOMMITTEDLOCK, ROWLOCK)
  WHERE status IN ${TERMINAL_SQL_LIST} AND last_modified_at < @cutoff
  ORDER BY last_modified_at, intent_id;
 DELETE a FROM submission_attempts AS a JOIN @victim AS v ON a.intent_id = v.intent_id;
