@@ -92,6 +92,10 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
       const { openMssqlStores } = await import('./store/mssql/index.js');
       return openMssqlStores(target, config, logger);
     }
+    case 'mysql': {
+      const { openMysqlStores } = await import('./store/mysql/index.js');
+      return openMysqlStores(target.url, config, logger);
+    }
   }
 }
 

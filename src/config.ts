@@ -13,7 +13,8 @@ const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default
 
 /** Input schema: raw environment strings (all optional; defaults documented per field). */
 export const settingsSchema = z.object({
-  /** Backend: `pglite:` (in-memory), `pglite:<dir>`, `postgres://…`, `mssql://user:pass@host:1433/db`.
+  /** Backend: `pglite:` (in-memory), `pglite:<dir>`, `postgres://…`, `mssql://user:pass@host:1433/db`,
+   *  `mysql://user:pass@host:3306/db` (also `mariadb://`; `?ssl=true|false`, default on unless the host is local).
    *  Unset + SQL_SERVER set → Azure SQL with Entra auth. Unset otherwise → `pglite:` (in-memory). */
   DATABASE_URL: z.string().trim().min(1).optional(),
   /** Azure SQL server host name (Entra auth, `azure-active-directory-default`). */
@@ -122,6 +123,7 @@ export type DatabaseTarget =
   | { kind: 'pglite'; dataDir: string | null }
   | { kind: 'postgres'; url: string }
   | { kind: 'mssql'; url: string }
+  | { kind: 'mysql'; url: string }
   | { kind: 'mssqlEntra'; server: string; database: string; clientId: string | null }
   | EntraDatabaseTarget;
 
@@ -206,11 +208,12 @@ function parseDatabase(s: z.infer<typeof settingsSchema>): DatabaseTarget {
   if (url.startsWith('pglite:')) return { kind: 'pglite', dataDir: url.slice('pglite:'.length).replace(/^\/\//, '') };
   if (/^postgres(ql)?:\/\//.test(url)) return { kind: 'postgres', url };
   if (/^(mssql|sqlserver):\/\//.test(url)) return { kind: 'mssql', url };
+  if (/^(mysql|mariadb):\/\//.test(url)) return { kind: 'mysql', url };
   // Name only the scheme: an unrecognised string may carry a password in a shape redactUrl cannot know
   // (`Password=…;`, `scheme:user:pw@host`).
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1];
   throw new ConfigError(
-    `DATABASE_URL: ${scheme ? `unsupported scheme "${scheme}:"` : 'not a URL'}; expected pglite:, pglite:<dir>, postgres://… or mssql://…`,
+    `DATABASE_URL: ${scheme ? `unsupported scheme "${scheme}:"` : 'not a URL'}; expected pglite:, pglite:<dir>, postgres://…, mssql://… or mysql://…`,
   );
 }
 

@@ -6,7 +6,7 @@ import type { RedriveStore } from './redrivePorts.js';
 import type { InsightStore } from './insightPorts.js';
 
 export interface Stores {
-  dialect: 'postgres' | 'pglite' | 'mssql';
+  dialect: 'postgres' | 'pglite' | 'mssql' | 'mysql';
   lease: LeaseStore;
   intents: IntentStore;
   execution: ExecutionStore;
@@ -16,7 +16,7 @@ export interface Stores {
   redrive: RedriveStore;
   /** The dashboard's read-only queries. */
   insights: InsightStore;
-  /** Due-intent notices for the leader (PostgreSQL LISTEN/NOTIFY); null where the dialect has none. */
+  /** Due-intent notices for the leader (PostgreSQL LISTEN/NOTIFY); null where the dialect has none (SQL Server, MySQL). */
   notices: DueNotices | null;
   /** Apply numbered migrations idempotently (safe with concurrent migrators). */
   migrate(): Promise<{ applied: number[] }>;

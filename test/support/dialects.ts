@@ -1,5 +1,5 @@
 // One harness per SQL dialect, so the contract suites run unchanged against each (describe.each).
-// Every context gets its own schema (PostgreSQL) or database (SQL Server), migrated.
+// Every context gets its own schema (PostgreSQL) or database (SQL Server, MySQL), migrated.
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
@@ -15,6 +15,7 @@ import { createPostgresStores } from '../../src/store/postgres/index.js';
 import { fencedTransaction } from '../../src/store/postgres/fence.js';
 import { PG_TEST_URL } from './pgServer.js';
 import { mssql } from './mssqlHarness.js';
+import { mysql } from './mysqlHarness.js';
 
 /** An intent row as stored, normalised to JS types, with last_modified_at also as full-precision database text. */
 export interface IntentDbView extends IntentRow {
@@ -64,6 +65,8 @@ export interface DialectContext {
   insertAttempts(rows: AttemptSeed[]): Promise<void>;
   /** Insert `n` due, scheduled intents (random ids) in ONE statement: one shared created_at/last_modified_at. */
   insertIntentsOneStatement(n: number, contract: IntentContract): Promise<void>;
+  /** Expire every lease row in place (expires_at = database now − 1 s), as if its holder had stalled. */
+  expireLeases(): Promise<void>;
   /** Take the lease behind its holder's back (as another instance after a pause): holder := `holderId`,
    *  epoch + 1, expires in 1 h, and the 'acquired' event (shared sequence) — one transaction. Throws if no row. */
   stealLease(leaseName: string, holderId: string): Promise<void>;
@@ -81,7 +84,9 @@ export interface DialectContext {
 }
 
 export interface DialectHarness {
-  name: 'pglite' | 'postgres' | 'mssql';
+  name: 'pglite' | 'postgres' | 'mssql' | 'mysql';
+  /** Due-intent notices (LISTEN/NOTIFY) exist on this dialect; elsewhere the refresh interval bounds pickup. */
+  notices: boolean;
   /** null = usable; otherwise the reason the suite is skipped. */
   unavailable(): string | null;
   createContext(): Promise<DialectContext>;
@@ -181,6 +186,9 @@ function pgContext(o: PgContextOptions): DialectContext {
         [n, JSON.stringify(contract), contract.retry.maxAttempts]);
       if (r.rowCount !== n) throw new Error(`insertIntentsOneStatement: inserted ${r.rowCount} of ${n}`);
     },
+    async expireLeases() {
+      await admin.query(`UPDATE submission_manager_leases SET expires_at = clock_timestamp() - interval '1 second'`);
+    },
     async stealLease(leaseName, holderId) {
       const r = await admin.query(
         `WITH s AS (UPDATE submission_manager_leases SET holder_id = $2, lease_epoch = lease_epoch + 1,
@@ -233,6 +241,7 @@ function pgContext(o: PgContextOptions): DialectContext {
 let sharedPglite: Promise<PGlite> | null = null;
 const pglite: DialectHarness = {
   name: 'pglite',
+  notices: true,
   unavailable: () => null,
   async createContext() {
     sharedPglite ??= PGlite.create();
@@ -253,6 +262,7 @@ const pglite: DialectHarness = {
 
 const postgres: DialectHarness = {
   name: 'postgres',
+  notices: true,
   unavailable: () => inject('pgUnavailable') || null,
   async createContext() {
     const schema = schemaName();
@@ -273,5 +283,6 @@ const postgres: DialectHarness = {
   },
 };
 
-/** Every dialect the contract suites run against. SQL Server joins when configured (test/support/mssqlHarness.ts). */
-export const dialects: DialectHarness[] = [pglite, postgres, mssql];
+/** Every dialect the contract suites run against. SQL Server joins when configured (test/support/mssqlHarness.ts);
+ *  MySQL/MariaDB when reachable (test/support/mysqlHarness.ts, required under CI=true). */
+export const dialects: DialectHarness[] = [pglite, postgres, mssql, mysql];

@@ -1,10 +1,12 @@
-// Runs once before the suite: prepares the PostgreSQL test database, and under CI=true insists on it.
+// Runs once before the suite: prepares the PostgreSQL test database, checks the MySQL/MariaDB server, and under
+// CI=true insists on both.
 import type { TestProject } from 'vitest/node';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import semver from 'semver';
 import { findBrowser, GET_A_BROWSER } from './browser.js';
 import { ensurePgTestDatabase, IN_CI } from './pgServer.js';
+import { checkMysqlServer } from './mysqlServer.js';
 import { projectRoot } from './projectRoot.js';
 
 declare module 'vitest' {
@@ -12,6 +14,7 @@ declare module 'vitest' {
     pgUnavailable: string;
     /** The browser the dashboard test drives; empty → skipped (test/support/browser.ts). */
     browserPath: string;
+    mysqlUnavailable: string;
   }
 }
 
@@ -30,6 +33,10 @@ export default async function setup(project: TestProject): Promise<void> {
   if (problem && IN_CI) throw new Error(`${problem} — the PostgreSQL suite is required when CI=true`);
   if (problem) console.warn(`[tests] ${problem}: PostgreSQL-server tests will be skipped (they are required under CI=true)`);
   project.provide('pgUnavailable', problem ?? '');
+  const myProblem = await checkMysqlServer();
+  if (myProblem && IN_CI) throw new Error(`${myProblem} — the MySQL/MariaDB suite is required when CI=true`);
+  if (myProblem) console.warn(`[tests] ${myProblem}: MySQL/MariaDB tests will be skipped (they are required under CI=true)`);
+  project.provide('mysqlUnavailable', myProblem ?? '');
   project.provide('browserPath', requireBrowserUnderCi());
 }
 

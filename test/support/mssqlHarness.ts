@@ -70,6 +70,7 @@ async function adminBatch(target: DatabaseTarget, text: string): Promise<void> {
 
 export const mssql: DialectHarness = {
   name: 'mssql',
+  notices: false,
   unavailable: () =>
     testTarget()
       ? null
@@ -187,6 +188,9 @@ SELECT @@ROWCOUNT AS n;`,
           params: [p.int('n', n), p.nvarcharMax('contract', JSON.stringify(contract)), p.int('max_attempts', contract.retry.maxAttempts)],
         });
         if (Number(r?.n) !== n) throw new Error(`insertIntentsOneStatement: inserted ${r?.n} of ${n}`);
+      },
+      async expireLeases() {
+        await admin.run({ text: 'UPDATE submission_manager_leases SET expires_at = DATEADD(second, -1, SYSUTCDATETIME());', params: [] });
       },
       async stealLease(leaseName, holderId) {
         // Like tryAcquire, minus the expiry check: the UPDATE's X lock waits for open fenced transactions.

@@ -116,7 +116,7 @@ describe.each(pgDialects)('liveness: $name', (dialect) => {
     expect(b.executor.completions.size).toBe(1);
     // Another instance takes the lease and recovers the orphan (attempt 1 abandoned, intent rescheduled).
     const other = await buildExecutor(ctx, { providerUrl: provider.url, stores: b.stores, holderId: 'other' });
-    await ctx.sql(`UPDATE submission_manager_leases SET expires_at = clock_timestamp() - interval '1 second'`);
+    await ctx.expireLeases();
     expect(await other.executor.tick(1_000)).toMatchObject({ role: 'leader', recovered: 1 });
     await other.lease.release();
     failComplete = false;

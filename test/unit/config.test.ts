@@ -123,7 +123,7 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['bad LOG_LEVEL', { LOG_LEVEL: 'verbose' }, ['LOG_LEVEL']],
     ['PROVIDER_URL not a URL', { PROVIDER_URL: 'not a url' }, ['PROVIDER_URL']],
     ['ftp PROVIDER_URL', { PROVIDER_URL: 'ftp://files.example.com/in' }, ['PROVIDER_URL']],
-    ['unknown DATABASE_URL scheme', { DATABASE_URL: 'mysql://u:p@db.example.com/x' }, ['DATABASE_URL']],
+    ['unknown DATABASE_URL scheme', { DATABASE_URL: 'oracle://u:p@db.example.com/x' }, ['DATABASE_URL']],
     ['DATABASE_URL without a scheme', { DATABASE_URL: 'db.example.com' }, ['DATABASE_URL']],
     ['DATABASE_URL with Authentication=Active Directory Default',
       { DATABASE_URL: 'Server=tcp:x.database.windows.net,1433;Database=db;Authentication=Active Directory Default' }, ['DATABASE_URL', 'SQL_SERVER']],
@@ -167,6 +167,8 @@ describe('DATABASE_URL resolution', () => {
     ['postgres://', { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/sm' }, { kind: 'postgres', url: 'postgres://u:p@127.0.0.1:5432/sm' }],
     ['postgresql://', { DATABASE_URL: 'postgresql://u@h/sm?sslmode=require' }, { kind: 'postgres', url: 'postgresql://u@h/sm?sslmode=require' }],
     ['mssql://', { DATABASE_URL: 'mssql://sa:Pw1@localhost:1433/sm' }, { kind: 'mssql', url: 'mssql://sa:Pw1@localhost:1433/sm' }],
+    ['mysql://', { DATABASE_URL: 'mysql://root@127.0.0.1:3306/test' }, { kind: 'mysql', url: 'mysql://root@127.0.0.1:3306/test' }],
+    ['mariadb://', { DATABASE_URL: 'mariadb://u:p@db:3306/sm' }, { kind: 'mysql', url: 'mariadb://u:p@db:3306/sm' }],
     ['surrounding whitespace is trimmed', { DATABASE_URL: '  postgres://h/sm  ' }, { kind: 'postgres', url: 'postgres://h/sm' }],
     ['SQL_SERVER + SQL_DATABASE → Entra (system identity)', { SQL_SERVER: 's.database.windows.net', SQL_DATABASE: 'sm' },
       { kind: 'mssqlEntra', server: 's.database.windows.net', database: 'sm', clientId: null }],
@@ -222,9 +224,9 @@ describe('secrets', () => {
   });
 
   it.each<[string, Env]>([
-    ['unknown scheme', { DATABASE_URL: 'mysql://admin:Hunter2Secret@db.example.com/x' }],
-    ['unknown scheme, raw @ in password', { DATABASE_URL: 'mysql://admin:Hunter2@Secret@db.example.com/x' }],
-    ['unknown scheme, raw / in password', { DATABASE_URL: 'mysql://admin:Hunter2/Secret@db.example.com/x' }],
+    ['unknown scheme', { DATABASE_URL: 'oracle://admin:Hunter2Secret@db.example.com/x' }],
+    ['unknown scheme, raw @ in password', { DATABASE_URL: 'oracle://admin:Hunter2@Secret@db.example.com/x' }],
+    ['unknown scheme, raw / in password', { DATABASE_URL: 'oracle://admin:Hunter2/Secret@db.example.com/x' }],
     ['no // authority', { DATABASE_URL: 'mysql:admin:Hunter2Secret@db.example.com' }],
     ['.NET connection string with a password', { DATABASE_URL: 'Server=tcp:h,1433;User ID=sa;Password=Hunter2Secret;' }],
     ['.NET connection string with Authentication=', { DATABASE_URL: 'Server=h;Authentication=Active Directory Default;Password=Hunter2Secret' }],

@@ -19,6 +19,7 @@
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { MssqlDatabase, MssqlRunner, Row } from './db.js';
 import { p, type SqlParam, type SqlQuery } from './params.js';
+import { runFenced } from '../fencedRun.js';
 
 /** The fence: the lease row of the token, read by its primary key WITH (HOLDLOCK, ROWLOCK) into @fence_expires. */
 const FENCE_READ = `SELECT @fence_expires = expires_at FROM submission_manager_leases WITH (HOLDLOCK, ROWLOCK)
@@ -105,29 +106,19 @@ export async function runFencedBatch<T = Row>(db: MssqlRunner, q: SqlQuery): Pro
   return { kind: 'ok', value: sets.slice(1) as unknown as T[][] };
 }
 
-class LeaseLostSignal extends Error {}
-
 /**
  * The fence over several requests on one connection: BEGIN; fence SELECT (0 rows → ROLLBACK, leaseLost);
  * fn; audit row (when fn wrote rows); COMMIT. `fn` returns its value and how many rows it wrote.
  */
-export async function fencedTransaction<T>(
+export function fencedTransaction<T>(
   db: MssqlDatabase,
   token: LeaseToken,
   action: string,
   fn: (tx: MssqlRunner) => Promise<{ value: T; rowsWritten: number }>,
 ): Promise<Fenced<T>> {
-  try {
-    const value = await db.transaction(async (tx) => {
-      const [fence = []] = await tx.run(fenceQueries.fence(token));
-      if (fence.length === 0) throw new LeaseLostSignal(); // rolls back: nothing of ours commits
-      const out = await fn(tx);
-      if (out.rowsWritten > 0) await tx.run(fenceQueries.audit(token, action, out.rowsWritten));
-      return out.value;
-    });
-    return { kind: 'ok', value };
-  } catch (e) {
-    if (e instanceof LeaseLostSignal) return { kind: 'leaseLost' };
-    throw e;
-  }
+  return runFenced<MssqlRunner, T>({
+    transaction: (body) => db.transaction(body),
+    fence: async (tx) => ((await tx.run(fenceQueries.fence(token)))[0] ?? []).length > 0,
+    audit: (tx, rows) => tx.run(fenceQueries.audit(token, action, rows)),
+  }, fn);
 }

@@ -4,6 +4,7 @@
 // our epoch can commit after a newer epoch exists (../shared/models/fence.pml).
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase, PgQueryable } from './db.js';
+import { runFenced } from '../fencedRun.js';
 
 const FENCE = `SELECT 1 FROM submission_manager_leases
   WHERE lease_name = $1 AND holder_id = $2 AND lease_epoch = $3 AND expires_at > clock_timestamp()
@@ -12,33 +13,21 @@ const FENCE = `SELECT 1 FROM submission_manager_leases
 const AUDIT = `INSERT INTO submission_execution_audit (lease_name, lease_epoch, holder_id, action, rows_written, at)
   VALUES ($1, $2, $3, $4, $5, clock_timestamp())`;
 
-class LeaseLostSignal extends Error {}
-
 /**
  * Run `fn` fenced by `token`. `fn` returns the value and how many rows it wrote; the write is recorded in
  * the audit log (numbered by the shared sequence) inside the same transaction.
  */
-export async function fencedTransaction<T>(
+export function fencedTransaction<T>(
   db: PgDatabase,
   token: LeaseToken,
   action: string,
   fn: (tx: PgQueryable) => Promise<{ value: T; rowsWritten: number }>,
 ): Promise<Fenced<T>> {
-  try {
-    const value = await db.transaction(async (tx) => {
-      const fence = await tx.query(FENCE, [token.leaseName, token.holderId, token.leaseEpoch]);
-      if (fence.rows.length === 0) throw new LeaseLostSignal(); // rolls back: nothing of ours commits
-      const out = await fn(tx);
-      if (out.rowsWritten > 0) {
-        await tx.query(AUDIT, [token.leaseName, token.leaseEpoch, token.holderId, action, out.rowsWritten]);
-      }
-      return out.value;
-    });
-    return { kind: 'ok', value };
-  } catch (e) {
-    if (e instanceof LeaseLostSignal) return { kind: 'leaseLost' };
-    throw e;
-  }
+  return runFenced<PgQueryable, T>({
+    transaction: (body) => db.transaction(body),
+    fence: async (tx) => (await tx.query(FENCE, [token.leaseName, token.holderId, token.leaseEpoch])).rows.length > 0,
+    audit: (tx, rows) => tx.query(AUDIT, [token.leaseName, token.leaseEpoch, token.holderId, action, rows]),
+  }, fn);
 }
 
 /**

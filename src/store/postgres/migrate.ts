@@ -3,6 +3,8 @@
 import type { PgDatabase, PgQueryable } from './db.js';
 import { migrations, type Migration } from './migrations/index.js';
 import { isStoreError } from '../ports.js';
+import { splitStatements } from '../sqlScript.js';
+
 
 /** The newest migration applied (0: none yet): one primary-key read, cheap enough for every cold start. */
 export async function schemaVersion(db: PgQueryable): Promise<number> {
@@ -55,12 +57,4 @@ export async function migratePostgres(
     }
     return { applied };
   });
-}
-
-/** Split a script on top-level semicolons (our migrations contain no functions or quoted semicolons). */
-export function splitStatements(sql: string): string[] {
-  return sql
-    .split(/;\s*$/m)
-    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
-    .filter((s) => s.length > 0);
 }

@@ -1,0 +1,181 @@
+// MySQL / MariaDB ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. MySQL has no
+// data-modifying CTEs and no UPDATE … RETURNING, so each fenced write is one short transaction (fence.ts): the
+// rows it will change are read FOR UPDATE first (the decision), changed by primary key, and read back. Batches
+// travel as one JSON parameter read with JSON_TABLE (wrapped in a derived table: MariaDB cannot join a table
+// function in a multi-table UPDATE), plus a redundant `intent_id IN (…)` so each batch is found by primary key.
+// last_modified_at is always strictly newer than the previous value, so "newer state wins" in the schedule.
+import type {
+  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
+} from '../intentPorts.js';
+import type { Fenced, LeaseToken } from '../ports.js';
+import type { MyDatabase, MyQueryable } from './db.js';
+import { fencedTransaction } from './fence.js';
+import {
+  BUDGET, NEXT_MODIFIED, NIL_UUID, NOW, idParam, minusMs, plusMs, scheduleCols, toCompletedAttempt, toScheduleRow,
+  toStartedAttempt, utcText, type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
+} from './rows.js';
+
+const ID = 'CHAR(36) CHARACTER SET ascii COLLATE ascii_bin';
+
+/** A JSON array parameter as rows (`cols`: JSON_TABLE column definitions). */
+const jsonRows = (cols: string) => `(SELECT * FROM JSON_TABLE(?, '$[*]' COLUMNS (${cols})) AS jt)`;
+
+const START_REQ = jsonRows(`intent_id ${ID} PATH '$.id', expected INT PATH '$.expected'`);
+const COMPLETION = jsonRows(`ord INT PATH '$.ord', intent_id ${ID} PATH '$.id', attempt_no INT PATH '$.attemptNo',
+  outcome VARCHAR(16) PATH '$.outcome', http_status INT PATH '$.httpStatus', error LONGTEXT PATH '$.error',
+  duration_ms INT PATH '$.durationMs', next_status VARCHAR(16) PATH '$.nextStatus', delay_ms BIGINT PATH '$.delayMs',
+  attempt_epoch BIGINT PATH '$.attemptEpoch'`);
+
+// Rows after (t, id) in (last_modified_at, intent_id) order, served by ix_intents_modified; db_now comes with
+// them (also when none follows). The cursor is cast back from database text server-side (no JS Date).
+const REFRESH = `
+SELECT n.t AS db_now, p.* FROM (SELECT ${NOW} AS t) AS n LEFT JOIN (
+  SELECT ${scheduleCols()}, last_modified_at AS modified, last_modified_at < ${minusMs(NOW, '?')} AS settled
+    FROM submission_intents
+   WHERE last_modified_at > CAST(? AS DATETIME(6)) OR (last_modified_at = CAST(? AS DATETIME(6)) AND intent_id > ?)
+   ORDER BY last_modified_at, intent_id
+   LIMIT ?) AS p ON 1 = 1
+ ORDER BY p.modified, p.intent_id`;
+
+const LOAD_SCHEDULED = `SELECT ${scheduleCols()} FROM submission_intents
+  WHERE status = 'scheduled' AND intent_id > ? ORDER BY intent_id LIMIT ?`;
+
+const ORPHANS = `
+SELECT a.intent_id, a.attempt_no FROM submission_intents AS i
+  JOIN submission_attempts AS a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
+ WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < ?
+ FOR UPDATE`;
+
+const abandonedError = (epoch: string) => `CONCAT('abandoned: leader epoch ', ${epoch}, ' lost its lease before completing the attempt')`;
+
+// Attempts of older epochs left 'started' on intents that moved on meanwhile (cancelled while the call was in
+// flight, then the leader died): closed too, so the attempt log never keeps a 'started' row forever.
+const CLOSE_SETTLED = `
+UPDATE submission_attempts AS a JOIN submission_intents AS i ON i.intent_id = a.intent_id
+   SET a.outcome = 'abandoned', a.finished_at = ${NOW}, a.error = ${abandonedError('a.lease_epoch')}
+ WHERE a.outcome = 'started' AND a.lease_epoch < ? AND i.status <> 'in_flight'`;
+
+const CLOSE_ORPHANS = `
+UPDATE submission_attempts SET outcome = 'abandoned', finished_at = ${NOW}, error = ${abandonedError('lease_epoch')}
+ WHERE (intent_id, attempt_no) IN (?) AND outcome = 'started'`;
+
+const RESCHEDULE_ORPHANS = `
+UPDATE submission_intents AS i
+   SET i.status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
+       i.next_attempt_at = ${NOW}, i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')}, i.last_epoch = ?,
+       i.last_error = CONCAT('attempt ', i.attempt_count, ' abandoned after a leader change',
+                             CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END)
+ WHERE i.intent_id IN (?) AND i.status = 'in_flight'`;
+
+// Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the budget).
+const START_PICK = `
+SELECT i.intent_id FROM submission_intents AS i JOIN ${START_REQ} AS r ON i.intent_id = r.intent_id
+ WHERE i.intent_id IN (?) AND i.attempt_count = r.expected AND i.status = 'scheduled' AND i.next_attempt_at <= ${NOW}
+   AND ${BUDGET.mayStart('i')}
+ FOR UPDATE`;
+
+const START_UPDATE = `
+UPDATE submission_intents SET status = 'in_flight', attempt_count = attempt_count + 1,
+       last_modified_at = ${NEXT_MODIFIED()}, last_epoch = ?
+ WHERE intent_id IN (?)`;
+
+const START_ATTEMPTS = `
+INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
+SELECT intent_id, attempt_count, ?, ?, ${NOW}, 'started' FROM submission_intents WHERE intent_id IN (?)`;
+
+const STARTED = `
+SELECT i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
+       ${BUDGET.abortedBefore('i.attempt_count', 'i.intent_id')} AS aborted_before
+  FROM submission_intents AS i WHERE i.intent_id IN (?)`;
+
+// The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that holder).
+const CLOSE_ATTEMPTS = `
+UPDATE submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
+   SET a.outcome = c.outcome, a.finished_at = ${NOW}, a.http_status = c.http_status, a.error = c.error, a.duration_ms = c.duration_ms
+ WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?`;
+
+// The intent moves on only if it did not change meanwhile (still in flight with this attempt).
+const COMPLETE_PICK = `
+SELECT i.intent_id FROM submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
+ WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
+ FOR UPDATE`;
+
+const COMPLETE_UPDATE = `
+UPDATE submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
+   SET i.status = c.next_status,
+       i.next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN ${plusMs(NOW, 'c.delay_ms')} ELSE i.next_attempt_at END,
+       i.last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
+       i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')}, i.last_epoch = ?
+ WHERE i.intent_id IN (?)`;
+
+const SCHEDULE_ROWS = `SELECT ${scheduleCols()} FROM submission_intents WHERE intent_id IN (?)`;
+
+export class MysqlExecutionStore implements ExecutionStore {
+  constructor(private readonly db: MyDatabase) {}
+
+  async rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }> {
+    const r = await this.db.query<{ db_now: Date; cursor_text: string }>(
+      `SELECT ${NOW} AS db_now, ${utcText(minusMs(NOW, '?'))} AS cursor_text`, [commitGraceMs]);
+    const row = r.rows[0]!;
+    return { dbNow: row.db_now, cursor: { modifiedAt: row.cursor_text, intentId: NIL_UUID } };
+  }
+
+  async loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]> {
+    const r = await this.db.query<ScheduleDbRow>(LOAD_SCHEDULED, [idParam(afterId ?? NIL_UUID), limit]);
+    return r.rows.map(toScheduleRow);
+  }
+
+  async refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage> {
+    const r = await this.db.query<ScheduleDbRow & { db_now: Date; settled: number | null }>(REFRESH,
+      [commitGraceMs, cursor.modifiedAt, cursor.modifiedAt, idParam(cursor.intentId), limit]);
+    const rows = r.rows.filter((x) => x.intent_id !== null).map((x) => ({ ...toScheduleRow(x), settled: Number(x.settled) === 1 }));
+    return { rows, dbNow: r.rows[0]!.db_now };
+  }
+
+  fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>> {
+    return fencedTransaction(this.db, token, 'recover_orphans', async (tx) => {
+      const orphans = (await tx.query<{ intent_id: string; attempt_no: number }>(ORPHANS, [token.leaseEpoch])).rows;
+      await tx.query(CLOSE_SETTLED, [token.leaseEpoch]);
+      if (orphans.length === 0) return { value: { recovered: 0 }, rowsWritten: 0 };
+      await tx.query(CLOSE_ORPHANS, [orphans.map((o) => [o.intent_id, o.attempt_no])]);
+      await tx.query(RESCHEDULE_ORPHANS, [token.leaseEpoch, orphans.map((o) => o.intent_id)]);
+      return { value: { recovered: orphans.length }, rowsWritten: orphans.length };
+    });
+  }
+
+  fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
+    const ids = requests.map((q) => idParam(q.intentId));
+    const batch = JSON.stringify(requests.map((q, i) => ({ id: ids[i], expected: q.expectedAttemptCount })));
+    return fencedTransaction(this.db, token, 'start_attempts', async (tx) => {
+      if (ids.length === 0) return { value: [], rowsWritten: 0 };
+      const picked = (await tx.query<{ intent_id: string }>(START_PICK, [batch, ids])).rows.map((r) => r.intent_id);
+      if (picked.length === 0) return { value: [], rowsWritten: 0 };
+      await tx.query(START_UPDATE, [token.leaseEpoch, picked]);
+      await tx.query(START_ATTEMPTS, [token.leaseEpoch, token.holderId, picked]);
+      const started = (await tx.query<StartedDbRow>(STARTED, [picked])).rows.map(toStartedAttempt);
+      return { value: started, rowsWritten: started.length };
+    });
+  }
+
+  async fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
+    if (completions.length === 0) return { kind: 'ok', value: [] };
+    const ids = completions.map((c) => idParam(c.intentId));
+    const batch = JSON.stringify(completions.map((c, ord) => ({
+      ord, id: ids[ord], attemptNo: c.attemptNo, outcome: c.outcome, httpStatus: c.httpStatus, error: c.error,
+      durationMs: Math.round(c.durationMs), nextStatus: c.next.status,
+      delayMs: c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null, attemptEpoch: c.attemptEpoch ?? token.leaseEpoch,
+    })));
+    return fencedTransaction(this.db, token, 'complete_attempts', async (tx) => {
+      const closed = await tx.query(CLOSE_ATTEMPTS, [batch, ids, token.leaseEpoch, token.holderId]);
+      const picked = (await tx.query<{ intent_id: string }>(COMPLETE_PICK, [batch, ids])).rows.map((r) => r.intent_id);
+      let rows = new Map<string, ScheduleDbRow>();
+      if (picked.length > 0) {
+        await tx.query(COMPLETE_UPDATE, [batch, token.leaseEpoch, picked]);
+        rows = new Map((await tx.query<ScheduleDbRow>(SCHEDULE_ROWS, [picked])).rows.map((r) => [r.intent_id, r]));
+      }
+      const value = ids.map((id) => toCompletedAttempt({ req_id: id, ...(rows.get(id) ?? {}) } as CompletedDbRow));
+      // Found rows of the attempts' UPDATE (each found row changes: its outcome leaves 'started'), for the audit only.
+      return { value, rowsWritten: closed.affectedRows + picked.length };
+    });
+  }
+}

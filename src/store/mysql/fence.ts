@@ -1,0 +1,47 @@
+// The fence: every executor write runs in a READ COMMITTED transaction that first reads the lease row by
+// (name, holder, epoch, not expired) with LOCK IN SHARE MODE (MariaDB 10.11 has no FOR SHARE; both servers
+// accept this spelling) and keeps that S lock to commit. 0 rows = lease lost. Acquire/renew/release take the
+// row's X lock, so a newer acquire waits until every fenced transaction of the old holder has committed, and a
+// fenced transaction that starts after it waits for the acquire and then finds the new epoch
+// (../shared/models/fence.pml). READ COMMITTED: no gap locks, and a locking read sees the latest committed row.
+// The audit row takes its number from the shared sequence while the lock is held.
+import type { Fenced, LeaseToken } from '../ports.js';
+import type { MyDatabase, MyQueryable } from './db.js';
+import { NOW } from './rows.js';
+import { runFenced } from '../fencedRun.js';
+
+const FENCE = `SELECT 1 AS fenced FROM submission_manager_leases
+ WHERE lease_name = ? AND holder_id = ? AND lease_epoch = ? AND expires_at > ${NOW}
+ LOCK IN SHARE MODE`;
+
+/** The next number of the sequence shared by lease events and fenced writes (taken inside the caller's transaction). */
+export async function nextSeq(tx: MyQueryable): Promise<number> {
+  const r = await tx.query('INSERT INTO submission_manager_seq () VALUES ()');
+  return r.insertId;
+}
+
+/** Append the audit row of a fenced write (inside the fenced transaction); returns its sequence number. */
+export async function writeAudit(tx: MyQueryable, token: LeaseToken, action: string, rowsWritten: number): Promise<number> {
+  const seq = await nextSeq(tx);
+  await tx.query(
+    `INSERT INTO submission_execution_audit (seq, lease_name, lease_epoch, holder_id, action, rows_written, at)
+     VALUES (?, ?, ?, ?, ?, ?, ${NOW})`, [seq, token.leaseName, token.leaseEpoch, token.holderId, action, rowsWritten]);
+  return seq;
+}
+
+/**
+ * Run `fn` fenced by `token`. `fn` returns the value and how many rows it wrote; the write is recorded in
+ * the audit log (numbered by the shared sequence) inside the same transaction.
+ */
+export function fencedTransaction<T>(
+  db: MyDatabase,
+  token: LeaseToken,
+  action: string,
+  fn: (tx: MyQueryable) => Promise<{ value: T; rowsWritten: number }>,
+): Promise<Fenced<T>> {
+  return runFenced<MyQueryable, T>({
+    transaction: (body) => db.transaction(body),
+    fence: async (tx) => (await tx.query(FENCE, [token.leaseName, token.holderId, token.leaseEpoch])).rows.length > 0,
+    audit: (tx, rows) => writeAudit(tx, token, action, rows),
+  }, fn);
+}

@@ -1,0 +1,86 @@
+// MySQL / MariaDB IntentStore: client-side writes on any instance. Every insert/update sets last_modified_at
+// to database time (strictly after the previous value) in the same statement, so the leader's refresh sees it.
+// A conditional change reads the row FOR UPDATE first and decides from it (never from affectedRows).
+import type { AttemptRow, IntentRow, IntentStatus, IntentStore, MutationOutcome, NewIntent } from '../intentPorts.js';
+import { isStoreError } from '../ports.js';
+import { dbTime, type MyDatabase, type MyQueryable } from './db.js';
+import { ATTEMPT_COLS, INTENT_COLS, NEXT_MODIFIED, NOW, idParam, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
+
+const INSERT = `INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
+  max_attempts, next_attempt_at, created_at, last_modified_at)
+VALUES (?, ?, ?, ?, 'scheduled', 0, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW}), ${NOW}, ${NOW})`;
+
+const BY_ID = `SELECT ${INTENT_COLS} FROM submission_intents WHERE intent_id = ?`;
+
+/** The row, locked, with whether `allowed` (an SQL predicate on it) holds. */
+async function lockIntent(tx: MyQueryable, intentId: string, allowed: string): Promise<(IntentDbRow & { allowed: number }) | null> {
+  const r = await tx.query<IntentDbRow & { allowed: number }>(`SELECT ${INTENT_COLS}, (${allowed}) AS allowed
+    FROM submission_intents WHERE intent_id = ? FOR UPDATE`, [intentId]);
+  return r.rows[0] ?? null;
+}
+
+export class MysqlIntentStore implements IntentStore {
+  constructor(private readonly db: MyDatabase) {}
+
+  async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
+    const id = idParam(n.intentId);
+    try {
+      await this.db.query(INSERT, [id, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
+        n.notBefore ? dbTime(n.notBefore) : null]);
+    } catch (e) {
+      // The key is taken (the INSERT waited for the other writer's commit): return the stored intent.
+      if (!(isStoreError(e) && e.kind === 'conflict' && n.idempotencyKey !== null)) throw e;
+      const existing = await this.db.query<IntentDbRow>(`SELECT ${INTENT_COLS} FROM submission_intents WHERE idempotency_key = ?`, [n.idempotencyKey]);
+      if (!existing.rows[0]) throw e; // the duplicate was the intent id, not the key
+      return { kind: 'existing', intent: toIntent(existing.rows[0]) };
+    }
+    // What the database decided (its clock); MySQL has no INSERT … RETURNING.
+    const row = (await this.db.query<IntentDbRow>(BY_ID, [id])).rows[0];
+    if (!row) throw new Error(`intent ${id} inserted but not found`);
+    return { kind: 'created', intent: { ...toIntent(row), contract: n.contract } };
+  }
+
+  async get(intentId: string): Promise<IntentRow | null> {
+    const r = await this.db.query<IntentDbRow>(BY_ID, [idParam(intentId)]);
+    return r.rows[0] ? toIntent(r.rows[0]) : null;
+  }
+
+  async list(q: { status?: IntentStatus; limit: number; after?: string }): Promise<IntentRow[]> {
+    const status = q.status ?? null;
+    const after = q.after ? idParam(q.after) : null;
+    const r = await this.db.query<IntentDbRow>(
+      `SELECT ${INTENT_COLS} FROM submission_intents
+        WHERE (? IS NULL OR status = ?) AND (? IS NULL OR intent_id > ?)
+        ORDER BY intent_id LIMIT ?`, [status, status, after, after, q.limit]);
+    return r.rows.map(toIntent);
+  }
+
+  async listAttempts(intentId: string): Promise<AttemptRow[]> {
+    const r = await this.db.query<AttemptDbRow>(
+      `SELECT ${ATTEMPT_COLS} FROM submission_attempts WHERE intent_id = ? ORDER BY attempt_no`, [idParam(intentId)]);
+    return r.rows.map(toAttempt);
+  }
+
+  cancel(intentId: string): Promise<MutationOutcome> {
+    return this.mutate(intentId, "status IN ('scheduled', 'in_flight')",
+      `UPDATE submission_intents SET status = 'cancelled', last_modified_at = ${NEXT_MODIFIED()} WHERE intent_id = ?`, []);
+  }
+
+  reschedule(intentId: string, notBefore: Date): Promise<MutationOutcome> {
+    return this.mutate(intentId, "status = 'scheduled'",
+      `UPDATE submission_intents SET next_attempt_at = CAST(? AS DATETIME(6)), last_modified_at = ${NEXT_MODIFIED()} WHERE intent_id = ?`,
+      [dbTime(notBefore)]);
+  }
+
+  /** One transaction: lock the row, decide from it, update it, read it back. */
+  private mutate(intentId: string, allowed: string, update: string, params: unknown[]): Promise<MutationOutcome> {
+    const id = idParam(intentId);
+    return this.db.transaction(async (tx): Promise<MutationOutcome> => {
+      const cur = await lockIntent(tx, id, allowed);
+      if (!cur) return { kind: 'notFound' };
+      if (Number(cur.allowed) !== 1) return { kind: 'conflict', intent: toIntent(cur) };
+      await tx.query(update, [...params, id]);
+      return { kind: 'ok', intent: toIntent((await tx.query<IntentDbRow>(BY_ID, [id])).rows[0]!) };
+    });
+  }
+}

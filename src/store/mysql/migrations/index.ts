@@ -1,0 +1,11 @@
+// Numbered migrations, applied in order, each once (see ../migrate.ts). Never edit a released one: add a new one.
+import { m001Initial } from './m001Initial.js';
+import { m002Operations } from './m002Operations.js';
+import type { Migration } from '../../sqlScript.js';
+
+export type { Migration } from '../../sqlScript.js';
+
+export const migrations: readonly Migration[] = [
+  { id: 1, name: 'initial', sql: m001Initial },
+  { id: 2, name: 'operations', sql: m002Operations },
+];

@@ -1,0 +1,107 @@
+// MySQL / MariaDB OpsStore: the execution control row (pause/resume), provider state, the fenced retention
+// purge, handover requests, the cluster overview.
+import type { Fenced, LeaseToken } from '../ports.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, OpsStore, PurgeResult } from '../opsPorts.js';
+import { TERMINAL_SQL_LIST } from '../intentPorts.js';
+import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '../rowMapping.js';
+import type { MyDatabase } from './db.js';
+import { fencedTransaction } from './fence.js';
+import * as handover from './handover.js';
+import { NOW, minusMs } from './rows.js';
+
+// Always one row: database now, joined with the control row when there is one.
+const GET = `
+SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
+       (SELECT h.request_id FROM submission_manager_handover_requests AS h
+         WHERE h.lease_name = ? AND h.status = 'pending' ORDER BY h.requested_at LIMIT 1) AS pending_handover_id,
+       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id
+  FROM (SELECT ${NOW} AS t) AS n
+  LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = ?
+  LEFT JOIN submission_manager_provider_state AS ps ON ps.lease_name = ?`;
+
+// Constants only in the update list: the order of assignments never matters.
+const RECORD_BREAKER = `
+INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id) VALUES (?, ?, ${NOW}, ?)
+ON DUPLICATE KEY UPDATE breaker = ?, changed_at = ${NOW}, holder_id = ?`;
+
+// Idempotent: changed_at/changed_by/reason only move when the flag actually flips. The row is created when
+// missing (a no-op when present), then updated only if the flag differs.
+const ENSURE_CONTROL = `
+INSERT INTO submission_manager_execution_control (lease_name, paused, changed_at, changed_by, reason) VALUES (?, ?, ${NOW}, ?, ?)
+ON DUPLICATE KEY UPDATE lease_name = lease_name`;
+const FLIP_CONTROL = `
+UPDATE submission_manager_execution_control SET paused = ?, changed_at = ${NOW}, changed_by = ?, reason = ?
+ WHERE lease_name = ? AND paused <> ?`;
+
+// Oldest terminal intents first (the (last_modified_at, intent_id) index), locked, skipping rows another
+// transaction holds. Attempts first (the foreign key is checked per row), then the intents, re-checking that
+// they are terminal (final: cancel/reschedule refuse them; orphan recovery touches only in_flight).
+const PURGE_PICK = `
+SELECT intent_id FROM submission_intents
+ WHERE status IN ${TERMINAL_SQL_LIST} AND last_modified_at < ${minusMs(NOW, '?')}
+ ORDER BY last_modified_at, intent_id
+ LIMIT ?
+ FOR UPDATE SKIP LOCKED`;
+
+const count = (status: string) => `(SELECT COUNT(*) FROM submission_intents WHERE status = '${status}')`;
+// One statement, one instant: per-status counts and the due range on ix_intents_due, the newest attempt on
+// ix_attempts_started_at, the lease row by primary key.
+const OVERVIEW = `
+SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
+       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
+       ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
+       (SELECT COUNT(*) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS due_now,
+       (SELECT MIN(next_attempt_at) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS oldest_due_at,
+       (SELECT MAX(started_at) FROM submission_attempts) AS last_attempt_at
+  FROM (SELECT ${NOW} AS t) AS n
+  LEFT JOIN submission_manager_leases AS l ON l.lease_name = ?`;
+
+export class MysqlOpsStore implements OpsStore {
+  constructor(private readonly db: MyDatabase) {}
+
+  async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {
+    const holder = holderId.slice(0, 128);
+    await this.db.query(RECORD_BREAKER, [leaseName, state, holder, state, holder]);
+  }
+
+  async getClusterOverview(leaseName: string): Promise<ClusterOverview> {
+    const r = await this.db.query<OverviewDbRow>(OVERVIEW, [leaseName]);
+    return toOverview(leaseName, r.rows[0]!);
+  }
+
+  async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
+    const r = await this.db.query<ControlDbRow>(GET, [leaseName, leaseName, leaseName]);
+    return toControl(leaseName, r.rows[0]!);
+  }
+
+  async setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl> {
+    const by = changedBy.slice(0, 128);
+    const why = reason === null ? null : reason.slice(0, 500);
+    await this.db.query(ENSURE_CONTROL, [leaseName, paused, by, why]);
+    await this.db.query(FLIP_CONTROL, [paused, by, why, leaseName, paused]);
+    return this.getExecutionControl(leaseName);
+  }
+
+  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): Promise<Fenced<PurgeResult>> {
+    return fencedTransaction(this.db, token, 'purge_retention', async (tx) => {
+      const ids = (await tx.query<{ intent_id: string }>(PURGE_PICK, [Math.max(0, Math.round(olderThanMs)), limit])).rows.map((r) => r.intent_id);
+      if (ids.length === 0) return { value: { intents: 0, attempts: 0 }, rowsWritten: 0 };
+      const attempts = await tx.query('DELETE FROM submission_attempts WHERE intent_id IN (?)', [ids]);
+      const intents = await tx.query(`DELETE FROM submission_intents WHERE intent_id IN (?) AND status IN ${TERMINAL_SQL_LIST}`, [ids]);
+      const value = { intents: intents.affectedRows, attempts: attempts.affectedRows };
+      return { value, rowsWritten: value.intents + value.attempts };
+    });
+  }
+
+  requestHandover(leaseName: string, requestId: string, requestedBy: string, reason: string | null) {
+    return handover.requestHandover(this.db, leaseName, requestId, requestedBy, reason);
+  }
+
+  listHandovers(leaseName: string, limit: number): Promise<HandoverRequest[]> {
+    return handover.listHandovers(this.db, leaseName, limit);
+  }
+
+  fencedCompleteHandover(token: LeaseToken, requestId: string) {
+    return handover.fencedCompleteHandover(this.db, token, requestId);
+  }
+}

@@ -1,0 +1,16 @@
+// Numbered-migration scripts shared by the PostgreSQL and MySQL dialects: plain statements separated by `;`.
+
+/** One numbered migration: applied in id order, each once. */
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+/** Split a script on top-level semicolons (our migrations contain no functions or quoted semicolons). */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .split(/;\s*$/m)
+    .map((s) => s.replace(/^\s*--.*$/gm, '').trim())
+    .filter((s) => s.length > 0);
+}

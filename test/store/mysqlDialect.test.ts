@@ -1,0 +1,159 @@
+// What is particular to the MySQL / MariaDB dialect, against the real server (the shared contract suites run on
+// it too): migrations (spec column types, idempotent, concurrent migrators under GET_LOCK, a long one on its
+// dedicated connection, the CLI), the pinned session (UTC, READ COMMITTED, server detected once), the refresh
+// cursor's index, and the client-side deadline through a blackholing TCP proxy.
+import { randomBytes } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
+import { openMysqlPool, utcDate, type MyDatabase } from '../../src/store/mysql/db.js';
+import { migrateMysql, migrateMysqlIfNeeded, schemaVersion } from '../../src/store/mysql/migrate.js';
+import { migrations } from '../../src/store/mysql/migrations/index.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/store/deadline.js';
+import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
+import { TcpProxy } from '../chaos/tcpProxy.js';
+
+const open = (database: string | undefined, statementTimeoutMs = 10_000, max = 2, url = MYSQL_TEST_URL) =>
+  openMysqlPool({ url, max, statementTimeoutMs, database });
+
+/** A fresh database for `fn`, dropped afterwards. */
+async function withDatabase(fn: (name: string) => Promise<void>): Promise<void> {
+  const name = `m_${randomBytes(6).toString('hex')}`;
+  const admin = open(undefined);
+  await admin.query(`CREATE DATABASE ${name}`);
+  try {
+    await fn(name);
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.close();
+  }
+}
+
+async function using<T>(db: MyDatabase, fn: (db: MyDatabase) => Promise<T>): Promise<T> {
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+describe('mysql dialect', () => {
+  const skip = () => inject('mysqlUnavailable');
+
+  it('migrations: DATETIME(6) times, the spec columns NOT NULL; applied once, then a no-op', async (t) => {
+    if (skip()) return t.skip(skip());
+    await withDatabase((name) => using(open(name), async (db) => {
+      expect((await migrateMysql(db)).applied).toEqual(migrations.map((m) => m.id));
+      expect((await migrateMysql(db)).applied).toEqual([]);
+      const cols = (await db.query<{ t: string; c: string; type: string; nullable: string }>(
+        `SELECT table_name AS t, column_name AS c, column_type AS type, is_nullable AS nullable
+           FROM information_schema.columns WHERE table_schema = DATABASE()`)).rows;
+      const type = new Map(cols.map((x) => [`${x.t}.${x.c}`, `${x.type} ${x.nullable === 'NO' ? 'NOT NULL' : 'NULL'}`]));
+      expect(type.get('submission_manager_leases.lease_name')).toBe('varchar(64) NOT NULL');
+      expect(type.get('submission_manager_leases.holder_id')).toBe('varchar(128) NOT NULL');
+      expect(type.get('submission_manager_leases.lease_epoch')).toBe('bigint(20) NOT NULL'.replace('(20)', (await db.server()).flavor === 'mysql' ? '' : '(20)'));
+      for (const c of ['acquired_at', 'renewed_at', 'expires_at']) expect(type.get(`submission_manager_leases.${c}`)).toBe('datetime(6) NOT NULL');
+      expect(type.get('submission_intents.last_modified_at')).toBe('datetime(6) NOT NULL');
+      // Never TIMESTAMP (session-zone conversion, 2038).
+      expect(cols.filter((x) => /^timestamp/.test(x.type))).toEqual([]);
+    }));
+  });
+
+  it('4 concurrent migrators on a fresh database all succeed (GET_LOCK), each migration applied once', async (t) => {
+    if (skip()) return t.skip(skip());
+    await withDatabase(async (name) => {
+      const pools = Array.from({ length: 4 }, () => open(name, 10_000, 1));
+      try {
+        const all = (await Promise.all(pools.map((p) => migrateMysql(p)))).flatMap((r) => r.applied);
+        expect(all.sort()).toEqual(migrations.map((m) => m.id).sort());
+        expect(await schemaVersion(pools[0]!)).toBe(Math.max(...migrations.map((m) => m.id)));
+      } finally {
+        for (const p of pools) await p.close();
+      }
+    });
+  });
+
+  it('a migration longer than the request timeout completes on its dedicated connection; a cold start costs one check', async (t) => {
+    if (skip()) return t.skip(skip());
+    await withDatabase((name) => using(open(name, 300), async (requestPool) => {
+      expect(await schemaVersion(requestPool)).toBe(0);
+      const slow = [...migrations, { id: 99, name: 'slow', sql: 'SELECT SLEEP(1);' }];
+      await expect(migrateMysql(requestPool, slow)).rejects.toMatchObject({ kind: 'transient' }); // statement timeout
+      const out = await migrateMysqlIfNeeded(requestPool, async () => open(name, 10_000, 1), slow);
+      expect(out.applied).toEqual([99]); // 1 and 2 were applied before the slow one timed out
+      let opened = 0;
+      expect((await migrateMysqlIfNeeded(requestPool, async () => (opened++, requestPool), slow)).applied).toEqual([]);
+      expect(opened).toBe(0);
+    }));
+  });
+
+  it('every session is UTC and READ COMMITTED; the server is detected once; DATETIME arrives as UTC text', async (t) => {
+    if (skip()) return t.skip(skip());
+    await using(open(undefined), async (db) => {
+      const [row] = (await db.query<{ tz: string; iso: string; utc: Date; text: string }>(
+        `SELECT @@session.time_zone AS tz, @@session.${(await db.server()).flavor === 'mariadb' ? 'tx_isolation' : 'transaction_isolation'} AS iso,
+                CAST('2026-11-26 15:22:58.123456' AS DATETIME(6)) AS utc, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%d %H:%i:%s.%f') AS text`)).rows;
+      expect(row).toMatchObject({ tz: '+00:00', iso: 'READ-COMMITTED' });
+      expect(row!.utc.toISOString()).toBe('2026-11-26T15:22:58.123Z');
+      expect(row!.text).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/);
+      expect(Math.abs(utcDate(row!.text).getTime() - Date.now())).toBeLessThan(60_000);
+      expect((await db.server()).flavor).toMatch(/^(mariadb|mysql)$/);
+    });
+  });
+
+  it('the refresh cursor (a > x OR (a = x AND b > y)) reads a range of ix_intents_modified', async (t) => {
+    if (skip()) return t.skip(skip());
+    await withDatabase((name) => using(open(name), async (db) => {
+      await migrateMysql(db);
+      const plan = (await db.query<Record<string, unknown>>(
+        `EXPLAIN SELECT intent_id FROM submission_intents
+          WHERE last_modified_at > CAST(? AS DATETIME(6)) OR (last_modified_at = CAST(? AS DATETIME(6)) AND intent_id > ?)
+          ORDER BY last_modified_at, intent_id LIMIT 10`,
+        ['2026-01-01 00:00:00.000000', '2026-01-01 00:00:00.000000', '00000000-0000-0000-0000-000000000000'])).rows;
+      expect(plan[0]).toMatchObject({ key: 'ix_intents_modified' });
+      expect(String(plan[0]!.Extra ?? '')).not.toMatch(/filesort/);
+    }));
+  });
+
+  it('a blackholed statement fails at statement timeout + margin, its connection is destroyed, the pool recovers', async (t) => {
+    if (skip()) return t.skip(skip());
+    const target = new URL(MYSQL_TEST_URL);
+    const proxy = new TcpProxy(target.hostname, Number(target.port || 3306));
+    await proxy.listen();
+    const u = new URL(MYSQL_TEST_URL);
+    u.hostname = '127.0.0.1';
+    u.port = String(proxy.port);
+    const statementMs = 400;
+    await using(open(undefined, statementMs, 2, u.toString()), async (db) => {
+      expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+      const hole = proxy.blackhole(5_000, 'resume'); // longer than the deadline; no reset
+      const t0 = Date.now();
+      const err = await db.query('SELECT 2').catch((e: unknown) => e);
+      const took = Date.now() - t0;
+      expect(err).toMatchObject({ name: 'StoreError', kind: 'transient', code: 'CLIENT_DEADLINE' });
+      expect(took).toBeGreaterThanOrEqual(statementMs + CLIENT_DEADLINE_MARGIN_MS - 50);
+      expect(took).toBeLessThan(statementMs + CLIENT_DEADLINE_MARGIN_MS + 2_000); // not TCP's minutes
+      const txErr = await db.transaction(async (tx) => tx.query('SELECT 3')).catch((e: unknown) => e);
+      expect(txErr).toMatchObject({ kind: 'transient' });
+      await hole;
+      expect((await db.query<{ v: number }>('SELECT 4 AS v')).rows[0]!.v).toBe(4);
+    }).finally(() => proxy.close());
+  });
+
+  it('npm run migrate: two processes at once against a fresh database both exit 0', async (t) => {
+    if (skip()) return t.skip(skip());
+    const { spawn } = await import('node:child_process');
+    await withDatabase(async (name) => {
+      const url = new URL(MYSQL_TEST_URL);
+      url.pathname = `/${name}`;
+      const run = () => new Promise<{ code: number | null; out: string }>((resolve) => {
+        const p = spawn(process.execPath, ['dist/src/store/migrateCli.js'], { env: { ...process.env, DATABASE_URL: url.toString().replace(/^mysql:/, 'mariadb:') } });
+        let out = '';
+        p.stdout.on('data', (d) => (out += d));
+        p.stderr.on('data', (d) => (out += d));
+        p.on('exit', (code) => resolve({ code, out }));
+      });
+      const [a, b] = await Promise.all([run(), run()]);
+      expect([a.code, b.code], a.out + b.out).toEqual([0, 0]);
+      expect([a.out, b.out].join('\n')).toMatch(/applied migrations: 1, 2/);
+    });
+  });
+});
