@@ -2,7 +2,7 @@
 // per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
 // Everything else receives these as parameters.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { ConfigError, loadConfig, redactUrl, type Config, type DatabaseTarget } from './config.js';
+import { loadConfig, redactUrl, type Config, type DatabaseTarget } from './config.js';
 import type { PgPoolOptions } from './store/postgres/db.js';
 import { ClusterViewCache } from './clusterView.js';
 import { systemClock, type Clock } from './lease/clock.js';
@@ -83,10 +83,15 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
       const stores = await openPostgresStores(await pgEntraOptions(target, tokens), config, logger);
       return { ...stores, close: async () => { tokens.close(); await stores.close(); } };
     }
-    case 'mysqlEntra':
-      // Seam for the mysql dialect (src/store/mysql/): entraTokens() + mysqlEntraPoolOptions / bindTokenPassword /
-      // retryTokenRefusal (src/store/mysql/entraOptions.ts) give its pool the identity's token as the password.
-      throw new ConfigError('DATABASE_ENGINE=mysql: this build has no MySQL dialect yet (src/store/mysql/)');
+    case 'mysqlEntra': {
+      // The identity's token is the password of every new connection (src/store/mysql/entraOptions.ts).
+      const { mysqlEntraPoolOptions, bindTokenPassword } = await import('./store/mysql/entraOptions.js');
+      const { openMysqlStores } = await import('./store/mysql/index.js');
+      const tokens = await entraTokens(target.clientId, logger, credential);
+      const connection = await mysqlEntraPoolOptions(target, tokens);
+      const stores = openMysqlStores({ connection, onPool: (pool) => bindTokenPassword(pool, tokens) }, config, logger);
+      return { ...stores, close: async () => { tokens.close(); await stores.close(); } };
+    }
     case 'mssql':
     case 'mssqlEntra': {
       const { openMssqlStores } = await import('./store/mssql/index.js');
@@ -94,7 +99,7 @@ export async function openStores(target: DatabaseTarget, config: Config, logger:
     }
     case 'mysql': {
       const { openMysqlStores } = await import('./store/mysql/index.js');
-      return openMysqlStores(target.url, config, logger);
+      return openMysqlStores({ url: target.url }, config, logger);
     }
   }
 }

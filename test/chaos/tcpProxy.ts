@@ -11,10 +11,13 @@ import { PgConversation, wroteSomething, type Msg, type StatementKind, type Unit
 
 type Mode = 'pass' | 'drop' | 'blackhole';
 
+/** Bytes forwarded as they come, never parsed (a protocol the traps do not speak). */
+const RAW_WIRE: Pick<PgConversation, 'fromClient' | 'fromServer'> = { fromClient: () => {}, fromServer: (d) => [{ bytes: d }] };
+
 interface Pair {
   client: net.Socket;
   upstream: net.Socket | null;
-  conv: PgConversation;
+  conv: Pick<PgConversation, 'fromClient' | 'fromServer'>;
   /** A reply was lost on this connection: nothing more is forwarded either way (it ends reset or by the client). */
   lost: boolean;
 }
@@ -51,7 +54,8 @@ export class TcpProxy {
   private readonly traps = new Set<ReplyTrap>();
   port = 0;
 
-  constructor(private readonly targetHost: string, private readonly targetPort: number) {
+  /** `wire`: 'postgres' parses the conversation (reply traps need it); 'raw' forwards bytes unread (MySQL). */
+  constructor(private readonly targetHost: string, private readonly targetPort: number, private readonly wire: 'postgres' | 'raw' = 'postgres') {
     this.server = net.createServer((client) => this.accept(client));
   }
 
@@ -71,7 +75,8 @@ export class TcpProxy {
       client.resetAndDestroy();
       return;
     }
-    const pair: Pair = { client, upstream: null, conv: new PgConversation((u) => this.trapUnit(u)), lost: false };
+    const conv = this.wire === 'raw' ? RAW_WIRE : new PgConversation((u) => this.trapUnit(u));
+    const pair: Pair = { client, upstream: null, conv, lost: false };
     this.pairs.add(pair);
     client.on('close', () => {
       pair.upstream?.destroy();

@@ -116,7 +116,7 @@ describe('mysql dialect', () => {
   it('a blackholed statement fails at statement timeout + margin, its connection is destroyed, the pool recovers', async (t) => {
     if (skip()) return t.skip(skip());
     const target = new URL(MYSQL_TEST_URL);
-    const proxy = new TcpProxy(target.hostname, Number(target.port || 3306));
+    const proxy = new TcpProxy(target.hostname, Number(target.port || 3306), 'raw');
     await proxy.listen();
     const u = new URL(MYSQL_TEST_URL);
     u.hostname = '127.0.0.1';

@@ -39,15 +39,18 @@ export interface MyDatabase extends MyQueryable {
   close(): Promise<void>;
 }
 
-export interface MysqlPoolOptions {
-  url: string;
+/** Where to connect: a mysql:// / mariadb:// URL, or ready connection options (Entra: src/store/mysql/entraOptions.ts)
+ *  with a hook that gets the pool once created (bindTokenPassword). */
+export type MysqlConnection = { url: string } | { connection: mysql.PoolOptions; onPool?: (pool: Pool) => void };
+
+export type MysqlPoolOptions = MysqlConnection & {
   max: number;
   statementTimeoutMs: number;
   /** Overrides the URL's database (tests give each context its own). */
   database?: string;
   /** Client-side deadline per statement (default statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS). */
   clientDeadlineMs?: number;
-}
+};
 
 /** Session sql_mode: strict, and without NO_BACKSLASH_ESCAPES / ANSI_QUOTES, which mysql2's escaping relies on. */
 const SQL_MODE = 'ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
@@ -118,7 +121,7 @@ function shape(r: unknown): Result {
 export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) => void): MyDatabase {
   const deadlineMs = opts.clientDeadlineMs ?? opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
   const pool: Pool = mysql.createPool({
-    ...connectionConfig(opts.url, opts.database),
+    ...('url' in opts ? connectionConfig(opts.url, opts.database) : { ...opts.connection, ...(opts.database ? { database: opts.database } : {}) }),
     connectionLimit: opts.max,
     maxIdle: opts.max,
     waitForConnections: true,
@@ -131,6 +134,7 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
     multipleStatements: false,
     typeCast,
   });
+  if ('onPool' in opts) opts.onPool?.(pool);
   // A pooled connection the server drops while idle emits 'error'; without a listener the process would die.
   pool.on('connection', (c) => (c as unknown as { on(ev: string, f: (e: Error) => void): void }).on('error', (e) => onIdleError?.(e)));
   let detected: Promise<MysqlServer> | null = null;

@@ -3,7 +3,7 @@
 import type { Config } from '../../config.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Stores } from '../stores.js';
-import { openMysqlPool, type MyDatabase } from './db.js';
+import { openMysqlPool, type MyDatabase, type MysqlConnection } from './db.js';
 import { MysqlLeaseStore } from './leaseStore.js';
 import { MysqlIntentStore } from './intentStore.js';
 import { MysqlExecutionStore } from './executionStore.js';
@@ -34,11 +34,11 @@ export function createMysqlStores(db: MyDatabase, opts: { openMigrationDb?: () =
   };
 }
 
-/** Open the process's pool for a `mysql` target and build the stores on it. */
-export function openMysqlStores(url: string, config: Config, logger: Logger): Stores {
+/** Open the process's pool for a `mysql` target (a URL, or Entra connection options) and build the stores on it. */
+export function openMysqlStores(conn: MysqlConnection, config: Config, logger: Logger): Stores {
   const onIdleError = (e: Error) => logger.warn({ event: 'db_idle_client_error', sql_error: { message: e.message } }, 'idle database connection failed');
-  const db = openMysqlPool({ url, max: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs }, onIdleError);
+  const db = openMysqlPool({ ...conn, max: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs }, onIdleError);
   // Migrations (only when the version check finds some missing) on their own connection and timeout.
-  const openMigrationDb = async () => openMysqlPool({ url, max: 1, statementTimeoutMs: config.db.migrationTimeoutMs }, onIdleError);
+  const openMigrationDb = async () => openMysqlPool({ ...conn, max: 1, statementTimeoutMs: config.db.migrationTimeoutMs }, onIdleError);
   return createMysqlStores(db, { openMigrationDb, migrationLockTimeoutMs: config.db.migrationTimeoutMs });
 }
