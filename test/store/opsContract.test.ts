@@ -126,18 +126,23 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
   it('retention: deletes only terminal intents older than the cutoff, with their attempts, in bounded batches; never an active one', async () => {
     const token = await leader();
     const old = { succeeded: [] as string[], failed: [] as string[], cancelled: [] as string[] };
+    const t0 = Date.now();
     for (let i = 0; i < 9; i++) old.succeeded.push(await intent('succeeded', 2));
     for (let i = 0; i < 8; i++) old.failed.push(await intent('failed', 1));
     for (let i = 0; i < 8; i++) old.cancelled.push(await intent('cancelled', 0));
+    // The horizon from the measured cost of writing one intent (its round trips), not a wall-clock guess: the young
+    // intents below (2 writes) and the 4 purge statements after them take far less than 20 such costs, so they stay
+    // younger than the horizon on a slow or remote server too.
+    const horizonMs = Math.max(500, Math.ceil(20 * (Date.now() - t0) / 25));
     const activeScheduled = [await intent('scheduled'), await intent('scheduled')];
     const activeInFlight = [await intent('in_flight', 1), await intent('in_flight', 2)];
-    await sleep(700);
+    await sleep(horizonMs + 200);
     const young = [await intent('succeeded', 1), await intent('cancelled', 0)];
     const oldAttempts = 9 * 2 + 8 * 1;
 
     const batches: { intents: number; attempts: number }[] = [];
     for (;;) {
-      const out = await s.ops.fencedPurgeTerminal(token, 500, 10);
+      const out = await s.ops.fencedPurgeTerminal(token, horizonMs, 10);
       if (out.kind !== 'ok') throw new Error('lease lost');
       batches.push(out.value);
       if (out.value.intents < 10) break;
@@ -155,7 +160,7 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     expect(audit).toHaveLength(3);
     expect(audit.every((a) => a.leaseEpoch === token.leaseEpoch)).toBe(true);
     // Nothing older than the cutoff is left to purge.
-    const done = await s.ops.fencedPurgeTerminal(token, 500, 10);
+    const done = await s.ops.fencedPurgeTerminal(token, horizonMs, 10);
     expect(done).toEqual({ kind: 'ok', value: { intents: 0, attempts: 0 } });
   });
 

@@ -68,6 +68,17 @@ async function adminBatch(target: DatabaseTarget, text: string): Promise<void> {
   }
 }
 
+/** Drop a test database, best effort. SINGLE_USER kicks any straggling session; Azure SQL (EngineEdition 5) has no
+ *  SINGLE_USER and drops anyway. */
+async function dropTestDatabase(target: DatabaseTarget, dbName: string): Promise<void> {
+  await adminBatch(target, `IF DB_ID(N'${dbName}') IS NOT NULL
+BEGIN
+  IF CAST(SERVERPROPERTY('EngineEdition') AS int) <> 5
+    EXEC(N'ALTER DATABASE [${dbName}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE');
+  EXEC(N'DROP DATABASE [${dbName}]');
+END;`).catch(() => {});
+}
+
 export const mssql: DialectHarness = {
   name: 'mssql',
   notices: false,
@@ -82,9 +93,17 @@ export const mssql: DialectHarness = {
     const dbName = `t_${randomBytes(6).toString('hex')}`; // generated, safe to inline
     const rcsi = (env.MSSQL_TEST_RCSI ?? 'on').toLowerCase() !== 'off';
     await adminBatch(target, `CREATE DATABASE [${dbName}];`);
-    if (rcsi) await adminBatch(target, `ALTER DATABASE [${dbName}] SET READ_COMMITTED_SNAPSHOT ON;`);
-    const admin = await open(target, 4, dbName);
-    await createMssqlStores(admin).migrate();
+    let admin: MssqlDatabase | null = null;
+    try {
+      if (rcsi) await adminBatch(target, `ALTER DATABASE [${dbName}] SET READ_COMMITTED_SNAPSHOT ON;`);
+      admin = await open(target, 4, dbName);
+      await createMssqlStores(admin).migrate();
+    } catch (e) {
+      // Nothing will call close(): drop the database here, or every failed setup leaves one behind.
+      await admin?.close().catch(() => {});
+      await dropTestDatabase(target, dbName);
+      throw e;
+    }
     const opened = new Map<Stores, MssqlDatabase>();
     let logged: { intentId: string; start: string } | null = null;
     const modifiedAtText = async (intentId: string) => {
@@ -269,13 +288,7 @@ EXEC sp_executesql @ddl;`);
       async close() {
         for (const s of opened.keys()) await s.close().catch(() => {});
         await admin.close().catch(() => {});
-        // SINGLE_USER kicks any straggling session; Azure SQL (EngineEdition 5) has no SINGLE_USER and drops anyway.
-        await adminBatch(target, `IF DB_ID(N'${dbName}') IS NOT NULL
-BEGIN
-  IF CAST(SERVERPROPERTY('EngineEdition') AS int) <> 5
-    EXEC(N'ALTER DATABASE [${dbName}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE');
-  EXEC(N'DROP DATABASE [${dbName}]');
-END;`).catch(() => {});
+        await dropTestDatabase(target, dbName);
       },
     };
   },

@@ -43,10 +43,20 @@ describe.each(pgDialects)('provider guard in the executor: $name', (dialect) => 
     let failing = true;
     provider.answer = () => (failing ? { status: 503 } : { status: 200 });
     const transitions: BreakerState[] = [];
+    // Bounds from a measured read and the configured cool-down, not wall-clock guesses: the cool-down outlasts the
+    // open window's last tick (300 ms) and the reads that follow it however slow the database is.
+    const r0 = Date.now();
+    await t.ctx.attemptRows();
+    const readMs = Date.now() - r0;
+    const cooldownMs = 1_500 + 10 * readMs;
+    let openedAt = 0;
     built = await buildExecutor(t.ctx, {
       providerUrl: provider.url, concurrency: 1,
-      guard: (clock) => new ProviderGuard({ ratePerSec: 0, maxInFlight: 1, breakerThreshold: 3, breakerCooldownMs: 1_500, retryAfterMaxMs: 0 },
-        clock, (s) => transitions.push(s)),
+      guard: (clock) => new ProviderGuard({ ratePerSec: 0, maxInFlight: 1, breakerThreshold: 3, breakerCooldownMs: cooldownMs, retryAfterMaxMs: 0 },
+        clock, (s) => {
+          transitions.push(s);
+          if (s === 'open') openedAt = Date.now();
+        }),
     });
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push(await submit(built.stores, { p: 1 }, { maxAttempts: 4 }));
@@ -55,8 +65,8 @@ describe.each(pgDialects)('provider guard in the executor: $name', (dialect) => 
     const callsAtOpen = provider.calls.length;
     const attemptsAtOpen = (await t.ctx.attemptRows()).length;
     expect(callsAtOpen).toBe(3);
-    // Open: ticks run, nothing is sent and no attempt row is written.
-    await tickUntil(built, () => false, 1_000);
+    // Open: ticks run, nothing is sent and no attempt row is written (until just before the cool-down ends).
+    await tickUntil(built, () => false, openedAt + cooldownMs - 300 - 3 * readMs - 200 - Date.now());
     expect(provider.calls.length).toBe(callsAtOpen);
     expect((await t.ctx.attemptRows()).length).toBe(attemptsAtOpen);
     // The provider recovers; after the cool-down one probe closes the breaker and everything succeeds.
