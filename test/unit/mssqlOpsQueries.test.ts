@@ -139,6 +139,9 @@ describe('mssql ops query builders', () => {
     expect(t.indexOf('COMMIT TRANSACTION')).toBeLessThan(t.lastIndexOf('SELECT @now AS requested_at'));
     expect(t).toMatch(/INSERT INTO submission_manager_redrives/);
     expect(t).toMatch(/INSERT INTO submission_manager_redriven_intents/);
+    // A contract maxAttempts that is not an int fails the redrive (as PostgreSQL's ::int), never a silent fallback.
+    expect(t).toMatch(/COALESCE\(CAST\(JSON_VALUE\(i\.contract, ''\) AS int\), i\.max_attempts\)/);
+    expect(t).not.toMatch(/TRY_CAST|TRY_CONVERT/);
     expect(q.params.find((x) => x.name === 'ids')!.value).toBe('["01a21664-e79b-72c4-9fe0-858b2d2a3219"]'); // canonical lower case
     expect(redriveQueries.redrive({ ...redriveSample, ids: null }).params.find((x) => x.name === 'ids')!.value).toBeNull();
     expect(() => redriveQueries.redrive({ ...redriveSample, ids: ['nope'] })).toThrow(/UUID/);

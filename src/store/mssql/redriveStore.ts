@@ -1,6 +1,7 @@
 // SQL Server RedriveStore: one batch, one transaction — pick (UPDLOCK, oldest failure first), move, record —
 // results read after COMMIT. UPDLOCK (not READPAST): a concurrent redrive or purge of the same row is waited
-// for, then `status = 'failed'` is re-checked by the UPDATE, so each failure is redriven at most once.
+// for, then `status = 'failed'` is re-checked by the UPDATE, so each failure is redriven at most once. A contract
+// maxAttempts that is not an int is an error (CAST, not TRY_CAST), as PostgreSQL's ::int: never a silent fallback.
 import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from '../redrivePorts.js';
 import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
 import type { MssqlRunner } from './db.js';
@@ -30,7 +31,7 @@ SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, ROWLOCK)
  ORDER BY last_modified_at, intent_id;
 UPDATE i
    SET status = 'scheduled', next_attempt_at = @now,
-       max_attempts = ${BUDGET.redrivenMaxAttempts('i', "COALESCE(TRY_CAST(JSON_VALUE(i.contract, '$.retry.maxAttempts') AS int), i.max_attempts)")},
+       max_attempts = ${BUDGET.redrivenMaxAttempts('i', "COALESCE(CAST(JSON_VALUE(i.contract, '$.retry.maxAttempts') AS int), i.max_attempts)")},
        last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}
 OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts INTO @moved
   FROM submission_intents AS i
