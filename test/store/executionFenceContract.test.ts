@@ -38,6 +38,23 @@ describe.each(dialects)('execution fence contract: $name', (dialect) => {
     expect(staleWrites(audit, await s.lease.listEvents(LEASE_NAME))).toEqual([]);
   });
 
+  it('orphan recovery: attempts of an older epoch on intents that moved on are closed and audited too (issue 20 item 9)', async () => {
+    const a = await s.lease.tryAcquire(LEASE_NAME, 'A', 60_000);
+    if (!a.acquired) throw new Error('not acquired');
+    const tokenA = { leaseName: LEASE_NAME, holderId: 'A', leaseEpoch: a.lease.leaseEpoch };
+    const i1 = await submit(s);
+    expect((await s.execution.fencedStartAttempts(tokenA, [{ intentId: i1.intentId, expectedAttemptCount: 0 }])).kind).toBe('ok');
+    await ctx.setIntentStatus(i1.intentId, 'cancelled'); // cancelled while its call was out; then A died
+    await ctx.stealLease(LEASE_NAME, 'B');
+    const tokenB = { leaseName: LEASE_NAME, holderId: 'B', leaseEpoch: tokenA.leaseEpoch + 1 };
+    expect(await s.execution.fencedRecoverOrphans(tokenB)).toEqual({ kind: 'ok', value: { recovered: 0 } }); // no intent moved
+    expect((await s.intents.listAttempts(i1.intentId)).map((x) => x.outcome)).toEqual(['abandoned']);
+    expect((await s.intents.get(i1.intentId))?.status).toBe('cancelled');
+    // The closed attempt is a write of epoch B like any other: it leaves an audit row (before: none, 0 intents moved).
+    const audit = await ctx.auditLog();
+    expect(audit.map((x) => [x.leaseEpoch, x.action])).toEqual([[tokenA.leaseEpoch, 'start_attempts'], [tokenB.leaseEpoch, 'recover_orphans']]);
+  });
+
   it('an empty batch is a no-op, not a lease loss', async () => {
     const a = await s.lease.tryAcquire(LEASE_NAME, 'A', 60_000);
     if (!a.acquired) throw new Error('not acquired');

@@ -187,6 +187,13 @@ describe('mssql query shapes', () => {
     expect(q.slice(0, now)).not.toMatch(/@now\b(?! datetime2)/);
   });
 
+  it('recoverOrphans: attempts closed on intents that moved on count as written (an audit row even when no intent moved)', () => {
+    const q = t(samples.executionQueries!.recoverOrphans!);
+    expect(q).toMatch(/i\.status <> 'in_flight';\nSET @settled = @@ROWCOUNT;/);
+    expect(q).toMatch(/SET @recovered = @@ROWCOUNT;[\s\S]*SET @rows_written = @recovered \+ @settled;/);
+    expect(q).toMatch(/SELECT @recovered AS recovered;/);
+  });
+
   it('fence: the lease row is read WITH (HOLDLOCK, ROWLOCK) by (name, holder, epoch); expiry is checked in a later statement', () => {
     for (const q of [t(samples.fenceQueries!.fence!), t(samples.executionQueries!.startAttempts!)]) {
       const read = q.indexOf('SELECT @fence_expires = expires_at FROM submission_manager_leases WITH (HOLDLOCK, ROWLOCK)');

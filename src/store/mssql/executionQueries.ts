@@ -65,6 +65,8 @@ SELECT TOP (@limit) ${scheduleCols()},
   recoverOrphans(token: LeaseToken): SqlQuery {
     return buildFencedBatch(token, 'recover_orphans', {
       declare: `DECLARE @now datetime2(7);
+DECLARE @settled int;
+DECLARE @recovered int;
 DECLARE @orphan TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_no int NOT NULL, lease_epoch bigint NOT NULL);`,
       body: `SET @now = SYSUTCDATETIME();
 INSERT INTO @orphan (intent_id, attempt_no, lease_epoch)
@@ -79,6 +81,7 @@ UPDATE a
   FROM submission_attempts AS a
   JOIN submission_intents AS i ON i.intent_id = a.intent_id
  WHERE a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch AND i.status <> 'in_flight';
+SET @settled = @@ROWCOUNT;
 UPDATE a
    SET outcome = 'abandoned', finished_at = @now,
        error = CONCAT(N'abandoned: leader epoch ', o.lease_epoch, N' lost its lease before completing the attempt')
@@ -93,8 +96,10 @@ UPDATE i
   FROM submission_intents AS i
   JOIN @orphan AS o ON i.intent_id = o.intent_id
  WHERE i.status = 'in_flight';
-SET @rows_written = @@ROWCOUNT;`,
-      results: 'SELECT @rows_written AS recovered;',
+SET @recovered = @@ROWCOUNT;
+-- Both kinds are writes of this epoch: the settled ones alone still leave an audit row.
+SET @rows_written = @recovered + @settled;`,
+      results: 'SELECT @recovered AS recovered;',
       params: [],
     });
   },
