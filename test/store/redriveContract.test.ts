@@ -168,9 +168,10 @@ describe.each(dialects)('redrive store contract: $name', (dialect) => {
 
   it('a contract whose maxAttempts is not an integer makes the redrive fail, moving and recording nothing (no silent fallback)', async () => {
     const id = await failed();
-    const bad = dialect.name === 'mssql'
-      ? `UPDATE submission_intents SET contract = JSON_MODIFY(contract, '$.retry.maxAttempts', 'lots') WHERE intent_id = '${id}'`
-      : `UPDATE submission_intents SET contract = jsonb_set(contract, '{retry,maxAttempts}', '"lots"') WHERE intent_id = '${id}'`;
+    const bad = {
+      mssql: `UPDATE submission_intents SET contract = JSON_MODIFY(contract, '$.retry.maxAttempts', 'lots') WHERE intent_id = '${id}'`,
+      mysql: `UPDATE submission_intents SET contract = JSON_SET(contract, '$.retry.maxAttempts', 'lots') WHERE intent_id = '${id}'`,
+    }[dialect.name as string] ?? `UPDATE submission_intents SET contract = jsonb_set(contract, '{retry,maxAttempts}', '"lots"') WHERE intent_id = '${id}'`;
     await ctx.sql(bad);
     await expect(s.redrive.redrive(byIds([id]))).rejects.toThrow();
     expect((await s.intents.get(id))!.status).toBe('failed');

@@ -96,14 +96,19 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
   });
 
   it.skipIf(dialect.name === 'mssql')('a purge the database refuses on every call (a real SQL error): execution goes on under one lease; logged, counted, backed off', async () => {
-    // Only the purge deletes intents: a statement trigger refusing every DELETE is a real error from the database
-    // on exactly that statement (42501, as a revoked privilege would raise), with the batch untouched.
-    await ctx.sql(`CREATE FUNCTION t_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN RAISE EXCEPTION 'permission denied: retention disabled by the test' USING ERRCODE = '42501'; END $$`);
-    await ctx.sql('CREATE TRIGGER t_refuse_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_refuse_delete()');
+    // Only the purge deletes intents: a trigger refusing every DELETE is a real error from the database on exactly
+    // that statement (as a revoked privilege would raise), with the batch untouched.
+    if (dialect.name === 'mysql') {
+      await ctx.sql(`CREATE TRIGGER t_refuse_delete BEFORE DELETE ON submission_intents FOR EACH ROW
+        SIGNAL SQLSTATE '42000' SET MESSAGE_TEXT = 'permission denied: retention disabled by the test'`);
+    } else {
+      await ctx.sql(`CREATE FUNCTION t_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'permission denied: retention disabled by the test' USING ERRCODE = '42501'; END $$`);
+      await ctx.sql('CREATE TRIGGER t_refuse_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_refuse_delete()');
+    }
     const r = await run();
     expectKeptLeading(r);
     expectLoggedCountedBackedOff(r, /permission denied: retention disabled by the test/);
-    expect((r.failed[0]!.sql_error as { code?: string }).code).toBe('42501');
+    if (dialect.name !== 'mysql') expect((r.failed[0]!.sql_error as { code?: string }).code).toBe('42501');
   });
 });

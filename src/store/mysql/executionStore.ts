@@ -135,11 +135,12 @@ export class MysqlExecutionStore implements ExecutionStore {
   fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>> {
     return fencedTransaction(this.db, token, 'recover_orphans', async (tx) => {
       const orphans = (await tx.query<{ intent_id: string; attempt_no: number }>(ORPHANS, [token.leaseEpoch])).rows;
-      await tx.query(CLOSE_SETTLED, [token.leaseEpoch]);
-      if (orphans.length === 0) return { value: { recovered: 0 }, rowsWritten: 0 };
+      // Attempts closed on intents that moved on are writes of this epoch too: alone they still leave an audit row.
+      const settled = (await tx.query(CLOSE_SETTLED, [token.leaseEpoch])).affectedRows;
+      if (orphans.length === 0) return { value: { recovered: 0 }, rowsWritten: settled };
       await tx.query(CLOSE_ORPHANS, [orphans.map((o) => [o.intent_id, o.attempt_no])]);
       await tx.query(RESCHEDULE_ORPHANS, [token.leaseEpoch, orphans.map((o) => o.intent_id)]);
-      return { value: { recovered: orphans.length }, rowsWritten: orphans.length };
+      return { value: { recovered: orphans.length }, rowsWritten: orphans.length + settled };
     });
   }
 
