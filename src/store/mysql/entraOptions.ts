@@ -3,26 +3,19 @@
 // Azure answers the login of an Entra user with an auth switch to mysql_clear_password; the plugin below
 // answers with a valid token (awaited per connection). A server that checks the password in the first
 // handshake instead reads it from the pool's connection config, which bindTokenPassword keeps current.
-import type { Pool, PoolOptions, SslOptions } from 'mysql2';
+import type { Pool, PoolOptions } from 'mysql2';
 import type { EntraDatabaseTarget } from '../../azureDatabase.js';
 import type { EntraTokenSource } from '../entraToken.js';
 
-export interface MysqlEntraOptions {
-  /** TLS settings merged over the defaults; `false` only for a local test server without TLS (no setting of
-   *  src/config.ts reaches it: an Entra token never travels unencrypted). */
-  tls?: SslOptions | false;
-}
-
 /** mysql2 pool options for the target. Awaits the first token, so the pool's first connection has one. */
-export async function mysqlEntraPoolOptions(target: Omit<EntraDatabaseTarget, 'kind' | 'clientId'>, tokens: EntraTokenSource,
-  opts: MysqlEntraOptions = {}): Promise<PoolOptions> {
+export async function mysqlEntraPoolOptions(target: Omit<EntraDatabaseTarget, 'kind' | 'clientId'>, tokens: EntraTokenSource): Promise<PoolOptions> {
   await tokens.token();
   return {
     host: target.host,
     port: target.port,
     user: target.user,
     database: target.database,
-    ...(opts.tls === false ? {} : { ssl: { minVersion: 'TLSv1.2', rejectUnauthorized: true, ...opts.tls } }),
+    ssl: { minVersion: 'TLSv1.2', rejectUnauthorized: true }, // a token is a bearer credential
     authPlugins: { mysql_clear_password: () => async () => Buffer.from(`${await tokens.token()}\0`) },
   };
 }
