@@ -17,7 +17,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const open = (max: number, database?: string) => openMysqlPool({ url: MYSQL_TEST_URL, max, statementTimeoutMs: STATEMENT_TIMEOUT_MS, database });
 
 /** PostgreSQL-style `$n` placeholders (the shared suites' raw SQL) → `?` with the parameters in order. */
-function positional(text: string, params: unknown[] = []): { text: string; params: unknown[] } {
+export function positional(text: string, params: unknown[] = []): { text: string; params: unknown[] } {
   const out: unknown[] = [];
   const sql = text.replace(/\$(\d+)\b/g, (_, n: string) => {
     out.push(params[Number(n) - 1]);

@@ -2,14 +2,15 @@
 // (1) Embedded PGlite, 3 in-process instances, demo provider, FUNCTION_KEY set: an intent succeeds; readyz
 // shows exactly one leader among the instances; keys are enforced on function-level routes only; SIGTERM
 // exits 0 promptly. (2) Bad configuration: one line naming the setting, exit code 2. (3) Three processes
-// (INSTANCES=1) on the PostgreSQL server: kill -9 the leader → another takes over after the lease and keeps
+// (INSTANCES=1) on each database server (PostgreSQL, MariaDB): kill -9 the leader → another takes over after the lease and keeps
 // executing; SIGTERM the new leader → the third takes over within about one tick (graceful release).
 import { rmSync } from 'node:fs';
-import { afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  createPgDatabase, ensureBuilt, FAST_ENV, findLeader, intentStatus, killAll, postIntent, readyz, startHost, tmpDir, waitFor,
+  ensureBuilt, FAST_ENV, findLeader, intentStatus, killAll, postIntent, readyz, startHost, tmpDir, waitFor,
   type HostProcess, type PgTestDatabase, type ReadyView,
 } from '../support/localHostProcess.js';
+import { serverDatabases } from '../support/serverDatabases.js';
 
 const KEY = 'local-test-key';
 const hosts: HostProcess[] = [];
@@ -102,8 +103,8 @@ describe('local host on embedded PGlite', () => {
   });
 });
 
-describe('local host: a multi-process cluster on the PostgreSQL server', () => {
-  const skip = inject('pgUnavailable');
+describe.each(serverDatabases)('local host: a multi-process cluster on the $name server', (server) => {
+  const skip = server.unavailable();
   let db: PgTestDatabase | null = null;
   afterEach(async () => {
     await killAll(hosts.splice(0));
@@ -113,7 +114,7 @@ describe('local host: a multi-process cluster on the PostgreSQL server', () => {
 
   it('kill -9 the leader → another leads and executes; SIGTERM the new leader → the third takes over within a tick', async (t) => {
     if (skip) return t.skip(skip);
-    db = await createPgDatabase();
+    db = await server.create();
     const env = { ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1' };
     const procs = await Promise.all([1, 2, 3].map((i) => start({ ...env, HOLDER_ID: `proc${i}` })));
     expect(new Set(procs.map((p) => p.holderIds[0])).size).toBe(3);

@@ -1,13 +1,14 @@
 // The spec's five acceptance tests with separate OS processes: three `node dist/src/local/main.js`
-// processes (INSTANCES=1 each, own holder id) on a fresh PostgreSQL database, a recording provider
-// (PROVIDER_URL), real HTTP, real signals. Required under CI=true like the other PostgreSQL-server suites.
-import { afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+// processes (INSTANCES=1 each, own holder id) on a fresh database of each server (PostgreSQL, MariaDB), a recording provider
+// (PROVIDER_URL), real HTTP, real signals. Required under CI=true like the other database-server suites.
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { staleWrites } from '../support/fenceChecker.js';
 import {
-  createPgDatabase, ensureBuilt, FAST_ENV, findLeader, killAll, postIntent, readyz, startHost, waitFor,
+  ensureBuilt, FAST_ENV, findLeader, killAll, postIntent, readyz, startHost, waitFor,
   type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
+import { serverDatabases } from '../support/serverDatabases.js';
 
 const LEASE_MS = 3_000;
 const TICK_MS = 1_000;
@@ -17,8 +18,8 @@ const REFRESH_MS = 200;
 const TICK_STARTUP_MS = 250;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('spec tests with separate OS processes (PostgreSQL server)', () => {
-  const skip = inject('pgUnavailable');
+describe.each(serverDatabases)('spec tests with separate OS processes ($name server)', (server) => {
+  const skip = server.unavailable();
   let db: PgTestDatabase;
   let provider: RecordingProvider;
   const hosts: HostProcess[] = [];
@@ -26,7 +27,7 @@ describe('spec tests with separate OS processes (PostgreSQL server)', () => {
   beforeAll(() => ensureBuilt(), 120_000);
   beforeEach(async (t) => {
     if (skip) return t.skip(skip);
-    db = await createPgDatabase();
+    db = await server.create();
     provider = await startRecordingProvider();
   });
   afterEach(async () => {
@@ -51,8 +52,8 @@ describe('spec tests with separate OS processes (PostgreSQL server)', () => {
     db.sql<{ intent_id: string; holder_id: string; lease_epoch: string; started_at: Date; outcome: string }>(
       'SELECT intent_id, holder_id, lease_epoch, started_at, outcome FROM submission_attempts');
   const allSucceeded = (n: number) => async () => {
-    const r = await db.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status = 'succeeded'`);
-    return r[0]!.n === n;
+    const r = await db.sql<{ n: number | string }>(`SELECT COUNT(*) AS n FROM submission_intents WHERE status = 'succeeded'`);
+    return Number(r[0]!.n) === n;
   };
   const noStaleWrites = async () => {
     const audit = await db.sql<{ seq: string; lease_epoch: string; action: string }>('SELECT seq, lease_epoch, action FROM submission_execution_audit ORDER BY seq');
