@@ -164,6 +164,14 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     expect(done).toEqual({ kind: 'ok', value: { intents: 0, attempts: 0 } });
   });
 
+  // SQL Server: the retention purge's READPAST (+ READCOMMITTEDLOCK) must work with READ_COMMITTED_SNAPSHOT on and off;
+  // the workflow runs this suite both ways — this pins that each job really runs the setting it names.
+  it.skipIf(dialect.name !== 'mssql')('SQL Server: the database runs READ_COMMITTED_SNAPSHOT as the suite asked (MSSQL_TEST_RCSI)', async () => {
+    const [row] = await ctx.sql<{ rcsi: boolean }>('SELECT is_read_committed_snapshot_on AS rcsi FROM sys.databases WHERE database_id = DB_ID();');
+    expect(Boolean(row!.rcsi)).toBe((process.env.MSSQL_TEST_RCSI ?? 'on').toLowerCase() !== 'off');
+    expect(ctx.snapshotReads).toBe(Boolean(row!.rcsi));
+  });
+
   it('retention is fenced: a stale token deletes nothing', async () => {
     const token = await leader();
     const ids = [await intent('succeeded'), await intent('failed')];

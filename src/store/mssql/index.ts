@@ -12,6 +12,7 @@ import { MssqlOpsStore } from './opsStore.js';
 import { MssqlRedriveStore } from './redriveStore.js';
 import { MssqlInsightStore } from './insightStore.js';
 import { migrateMssqlIfNeeded } from './migrate.js';
+import { warnIfRcsiOff } from './rcsi.js';
 
 export { buildMssqlConfig, openMssqlPool, type MssqlPoolOptions } from './pool.js';
 export { fromMssqlPool, type MssqlDatabase } from './db.js';
@@ -47,5 +48,6 @@ export async function openMssqlStores(target: DatabaseTarget, config: Config, lo
   // Migrations (only when the version check finds some missing) on their own connection and timeout.
   const openMigrationDb = () => openMssqlPool(target,
     { poolMax: 1, statementTimeoutMs: config.db.migrationTimeoutMs, appName: `${config.lease.holderId}-migrate` }, onIdleError);
+  await warnIfRcsiOff(db, logger);
   return createMssqlStores(db, { openMigrationDb, migrationLockTimeoutMs: config.db.migrationTimeoutMs });
 }
