@@ -254,7 +254,7 @@ export class FaultInjector {
         const n = await stallCompletions(this.db, ms);
         f.measureFrom = Date.now(); // the stall is the fault: resume counts from its end
         f.leaseValid = true;
-        f.detail = `locked the rows of ${n} in-flight intents for ${ms} ms (settle window ${settle} ms) while ${f.victim} led`;
+        f.detail = `locked every intent in flight (${n}) for ${ms} ms (settle window ${settle} ms) while ${f.victim} led`;
         break;
       }
       case 'pg_restart': {

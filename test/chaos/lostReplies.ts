@@ -3,6 +3,7 @@
 // write was made, then resets the connection or holds it silent until the client's deadline fires (pgWire.ts,
 // tcpProxy.ts). `complete_stall`: the in-flight intents' rows are locked from another connection for longer than
 // the settle window, so the leader's completion writes stall (the lease row is not locked: renewals go on).
+import pg from 'pg';
 import type { ChaosCluster, ChaosDb, Slot } from './cluster.js';
 import type { StatementKind } from './pgWire.js';
 import { sleep, type Rng } from './rng.js';
@@ -20,7 +21,7 @@ export const INDETERMINATE_DESCRIPTIONS: Record<(typeof INDETERMINATE_KINDS)[num
   lost_complete: "the leader's fenced completion commits, its reply is lost",
   lost_release: "the leader's release commits, its reply is lost (provoked by a lost renew reply)",
   lost_orphans: "the new leader's orphan recovery commits, its COMMIT's reply is lost (provoked by a lost renew reply on the leader)",
-  complete_stall: 'the in-flight intents locked from another connection for settle window + 0.3–1 s: completion writes stall (the lease stays valid)',
+  complete_stall: 'every intent in flight locked from another connection for settle window + 0.3–1 s: completion writes stall (the lease row is not locked)',
 };
 
 /** What was lost, where, and when the connection ended (the client knew then). */
@@ -51,13 +52,23 @@ Promise<{ record: LostReplyRecord; slot: Slot } | null> {
   }
 }
 
-/** Lock the rows of the intents in flight (waiting ≤ 3 s for some) for `ms`; how many were in flight. */
+/** For `ms`, on a connection of its own, lock every intent row in flight (re-read every 20 ms, so the calls started
+ *  meanwhile are caught before their completion is written; one blocked completion holds up the ones serialised
+ *  behind it); how many intents it locked. */
 export async function stallCompletions(db: ChaosDb, ms: number): Promise<number> {
-  let n = 0;
-  for (let i = 0; i < 30 && n === 0; i++) {
-    n = (await db.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status = 'in_flight'`))[0]!.n;
-    if (n === 0) await sleep(100);
+  const c = new pg.Client({ connectionString: db.url, connectionTimeoutMillis: 5_000, application_name: 'chaos-stall' });
+  c.on('error', () => {});
+  await c.connect();
+  const locked = new Set<string>();
+  try {
+    await c.query('BEGIN');
+    for (const end = Date.now() + ms; Date.now() < end; await sleep(20)) {
+      const r = await c.query<{ intent_id: string }>(`SELECT intent_id FROM submission_intents WHERE status = 'in_flight' FOR UPDATE`);
+      for (const row of r.rows) locked.add(row.intent_id);
+    }
+    await c.query('ROLLBACK');
+  } finally {
+    await c.end().catch(() => {});
   }
-  await db.sql(`DO $$ BEGIN PERFORM 1 FROM submission_intents WHERE status = 'in_flight' FOR UPDATE; PERFORM pg_sleep(${ms / 1000}); END $$`);
-  return n;
+  return locked.size;
 }
