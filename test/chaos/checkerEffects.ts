@@ -1,7 +1,9 @@
 // Issue 20's rules on provider effects: a write may commit with its reply lost, and that must cost nothing.
 //  - resend_after_2xx: no provider arrival for an intent after a 2xx the executor received for it, unless the
-//    fence refused that leader's write: its epoch ended by expiry (it was stopped, killed or cut off and another
-//    instance took over), never by its own release — a leader hands the row back only with its results written.
+//    fence refused that leader's write: its epoch ended by expiry, never by its own release (a leader hands the row
+//    back only with its results written), while it could not keep the lease — it was killed or stopped, or cut off
+//    from the database (FENCE_EXCUSES) between a lease before the 2xx and the re-send. A leader that can reach the
+//    database (a lost reply, a stalled write, a locked lease table: the lease stays valid) keeps its results.
 //  - charged_not_sent: no intent fails with fewer provider arrivals than the attempts charged to it (every
 //    outcome but `aborted`), unless a process was killed or stopped while that attempt was out.
 import { answerLost, type AttemptRow, type History } from './history.js';
@@ -15,6 +17,9 @@ export interface EffectStats {
 }
 
 const ok2xx = (p: ProviderRecord) => p.status >= 200 && p.status < 300;
+
+/** Faults that can cost their victim (null: everyone) its lease whatever it does: dead, stopped, or no database. */
+const FENCE_EXCUSES = new Set(['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'blackhole_long', 'renew_late', 'pg_restart']);
 
 export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>, fail: (check: string, message: string) => void): EffectStats {
   const stats: EffectStats = { resendsAfter2xx: 0, resendsAfterFenceRefusal: 0, chargedNotSent: 0, chargedNotSentKilled: 0 };
@@ -30,14 +35,17 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
     if (!got || !again) continue;
     const a = attemptByNo.get(`${key}#${got.attemptNo}`);
     const b = attemptByNo.get(`${key}#${again.attemptNo}`);
-    const refused = a !== undefined && b !== undefined && a.outcome !== 'succeeded' && b.epoch > a.epoch && !released.has(a.epoch);
+    const cutOff = a !== undefined && h.faults.some((f) => FENCE_EXCUSES.has(f.kind) && (f.victim === null || f.victim === a.holderId)
+      && f.startedAt <= again.arrivedAt && f.endedAt >= got.arrivedAt - h.leaseMs);
+    const refused = a !== undefined && b !== undefined && a.outcome !== 'succeeded' && b.epoch > a.epoch && !released.has(a.epoch) && cutOff;
     if (refused) {
       stats.resendsAfterFenceRefusal++;
       continue;
     }
     stats.resendsAfter2xx++;
     fail('resend_after_2xx', `key ${key}: attempt #${got.attemptNo} (epoch ${a?.epoch ?? '?'}, ${a?.outcome ?? 'no row'}) was answered ${got.status}, ` +
-      `then attempt #${again.attemptNo} (epoch ${b?.epoch ?? '?'}) was sent${a && released.has(a.epoch) ? `; epoch ${a.epoch} was released by its holder, not refused by the fence` : ''}`);
+      `then attempt #${again.attemptNo} (epoch ${b?.epoch ?? '?'}) was sent; ${a && released.has(a.epoch) ? `epoch ${a.epoch} was released by its holder`
+        : `no fault cut ${a?.holderId ?? '?'} off from its lease meanwhile`}: the fence did not refuse its result`);
   }
 
   const arrived = new Set(h.provider.map((p) => `${p.key}#${p.attemptNo}`));
