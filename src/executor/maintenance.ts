@@ -33,9 +33,13 @@ export interface MaintenanceTask {
   run(token: LeaseToken, untilMs: number, sum: TickSummary): Promise<'ok' | 'leaseLost'>;
 }
 
-/** What the dashboard shows per task (as this instance saw it). */
+/** What the dashboard shows per task, as this instance saw it (only a leader runs maintenance). */
 export interface MaintenanceTaskStatus {
   task: string;
+  /** Runs this instance made (0: it has not led while the task was due). */
+  runs: number;
+  /** Monotonic ms since this instance's last run ended (null: none). */
+  lastRunAgoMs: number | null;
   /** Consecutive failures (0 = the last run succeeded or none ran). */
   failures: number;
   lastError: string | null;
@@ -44,7 +48,7 @@ export interface MaintenanceTaskStatus {
 }
 
 export class Maintenance {
-  private readonly state = new Map<string, { failures: number; retryAtMs: number; lastError: string | null }>();
+  private readonly state = new Map<string, { failures: number; retryAtMs: number; lastError: string | null; runs: number; lastRunMs: number | null }>();
   private running: Promise<unknown> | null = null;
 
   constructor(
@@ -54,7 +58,7 @@ export class Maintenance {
     private readonly log: Logger,
     private readonly metrics?: AppMetrics,
   ) {
-    for (const t of tasks) this.state.set(t.name, { failures: 0, retryAtMs: Number.NEGATIVE_INFINITY, lastError: null });
+    for (const t of tasks) this.state.set(t.name, { failures: 0, retryAtMs: Number.NEGATIVE_INFINITY, lastError: null, runs: 0, lastRunMs: null });
   }
 
   /** The slice a tick of `budgetMs` should leave free at its end (0: nothing due, paused, or still settling). */
@@ -89,7 +93,8 @@ export class Maintenance {
     const now = this.clock.nowMs();
     return this.tasks.map((t) => {
       const s = this.state.get(t.name)!;
-      return { task: t.name, failures: s.failures, lastError: s.lastError, retryInMs: Math.max(0, Math.ceil(s.retryAtMs - now)) };
+      return { task: t.name, runs: s.runs, lastRunAgoMs: s.lastRunMs === null ? null : Math.round(now - s.lastRunMs), failures: s.failures,
+        lastError: s.lastError, retryInMs: Math.max(0, Math.ceil(s.retryAtMs - now)) };
     });
   }
 
@@ -102,6 +107,7 @@ export class Maintenance {
     for (const task of this.dueTasks()) {
       if (this.clock.nowMs() >= untilMs) break;
       const s = this.state.get(task.name)!;
+      s.runs++;
       try {
         if ((await task.run(token, untilMs, sum)) === 'leaseLost') return 'leaseLost';
         if (s.failures > 0) this.log.info({ event: `${task.name}_recovered`, after_failures: s.failures }, `${task.name} succeeded again`);
@@ -115,6 +121,8 @@ export class Maintenance {
         this.metrics?.maintenanceFailed(task.name);
         this.log.error({ event: `${task.name}_failed`, holder_id: token.holderId, lease_epoch: token.leaseEpoch, failures: s.failures,
           retry_in_ms: backoffMs, sql_error: sqlError }, `${task.name} failed; execution continues, retried after a back-off`);
+      } finally {
+        s.lastRunMs = this.clock.nowMs();
       }
     }
     return 'ok';

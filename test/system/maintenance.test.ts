@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
+import { overview } from '../../src/dashboard/data.js';
 import type { Stores } from '../../src/store/stores.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
@@ -81,6 +82,10 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
     });
     expectKeptLeading(r);
     expectLoggedCountedBackedOff(r, /injected purge failure/);
+    // The dashboard (served by the leader) shows it failing, with the error.
+    const [shown] = (await overview(r.leader)).maintenance;
+    expect(shown).toMatchObject({ task: 'retention', lastError: 'injected purge failure' });
+    expect(shown!.failures).toBeGreaterThan(0);
   });
 
   it('a merely slow purge (store port, 1.2 s per call, 3 ticks long): execution goes on under one lease; no tick is delayed', async () => {
@@ -92,6 +97,18 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
     expect(r.failed).toEqual([]);
     expect(r.leaderTicks.reduce((n, t) => n + t.sum.purgedIntents, 0)).toBeGreaterThan(0); // it still purges
     // A statement running at the slice end is not awaited: no leader tick overran its budget by a purge.
+    expect(Math.max(...r.leaderTicks.map((t) => t.sum.durationMs))).toBeLessThan(400 + 250);
+  });
+
+  it.skipIf(dialect.name !== 'postgres')('a purge the database makes slow (0.4 s in a trigger, holding its fence): execution goes on under one lease', async () => {
+    // A real slow statement on the server (PGlite is one connection: a sleep there stalls everything by design).
+    await ctx.sql(`CREATE FUNCTION t_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN PERFORM pg_sleep(0.4); RETURN NULL; END $$`);
+    await ctx.sql('CREATE TRIGGER t_slow_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_slow_delete()');
+    const r = await run();
+    expectKeptLeading(r);
+    expect(r.failed).toEqual([]);
+    expect(r.leaderTicks.reduce((n, t) => n + t.sum.purgedIntents, 0)).toBeGreaterThan(0);
     expect(Math.max(...r.leaderTicks.map((t) => t.sum.durationMs))).toBeLessThan(400 + 250);
   });
 

@@ -50,7 +50,7 @@ describe('Maintenance', () => {
     expect(failed).toHaveLength(5);
     expect(failed[0]).toMatchObject({ level: 'error', lease_epoch: 7, failures: 1, retry_in_ms: 100,
       sql_error: { message: 'permission denied for table submission_intents', code: '42501' } });
-    expect(m.status()).toEqual([{ task: 'retention', failures: 5, lastError: 'permission denied for table submission_intents', retryInMs: 500 }]);
+    expect(m.status()).toEqual([{ task: 'retention', runs: 5, lastRunAgoMs: 0, failures: 5, lastError: 'permission denied for table submission_intents', retryInMs: 500 }]);
   });
 
   it('a success after failures resets the back-off', async () => {
