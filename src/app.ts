@@ -182,7 +182,9 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       if (closed) return;
       closed = true;
       unregisterGauges();
-      await executor.drain(); // the running tick finishes (its completions commit) before we let go
+      // The running tick finishes and what is unwritten is written (under the fence) before we let go, bounded by
+      // functionTimeout less a margin; the row is released only if nothing is left unwritten (else it expires).
+      await executor.drain(clock.nowMs() + config.executor.invocationLimitMs);
       await lease.release();
       if (provider instanceof HttpProvider) provider.close();
       if (ownsStores) await stores.close();

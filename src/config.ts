@@ -3,7 +3,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { shortestPeriodMs } from './executor/tickBudget.js';
+import { INVOCATION_MARGIN_MS, MIN_TICK_BUDGET_MS, closingReserveMs, shortestPeriodMs } from './executor/tickBudget.js';
 import type { GuardSettings } from './provider/guard.js';
 import { PROVIDER_POOL_CONNECTIONS } from './provider/provider.js';
 import { DEFAULT_MAINTENANCE, type MaintenanceSettings } from './executor/maintenance.js';
@@ -67,6 +67,9 @@ export const settingsSchema = z.object({
   DUE_NOTICES: z.enum(['on', 'off']).default('on'),
   /** A tick ends this long before the timer's next occurrence (default 250 ms), so that occurrence is not skipped. */
   EXECUTOR_TICK_HANDOFF_MS: intMs(250, 0),
+  /** host.json functionTimeout (default 60 000 ms; keep them equal): one timer invocation, and a shutdown, end
+   *  5 s before it, whatever the database does. */
+  FUNCTION_TIMEOUT_MS: intMs(60_000, 1_000),
   /** Attempts started per tick at most (default 10 000); a tick that reaches it ends once its calls are done. */
   EXECUTOR_MAX_ATTEMPTS_PER_TICK: intMs(10_000, 1),
   /** Provider calls in flight at once (default 16; at most the provider pool's PROVIDER_POOL_CONNECTIONS, 256). */
@@ -142,6 +145,9 @@ export interface Config {
   schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
   /** tickBudgetMs caps a tick; handoffMs: a tick ends this long before the schedule's next occurrence. */
   executor: { schedule: string; tickBudgetMs: number; handoffMs: number; maxAttemptsPerTick: number; concurrency: number;
+    /** One invocation (and a shutdown) ends within this (host.json functionTimeout less a margin); a tick may run
+     *  closingReserveMs past its budget. */
+    invocationLimitMs: number; closingReserveMs: number;
     /** Wake the leader on due-intent notices where the dialect has them (DUE_NOTICES). */
     dueNotices: boolean };
   provider: { url: string | null; timeoutMs: number };
@@ -302,6 +308,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   } catch (e) {
     throw new ConfigError(`EXECUTOR_SCHEDULE ("${s.EXECUTOR_SCHEDULE}") is not a valid NCRONTAB expression: ${(e as Error).message}`);
   }
+  const invocationLimitMs = s.FUNCTION_TIMEOUT_MS - INVOCATION_MARGIN_MS;
+  const closingMs = closingReserveMs({ providerTimeoutMs: s.PROVIDER_TIMEOUT_MS, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS });
+  check(closingMs + MIN_TICK_BUDGET_MS <= invocationLimitMs,
+    `FUNCTION_TIMEOUT_MS (${s.FUNCTION_TIMEOUT_MS}) leaves no room for a tick: a tick may run ${closingMs} ms past its budget ` +
+      `(PROVIDER_TIMEOUT_MS ${s.PROVIDER_TIMEOUT_MS}, DB_STATEMENT_TIMEOUT_MS ${s.DB_STATEMENT_TIMEOUT_MS}: calls in flight, the ` +
+      `completion writes, the release), which with a ${MIN_TICK_BUDGET_MS} ms budget must end ${INVOCATION_MARGIN_MS} ms before it`);
   check(s.EXECUTOR_TICK_HANDOFF_MS * 2 < periodMs,
     `EXECUTOR_TICK_HANDOFF_MS (${s.EXECUTOR_TICK_HANDOFF_MS}) must be less than half the EXECUTOR_SCHEDULE period ` +
       `(${periodMs} ms for "${s.EXECUTOR_SCHEDULE}"), or ticks shrink to nothing`);
@@ -347,6 +359,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       schedule: s.EXECUTOR_SCHEDULE,
       tickBudgetMs,
       handoffMs: s.EXECUTOR_TICK_HANDOFF_MS,
+      invocationLimitMs,
+      closingReserveMs: closingMs,
       dueNotices: s.DUE_NOTICES === 'on',
       maxAttemptsPerTick: s.EXECUTOR_MAX_ATTEMPTS_PER_TICK,
       concurrency: s.EXECUTOR_CONCURRENCY,

@@ -5,8 +5,10 @@
 //    in the executor's InFlightCalls and the next tick writes their completions (no gap between ticks);
 //  - an SQL error anywhere closes the gate at once (leadership dropped before anything is awaited), so no call
 //    is sent after it; the in-flight ones finish and their completions are still written under the fence (the
-//    database decides) before the row is released (LeaseManager defers that release until the tick ends);
-//  - a completion is never dropped: what cannot be written now stays in the executor's CompletionBuffer;
+//    database decides); the row is released only once nothing is unwritten (LeaseManager.holdReleaseWhile);
+//  - a completion is never dropped: what cannot be written now stays in the executor's CompletionBuffer, and the
+//    executor's settler keeps writing it under the same token after the tick; a START whose outcome is unknown
+//    records its attempts as aborted there (never sent, so never charged as sent);
 //  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
 //    clipped to the lease deadline; closing retries the completion write only within a bounded window.
 import type { Clock } from '../lease/clock.js';
@@ -21,6 +23,8 @@ import type { LeaseToken } from '../store/ports.js';
 import { countCompleted, type CompletionBuffer } from './completions.js';
 import type { InFlightCalls } from './inFlight.js';
 import { callProvider } from './providerCall.js';
+import { aborted } from '../provider/retryPolicy.js';
+import type { DueEntry } from '../schedule/dueHeap.js';
 import type { ExecutorOps } from './executorOps.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
@@ -29,6 +33,9 @@ import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 const NUDGE_SPACING_MS = 20;
 /** Pause between two completion-write attempts while closing. */
 const SETTLE_RETRY_MS = 100;
+/** A start the database skipped (intent changed, not yet due) is queued again this long after now (or after its
+ *  due time, if later): at most one START per this interval for an intent whose change refresh has not read yet. */
+const SKIPPED_RETRY_MS = 50;
 
 export interface BatchDeps {
   lease: LeaseManager;
@@ -208,8 +215,6 @@ export class Batch {
 
   private written(batch: AttemptCompletion[], rows: Parameters<typeof countCompleted>[2]): void {
     countCompleted(this.sum, batch, rows);
-    if (!this.leading) return; // the schedule is dropped with leadership
-    for (const r of rows) this.d.refresher.schedule.release(r.intentId, r.row);
   }
 
   /** Fenced start of up to `granted` due intents; guard permits not turned into a started attempt go back. */
@@ -219,7 +224,13 @@ export class Batch {
     let unused = granted;
     try {
       if (due.length === 0) return;
-      const res = await this.d.store.fencedStartAttempts(this.token, due.map((x) => ({ intentId: x.intentId, expectedAttemptCount: x.attemptCount })));
+      let res;
+      try {
+        res = await this.d.store.fencedStartAttempts(this.token, due.map((x) => ({ intentId: x.intentId, expectedAttemptCount: x.attemptCount })));
+      } catch (e) {
+        this.startUnknown(due);
+        throw e;
+      }
       if (res.kind === 'leaseLost') return this.fenceLost();
       unused = granted - res.value.length;
       this.started(due, res.value);
@@ -228,16 +239,29 @@ export class Batch {
     }
   }
 
+  /** The START failed on the client side (deadline, reset): it may have committed with its reply lost. None of its
+   *  attempts was sent, so each is recorded as aborted (a no-op where no attempt row exists): written under the
+   *  fence before this process's next orphan recovery, an attempt that was never sent is never charged as sent. */
+  private startUnknown(due: DueEntry[]): void {
+    for (const x of due) {
+      this.d.completions.push({ ...aborted({ intentId: x.intentId, attemptNo: x.attemptCount + 1 }, 'the start\'s reply was lost'),
+        attemptEpoch: this.token.leaseEpoch });
+    }
+  }
+
   /** Due intents the start skipped go back to the schedule; started ones run their provider call. */
-  private started(due: ReturnType<ScheduleRefresher['schedule']['takeDue']>, startedRows: StartedAttempt[]): void {
+  private started(due: DueEntry[], startedRows: StartedAttempt[]): void {
     const { refresher } = this.d;
     const startedIds = new Set(startedRows.map((a) => a.intentId));
     for (const x of due) {
       if (startedIds.has(x.intentId)) continue;
-      // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: keep it queued slightly
-      // later; a newer row from refresh wins over this one.
+      // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: queued again SKIPPED_RETRY_MS
+      // from now (not from its old due time, which would leave an overdue intent due: a START per iteration);
+      // a newer row from refresh wins over this one. Released whatever the gate says now: only a reset schedule
+      // (leadership lost) ignores it.
       this.sum.skipped++;
-      if (this.leading) refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(x.dueMs + 50) });
+      const retryAt = Math.max(x.dueMs, refresher.dbNowMs()) + SKIPPED_RETRY_MS;
+      refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(retryAt) });
     }
     this.sum.started += startedRows.length;
     for (const a of startedRows) this.d.inFlight.add(this.attempt(a)); // a finished call wakes the watching batch
@@ -278,7 +302,7 @@ export class Batch {
     const { clock, settings } = this.d;
     // Retry within the closing window while the fence has not refused the token (the database decides whether
     // it is still good, also past the local deadline: a write under a valid fence is always safe); what is
-    // left stays buffered for this process's next leader tick.
+    // left stays buffered: the executor's settler goes on writing it after the tick, and the row is kept meanwhile.
     const until = clock.nowMs() + (settings.settleWindowMs ?? 1_000);
     while (this.d.completions.size > 0 && !this.fenceRefused) {
       try {

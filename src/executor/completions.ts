@@ -1,7 +1,8 @@
 // Completions (provider results and aborts) waiting to be written under the fence. The buffer belongs to the
-// executor, not to one tick: what a tick could not write (SQL error, fence refused, deadline) stays here and
-// is written first by this process's next leader tick, under that epoch's fence — the store closes an attempt
-// only if it is still open, so a result whose attempt another leader abandoned meanwhile changes nothing.
+// executor, not to one tick: what a tick could not write (SQL error, deadline) stays here, keeps the lease row
+// (LeaseManager.holdReleaseWhile) and is written by the executor's settler under the same token; after a refused
+// fence, by this process's next leader tick before its orphan recovery — the store closes an attempt only if it
+// is still open, so a result whose attempt another leader abandoned meanwhile changes nothing.
 // A provider result is therefore never thrown away; only the cap below bounds memory.
 import type { AttemptCompletion, CompletedAttempt, ExecutionStore } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
@@ -13,6 +14,9 @@ const MAX_CARRIED = 10_000;
 export type FlushOutcome = 'ok' | 'leaseLost' | 'empty';
 
 export class CompletionBuffer {
+  /** `returnRows`: the one road back to the schedule for written rows (set once by the executor). */
+  constructor(private readonly returnRows: (rows: CompletedAttempt[]) => void = () => {}) {}
+
   private pending: AttemptCompletion[] = [];
   /** Completions taken by the flush being written now (they count in `size` until written). */
   private writing = 0;
@@ -36,10 +40,11 @@ export class CompletionBuffer {
 
   /**
    * Write everything pending in one fenced statement. On an SQL error (thrown) or a refused fence the batch
-   * goes back to the buffer, in front of what arrived meanwhile; `onWritten` sees the rows of a write.
+   * goes back to the buffer, in front of what arrived meanwhile; written rows go back to the schedule, and
+   * `onWritten` (the caller's counts) sees them too.
    */
   flush(store: ExecutionStore, token: LeaseToken,
-    onWritten: (batch: AttemptCompletion[], rows: CompletedAttempt[]) => void): Promise<FlushOutcome> {
+    onWritten: (batch: AttemptCompletion[], rows: CompletedAttempt[]) => void = () => {}): Promise<FlushOutcome> {
     // Serialised: a caller that finds a flush on the wire waits for it, then writes what is left (including a
     // batch that flush put back after a failure), so "size 0" after a flush is a fact, not a race.
     const run = this.queue.then(() => this.flushNow(store, token, onWritten));
@@ -65,6 +70,7 @@ export class CompletionBuffer {
       this.pending.unshift(...batch);
       return 'leaseLost';
     }
+    this.returnRows(res.value);
     onWritten(batch, res.value);
     return 'ok';
   }

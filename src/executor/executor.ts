@@ -9,9 +9,11 @@
 //             due; bounded, backed off, it never drops leadership unless the fence refuses (maintenance.ts).
 // Guarantees: nothing starts without the gate; every write is fenced; an SQL error drops leadership at once;
 // a tick returns within budget + provider timeout + a bounded closing window (every database call has a
-// client-side deadline); a step-down awaits every call in flight and its row release waits for their
-// completions (LeaseManager.deferRelease). A tick that simply runs out while leading carries its calls in
-// flight into the next tick (InFlightCalls), so the timer's next occurrence continues without a gap.
+// client-side deadline); a step-down awaits every call in flight, and the row is never released while a result
+// is unwritten (LeaseManager.holdReleaseWhile): the settler writes it under the same token as soon as the
+// database answers (the fence decides), at the latest this process's next epoch before its orphan recovery.
+// A tick that simply runs out while leading carries its calls in flight into the next tick (InFlightCalls), so
+// the timer's next occurrence continues without a gap.
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Clock } from '../lease/clock.js';
 import type { Logger } from '../observability/logger.js';
@@ -30,8 +32,9 @@ import { DueNoticeListener, type DueNotices } from './dueNotices.js';
 
 export type { ExecutorSettings, TickSummary };
 
-/** Pause between two attempts to write carried completions between ticks. */
+/** Pause between two attempts to write unwritten completions between ticks, doubling up to SETTLE_MAX_RETRY_MS. */
 const SETTLE_RETRY_MS = 100;
+const SETTLE_MAX_RETRY_MS = 1_000;
 
 export class Executor {
   /** The epoch whose schedule is complete (null: rebuild needed). */
@@ -40,16 +43,22 @@ export class Executor {
   private rebuildEpoch: number | null = null;
   private readonly cadence = { lastRefreshMs: Number.NEGATIVE_INFINITY, lastReconcileMs: Number.NEGATIVE_INFINITY,
     lastNudgeMs: Number.NEGATIVE_INFINITY };
-  /** Completions not yet written, kept across ticks and epochs of this process. */
-  readonly completions = new CompletionBuffer();
+  /** Completions not yet written, kept across ticks and epochs of this process. Written rows return to the
+   *  schedule if it still holds their claim (a schedule dropped with leadership ignores them). */
+  readonly completions = new CompletionBuffer((rows) => {
+    for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
+  });
   /** Provider calls in flight, kept across ticks of this process. */
   readonly inFlight = new InFlightCalls();
   /** A due-intent notice arrived (between ticks too): the next iteration refreshes. */
   private readonly nudge = { pending: false };
   private batch: Batch | null = null;
-  /** The task writing carried completions between ticks (drain awaits it), and the token it writes under. */
+  /** The task writing unwritten results between ticks (drain awaits it), and the newest token this process led
+   *  under (it writes under that one). */
   private settler: Promise<void> | null = null;
   private settlerToken: LeaseToken | null = null;
+  /** Shutdown gave up waiting: a settler still retrying stops (the row is kept, it expires). */
+  private stopped = false;
   private notices: DueNoticeListener | null = null;
   private running: Promise<TickSummary> | null = null;
   private draining = false;
@@ -68,6 +77,7 @@ export class Executor {
     readonly guard: ProviderGuard | null = null,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
+    lease.holdReleaseWhile(() => this.inFlight.size > 0 || this.completions.size > 0);
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
     lease.onChange((c) => {
       if (c.kind === 'lost') {
@@ -102,21 +112,33 @@ export class Executor {
     return this.running;
   }
 
-  /** Stop starting attempts, let the running tick finish what it began, and run no further ticks
-   *  (shutdown: release the lease only after this resolves, so completions still commit). */
-  async drain(): Promise<void> {
+  /** Stop starting attempts, let the running tick finish what it began, write what is unwritten (under the newest
+   *  token, the fence decides), and run no further ticks — until `untilMs` (monotonic) at most. true = nothing is
+   *  left unwritten (shutdown may release the lease; LeaseManager.release keeps it otherwise). */
+  async drain(untilMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     this.draining = true;
     this.batch?.interrupt(); // an idle batch sees the stop request now, not at its next refresh
-    await this.running?.catch(() => {});
-    await this.inFlight.settled(); // calls carried past the last tick
-    await this.settler; // … and the writes of their completions
-    await this.ops.maintenance?.settled(); // a maintenance statement the last tick did not wait for
-    const token = this.lease.requireLeader();
-    if (token && this.completions.size > 0) {
-      await this.completions.flush(this.store, token, () => {}).catch((e: unknown) =>
-        this.log.warn({ event: 'drain_flush_failed', sql_error: sqlErrorField(e) }, 'completions not written at shutdown; the next leader re-sends them'));
-    }
+    const bounded = async (p: Promise<unknown> | null | undefined) => {
+      const left = untilMs - this.clock.nowMs();
+      if (!p || left <= 0) return;
+      if (!Number.isFinite(left)) return void (await p.catch(() => {})); // (a timer of Infinity fires at once)
+      const stop = new AbortController();
+      await Promise.race([p.catch(() => {}), this.clock.sleep(left, stop.signal).catch(() => {})]);
+      stop.abort();
+    };
+    await bounded(this.running);
+    await bounded(this.inFlight.settled()); // calls carried past the last tick
+    if (this.settlerToken && (this.inFlight.size > 0 || this.completions.size > 0)) this.settle(this.settlerToken);
+    await bounded(this.settler); // … and the writes of their completions
+    await bounded(this.ops.maintenance?.settled()); // a maintenance statement the last tick did not wait for
+    this.stopped = true;
     await this.notices?.stop();
+    const written = this.inFlight.size === 0 && this.completions.size === 0;
+    if (!written) {
+      this.log.warn({ event: 'drain_unwritten', holder_id: this.lease.holderId, completions: this.completions.size, in_flight: this.inFlight.size },
+        'results not written by the shutdown bound: the lease row is kept (not released); it expires, and the next leader may send them again');
+    }
+    return written;
   }
 
   private async runTick(budgetMs: number): Promise<TickSummary> {
@@ -128,26 +150,31 @@ export class Executor {
     sum.role = 'leader';
     sum.leaseEpoch = token.leaseEpoch;
     this.notices?.ensureListening();
+    this.settlerToken = token;
     const releaseDeferred = this.lease.deferRelease(); // a step-down's release waits for our completions
     try {
       return this.finish(sum, t0, await this.lead(token, budgetEnd, sum));
     } finally {
-      if (this.inFlight.size > 0) this.settleCarried(token); // before our deferral ends: no gap in the cover
+      // Before our deferral ends (no gap in the cover): calls carried past the tick, completions it could not write.
+      if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
       await releaseDeferred();
     }
   }
 
-  /** Calls carried past a tick keep a step-down's row release deferred until they have finished and, unless a
-   *  batch runs (it writes them itself), their completions are written — the order a local deadline between two
-   *  ticks must keep, as within a tick. One settler at a time; it writes under the newest tick's token. */
-  private settleCarried(token: LeaseToken): void {
+  /** Unwritten results between ticks — calls carried past a tick, completions a tick could not write — are
+   *  written by one background settler, under the newest token this process led under, whatever the gate says
+   *  (a write under a valid fence is always safe): retried as soon as the database answers, until written, until
+   *  the fence refuses (the row is not ours: they wait for this process's next epoch, which writes them before its
+   *  orphan recovery), or until a batch runs (it writes them). The row is not released meanwhile (holdReleaseWhile);
+   *  once they are written, the end of this deferral hands back a row dropped meanwhile. */
+  private settle(token: LeaseToken): void {
     this.settlerToken = token;
     if (this.settler) return;
     const releaseDeferred = this.lease.deferRelease();
     this.settler = (async () => {
       try {
         await this.inFlight.settled();
-        await this.writeCarried();
+        await this.writeUnwritten();
       } finally {
         this.settler = null;
         await releaseDeferred();
@@ -155,27 +182,23 @@ export class Executor {
     })();
   }
 
-  /** Write carried completions between ticks: an SQL error drops leadership at once (as on any leader path), and
-   *  the write is retried within the settle window while the fence has not refused (the database decides). */
-  private async writeCarried(): Promise<void> {
-    const token = this.settlerToken!;
-    const until = this.clock.nowMs() + (this.settings.settleWindowMs ?? 1_000);
-    while (this.batch === null && this.completions.size > 0) {
+  /** The settler's loop: an SQL error drops leadership at once (as on any leader path) and is retried. */
+  private async writeUnwritten(): Promise<void> {
+    let pauseMs = SETTLE_RETRY_MS;
+    while (!this.stopped && this.batch === null && this.completions.size > 0) {
+      const token = this.settlerToken!;
       try {
-        const out = await this.completions.flush(this.store, token, (_, rows) => {
-          if (!this.lease.ensureEpoch(token.leaseEpoch)) return; // the schedule went with leadership
-          for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
-        });
+        const out = await this.completions.flush(this.store, token);
         if (out === 'leaseLost') {
           if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('fence_failed');
           return; // kept for this process's next epoch
         }
       } catch (e) {
-        this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
-          'completions of carried calls not written; retrying within the settle window, else the next leader tick of this process writes them');
+        this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e),
+          pending: this.completions.size }, 'completions not written; retrying under the same fence (the lease row is kept meanwhile)');
         if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('sql_error', e);
-        if (this.clock.nowMs() + SETTLE_RETRY_MS >= until) return;
-        await this.clock.sleep(SETTLE_RETRY_MS);
+        await this.clock.sleep(pauseMs);
+        pauseMs = Math.min(2 * pauseMs, SETTLE_MAX_RETRY_MS);
       }
     }
   }
@@ -220,7 +243,7 @@ export class Executor {
         this.batch = null;
       }
       if (maintenance && slice > 0 && (reason === 'deadline' || reason === 'attempt_cap') && this.lease.ensureEpoch(token.leaseEpoch)) {
-        if (this.inFlight.size > 0) this.settleCarried(token); // carried calls' completions are written meanwhile
+        if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token); // carried calls' completions are written meanwhile
         if ((await maintenance.run(token, sum, this.deadline(budgetEnd))) === 'leaseLost') return this.fenceFailed(sum);
       }
       return reason;
@@ -238,11 +261,7 @@ export class Executor {
   private async carry(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
     if (this.completions.size === 0) return 'ok';
     const n = this.completions.size;
-    const out = await this.completions.flush(this.store, token, (batch, rows) => {
-      countCompleted(sum, batch, rows);
-      // Same epoch (calls carried from the last tick): retries go back into the schedule now, as in a batch.
-      if (this.epoch === token.leaseEpoch && !this.refresher.rebuilding) for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
-    });
+    const out = await this.completions.flush(this.store, token, (batch, rows) => countCompleted(sum, batch, rows));
     if (out === 'ok') this.log[this.epoch === token.leaseEpoch ? 'debug' : 'info']({ event: 'completions_carried', holder_id: token.holderId, lease_epoch: token.leaseEpoch, count: n },
       'completions of an earlier tick written under this fence');
     return out === 'leaseLost' ? 'leaseLost' : 'ok';

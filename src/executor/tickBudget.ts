@@ -3,6 +3,7 @@
 // previous invocation still runs), capped by EXECUTOR_TICK_BUDGET_MS. Calls still in flight at the end are
 // carried into the next tick (inFlight.ts), so closing a tick waits for no provider call.
 import { Cron } from 'croner';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../store/deadline.js';
 
 /** An invocation this close to (or past) its own occurrence's successor budgets up to the one after it. */
 const MIN_AHEAD_MS = 500;
@@ -33,4 +34,25 @@ export function shortestPeriodMs(schedule: string, from = new Date()): number {
   let min = Number.POSITIVE_INFINITY;
   for (let i = 1; i < runs.length; i++) min = Math.min(min, runs[i]!.getTime() - runs[i - 1]!.getTime());
   return min;
+}
+
+/** An invocation (and a shutdown) ends this long before host.json functionTimeout, when the host kills it. */
+export const INVOCATION_MARGIN_MS = 5_000;
+/** The smallest budget worth a tick after the first in one invocation. */
+export const MIN_TICK_BUDGET_MS = 1_000;
+
+/** Closing a batch retries an unwritten completion batch for this long: room for one more write after a failed one. */
+export function settleWindowMs(statementTimeoutMs: number): number {
+  return Math.min(2 * statementTimeoutMs, 10_000);
+}
+
+/**
+ * The longest a tick can run past its budget, each database call bounded by connect (PostgreSQL: max(1 s, the
+ * statement timeout)) + its client-side deadline: the last statement begun before the deadline, overlapping the
+ * calls in flight (provider timeout); the awaited completion write; the settle window and the retry begun at its
+ * end; a handover record and the row release. An invocation fits its ticks' budgets around this (timerInvocation.ts).
+ */
+export function closingReserveMs(o: { providerTimeoutMs: number; statementTimeoutMs: number }): number {
+  const dbCallMs = Math.max(1_000, o.statementTimeoutMs) + o.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
+  return Math.max(o.providerTimeoutMs, dbCallMs) + settleWindowMs(o.statementTimeoutMs) + 4 * dbCallMs;
 }

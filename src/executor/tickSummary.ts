@@ -1,4 +1,5 @@
 // Executor settings and the summary one tick returns (the caller logs it as event=tick_summary).
+import { settleWindowMs } from './tickBudget.js';
 export interface ExecutorSettings {
   tickBudgetMs: number;
   maxAttemptsPerTick: number;
@@ -14,7 +15,7 @@ export interface ExecutorSettings {
   /** A follower waits for an expiring lease within a tick only if this much budget would remain. */
   minLeaderWorkMs: number;
   /** Closing a batch retries an unwritten completion batch for at most this long (default 1 s); what is
-   *  left is written by the next leader tick of this process. Part of the tick's margin. */
+   *  left is written after the tick by the executor's settler (the row is kept meanwhile). Part of the tick's margin. */
   settleWindowMs?: number;
 }
 
@@ -71,6 +72,6 @@ export function executorSettingsFrom(c: {
     completionBatch: Math.max(1, Math.floor(c.executor.concurrency / 2)),
     minLeaderWorkMs: 500,
     // Room for one more completion write after a failed one (each bounded by the client-side deadline).
-    settleWindowMs: c.db ? Math.min(2 * c.db.statementTimeoutMs, 10_000) : 1_000,
+    settleWindowMs: c.db ? settleWindowMs(c.db.statementTimeoutMs) : 1_000,
   };
 }

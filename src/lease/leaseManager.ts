@@ -3,6 +3,8 @@
 // failure or SQL error drops leadership immediately. A local step-down that says nothing about the row
 // (sql_error, renew_error, local_deadline) hands the row back best-effort, conditional on holder and epoch,
 // so a transient fault costs a tick instead of a lease; renew_refused / fence_failed (the row is not ours) do not.
+// Never while results are unwritten (holdReleaseWhile): a released row lets another instance recover their
+// attempts as orphans and send them again, so the row is kept (to be written under its fence) or left to expire.
 // Query-named methods (requireLeader, ensureEpoch, remainingMs, status) have no side effects.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
@@ -55,6 +57,8 @@ export class LeaseManager implements LeaderGate {
   /** While > 0 (an executor tick finishing in-flight work), releases after a drop wait in `deferred`. */
   private deferrals = 0;
   private deferred: Dropped[] = [];
+  /** True while results (provider calls, completions) are unwritten: no row is released then, not even on shutdown. */
+  private unwritten: () => boolean = () => false;
   /** A renew on the wire: the deadline timer leaves the decision to it. The gate is closed meanwhile (requireLeader
    *  is past the deadline); a success counts from its send time, which is before the deadline, so it is safe. */
   private renewing: Held | null = null;
@@ -104,6 +108,8 @@ export class LeaseManager implements LeaderGate {
   /**
    * Hold back the best-effort release of a step-down until the returned function is called (and awaited):
    * an executor tick still has in-flight calls whose completions must be written under the fence first.
+   * The release runs when the last deferral ends and nothing is unwritten (holdReleaseWhile); otherwise it
+   * waits for a later deferral to end, or never runs (the row expires).
    */
   deferRelease(): () => Promise<void> {
     this.deferrals++;
@@ -111,10 +117,16 @@ export class LeaseManager implements LeaderGate {
     return async () => {
       if (done) return;
       done = true;
-      if (--this.deferrals > 0) return;
+      if (--this.deferrals > 0 || this.unwritten()) return;
       const dropped = this.deferred.splice(0);
       await Promise.all(dropped.map((d) => this.releaseQuietly(d)));
     };
+  }
+
+  /** Set once by the executor: while `unwritten()` is true, no row is released (neither after a step-down nor by
+   *  release()). Results are written under the fence first; only a refused fence loses them. */
+  holdReleaseWhile(unwritten: () => boolean): void {
+    this.unwritten = unwritten;
   }
 
   /** Status for /readyz and /lease: what this instance believes (its database view is in the store). */
@@ -233,10 +245,16 @@ export class LeaseManager implements LeaderGate {
     return released;
   }
 
-  /** Graceful release (shutdown, drain): expire the row in place so a follower takes over at once. */
+  /** Graceful release (shutdown, drain): expire the row in place so a follower takes over at once — unless results
+   *  are unwritten (then the step-down keeps the row: it expires, or is released once they are written). */
   async release(): Promise<boolean> {
     const held = this.held;
     if (!held) return false;
+    if (this.unwritten()) {
+      this.drop('stopped_unwritten');
+      this.deferred.push({ token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
+      return false;
+    }
     this.drop('released');
     try {
       return await this.store.release(held.token);
@@ -264,7 +282,7 @@ export class LeaseManager implements LeaderGate {
   }
 
   private releaseOrDefer(dropped: Dropped): void {
-    if (this.deferrals > 0) this.deferred.push(dropped);
+    if (this.deferrals > 0 || this.unwritten()) this.deferred.push(dropped);
     else void this.releaseQuietly(dropped);
   }
 
@@ -300,6 +318,8 @@ export class LeaseManager implements LeaderGate {
 
   private becomeLeader(lease: LeaseRow, sentAtMs: number): void {
     const token = { leaseName: lease.leaseName, holderId: lease.holderId, leaseEpoch: lease.leaseEpoch };
+    // A release still waiting for an older step-down's results must never hit the row we now hold.
+    this.deferred = this.deferred.filter((d) => d.token.leaseEpoch !== token.leaseEpoch);
     this.held = {
       token,
       expiresAt: lease.expiresAt,

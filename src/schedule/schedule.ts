@@ -70,8 +70,11 @@ export class Schedule {
     return out;
   }
 
-  /** Completion (or a skipped start) releases the claim; `row` is the new state when known. */
+  /** Completion (or a skipped start) releases the claim; `row` is the new state when known. Only a claim of this
+   *  schedule is released: after clear() (leadership lost) the rows of old claims are ignored, since the next
+   *  rebuild reads the database instead (a stale row applied then could stay queued forever). */
   release(intentId: string, row: ScheduleRow | null): void {
+    if (!this.claimed.has(intentId)) return;
     const pending = this.claimed.get(intentId);
     this.claimed.delete(intentId);
     if (row) this.apply(row);

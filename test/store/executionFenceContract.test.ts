@@ -55,6 +55,33 @@ describe.each(dialects)('execution fence contract: $name', (dialect) => {
     expect(audit.map((x) => [x.leaseEpoch, x.action])).toEqual([[tokenA.leaseEpoch, 'start_attempts'], [tokenB.leaseEpoch, 'recover_orphans']]);
   });
 
+  it('an aborted record of a lost START moves nothing when another epoch started that attempt number', async () => {
+    // A's START of attempt 1 failed with its outcome unknown (it did not commit): A records attempt 1 as aborted.
+    // Meanwhile B (epoch 2) started attempt 1 and lost its lease; A leads again (epoch 3) and writes its record.
+    const i1 = await submit(s, { n: 1 }, { maxAttempts: 1 });
+    const a = await s.lease.tryAcquire(LEASE_NAME, 'A', 60_000);
+    if (!a.acquired) throw new Error('not acquired');
+    const epochA = a.lease.leaseEpoch;
+    await ctx.stealLease(LEASE_NAME, 'B');
+    const tokenB = { leaseName: LEASE_NAME, holderId: 'B', leaseEpoch: epochA + 1 };
+    expect((await s.execution.fencedStartAttempts(tokenB, [{ intentId: i1.intentId, expectedAttemptCount: 0 }])).kind).toBe('ok');
+    await ctx.stealLease(LEASE_NAME, 'A');
+    const tokenA = { leaseName: LEASE_NAME, holderId: 'A', leaseEpoch: epochA + 2 };
+    const out = await s.execution.fencedCompleteAttempts(tokenA, [{ intentId: i1.intentId, attemptNo: 1, outcome: 'aborted', httpStatus: null,
+      error: 'aborted before the provider call: the start\'s reply was lost', durationMs: 0, next: { status: 'scheduled', retryDelayMs: 0 },
+      attemptEpoch: epochA }]);
+    expect(out).toEqual({ kind: 'ok', value: [{ intentId: i1.intentId, applied: false, row: null }] });
+    expect(await s.intents.get(i1.intentId)).toMatchObject({ status: 'in_flight', attemptCount: 1 });
+    expect((await s.intents.listAttempts(i1.intentId)).map((x) => [x.outcome, x.leaseEpoch])).toEqual([['started', epochA + 1]]);
+    // Orphan recovery then counts it (it may have been sent) and says so.
+    const rec = await s.execution.fencedRecoverOrphans(tokenA);
+    expect(rec).toEqual({ kind: 'ok', value: { recovered: 1 } });
+    const row = await s.intents.get(i1.intentId);
+    expect(row).toMatchObject({ status: 'failed' });
+    expect(row!.lastError).toContain('it may have been sent');
+    expect((await s.intents.listAttempts(i1.intentId))[0]!.error).toContain('it may have been sent');
+  });
+
   it('an empty batch is a no-op, not a lease loss', async () => {
     const a = await s.lease.tryAcquire(LEASE_NAME, 'A', 60_000);
     if (!a.acquired) throw new Error('not acquired');

@@ -34,7 +34,7 @@ export interface AttemptSeed {
 export interface DialectContext {
   name: string;
   /** A new set of stores on its own connection(s) in this context (one per simulated instance). */
-  openStores(opts?: { poolMax?: number }): Promise<Stores>;
+  openStores(opts?: { poolMax?: number; statementTimeoutMs?: number }): Promise<Stores>;
   /** Run a fenced transaction for `token` that writes an audit row, waits for `hold`, then commits.
    *  Resolves with the audit row's sequence number, or leaseLost. */
   fencedHold(stores: Stores, token: LeaseToken, hold: Promise<void>, onFenced?: () => void): Promise<Fenced<number>>;
@@ -73,6 +73,9 @@ export interface DialectContext {
   /** On a separate connection: BEGIN; next_attempt_at = last_modified_at = database now for `intentId`;
    *  wait `holdMs`; COMMIT (an older timestamp that commits late). Not possible on PGlite (one session). */
   holdLateReschedule(intentId: string, holdMs: number): Promise<void>;
+  /** On a separate connection: BEGIN and lock the intent's row (FOR UPDATE) until the returned function is called
+   *  (it commits). Resolves once the lock is held. Not possible on PGlite (one session). */
+  lockIntentRow?(intentId: string): Promise<() => Promise<void>>;
   /** From now on, record every version (last_modified_at text) that UPDATEs give `intentId`. */
   startVersionLog(intentId: string): Promise<void>;
   /** The versions recorded since startVersionLog, in update order, as full-precision database text. */
@@ -101,7 +104,7 @@ const UTC_US = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 'YYYY-MM
 interface PgContextOptions {
   name: 'pglite' | 'postgres';
   admin: PgDatabase;
-  open: (max: number) => PgDatabase;
+  open: (max: number, statementTimeoutMs?: number) => PgDatabase;
   cleanup: () => Promise<void>;
   /** A dedicated connection that can hold a transaction open while others commit (null: PGlite). */
   separateConnection: (() => PgDatabase) | null;
@@ -117,7 +120,7 @@ function pgContext(o: PgContextOptions): DialectContext {
     timeTextWidth: 26,
     snapshotReads: true,
     async openStores(opts) {
-      const db = open(opts?.poolMax ?? 4);
+      const db = open(opts?.poolMax ?? 4, opts?.statementTimeoutMs);
       const stores = createPostgresStores(db, o.name);
       opened.set(stores, db);
       return stores;
@@ -214,6 +217,25 @@ function pgContext(o: PgContextOptions): DialectContext {
         await db.close();
       }
     },
+    async lockIntentRow(intentId) {
+      if (!o.separateConnection) throw new Error(`${o.name}: one session only; it cannot hold a lock while others wait`);
+      const db = o.separateConnection();
+      let unlock!: () => void;
+      const released = new Promise<void>((r) => (unlock = r));
+      let locked!: () => void;
+      const held = new Promise<void>((r) => (locked = r));
+      const done = db.transaction(async (tx) => {
+        const r = await tx.query('SELECT intent_id FROM submission_intents WHERE intent_id = $1 FOR UPDATE', [intentId]);
+        if (r.rowCount !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
+        locked();
+        await released;
+      }).finally(() => db.close());
+      await Promise.race([held, done]);
+      return async () => {
+        unlock();
+        await done;
+      };
+    },
     async startVersionLog(intentId) {
       // A test-only trigger records every version the row takes, so nothing slows the updates down.
       await admin.exec(`
@@ -266,15 +288,15 @@ const postgres: DialectHarness = {
   unavailable: () => inject('pgUnavailable') || null,
   async createContext() {
     const schema = schemaName();
-    const open = (max: number, s?: string) =>
-      openPgPool({ url: PG_TEST_URL, max, statementTimeoutMs: 10_000, schema: s ?? schema }, () => {});
+    const open = (max: number, s?: string, statementTimeoutMs = 10_000) =>
+      openPgPool({ url: PG_TEST_URL, max, statementTimeoutMs, schema: s ?? schema }, () => {});
     const bootstrap = open(1, 'public');
     await bootstrap.query(`CREATE SCHEMA ${schema}`);
     await bootstrap.close();
     const admin = open(4);
     await createPostgresStores(admin, 'postgres').migrate();
     return pgContext({
-      name: 'postgres', admin, open: (max) => open(max), separateConnection: () => open(1),
+      name: 'postgres', admin, open: (max, statementTimeoutMs) => open(max, undefined, statementTimeoutMs), separateConnection: () => open(1),
       cleanup: async () => {
         await admin.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {});
         await admin.close();

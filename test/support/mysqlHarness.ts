@@ -14,7 +14,8 @@ import { MYSQL_TEST_URL } from './mysqlServer.js';
 
 const STATEMENT_TIMEOUT_MS = 10_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const open = (max: number, database?: string) => openMysqlPool({ url: MYSQL_TEST_URL, max, statementTimeoutMs: STATEMENT_TIMEOUT_MS, database });
+const open = (max: number, database?: string, statementTimeoutMs = STATEMENT_TIMEOUT_MS) =>
+  openMysqlPool({ url: MYSQL_TEST_URL, max, statementTimeoutMs, database });
 
 /** PostgreSQL-style `$n` placeholders (the shared suites' raw SQL) → `?` with the parameters in order. */
 export function positional(text: string, params: unknown[] = []): { text: string; params: unknown[] } {
@@ -52,7 +53,7 @@ export const mysql: DialectHarness = {
       timeTextWidth: 26,
       snapshotReads: true,
       async openStores(opts) {
-        const db = open(opts?.poolMax ?? 4, dbName);
+        const db = open(opts?.poolMax ?? 4, dbName, opts?.statementTimeoutMs);
         const stores = createMysqlStores(db);
         opened.set(stores, db);
         return stores;
@@ -146,6 +147,24 @@ export const mysql: DialectHarness = {
         } finally {
           await db.close().catch(() => {});
         }
+      },
+      async lockIntentRow(intentId) {
+        const db = open(1, dbName);
+        let unlock!: () => void;
+        const released = new Promise<void>((r) => (unlock = r));
+        let locked!: () => void;
+        const held = new Promise<void>((r) => (locked = r));
+        const done = db.transaction(async (tx) => {
+          const [r] = (await tx.query<{ n: number }>('SELECT COUNT(*) AS n FROM submission_intents WHERE intent_id = ? FOR UPDATE', [intentId])).rows;
+          if (Number(r!.n) !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
+          locked();
+          await released;
+        }).finally(() => db.close().catch(() => {}));
+        await Promise.race([held, done]);
+        return async () => {
+          unlock();
+          await done;
+        };
       },
       async startVersionLog(intentId) {
         // A test-only trigger records every version the row takes.

@@ -29,9 +29,28 @@ describe.each(pgDialects)('timer invocation: $name', (dialect) => {
   ])('budget %i ms, hand-off %i ms → %i tick(s)', async (budgetMs, handoffMs, expected) => {
     const b = await buildExecutor(ctx, { providerUrl: provider.url, leaseMs: 10_000 });
     const ticks = await runTimerInvocation({ executor: b.executor, tickBudget: budget(budgetMs), logger: silentLogger,
-      config: { executor: { handoffMs } } }, false);
+      config: { executor: { handoffMs, invocationLimitMs: 60_000, closingReserveMs: 1_000 } } }, false);
     expect(ticks).toHaveLength(expected);
     expect(ticks.every((t) => t.role === 'leader' && t.leaseEpoch === 1)).toBe(true);
+    await b.executor.drain();
+  });
+
+  it('an invocation never outlives functionTimeout less its margin: each budget leaves room for the longest close', async () => {
+    // A tick may run closingReserveMs past its budget; every tick "overruns" the hand-off (negative), so before,
+    // three ticks of the schedule's budget ran back to back: 3 × 600 ms in a 1 500 ms limit.
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, leaseMs: 10_000 });
+    const budgets: number[] = [];
+    const executor = { tick: (ms: number) => (budgets.push(ms), b.executor.tick(ms)) };
+    const t0 = performance.now();
+    const ticks = await runTimerInvocation({ executor, tickBudget: budget(600), logger: silentLogger,
+      config: { executor: { handoffMs: -1_000, invocationLimitMs: 1_500, closingReserveMs: 400 } } }, false);
+    const elapsed = performance.now() - t0;
+    expect(ticks.length).toBeLessThan(3);
+    for (let i = 0; i < budgets.length; i++) {
+      const before = ticks.slice(0, i).reduce((n, t) => n + t.durationMs, 0);
+      expect(before + budgets[i]! + 400, `tick ${i + 1}: budget ${budgets[i]} ms after ${before} ms`).toBeLessThanOrEqual(1_500 + 20);
+    }
+    expect(elapsed).toBeLessThan(1_500 + 400); // the reserve covers a close that overran its budget
     await b.executor.drain();
   });
 });

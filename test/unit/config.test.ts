@@ -142,6 +142,8 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['TRACING with Application Insights', { TRACING: 'console', APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=x' }, ['TRACING', 'APPLICATIONINSIGHTS_CONNECTION_STRING']],
     ['TRACING_OTLP_URL without TRACING=otlp', { TRACING_OTLP_URL: 'http://collector:4318/v1/traces' }, ['TRACING_OTLP_URL', 'TRACING']],
     ['unknown TRACING', { TRACING: 'jaeger' }, ['TRACING']],
+    ['function timeout too short for a tick\'s close', { FUNCTION_TIMEOUT_MS: '30000' },
+      ['FUNCTION_TIMEOUT_MS', 'PROVIDER_TIMEOUT_MS', 'DB_STATEMENT_TIMEOUT_MS']],
     ['TRACING_OTLP_URL not http(s)', { TRACING: 'otlp', TRACING_OTLP_URL: 'grpc://collector:4317' }, ['TRACING_OTLP_URL']],
   ];
 

@@ -249,6 +249,14 @@ describe('infra: azd wiring and security posture', () => {
     expect(read('infra/scripts/postprovision.sh')).toMatch(/^set -euo pipefail$/m);
   });
 
+  it('host.json functionTimeout is FUNCTION_TIMEOUT_MS\'s default (an invocation and a shutdown end 5 s before it)', async () => {
+    const { loadConfig } = await import('../../src/config.js');
+    const { parseTimeSpan } = await import('../../src/local/hostJson.js');
+    const { INVOCATION_MARGIN_MS } = await import('../../src/executor/tickBudget.js');
+    const timeout = parseTimeSpan((JSON.parse(read('host.json')) as { functionTimeout: string }).functionTimeout);
+    expect(loadConfig({}).executor.invocationLimitMs).toBe(timeout! - INVOCATION_MARGIN_MS);
+  });
+
   it('host.json: Application Insights never samples away our log records (traces: the lease transitions among them)', () => {
     const sampling = (JSON.parse(read('host.json')) as { logging: { applicationInsights: { samplingSettings: { isEnabled: boolean; excludedTypes: string } } } })
       .logging.applicationInsights.samplingSettings;

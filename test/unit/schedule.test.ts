@@ -281,15 +281,25 @@ describe('Schedule: rows applied while claimed are deferred to release (newest w
     expect(again).toHaveLength(c.inHeap ? 1 : 0);
   });
 
-  it('a second release is a plain apply (no stale pending replayed)', () => {
+  it('a second release changes nothing (no stale pending replayed)', () => {
     const s = new Schedule();
     s.apply(row(1, v(1)));
     s.takeDue(T0, 1);
     s.apply(row(1, v(5), { nextAttemptAt: due(50) }));
     s.release(id(1), null);
     expect(s.nextDueMs()).toBe(T0 + 50);
-    s.release(id(1), row(1, v(2), { status: 'cancelled' })); // older than v5: stale
+    s.release(id(1), row(1, v(2), { status: 'cancelled' })); // not claimed any more (and older than v5)
     expect(s.has(id(1))).toBe(true);
+  });
+
+  it('after clear() (leadership lost) the release of an old claim is ignored: the rebuild reads the database', () => {
+    const s = new Schedule();
+    s.apply(row(1, v(1)));
+    s.takeDue(T0, 1);
+    s.clear();
+    s.release(id(1), row(1, v(3), { attemptCount: 1, nextAttemptAt: due(10) })); // a result written after the reset
+    expect(s.has(id(1))).toBe(false);
+    expect(s.claimedCount).toBe(0);
   });
 });
 

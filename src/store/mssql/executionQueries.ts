@@ -77,21 +77,21 @@ SELECT a.intent_id, a.attempt_no, a.lease_epoch
 -- Older-epoch attempts left 'started' on intents that moved on (cancelled mid-call, then the leader died).
 UPDATE a
    SET outcome = 'abandoned', finished_at = @now,
-       error = CONCAT(N'abandoned: leader epoch ', a.lease_epoch, N' lost its lease before completing the attempt')
+       error = CONCAT(N'abandoned: leader epoch ', a.lease_epoch, N' lost its lease before completing the attempt; it may have been sent')
   FROM submission_attempts AS a
   JOIN submission_intents AS i ON i.intent_id = a.intent_id
  WHERE a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch AND i.status <> 'in_flight';
 SET @settled = @@ROWCOUNT;
 UPDATE a
    SET outcome = 'abandoned', finished_at = @now,
-       error = CONCAT(N'abandoned: leader epoch ', o.lease_epoch, N' lost its lease before completing the attempt')
+       error = CONCAT(N'abandoned: leader epoch ', o.lease_epoch, N' lost its lease before completing the attempt; it may have been sent')
   FROM submission_attempts AS a
   JOIN @orphan AS o ON a.intent_id = o.intent_id AND a.attempt_no = o.attempt_no
  WHERE a.outcome = 'started';
 UPDATE i
    SET status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
        next_attempt_at = @now, last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}, last_epoch = @fence_lease_epoch,
-       last_error = CONCAT(N'attempt ', i.attempt_count, N' abandoned after a leader change',
+       last_error = CONCAT(N'attempt ', i.attempt_count, N' abandoned after a leader change; it may have been sent',
                            CASE WHEN ${BUDGET.exhausted('i')} THEN N'; attempts exhausted' ELSE N'' END)
   FROM submission_intents AS i
   JOIN @orphan AS o ON i.intent_id = o.intent_id
@@ -135,7 +135,8 @@ SET @rows_written = @@ROWCOUNT;`,
 
   /** The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that
    *  holder: a completion carried across a step-down); the intent moves on only if it did not change
-   *  meanwhile. Result: one row per completion, in request order. */
+   *  meanwhile and this batch closed its attempt (an aborted record of a START whose reply was lost may name an
+   *  attempt another epoch started). Result: one row per completion, in request order. */
   completeAttempts(token: LeaseToken, completions: AttemptCompletion[]): SqlQuery {
     const batch = completions.map((c, ord) => ({
       ord,
@@ -151,7 +152,7 @@ SET @rows_written = @@ROWCOUNT;`,
     }));
     return buildFencedBatch(token, 'complete_attempts', {
       declare: `DECLARE @now datetime2(7);
-DECLARE @closed int;
+DECLARE @closed TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_no int NOT NULL);
 DECLARE @c TABLE (ord int NOT NULL, intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_no int NOT NULL,
   outcome varchar(16) NOT NULL, http_status int NULL, error nvarchar(max) NULL, duration_ms int NULL,
   next_status varchar(16) NOT NULL, delay_ms bigint NULL, attempt_epoch bigint NOT NULL);
@@ -166,11 +167,12 @@ SELECT ord, intent_id, attempt_no, outcome, http_status, error, duration_ms, nex
        attempt_epoch bigint '$.attemptEpoch');
 UPDATE a
    SET outcome = c.outcome, finished_at = @now, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
+OUTPUT inserted.intent_id, inserted.attempt_no INTO @closed
   FROM submission_attempts AS a
   JOIN @c AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
  WHERE a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= @fence_lease_epoch
    AND a.holder_id = @fence_holder_id;
-SET @closed = @@ROWCOUNT;
+SET @rows_written = @@ROWCOUNT;
 UPDATE i
    SET status = c.next_status,
        next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN ${addMs('c.delay_ms', '@now')} ELSE i.next_attempt_at END,
@@ -180,8 +182,9 @@ OUTPUT inserted.intent_id, inserted.status, inserted.next_attempt_at, inserted.a
        ${modifiedText('inserted.last_modified_at')} INTO @upd
   FROM submission_intents AS i
   JOIN @c AS c ON i.intent_id = c.intent_id
+  JOIN @closed AS k ON k.intent_id = c.intent_id AND k.attempt_no = c.attempt_no
  WHERE i.status = 'in_flight' AND i.attempt_count = c.attempt_no;
-SET @rows_written = @closed + @@ROWCOUNT;`,
+SET @rows_written = @rows_written + @@ROWCOUNT;`,
       results: `SELECT c.intent_id AS req_id, u.intent_id, u.status, u.next_attempt_at, u.attempt_count, u.max_attempts, u.version
   FROM @c AS c LEFT JOIN @upd AS u ON u.intent_id = c.intent_id
  ORDER BY c.ord;`,

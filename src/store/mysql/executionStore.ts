@@ -46,7 +46,8 @@ SELECT a.intent_id, a.attempt_no FROM submission_intents AS i
  WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < ?
  FOR UPDATE`;
 
-const abandonedError = (epoch: string) => `CONCAT('abandoned: leader epoch ', ${epoch}, ' lost its lease before completing the attempt')`;
+const abandonedError = (epoch: string) =>
+  `CONCAT('abandoned: leader epoch ', ${epoch}, ' lost its lease before completing the attempt; it may have been sent')`;
 
 // Attempts of older epochs left 'started' on intents that moved on meanwhile (cancelled while the call was in
 // flight, then the leader died): closed too, so the attempt log never keeps a 'started' row forever.
@@ -63,7 +64,7 @@ const RESCHEDULE_ORPHANS = `
 UPDATE submission_intents AS i
    SET i.status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
        i.next_attempt_at = ${NOW}, i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')}, i.last_epoch = ?,
-       i.last_error = CONCAT('attempt ', i.attempt_count, ' abandoned after a leader change',
+       i.last_error = CONCAT('attempt ', i.attempt_count, ' abandoned after a leader change; it may have been sent',
                              CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END)
  WHERE i.intent_id IN (?) AND i.status = 'in_flight'`;
 
@@ -88,13 +89,21 @@ SELECT i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.la
        ${BUDGET.abortedBefore('i.attempt_count', 'i.intent_id')} AS aborted_before
   FROM submission_intents AS i WHERE i.intent_id IN (?)`;
 
-// The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that holder).
+// The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that holder):
+// picked (locked) first, so the intents below move on only where this transaction closed the attempt (an aborted
+// record of a START whose reply was lost may name an attempt number another epoch started).
+const CLOSE_PICK = `
+SELECT a.intent_id FROM submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
+ WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?
+ FOR UPDATE`;
+
 const CLOSE_ATTEMPTS = `
 UPDATE submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
    SET a.outcome = c.outcome, a.finished_at = ${NOW}, a.http_status = c.http_status, a.error = c.error, a.duration_ms = c.duration_ms
  WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?`;
 
-// The intent moves on only if it did not change meanwhile (still in flight with this attempt).
+// The intent moves on only if it did not change meanwhile (still in flight with this attempt) and its attempt was
+// closed here (the ids passed are those CLOSE_PICK found).
 const COMPLETE_PICK = `
 SELECT i.intent_id FROM submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
  WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
@@ -167,8 +176,10 @@ export class MysqlExecutionStore implements ExecutionStore {
       delayMs: c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null, attemptEpoch: c.attemptEpoch ?? token.leaseEpoch,
     })));
     return fencedTransaction(this.db, token, 'complete_attempts', async (tx) => {
+      const closing = (await tx.query<{ intent_id: string }>(CLOSE_PICK, [batch, ids, token.leaseEpoch, token.holderId])).rows.map((r) => r.intent_id);
       const closed = await tx.query(CLOSE_ATTEMPTS, [batch, ids, token.leaseEpoch, token.holderId]);
-      const picked = (await tx.query<{ intent_id: string }>(COMPLETE_PICK, [batch, ids])).rows.map((r) => r.intent_id);
+      const picked = closing.length === 0 ? []
+        : (await tx.query<{ intent_id: string }>(COMPLETE_PICK, [batch, closing])).rows.map((r) => r.intent_id);
       let rows = new Map<string, ScheduleDbRow>();
       if (picked.length > 0) {
         await tx.query(COMPLETE_UPDATE, [batch, token.leaseEpoch, picked]);

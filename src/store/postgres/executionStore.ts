@@ -41,7 +41,7 @@ orphan AS (
 settled AS (
   UPDATE submission_attempts a
      SET outcome = 'abandoned', finished_at = now.t,
-         error = 'abandoned: leader epoch ' || a.lease_epoch || ' lost its lease before completing the attempt'
+         error = 'abandoned: leader epoch ' || a.lease_epoch || ' lost its lease before completing the attempt; it may have been sent'
     FROM submission_intents i, now
    WHERE a.intent_id = i.intent_id AND a.outcome = 'started' AND a.lease_epoch < $1 AND i.status <> 'in_flight'
   RETURNING a.intent_id
@@ -49,7 +49,7 @@ settled AS (
 abandoned AS (
   UPDATE submission_attempts a
      SET outcome = 'abandoned', finished_at = now.t,
-         error = 'abandoned: leader epoch ' || o.lease_epoch || ' lost its lease before completing the attempt'
+         error = 'abandoned: leader epoch ' || o.lease_epoch || ' lost its lease before completing the attempt; it may have been sent'
     FROM orphan o, now
    WHERE a.intent_id = o.intent_id AND a.attempt_no = o.attempt_no AND a.outcome = 'started'
   RETURNING a.intent_id
@@ -58,7 +58,7 @@ recovered AS (
 UPDATE submission_intents i
    SET status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
        next_attempt_at = now.t, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1,
-       last_error = 'attempt ' || i.attempt_count || ' abandoned after a leader change' ||
+       last_error = 'attempt ' || i.attempt_count || ' abandoned after a leader change; it may have been sent' ||
                     CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END
   FROM orphan o, now
  WHERE i.intent_id = o.intent_id AND i.status = 'in_flight'
@@ -98,7 +98,9 @@ ins AS (
 ${auditCte('start_attempts', 'SELECT count(*) FROM started')}
 SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOIN started s ON true`;
 
-// The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile.
+// The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile and this
+// statement closed its attempt (an aborted record of a START whose reply was lost names an attempt that may never
+// have been created: the same attempt number started later by another epoch is not ours to move on).
 // Plan: intents by primary key as in START (not by the in_flight range of ix_intents_due, which holds an
 // entry for every attempt started since the last vacuum); attempts by their primary key, one probe per
 // (intent_id, attempt_no) of the batch (the redundant `IN (unnest …)` makes that the obvious plan; without it,
@@ -115,7 +117,7 @@ att AS (
    WHERE (a.intent_id, a.attempt_no) IN (SELECT * FROM unnest($4::uuid[], $5::int[]))
      AND a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND (a.outcome = 'started') IS TRUE
      AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= $3 AND a.holder_id = $2
-  RETURNING a.intent_id
+  RETURNING a.intent_id, a.attempt_no
 ),
 upd AS (
   UPDATE submission_intents i
@@ -125,6 +127,7 @@ upd AS (
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM c, now, fence
    WHERE i.intent_id = c.intent_id AND i.intent_id = ANY($4::uuid[]) AND (i.status = 'in_flight') IS TRUE AND i.attempt_count = c.attempt_no
+     AND EXISTS (SELECT 1 FROM att WHERE att.intent_id = c.intent_id AND att.attempt_no = c.attempt_no)
   RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${utcText('i.last_modified_at')} AS version
 ),
 ${auditCte('complete_attempts', 'SELECT (SELECT count(*) FROM att) + (SELECT count(*) FROM upd)')}
