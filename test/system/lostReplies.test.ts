@@ -47,7 +47,7 @@ describe.each(pgDialects)('lost replies: $name', (dialect) => {
     for (let i = 0; i < 3; i++) expect(await b.executor.tick(200)).toMatchObject({ role: 'follower' });
     expect(provider.calls).toHaveLength(1);
     failComplete = false; // the database answers again: A writes under its own fence, then lets the row go
-    await until(async () => (await events(a)).includes('released A#1'), 10_000, 'A released its row');
+    await until(async () => (await events(a)).includes('released A#1'), 20_000, 'A released its row');
     expect(await b.executor.tick(500)).toMatchObject({ role: 'leader', leaseEpoch: 2, recovered: 0 });
     expect((await intentRow(ctx, id)).status).toBe('succeeded');
     expect(provider.calls.map((c) => c.attemptNo)).toEqual([1]);
@@ -70,7 +70,7 @@ describe.each(pgDialects)('lost replies: $name', (dialect) => {
     expect(await a.executor.tick(1_000)).toMatchObject({ role: 'leader', stopReason: 'sql_error' });
     while (Date.now() - t0 < 2_500) await b.executor.tick(200); // B ticks meanwhile, as its timer does
     await unlock!();
-    await until(async () => (await events(a)).includes('released A#1'), 10_000, 'A released its row');
+    await until(async () => (await events(a)).includes('released A#1'), 20_000, 'A released its row');
     await until(async () => (await b.executor.tick(300)).role === 'leader', 5_000, 'B leads');
     expect((await intentRow(ctx, id)).status).toBe('succeeded');
     expect(provider.calls.map((c) => c.attemptNo)).toEqual([1]); // before: [1, 2]
@@ -102,7 +102,7 @@ describe.each(pgDialects)('lost replies: $name', (dialect) => {
     await until(async () => {
       await a.executor.tick(300);
       return (await intentRow(ctx, id)).status !== 'scheduled';
-    }, 10_000, 'intent settled');
+    }, 20_000, 'intent settled');
     const row = await intentRow(ctx, id);
     expect(row.status, `last_error=${row.lastError}`).toBe('succeeded');
     expect((await attemptLog()).map(([n, outcome]) => [n, outcome])).toEqual([[1, 'aborted'], [2, 'succeeded']]);
@@ -118,7 +118,7 @@ describe.each(pgDialects)('lost replies: $name', (dialect) => {
     expect(await a.executor.tick(1_000)).toMatchObject({ stopReason: 'sql_error' });
     expect(await attemptLog()).toEqual([]);
     expect((await intentRow(ctx, id))).toMatchObject({ status: 'scheduled', attemptCount: 0 });
-    await until(async () => (await a.executor.tick(300)).succeeded === 1, 10_000, 'attempt 1 succeeded');
+    await until(async () => (await a.executor.tick(300)).succeeded === 1, 20_000, 'attempt 1 succeeded');
     expect((await attemptLog()).map(([n, outcome]) => [n, outcome])).toEqual([[1, 'succeeded']]);
   });
 
