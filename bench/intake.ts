@@ -31,11 +31,11 @@ function cpuMs(pid: number | undefined): number {
 
 interface Perf { rps: number; p50: number; p99: number }
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
-const BODY = JSON.stringify({ payload: { orderId: 42, note: 'benchmark intent' }, maxAttempts: 5 });
+export const BODY = JSON.stringify({ payload: { orderId: 42, note: 'benchmark intent' }, maxAttempts: 5 });
 const POOL = 10;
-const QUIET = { EXECUTOR_SCHEDULE: '0 0 0 1 1 *', PROVIDER_URL: 'http://127.0.0.1:9/unused', INSTANCES: process.env.BENCH_INTAKE_INSTANCES ?? '1', DB_POOL_MAX: String(POOL) };
+export const QUIET = { EXECUTOR_SCHEDULE: '0 0 0 1 1 *', PROVIDER_URL: 'http://127.0.0.1:9/unused', INSTANCES: process.env.BENCH_INTAKE_INSTANCES ?? '1', DB_POOL_MAX: String(POOL) };
 
-async function postAll(base: string, n: number, concurrency: number) {
+export async function postAll(base: string, n: number, concurrency: number, body = BODY) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const lat: number[] = [];
   const post = () => new Promise<void>((resolve, reject) => {
@@ -45,7 +45,7 @@ async function postAll(base: string, n: number, concurrency: number) {
       res.on('end', () => (res.statusCode === 201 ? (lat.push(performance.now() - t), resolve()) : reject(new Error(`HTTP ${res.statusCode}`))));
     });
     req.on('error', reject);
-    req.end(BODY);
+    req.end(body);
   });
   const t0 = performance.now();
   await pool(Array.from({ length: n }), concurrency, post);

@@ -11,9 +11,9 @@ import path from 'node:path';
 import { fmt, freshSchema, PG_URL, printTable } from './support.js';
 import { schemaUrl, startHost } from './localHost.js';
 
-const SECONDS = Number(process.env.BENCH_PICKUP_SECONDS ?? 32);
-const RATE = Number(process.env.BENCH_PICKUP_RATE ?? 12); // intents per second (below the default attempt caps)
-const REFRESH_MS = 1_000;
+export const SECONDS = Number(process.env.BENCH_PICKUP_SECONDS ?? 32);
+export const RATE = Number(process.env.BENCH_PICKUP_RATE ?? 12); // intents per second (below the default attempt caps)
+export const REFRESH_MS = 1_000;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 async function recordingProvider() {
@@ -30,7 +30,7 @@ async function recordingProvider() {
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
 }
 
-async function measure(label: string, databaseUrl: string, extra: Record<string, string>) {
+export async function measure(label: string, databaseUrl: string, extra: Record<string, string>) {
   const provider = await recordingProvider();
   const host = await startHost({ INSTANCES: '1', PROVIDER_URL: provider.url, DATABASE_URL: databaseUrl, ...extra });
   try {
@@ -69,23 +69,25 @@ const LAYOUTS: [string, Record<string, string>][] = [
   ['before: notices off, fixed 8 s budget', { DUE_NOTICES: 'off', EXECUTOR_TICK_BUDGET_MS: '8000' }],
 ];
 
-const rows: Record<string, string | number>[] = [];
-const ratios: string[] = [];
-for (const backend of ['postgres', 'pglite'] as const) {
-  for (const [label, extra] of LAYOUTS) {
-    const schema = backend === 'postgres' ? await freshSchema() : null;
-    const dir = backend === 'pglite' ? mkdtempSync(path.join(os.tmpdir(), 'sm-pickup-')) : null;
-    try {
-      const url = schema ? schemaUrl(PG_URL, schema.schema) : `pglite:${path.join(dir!, 'db')}`;
-      const r = await measure(label, url, extra);
-      rows.push({ backend, layout: label, intents: r.n, lost: r.missing, 'p50 ms': fmt(r.p50), 'p90 ms': fmt(r.p90), 'p99 ms': fmt(r.p99),
-        'max ms': fmt(r.max), 'p99 ÷ refresh': fmt(r.p99 / REFRESH_MS, 2) });
-      ratios.push(`${backend} ${label}: p50 ${fmt(r.p50)} ms, p99 ÷ refresh ${fmt(r.p99 / REFRESH_MS, 2)}`);
-    } finally {
-      await schema?.drop();
-      if (dir) rmSync(dir, { recursive: true, force: true });
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows: Record<string, string | number>[] = [];
+  const ratios: string[] = [];
+  for (const backend of ['postgres', 'pglite'] as const) {
+    for (const [label, extra] of LAYOUTS) {
+      const schema = backend === 'postgres' ? await freshSchema() : null;
+      const dir = backend === 'pglite' ? mkdtempSync(path.join(os.tmpdir(), 'sm-pickup-')) : null;
+      try {
+        const url = schema ? schemaUrl(PG_URL, schema.schema) : `pglite:${path.join(dir!, 'db')}`;
+        const r = await measure(label, url, extra);
+        rows.push({ backend, layout: label, intents: r.n, lost: r.missing, 'p50 ms': fmt(r.p50), 'p90 ms': fmt(r.p90), 'p99 ms': fmt(r.p99),
+          'max ms': fmt(r.max), 'p99 ÷ refresh': fmt(r.p99 / REFRESH_MS, 2) });
+        ratios.push(`${backend} ${label}: p50 ${fmt(r.p50)} ms, p99 ÷ refresh ${fmt(r.p99 / REFRESH_MS, 2)}`);
+      } finally {
+        await schema?.drop();
+        if (dir) rmSync(dir, { recursive: true, force: true });
+      }
     }
   }
+  printTable(`Submit → first provider call (default settings, ${RATE}/s for ${SECONDS} s, refresh ${REFRESH_MS} ms)`, rows);
+  console.log(`ratios: ${ratios.join('; ')}`);
 }
-printTable(`Submit → first provider call (default settings, ${RATE}/s for ${SECONDS} s, refresh ${REFRESH_MS} ms)`, rows);
-console.log(`ratios: ${ratios.join('; ')}`);

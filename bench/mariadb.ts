@@ -1,0 +1,149 @@
+// The MySQL / MariaDB dialect on the local MariaDB (BENCH_MYSQL_URL, default mysql://root@127.0.0.1:3306/test),
+// each figure against a baseline on the same server in the same run:
+//  - execution: one leader, a no-op provider in its own process (c = 64 and 256; batches c/4 and c/2 as in
+//    production), attempts/s from first start to last completion (database time), against one-commit-per-row
+//    UPDATEs of the same rows through the same pool size (16) at concurrency 16;
+//  - intake: POST /api/intents through the local host (one instance, pool 10) at c = 1, 16, 64, against
+//    single-row INSERTs of the same columns straight through the driver (same pool size and concurrency);
+//  - pickup: submit → first provider call with the default settings (10 s timer, 1 s refresh; MySQL has no
+//    notices, so the refresh interval bounds pickup): p99 ÷ refresh is the figure.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { LeaseManager } from '../src/lease/leaseManager.js';
+import { systemClock } from '../src/lease/clock.js';
+import { Executor } from '../src/executor/executor.js';
+import { HttpProvider } from '../src/provider/httpProvider.js';
+import { silentLogger } from '../src/observability/logger.js';
+import { openMysqlPool, type MyDatabase } from '../src/store/mysql/db.js';
+import { createMysqlStores } from '../src/store/mysql/index.js';
+import { fmt, pool, printTable, startProviderProcess } from './support.js';
+import { startHost } from './localHost.js';
+import { BODY, postAll } from './intake.js';
+import { measure, RATE, REFRESH_MS, SECONDS } from './pickup.js';
+
+const URL_ = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
+const POOL = 16;
+
+async function freshDatabase(): Promise<{ url: string; open(max: number): MyDatabase; drop(): Promise<void> }> {
+  const name = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = openMysqlPool({ url: URL_, max: 1, statementTimeoutMs: 600_000 });
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(URL_);
+  url.pathname = `/${name}`;
+  const open = (max: number) => openMysqlPool({ url: url.toString(), max, statementTimeoutMs: 600_000 });
+  const m = open(1);
+  await createMysqlStores(m).migrate();
+  await m.close();
+  return { url: url.toString(), open, async drop() {
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.close();
+  } };
+}
+
+const CONTRACT = JSON.stringify({ provider: { url: null }, payload: { bench: true }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 } });
+
+async function seed(db: MyDatabase, n: number): Promise<void> {
+  const digits = '(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
+  await db.query(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts,
+      next_attempt_at, created_at, last_modified_at)
+    SELECT UUID(), REPEAT('0', 64), ?, 'scheduled', 0, 3, DATE_SUB(UTC_TIMESTAMP(6), INTERVAL 1 SECOND), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6)
+      FROM ${['a', 'b', 'c', 'd', 'e', 'f'].map((x) => `${digits} AS ${x}`).join(' CROSS JOIN ')} LIMIT ?`, [CONTRACT, n]);
+}
+
+async function execution(n: number, concurrency: number) {
+  const d = await freshDatabase();
+  const db = d.open(POOL);
+  const s = createMysqlStores(db);
+  const provider = await startProviderProcess(0, 'raw');
+  try {
+    await seed(db, n);
+    const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
+      acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
+    const http = new HttpProvider(provider.url);
+    const ex = new Executor(lease, s.execution, http, {
+      tickBudgetMs: 2_000, maxAttemptsPerTick: 1_000_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
+      refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 },
+      startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)), minLeaderWorkMs: 100,
+    }, systemClock, silentLogger);
+    for (;;) {
+      await ex.tick();
+      const left = await db.query<{ n: string }>(`SELECT COUNT(*) AS n FROM submission_intents WHERE status <> 'succeeded'`);
+      if (Number(left.rows[0]!.n) === 0) break;
+    }
+    const span = (await db.query<{ us: string; n: string }>(
+      'SELECT TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) AS us, COUNT(*) AS n FROM submission_attempts')).rows[0]!;
+    http.close();
+    const attemptsPerS = Number(span.n) / (Number(span.us) / 1e6);
+    // Baseline: the same rows, one UPDATE (one commit) each, same pool, concurrency = pool size.
+    const ids = (await db.query<{ intent_id: string }>('SELECT intent_id FROM submission_intents')).rows.map((r) => r.intent_id);
+    const t0 = performance.now();
+    await pool(ids, POOL, async (id) => {
+      await db.query(`UPDATE submission_intents SET status = 'succeeded', last_modified_at = UTC_TIMESTAMP(6) WHERE intent_id = ?`, [id]);
+    });
+    const baselinePerS = (ids.length / (performance.now() - t0)) * 1000;
+    return { attempts: Number(span.n), attemptsPerS, baselinePerS };
+  } finally {
+    provider.stop();
+    await db.close();
+    await d.drop();
+  }
+}
+
+/** The intake body, not due before 2099: the leader refreshes the new rows (as in production) but calls nothing. */
+const LATER = JSON.stringify({ ...JSON.parse(BODY), notBefore: '2099-01-01T00:00:00Z' });
+const INTAKE_POOL = 10;
+
+async function intake(n: number) {
+  const d = await freshDatabase();
+  const host = await startHost({ DATABASE_URL: d.url, INSTANCES: '1', DB_POOL_MAX: String(INTAKE_POOL), PROVIDER_URL: 'http://127.0.0.1:9/unused' });
+  const db = d.open(INTAKE_POOL);
+  const contract = JSON.stringify({ provider: { url: null }, payload: JSON.parse(BODY).payload, retry: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 300000 } });
+  const rows = [];
+  try {
+    await postAll(host.base, 500, 16, LATER); // warm-up (JIT, pool connections), not measured
+    for (const c of [1, 16, 64]) {
+      const count = c === 1 ? Math.min(n, 1_000) : n;
+      const r = await postAll(host.base, count, c, LATER);
+      const t0 = performance.now();
+      await pool(Array.from({ length: count }), c, async () => {
+        await db.query(`INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
+            max_attempts, next_attempt_at, created_at, last_modified_at)
+          VALUES (?, ?, ?, ?, 'scheduled', 0, 5, '2099-01-01', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+        [randomUUID(), randomUUID(), '0'.repeat(64), contract]);
+      });
+      const insertPerS = (count / (performance.now() - t0)) * 1000;
+      rows.push({ concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1), 'raw INSERT/s': fmt(insertPerS),
+        'ratio vs INSERT': fmt(r.rps / insertPerS, 2) });
+    }
+  } finally {
+    await host.stop();
+    await db.close();
+    await d.drop();
+  }
+  return rows;
+}
+
+const ratios: string[] = [];
+const n = Number(process.env.BENCH_MYSQL_EXEC_N ?? 5_000);
+const exec = [];
+for (const c of [64, 256]) {
+  const r = await execution(n, c);
+  exec.push({ intents: n, 'provider ms': 0, concurrency: c, 'attempts/s': fmt(r.attemptsPerS), 'baseline UPDATE/s': fmt(r.baselinePerS),
+    ratio: fmt(r.attemptsPerS / r.baselinePerS, 2) });
+  ratios.push(`execution c${c}=${fmt(r.attemptsPerS / r.baselinePerS, 2)}x`);
+}
+printTable('Execution (MariaDB, one leader, no-op provider in its own process; baseline: one-commit-per-row UPDATE, pool 16)', exec);
+const intakeRows = await intake(Number(process.env.BENCH_MYSQL_INTAKE_N ?? 2_000));
+printTable('Intake (MariaDB, POST /api/intents through the local host, 1 instance; baseline: single-row INSERT, same pool)', intakeRows);
+ratios.push(`intake vs INSERT ${intakeRows.map((r) => `c${r.concurrency}=${r['ratio vs INSERT']}x`).join(' ')}`);
+const d = await freshDatabase();
+try {
+  const r = await measure('defaults (no notices on MySQL)', d.url, {});
+  printTable(`Submit → first provider call (MariaDB, default settings, ${RATE}/s for ${SECONDS} s, refresh ${REFRESH_MS} ms)`, [{
+    layout: r.label, intents: r.n, lost: r.missing, 'p50 ms': fmt(r.p50), 'p90 ms': fmt(r.p90), 'p99 ms': fmt(r.p99), 'max ms': fmt(r.max),
+    'p99 ÷ refresh': fmt(r.p99 / REFRESH_MS, 2) }]);
+  ratios.push(`pickup p50 ${fmt(r.p50)} ms, p99 ÷ refresh ${fmt(r.p99 / REFRESH_MS, 2)}`);
+} finally {
+  await d.drop();
+}
+console.log(`\nratios: ${ratios.join('; ')}`);
+process.exit(0);
