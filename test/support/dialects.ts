@@ -90,6 +90,10 @@ export interface DialectHarness {
   name: 'pglite' | 'postgres' | 'mssql' | 'mysql';
   /** Due-intent notices (LISTEN/NOTIFY) exist on this dialect; elsewhere the refresh interval bounds pickup. */
   notices: boolean;
+  /** A server of this dialect runs on this machine and in CI (SQL Server only where MSSQL_TEST_URL points). */
+  runsHere: boolean;
+  /** More than one session: a transaction can stay open while others commit (PGlite is one session). */
+  manySessions: boolean;
   /** null = usable; otherwise the reason the suite is skipped. */
   unavailable(): string | null;
   createContext(): Promise<DialectContext>;
@@ -264,6 +268,8 @@ let sharedPglite: Promise<PGlite> | null = null;
 const pglite: DialectHarness = {
   name: 'pglite',
   notices: true,
+  runsHere: true,
+  manySessions: false,
   unavailable: () => null,
   async createContext() {
     sharedPglite ??= PGlite.create();
@@ -285,6 +291,8 @@ const pglite: DialectHarness = {
 const postgres: DialectHarness = {
   name: 'postgres',
   notices: true,
+  runsHere: true,
+  manySessions: true,
   unavailable: () => inject('pgUnavailable') || null,
   async createContext() {
     const schema = schemaName();
@@ -308,3 +316,9 @@ const postgres: DialectHarness = {
 /** Every dialect the contract suites run against. SQL Server joins when configured (test/support/mssqlHarness.ts);
  *  MySQL/MariaDB when reachable (test/support/mysqlHarness.ts, required under CI=true). */
 export const dialects: DialectHarness[] = [pglite, postgres, mssql, mysql];
+
+// The subsets the suites pick by capability, never by name: a new dialect is one line in `dialects` above.
+/** The executor-level system suites (faults staged around one executor): the dialects that run here and in CI. */
+export const executorDialects = dialects.filter((d) => d.runsHere);
+/** Suites that hold a transaction open while others commit (late commits). */
+export const manySessionDialects = dialects.filter((d) => d.manySessions);

@@ -82,6 +82,8 @@ END;`).catch(() => {});
 export const mssql: DialectHarness = {
   name: 'mssql',
   notices: false,
+  runsHere: false,
+  manySessions: true,
   unavailable: () =>
     testTarget()
       ? null

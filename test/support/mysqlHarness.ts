@@ -39,6 +39,8 @@ async function adminQuery(text: string): Promise<void> {
 export const mysql: DialectHarness = {
   name: 'mysql',
   notices: false,
+  runsHere: true,
+  manySessions: true,
   unavailable: () => inject('mysqlUnavailable') || null,
   async createContext(): Promise<DialectContext> {
     const dbName = `t_${randomBytes(6).toString('hex')}`; // generated, safe to inline

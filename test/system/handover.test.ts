@@ -2,7 +2,7 @@
 // in-flight call finish, writes its completion under the fence, reports, releases the row, ends with
 // stopReason 'handover' — and does not stand down: the same instance may acquire again at its next tick.
 import { describe, expect, it } from 'vitest';
-import { dialects, type DialectContext } from '../support/dialects.js';
+import { executorDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -10,9 +10,7 @@ import { buildExecutor } from '../support/executorHarness.js';
 import { NO_OPS, type ExecutorOps } from '../../src/executor/executorOps.js';
 import type { LeaseToken } from '../../src/store/ports.js';
 
-const pgDialects = dialects.filter((d) => d.name !== 'mssql');
-
-describe.each(pgDialects)('executor handover hook: $name', (dialect) => {
+describe.each(executorDialects)('executor handover hook: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

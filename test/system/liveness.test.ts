@@ -3,7 +3,7 @@
 // in-flight calls are awaited and the row is released only after their completions are written; rebuild is
 // resumable and executes nothing until done; leadership lost during a rebuild or between two ticks.
 import { describe, expect, it } from 'vitest';
-import { dialects, type DialectContext } from '../support/dialects.js';
+import { executorDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -11,7 +11,6 @@ import { buildExecutor, intentRow, stalePairs, type Built } from '../support/exe
 import type { ExecutionStore } from '../../src/store/intentPorts.js';
 import { StoreError } from '../../src/store/ports.js';
 
-const pgDialects = dialects.filter((d) => d.name !== 'mssql');
 const CONTRACT = { provider: { url: null }, payload: { bulk: true }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 } };
 
 /** An execution store whose calls can be made to fail (a transient SQL error) or observed. */
@@ -36,7 +35,7 @@ function faulty(s: ExecutionStore, f: { failComplete?: () => boolean; failRefres
   };
 }
 
-describe.each(pgDialects)('liveness: $name', (dialect) => {
+describe.each(executorDialects)('liveness: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

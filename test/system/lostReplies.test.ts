@@ -3,7 +3,7 @@
 // outcome is unknown records its attempts as aborted; a skipped START is not retried in a tight loop; a reserved
 // intent returns to the schedule whatever the gate says at that moment; shutdown keeps the same rule.
 import { afterEach, describe, expect, it } from 'vitest';
-import { dialects, type DialectContext } from '../support/dialects.js';
+import { executorDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -11,10 +11,9 @@ import { buildExecutor, intentRow, stalePairs, type Built } from '../support/exe
 import { until, withReplyFaults } from '../support/replyFaults.js';
 import type { LeaseStore } from '../../src/store/ports.js';
 
-const pgDialects = dialects.filter((d) => d.name !== 'mssql');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(pgDialects)('lost replies: $name', (dialect) => {
+describe.each(executorDialects)('lost replies: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

@@ -1,7 +1,7 @@
 // Refresh never skips an intent: (a) a writer whose transaction commits late with an older
 // last_modified_at; (b) 1,000 intents sharing one timestamp with a refresh page of 100.
 import { describe, expect, it } from 'vitest';
-import { dialects, type DialectContext } from '../support/dialects.js';
+import { dialects, manySessionDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { runTicks, startInstances, submit, type TestInstance } from '../support/instances.js';
@@ -40,7 +40,7 @@ describe.each(dialects)('never skip: $name', (dialect) => {
 });
 
 // PGlite is one session: it cannot hold a writer's transaction open while other intents commit.
-describe.each(dialects.filter((d) => d.name !== 'pglite'))('never skip, late commit: $name', (dialect) => {
+describe.each(manySessionDialects)('never skip, late commit: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {
