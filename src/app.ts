@@ -143,7 +143,10 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const lease = new LeaseManager(instrumentLeaseStore(stores.lease, metrics, clock), config.lease, clock, logger);
   bindLeaseMetrics(lease, metrics);
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
-  const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics)], config.maintenance, clock, logger, metrics);
+  const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics)], config.maintenance, clock, logger, metrics,
+    // Recorded in SQL so every instance's dashboard shows it; best effort, never blocks the executor.
+    (task, failures, lastError) => void stores.ops.recordMaintenance(config.lease.name, task, config.lease.holderId, failures, lastError)
+      .catch((e: unknown) => logger.warn({ event: 'maintenance_record_failed', task, sql_error: sqlErrorField(e) }, 'could not record the maintenance state')));
   const ops = new ExecutionOps(stores.ops, config.lease.name, maintenance, logger, metrics);
   // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
   const traced = traceAttempts(instrumentExecutionStore(stores.execution, metrics, clock), provider);

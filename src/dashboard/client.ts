@@ -120,10 +120,9 @@ export function dashboardClient(): void {
         ? 'provider breaker ' + o.providerBreaker.state.replace('_', '-') + ' since ' + when(o.providerBreaker.changedAt) + ' (' + o.providerBreaker.holderId + ')'
         : 'provider breaker closed (never opened)'),
       el('div', { class: o.maintenance.some((m) => m.failures) ? 'err' : 'muted', id: 'maintenance' }, o.maintenance.map((m) => m.failures
-        ? m.task + ' FAILING (' + m.failures + ' in a row, retry in ' + ago(m.retryInMs) + ', seen by ' + o.servedBy + '): ' + m.lastError
-        : m.runs ? m.task + ' ok (last run ' + ago(m.lastRunAgoMs) + ' ago on ' + o.servedBy + ')'
-          : m.task + ' not run on this instance (' + o.servedBy + ' has not led; the leader logs retention_failed, maintenance_failures_total)').join(' · ')
-        || 'no maintenance on this instance'),
+        ? m.task + ' FAILING (' + m.failures + ' in a row, last ' + when(m.changedAt) + ' on ' + m.holderId + '): ' + m.lastError
+        : m.task + ' ok again since ' + when(m.changedAt) + ' (' + m.holderId + ')').join(' · ')
+        || 'retention: no failure recorded'),
       el('div', { class: 'muted', id: 'handovers' }, (() => {
         const pending = o.handovers.filter((h) => h.status === 'pending');
         const last = o.handovers.find((h) => h.status === 'completed');

@@ -35,9 +35,10 @@ export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
 export async function overview(app: App) {
   const leaseName = app.config.lease.name;
   const s = app.stores;
-  const [o, control, events, perMinute, failures, redrives, handovers] = await Promise.all([
+  const [o, control, events, perMinute, failures, redrives, handovers, maintenance] = await Promise.all([
     s.ops.getClusterOverview(leaseName), s.ops.getExecutionControl(leaseName), s.insights.recentLeaseEvents(leaseName, 20),
     s.insights.attemptsPerMinute(HOUR_MS), s.insights.recentFailures(20), s.redrive.listRedrives(10), s.ops.listHandovers(leaseName, 5),
+    s.ops.listMaintenance(leaseName),
   ]);
   const now = o.dbNow.getTime();
   return {
@@ -52,8 +53,10 @@ export async function overview(app: App) {
     // The provider circuit breaker as the leader last recorded it in SQL (null: never opened).
     providerBreaker: control.providerBreaker && { state: control.providerBreaker.state, changedAt: control.providerBreaker.changedAt.toISOString(),
       holderId: control.providerBreaker.holderId },
-    // Leader maintenance (retention) as the serving instance last ran it (empty: it never led or runs none).
-    maintenance: app.ops.maintenance?.status() ?? [],
+    // Leader maintenance (retention) as leaders recorded it in SQL: a failure (failures > 0, the SQL error) or the
+    // success that ended one; no row = never failed.
+    maintenance: maintenance.map((m) => ({ task: m.task, failures: m.failures, lastError: m.lastError, changedAt: m.changedAt.toISOString(),
+      holderId: m.holderId })),
     // The newest handover (drain) requests recorded in SQL; `pending` ones wait for the leader's next tick.
     handovers: handovers.map((h) => ({
       requestId: h.requestId, status: h.status, requestedAt: h.requestedAt.toISOString(), requestedBy: h.requestedBy,

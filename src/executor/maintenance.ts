@@ -57,6 +57,9 @@ export class Maintenance {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly metrics?: AppMetrics,
+    /** A failure, or the success that ends a run of them: recorded in SQL for every instance's dashboard (best
+     *  effort: it must not throw). */
+    private readonly recordState: (task: string, failures: number, lastError: string | null) => void = () => {},
   ) {
     for (const t of tasks) this.state.set(t.name, { failures: 0, retryAtMs: Number.NEGATIVE_INFINITY, lastError: null, runs: 0, lastRunMs: null });
   }
@@ -110,7 +113,10 @@ export class Maintenance {
       s.runs++;
       try {
         if ((await task.run(token, untilMs, sum)) === 'leaseLost') return 'leaseLost';
-        if (s.failures > 0) this.log.info({ event: `${task.name}_recovered`, after_failures: s.failures }, `${task.name} succeeded again`);
+        if (s.failures > 0) {
+          this.log.info({ event: `${task.name}_recovered`, after_failures: s.failures }, `${task.name} succeeded again`);
+          this.recordState(task.name, 0, null);
+        }
         Object.assign(s, { failures: 0, retryAtMs: Number.NEGATIVE_INFINITY, lastError: null });
       } catch (e) {
         s.failures++;
@@ -119,6 +125,7 @@ export class Maintenance {
         const sqlError = sqlErrorField(e);
         s.lastError = sqlError?.message ?? null;
         this.metrics?.maintenanceFailed(task.name);
+        this.recordState(task.name, s.failures, s.lastError);
         this.log.error({ event: `${task.name}_failed`, holder_id: token.holderId, lease_epoch: token.leaseEpoch, failures: s.failures,
           retry_in_ms: backoffMs, sql_error: sqlError }, `${task.name} failed; execution continues, retried after a back-off`);
       } finally {

@@ -38,6 +38,18 @@ export interface HandoverRequest {
   completedBy: string | null;
 }
 
+/** The last state a leader recorded for one maintenance task (retention): any instance shows it (the dashboard). */
+export interface MaintenanceRecord {
+  task: string;
+  /** Consecutive failures when recorded (0: it succeeded again). */
+  failures: number;
+  /** The SQL error of the last failure (null once it succeeded again). */
+  lastError: string | null;
+  /** Database time of the record. */
+  changedAt: Date;
+  holderId: string;
+}
+
 export interface PurgeResult {
   /** Terminal intents deleted. */
   intents: number;
@@ -81,6 +93,11 @@ export interface OpsStore {
   getClusterOverview(leaseName: string): Promise<ClusterOverview>;
   /** One primary-key read (cheap enough for every refresh interval). */
   getExecutionControl(leaseName: string): Promise<ExecutionControl>;
+  /** Upsert a maintenance task's state as the leader saw it: a failure (failures > 0, lastError) or its recovery
+   *  (0, null). Informational, database time; `lastError` is cut to 1000 characters. */
+  recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void>;
+  /** Every recorded maintenance task of `leaseName`, by task name. */
+  listMaintenance(leaseName: string): Promise<MaintenanceRecord[]>;
   /** Upsert the provider circuit-breaker state the leader observed (informational; database time). */
   recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void>;
   /** Upsert the flag (idempotent: pausing a paused cluster keeps the original changedAt). */

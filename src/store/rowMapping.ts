@@ -4,7 +4,7 @@ import type {
   AttemptRow, CompletedAttempt, IntentContract, IntentRow, IntentStatus, ScheduleRow, StartedAttempt,
 } from './intentPorts.js';
 import type { LeaseRow } from './ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest } from './opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord } from './opsPorts.js';
 
 /** The smallest uuid: the start of an id-ordered scan and the intent id of a rebuild's first cursor. */
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -150,6 +150,23 @@ export interface ControlDbRow {
   breaker_changed_at?: Date | null;
   breaker_holder_id?: string | null;
 }
+
+export interface MaintenanceDbRow {
+  task: string;
+  failures: number | string;
+  last_error: string | null;
+  changed_at: Date;
+  holder_id: string;
+}
+
+export const toMaintenance = (r: MaintenanceDbRow): MaintenanceRecord => ({
+  task: r.task, failures: Number(r.failures), lastError: r.last_error, changedAt: r.changed_at, holderId: r.holder_id,
+});
+
+/** Maintenance record arguments as stored (holder and error cut to their columns). */
+export const maintenanceArgs = (holderId: string, lastError: string | null) => ({
+  holder: holderId.slice(0, 128), error: lastError === null ? null : lastError.slice(0, 1000),
+});
 
 export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
   leaseName,

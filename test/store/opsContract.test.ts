@@ -172,6 +172,20 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     expect(ctx.snapshotReads).toBe(Boolean(row!.rcsi));
   });
 
+  it('maintenance state: none until recorded; a failure then its recovery, per lease name and task, with database time and holder', async () => {
+    expect(await s.ops.listMaintenance(LEASE)).toEqual([]);
+    const before = (await s.ops.getExecutionControl(LEASE)).dbNow;
+    await s.ops.recordMaintenance(LEASE, 'retention', 'leader-1', 1, 'permission denied for table submission_intents');
+    await s.ops.recordMaintenance(LEASE, 'retention', 'leader-1', 2, 'e'.repeat(1_500)); // cut to its column
+    const [failing, ...rest] = await s.ops.listMaintenance(LEASE);
+    expect(rest).toEqual([]);
+    expect(failing).toMatchObject({ task: 'retention', failures: 2, lastError: 'e'.repeat(1_000), holderId: 'leader-1' });
+    expect(failing!.changedAt.getTime()).toBeGreaterThanOrEqual(before.getTime());
+    await s.ops.recordMaintenance(LEASE, 'retention', 'leader-2', 0, null);
+    expect(await s.ops.listMaintenance(LEASE)).toEqual([expect.objectContaining({ task: 'retention', failures: 0, lastError: null, holderId: 'leader-2' })]);
+    expect(await s.ops.listMaintenance('another-cluster')).toEqual([]);
+  });
+
   it('retention is fenced: a stale token deletes nothing', async () => {
     const token = await leader();
     const ids = [await intent('succeeded'), await intent('failed')];

@@ -138,7 +138,7 @@ describe.each(dialects)('operations: $name', (dialect) => {
 
   it('retention: the leader purges terminal intents past retention in bounded batches per tick, never active ones', async () => {
     const base = testConfig(provider.url);
-    apps = await startApps(ctx, 1, { ...base, retention: { ...base.retention, olderThanMs: 3_000, batchSize: 3, maxBatchesPerTick: 2, intervalMs: 60_000 } });
+    apps = await startApps(ctx, 1, { ...base, retention: { ...base.retention, olderThanMs: 5_000, batchSize: 3, maxBatchesPerTick: 2, intervalMs: 60_000 } });
     const [app] = apps as [App];
     const terminal: string[] = [];
     for (let i = 0; i < 10; i++) {
@@ -149,16 +149,19 @@ describe.each(dialects)('operations: $name', (dialect) => {
     const active = [await submitVia(app, { a: 1 }), await submitVia(app, { a: 2 })];
     await app.stores.intents.reschedule(active[0]!, new Date(Date.now() + 3_600_000)); // scheduled, not due
     await ctx.setIntentStatus(active[1]!, 'in_flight');
-    await sleep(3_200);
-    // 3 s younger than the retention horizon: the three ticks below must not age it past it, even on a loaded machine.
+    await sleep(5_200);
+    // 5 s younger than the retention horizon: the (at most five) ticks below must not age it past it, even on a loaded machine.
     const young = await submitVia(app, { young: true });
     await ctx.setIntentStatus(young, 'succeeded');
 
-    // (A budget the purge batches fit in: no batch after the first starts once the tick deadline has passed.)
-    const t1 = await app.executor.tick(600);
-    const t2 = await app.executor.tick(600);
-    const t3 = await app.executor.tick(600);
-    expect([t1.purgedIntents, t2.purgedIntents, t3.purgedIntents]).toEqual([6, 4, 0]); // 2 × 3 per tick, then caught up
+    // Retention runs in the maintenance slice at a tick's end (src/executor/maintenance.ts): at most maxBatchesPerTick
+    // statements of batchSize (2 × 3), the first always, the next only while the slice lasts (on a loaded machine the
+    // slice may hold one); then caught up until the interval.
+    const purged: number[] = [];
+    while (purged.reduce((a, b) => a + b, 0) < 10 && purged.length < 4) purged.push((await app.executor.tick(600)).purgedIntents);
+    expect(purged.every((n) => n >= 1 && n <= 6), String(purged)).toBe(true);
+    expect(purged.reduce((a, b) => a + b, 0)).toBe(10);
+    expect((await app.executor.tick(600)).purgedIntents).toBe(0);
     const left = (await ctx.intentRows()).map((r) => r.intentId).sort();
     expect(left).toEqual([...active, young].sort());
     expect(metric(await scrape(app), 'retention_purged_rows_total', { table: 'intents' })).toBe(10);

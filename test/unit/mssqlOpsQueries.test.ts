@@ -20,6 +20,8 @@ const samples: Record<string, () => SqlQuery> = {
   setPaused: () => opsQueries.setPaused(token.leaseName, true, 'admin@host-1', 'maintenance'),
   recordProviderBreaker: () => opsQueries.recordProviderBreaker(token.leaseName, 'open', 'host-1-abc'),
   purgeTerminal: () => opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000),
+  recordMaintenance: () => opsQueries.recordMaintenance('L', 'retention', 'h', 3, 'permission denied'),
+  listMaintenance: () => opsQueries.listMaintenance('L'),
   redrive: () => redriveQueries.redrive(redriveSample),
   listRedrives: () => redriveQueries.listRedrives(20),
   recentLeaseEvents: () => insightQueries.recentLeaseEvents(token.leaseName, 20),

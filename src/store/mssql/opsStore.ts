@@ -2,12 +2,12 @@
 // one round trip, like the executor's fenced writes) and handover requests (handover.ts). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
 // (as the lease acquire; no MERGE).
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
-import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '../rowMapping.js';
+import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow } from '../rowMapping.js';
 import { BIN2, p, type SqlQuery } from './params.js';
 
 const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
@@ -27,6 +27,20 @@ export function retentionCutoffParams(olderThanMs: number) {
   const ms = Math.max(0, Math.round(olderThanMs));
   return [p.int('older_than_days', Math.floor(ms / DAY_MS)), p.int('older_than_rest_ms', ms % DAY_MS)];
 }
+
+/** A race-free upsert stamped @now: the UPDATE's key-range lock (UPDLOCK, SERIALIZABLE) makes the INSERT safe. */
+const upsertText = (table: string, set: string, where: string, cols: string, values: string) => `
+SET XACT_ABORT ON;
+SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+BEGIN TRANSACTION;
+UPDATE ${table} WITH (UPDLOCK, SERIALIZABLE)
+   SET ${set}
+ WHERE ${where};
+IF @@ROWCOUNT = 0
+  INSERT INTO ${table} (${cols})
+  VALUES (${values});
+COMMIT TRANSACTION;`;
 
 export const opsQueries = {
   /** One SELECT (one snapshot under RCSI), one @now: counts and the due range on ix_intents_due, the newest
@@ -54,19 +68,29 @@ SELECT @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, 
   /** Upsert of the breaker row: the UPDATE's key-range lock (UPDLOCK, SERIALIZABLE) makes the INSERT race-free. */
   recordProviderBreaker(leaseName: string, state: string, holderId: string): SqlQuery {
     return {
-      text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
-BEGIN TRANSACTION;
-UPDATE submission_manager_provider_state WITH (UPDLOCK, SERIALIZABLE)
-   SET breaker = @breaker, changed_at = @now, holder_id = @holder_id
- WHERE lease_name = @lease_name;
-IF @@ROWCOUNT = 0
-  INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id)
-  VALUES (@lease_name, @breaker, @now, @holder_id);
-COMMIT TRANSACTION;`,
+      text: upsertText('submission_manager_provider_state', 'breaker = @breaker, changed_at = @now, holder_id = @holder_id',
+        'lease_name = @lease_name', 'lease_name, breaker, changed_at, holder_id', '@lease_name, @breaker, @now, @holder_id'),
       params: [p.varchar('lease_name', 64, leaseName), p.varchar('breaker', 16, state), p.varchar('holder_id', 128, holderId.slice(0, 128))],
+    };
+  },
+
+  /** Upsert of a maintenance task's row, race-free like the breaker's. */
+  recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): SqlQuery {
+    const a = maintenanceArgs(holderId, lastError);
+    return {
+      text: upsertText('submission_manager_maintenance_state',
+        'failures = @failures, last_error = @last_error, changed_at = @now, holder_id = @holder_id', 'lease_name = @lease_name AND task = @task',
+        'lease_name, task, failures, last_error, changed_at, holder_id', '@lease_name, @task, @failures, @last_error, @now, @holder_id'),
+      params: [p.varchar('lease_name', 64, leaseName), p.varchar('task', 32, task), p.int('failures', failures),
+        p.nvarchar('last_error', 1000, a.error), p.varchar('holder_id', 128, a.holder)],
+    };
+  },
+
+  listMaintenance(leaseName: string): SqlQuery {
+    return {
+      text: `SELECT task, failures, last_error, changed_at, holder_id FROM submission_manager_maintenance_state
+ WHERE lease_name = @lease_name ORDER BY task;`,
+      params: [p.varchar('lease_name', 64, leaseName)],
     };
   },
 
@@ -136,6 +160,15 @@ export class MssqlOpsStore implements OpsStore {
   async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
     const [rows = []] = await this.db.run<ControlDbRow>(opsQueries.getExecutionControl(leaseName));
     return toControl(leaseName, rows[0]!);
+  }
+
+  async recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void> {
+    await this.db.run(opsQueries.recordMaintenance(leaseName, task, holderId, failures, lastError));
+  }
+
+  async listMaintenance(leaseName: string): Promise<MaintenanceRecord[]> {
+    const [rows = []] = await this.db.run<MaintenanceDbRow>(opsQueries.listMaintenance(leaseName));
+    return rows.map(toMaintenance);
   }
 
   async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {

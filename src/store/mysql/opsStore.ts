@@ -1,9 +1,9 @@
 // MySQL / MariaDB OpsStore: the execution control row (pause/resume), provider state, the fenced retention
 // purge, handover requests, the cluster overview.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, PurgeResult } from '../opsPorts.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
-import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '../rowMapping.js';
+import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow } from '../rowMapping.js';
 import type { MyDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
 import * as handover from './handover.js';
@@ -23,6 +23,10 @@ SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_n
 const RECORD_BREAKER = `
 INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id) VALUES (?, ?, ${NOW}, ?)
 ON DUPLICATE KEY UPDATE breaker = ?, changed_at = ${NOW}, holder_id = ?`;
+
+const RECORD_MAINTENANCE = `
+INSERT INTO submission_manager_maintenance_state (lease_name, task, failures, last_error, changed_at, holder_id) VALUES (?, ?, ?, ?, ${NOW}, ?)
+ON DUPLICATE KEY UPDATE failures = ?, last_error = ?, changed_at = ${NOW}, holder_id = ?`;
 
 // Idempotent: changed_at/changed_by/reason only move when the flag actually flips. The row is created when
 // missing (a no-op when present), then updated only if the flag differs.
@@ -67,6 +71,17 @@ export class MysqlOpsStore implements OpsStore {
   async getClusterOverview(leaseName: string): Promise<ClusterOverview> {
     const r = await this.db.query<OverviewDbRow>(OVERVIEW, [leaseName]);
     return toOverview(leaseName, r.rows[0]!);
+  }
+
+  async recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void> {
+    const a = maintenanceArgs(holderId, lastError);
+    await this.db.query(RECORD_MAINTENANCE, [leaseName, task, failures, a.error, a.holder, failures, a.error, a.holder]);
+  }
+
+  async listMaintenance(leaseName: string): Promise<MaintenanceRecord[]> {
+    const r = await this.db.query<MaintenanceDbRow>(
+      'SELECT task, failures, last_error, changed_at, holder_id FROM submission_manager_maintenance_state WHERE lease_name = ? ORDER BY task', [leaseName]);
+    return r.rows.map(toMaintenance);
   }
 
   async getExecutionControl(leaseName: string): Promise<ExecutionControl> {

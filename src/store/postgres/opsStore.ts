@@ -1,11 +1,11 @@
 // PostgreSQL OpsStore: the execution control row (pause/resume), the fenced retention purge, handover requests.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
-import { toControl, toOverview, type ControlDbRow, type OverviewDbRow } from '../rowMapping.js';
+import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow } from '../rowMapping.js';
 
 // Always one row: database now, joined with the control row when there is one.
 const GET = `
@@ -22,6 +22,12 @@ INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, 
 VALUES ($1, $2, clock_timestamp(), $3)
 ON CONFLICT (lease_name) DO UPDATE
   SET breaker = EXCLUDED.breaker, changed_at = EXCLUDED.changed_at, holder_id = EXCLUDED.holder_id`;
+
+const RECORD_MAINTENANCE = `
+INSERT INTO submission_manager_maintenance_state (lease_name, task, failures, last_error, changed_at, holder_id)
+VALUES ($1, $2, $3, $4, clock_timestamp(), $5)
+ON CONFLICT (lease_name, task) DO UPDATE
+  SET failures = EXCLUDED.failures, last_error = EXCLUDED.last_error, changed_at = EXCLUDED.changed_at, holder_id = EXCLUDED.holder_id`;
 
 // Idempotent: changed_at/changed_by/reason only move when the flag actually flips.
 const SET = `
@@ -74,6 +80,17 @@ export class PgOpsStore implements OpsStore {
 
   async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {
     await this.db.query(RECORD_BREAKER, [leaseName, state, holderId.slice(0, 128)]);
+  }
+
+  async recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void> {
+    const a = maintenanceArgs(holderId, lastError);
+    await this.db.query(RECORD_MAINTENANCE, [leaseName, task, failures, a.error, a.holder]);
+  }
+
+  async listMaintenance(leaseName: string): Promise<MaintenanceRecord[]> {
+    const r = await this.db.query<MaintenanceDbRow>(
+      'SELECT task, failures, last_error, changed_at, holder_id FROM submission_manager_maintenance_state WHERE lease_name = $1 ORDER BY task', [leaseName]);
+    return r.rows.map(toMaintenance);
   }
 
   async getClusterOverview(leaseName: string): Promise<ClusterOverview> {

@@ -1,6 +1,7 @@
 // Numbered migrations, applied in order, each once (see ../migrate.ts). Never edit a released one: add a new one.
 import { m001Initial } from './m001Initial.js';
 import { m002Operations } from './m002Operations.js';
+import { m003MaintenanceState } from './m003MaintenanceState.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -8,4 +9,5 @@ export type { Migration } from '../../sqlScript.js';
 export const migrations: readonly Migration[] = [
   { id: 1, name: 'initial', sql: m001Initial },
   { id: 2, name: 'operations', sql: m002Operations },
+  { id: 3, name: 'maintenance_state', sql: m003MaintenanceState },
 ];

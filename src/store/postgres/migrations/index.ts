@@ -6,6 +6,7 @@ import { m004Redrive } from './m004Redrive.js';
 import { m005Handover } from './m005Handover.js';
 import { m006ScheduledIndex } from './m006ScheduledIndex.js';
 import { m007ProviderState } from './m007ProviderState.js';
+import { m008MaintenanceState } from './m008MaintenanceState.js';
 
 export interface Migration {
   id: number;
@@ -21,4 +22,5 @@ export const migrations: readonly Migration[] = [
   { id: 5, name: 'handover', sql: m005Handover },
   { id: 6, name: 'scheduled_index', sql: m006ScheduledIndex },
   { id: 7, name: 'provider_state', sql: m007ProviderState },
+  { id: 8, name: 'maintenance_state', sql: m008MaintenanceState },
 ];
