@@ -1,6 +1,7 @@
-// One run's cluster: a fresh PostgreSQL database, a recording provider process, and N instance slots. Each
-// slot runs one local-host process (INSTANCES=1) that reaches PostgreSQL through its own TCP proxy, so a
-// network fault can hit exactly one instance; a killed slot is refilled by a new process (new holder id).
+// One run's cluster: a fresh database (PostgreSQL, or MariaDB with `--db mariadb`), a recording provider
+// process, and N instance slots. Each slot runs one local-host process (INSTANCES=1) that reaches the database
+// through its own TCP proxy, so a network fault can hit exactly one instance; a killed slot is refilled by a new
+// process (new holder id). The database server is chosen once per campaign (useChaosServer).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -8,6 +9,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { killHosts, PROVIDER_MAIN, startChaosHost, type ChaosHost } from './hostProcess.js';
 import { PG_ADMIN_URL } from '../support/pgServer.js';
+import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
+import { openMysqlPool } from '../../src/store/mysql/db.js';
+import { positional } from '../support/mysqlHarness.js';
 import { TcpProxy } from './tcpProxy.js';
 import type { Rng } from './rng.js';
 
@@ -47,7 +51,41 @@ export interface ChaosDb {
   url: string;
   sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
   drop(): Promise<void>;
+  /** Wall ms of the first fenced start committed after `fromMs`, not by `exclude.holderId` before `exclude.untilMs`. */
+  firstStartAfter(fromMs: number, exclude: { holderId: string; untilMs: number }): Promise<number | null>;
 }
+
+/** The database server of the campaign. */
+export type ChaosServer = 'postgres' | 'mariadb';
+let server: ChaosServer = 'postgres';
+export const useChaosServer = (s: ChaosServer): void => {
+  server = s;
+};
+export const chaosServer = (): ChaosServer => server;
+
+/** The SQL the runner itself needs, per server: database now, a time column as epoch milliseconds (a double). */
+export const chaosSql = {
+  now: () => (server === 'mariadb' ? 'UTC_TIMESTAMP(6)' : 'clock_timestamp()'),
+  epochMs: (col: string) => (server === 'mariadb' ? `(UNIX_TIMESTAMP(${col}) * 1000)` : `(extract(epoch FROM ${col}) * 1000)::float8`),
+};
+
+const FIRST_START_AFTER = {
+  postgres: `SELECT (extract(epoch FROM min(at)) * 1000)::float8 AS t FROM submission_execution_audit
+        WHERE action = 'start_attempts' AND at > to_timestamp($1 / 1000.0)
+          AND NOT (holder_id = $2 AND at < to_timestamp($3 / 1000.0))`,
+  mariadb: `SELECT UNIX_TIMESTAMP(MIN(at)) * 1000 AS t FROM submission_execution_audit
+        WHERE action = 'start_attempts' AND at > FROM_UNIXTIME($1 / 1000.0)
+          AND NOT (holder_id = $2 AND at < FROM_UNIXTIME(LEAST($3, 253402300799000) / 1000.0))`,
+};
+
+const firstStartAfter = (sql: ChaosDb['sql']) => async (fromMs: number, exclude: { holderId: string; untilMs: number }) => {
+  const r = await sql<{ t: string | number | null }>(FIRST_START_AFTER[server], [fromMs, exclude.holderId,
+    Number.isFinite(exclude.untilMs) ? exclude.untilMs : 253_402_300_799_000]);
+  return r[0]?.t == null ? null : Number(r[0].t);
+};
+
+/** The server's address for the instances' proxies. */
+const serverUrl = () => new URL(server === 'mariadb' ? MYSQL_TEST_URL : PG_ADMIN_URL);
 
 const adminClient = async () => {
   const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
@@ -58,6 +96,7 @@ const adminClient = async () => {
 
 /** A fresh database; its pool survives killed sessions and server restarts (errors are per query). */
 export async function createChaosDb(): Promise<ChaosDb> {
+  if (server === 'mariadb') return createMariaChaosDb();
   const name = `sm_chaos_${randomBytes(5).toString('hex')}`;
   const admin = await adminClient();
   try {
@@ -69,9 +108,9 @@ export async function createChaosDb(): Promise<ChaosDb> {
   u.pathname = `/${name}`;
   const pool = new pg.Pool({ connectionString: u.toString(), max: 3, connectionTimeoutMillis: 5_000, application_name: 'chaos-runner' });
   pool.on('error', () => {}); // idle client killed (pg restart): the pool drops it
+  const sql: ChaosDb['sql'] = async (text, params) => (await pool.query(text, params)).rows as never[];
   return {
-    name, url: u.toString(),
-    sql: async (text, params) => (await pool.query(text, params)).rows as never[],
+    name, url: u.toString(), sql, firstStartAfter: firstStartAfter(sql),
     async drop() {
       await pool.end().catch(() => {});
       for (let i = 0; ; i++) {
@@ -86,6 +125,39 @@ export async function createChaosDb(): Promise<ChaosDb> {
         } catch (e) {
           if (i >= 10) throw e; // the server may be restarting
           await new Promise((r) => setTimeout(r, 1_000));
+        }
+      }
+    },
+  };
+}
+
+/** The same on the MariaDB server (its sessions pinned to UTC, so UNIX_TIMESTAMP/FROM_UNIXTIME are UTC). */
+async function createMariaChaosDb(): Promise<ChaosDb> {
+  const name = `sm_chaos_${randomBytes(5).toString('hex')}`;
+  const admin = () => openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+  const a = admin();
+  await a.query(`CREATE DATABASE ${name}`).finally(() => a.close());
+  const u = new URL(MYSQL_TEST_URL);
+  u.pathname = `/${name}`;
+  const pool = openMysqlPool({ url: u.toString(), max: 3, statementTimeoutMs: 10_000 });
+  const sql: ChaosDb['sql'] = async (text, params) => {
+    const p = positional(text, params);
+    return (await pool.query(p.text, p.params)).rows as never[];
+  };
+  return {
+    name, url: u.toString(), sql, firstStartAfter: firstStartAfter(sql),
+    async drop() {
+      await pool.close().catch(() => {});
+      for (let i = 0; ; i++) {
+        const c = admin();
+        try {
+          await c.query(`DROP DATABASE IF EXISTS ${name}`);
+          return;
+        } catch (e) {
+          if (i >= 10) throw e; // the server may be restarting
+          await new Promise((r) => setTimeout(r, 1_000));
+        } finally {
+          await c.close().catch(() => {});
         }
       }
     },
@@ -147,9 +219,10 @@ export class ChaosCluster {
     private readonly logDir: string, private readonly skew: { maxS: number; rng: Rng } | null = null) {}
 
   async start(count: number): Promise<void> {
-    const target = new URL(PG_ADMIN_URL);
+    const target = serverUrl();
     for (let i = 0; i < count; i++) {
-      const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
+      // MySQL's wire is forwarded unread (the lost-reply traps speak PostgreSQL's only).
+      const proxy = new TcpProxy(target.hostname, Number(target.port || (server === 'mariadb' ? 3306 : 5432)), server === 'mariadb' ? 'raw' : 'postgres');
       await proxy.listen();
       this.slots.push({ index: i, proxy, host: null, base: '', holderId: '', generation: 0, stopped: false });
     }
@@ -184,8 +257,8 @@ export class ChaosCluster {
   async lease(): Promise<{ holderId: string; epoch: number; live: boolean } | null> {
     try {
       const r = await this.db.sql<{ holder_id: string; lease_epoch: string; live: boolean }>(
-        'SELECT holder_id, lease_epoch, expires_at > clock_timestamp() AS live FROM submission_manager_leases');
-      return r[0] ? { holderId: r[0].holder_id, epoch: Number(r[0].lease_epoch), live: r[0].live } : null;
+        `SELECT holder_id, lease_epoch, expires_at > ${chaosSql.now()} AS live FROM submission_manager_leases`);
+      return r[0] ? { holderId: r[0].holder_id, epoch: Number(r[0].lease_epoch), live: Boolean(Number(r[0].live)) } : null;
     } catch {
       return null;
     }
@@ -205,6 +278,7 @@ export class ChaosCluster {
 
   /** pg_terminate_backend of every session of one instance (application_name = its HOLDER_ID). */
   async terminateSessions(slot: Slot): Promise<number> {
+    if (server === 'mariadb') throw new Error('terminate: PostgreSQL only (MySQL sessions carry no application name)');
     const r = await this.db.sql<{ n: number }>(
       `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1`, [slot.base]);
     return r[0]?.n ?? 0;
@@ -216,8 +290,9 @@ export class ChaosCluster {
   }
 }
 
-/** Restart the PostgreSQL server (disrupts every database on it). Resolves when the command finished. */
+/** Restart the campaign's database server (disrupts every database on it). Resolves when the command finished. */
 export function restartPostgres(): Promise<void> {
+  if (server === 'mariadb') return restartMariadb();
   const version = readdirSync('/etc/postgresql')[0];
   if (!version) return Promise.reject(new Error('no cluster under /etc/postgresql'));
   return new Promise((resolve, reject) => {
@@ -227,6 +302,29 @@ export function restartPostgres(): Promise<void> {
     c.on('error', reject);
     c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`pg_ctlcluster restart exited ${code}: ${err.trim()}`))));
   });
+}
+
+const run = (cmd: string, args: string[]) => new Promise<void>((resolve, reject) => {
+  const c = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  c.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  c.on('error', reject);
+  c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}: ${err.trim()}`))));
+});
+
+/** Shut MariaDB down (mysqladmin waits until it is down), start it again, wait until it answers. */
+async function restartMariadb(): Promise<void> {
+  await run('mysqladmin', ['-h127.0.0.1', '-uroot', 'shutdown']);
+  await run('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']);
+  for (let i = 0; ; i++) {
+    try {
+      await run('mysqladmin', ['-h127.0.0.1', '-uroot', 'ping']);
+      return;
+    } catch (e) {
+      if (i >= 60) throw e;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
 }
 
 /** Other test processes on this machine (vitest, another campaign): a PostgreSQL restart would break them.

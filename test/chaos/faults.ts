@@ -283,12 +283,7 @@ export class FaultInjector {
   /** First fenced start committed after `from` (default: the fault's measureFrom; database time, same machine
    *  clock), not by the victim. */
   async firstStartAfter(f: FaultRecord, from = f.measureFrom): Promise<number | null> {
-    const r = await this.db.sql<{ t: string | null }>(
-      `SELECT (extract(epoch FROM min(at)) * 1000)::float8 AS t FROM submission_execution_audit
-        WHERE action = 'start_attempts' AND at > to_timestamp($1 / 1000.0)
-          AND NOT (holder_id = $2 AND at < to_timestamp($3 / 1000.0))`,
-      [from, f.exclude?.holderId ?? '', Number.isFinite(f.exclude?.until) ? f.exclude!.until : 253_402_300_799_000]);
-    return r[0]?.t == null ? null : Number(r[0].t);
+    return this.db.firstStartAfter(from, { holderId: f.exclude?.holderId ?? '', untilMs: f.exclude?.until ?? Number.POSITIVE_INFINITY });
   }
 
   private async waitResumed(f: FaultRecord, from = f.measureFrom): Promise<number | null> {

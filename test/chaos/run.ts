@@ -3,6 +3,8 @@
 // `--mode every-instance|azure`: every process runs the timer (adversarial, the default), or as Azure runs it —
 // one process at a time under the listener lock (blob leases on an Azurite the campaign starts).
 // `--ci`: the short campaigns `npm test` runs after vitest, one per mode (fixed seeds, no PostgreSQL restart).
+// `--db mariadb`: the same against the local MariaDB (MYSQL_TEST_URL); faults that speak PostgreSQL (terminate,
+// lease_lock, the lost-reply and stall traps) are left out, `--pg-restart` restarts MariaDB.
 // Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
 // campaign is skipped (exit 0), except under CI=true, where that fails like the other PostgreSQL suites.
 import { mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -10,19 +12,23 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { IN_CI, PG_ADMIN_URL } from '../support/pgServer.js';
+import { checkMysqlServer } from '../support/mysqlServer.js';
 import { readSingletonSettings } from '../../src/local/hostJson.js';
 import { startAzurite } from '../support/azurite.js';
-import { FAKETIME_LIB, othersTesting } from './cluster.js';
+import { FAKETIME_LIB, othersTesting, useChaosServer, type ChaosServer } from './cluster.js';
 import { ROOT } from './hostProcess.js';
 import { FAULT_DESCRIPTIONS, FAULT_KINDS, STOP_EXTRA_MAX_MS, type FaultKind } from './faults.js';
 import { INDETERMINATE_KINDS } from './lostReplies.js';
 import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
 
-const USAGE = `usage: node dist/test/chaos/run.js [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
+const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
   [--mode every-instance|azure] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
+
+/** Faults written in PostgreSQL terms (pg_terminate_backend, LOCK TABLE, the wire traps): not drawn on MariaDB. */
+const POSTGRES_ONLY_KINDS: readonly string[] = ['terminate', 'lease_lock'];
 
 function parseArgs(argv: string[]) {
   const flags = new Set<string>();
@@ -32,7 +38,7 @@ function parseArgs(argv: string[]) {
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
-    else if (!['mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget'].includes(k)) {
+    else if (!['db', 'mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
     else if (inline !== undefined) values.set(k, inline);
@@ -47,20 +53,25 @@ function parseArgs(argv: string[]) {
   const ci = flags.has('ci');
   const mode = values.get('mode') ?? 'every-instance';
   if (mode !== 'every-instance' && mode !== 'azure') throw new Error(`--mode: every-instance or azure, not ${mode}\n${USAGE}`);
+  const db = values.get('db') ?? 'postgres';
+  if (db !== 'postgres' && db !== 'mariadb') throw new Error(`--db: postgres or mariadb, not ${db}\n${USAGE}`);
   const leaseMs = 2_000, tickMs = 1_000;
   // The indeterminate-write faults (issue 20) are not in the --ci mix until the executor handles them; --faults selects them.
   const faultKinds = values.has('faults') ? values.get('faults')!.split(',').map((k) => k.trim())
-    : ci ? FAULT_KINDS.filter((k) => !(INDETERMINATE_KINDS as readonly string[]).includes(k)) : null;
+    : ci || db === 'mariadb' ? FAULT_KINDS.filter((k) => !(INDETERMINATE_KINDS as readonly string[]).includes(k)
+      && !(db === 'mariadb' && POSTGRES_ONLY_KINDS.includes(k))) : null;
   const unknownKind = faultKinds?.find((k) => !(FAULT_KINDS as readonly string[]).includes(k));
   if (unknownKind !== undefined) throw new Error(`--faults: unknown kind ${unknownKind} (kinds: ${FAULT_KINDS.join(', ')})\n${USAGE}`);
   // Liveness bound (issue 13): worst resume ≤ 1.2 × lease + one tick; the CI campaign adds slack for a loaded
   // machine (its bound stays 3.5 × lease, as before).
   const slackMs = n('slack-ms', ci ? 3_600 : 0);
   return {
+    db: db as ChaosServer,
     help: flags.has('help'), ci, modes: ci ? ['every-instance', 'azure'] as Mode[] : [mode as Mode],
     slackMs,
     runs: Math.floor(n('runs', ci ? 3 : 1)),
-    seeds: ci ? { 'every-instance': [1101, 2202, 3303], azure: [4404, 5505] } as Record<Mode, number[]> : null,
+    // MariaDB's CI campaign is shorter (CI time): two every-instance runs and one Azure-like.
+    seeds: ci ? (db === 'mariadb' ? { 'every-instance': [1101, 2202], azure: [4404] } : { 'every-instance': [1101, 2202, 3303], azure: [4404, 5505] }) as Record<Mode, number[]> : null,
     seed: Math.floor(n('seed', Date.now() % 100_000)),
     durationMs: n('duration', ci ? 50 : 30) * 1000,
     /** Azure-like CI runs last longer: a killed lock holder's lock takes up to 30 s to move. */
@@ -107,7 +118,8 @@ async function main(): Promise<number> {
     console.error('[chaos] --skew needs libfaketime (Debian: apt-get install faketime); not found');
     return 2;
   }
-  const problem = await pgReachable();
+  useChaosServer(o.db);
+  const problem = o.db === 'mariadb' ? await checkMysqlServer() : await pgReachable();
   if (problem) {
     console.log(`[chaos] ${problem}: ${IN_CI ? 'required under CI=true' : 'campaign skipped (it runs whenever the server is reachable)'}`);
     return IN_CI ? 1 : 0;
@@ -168,14 +180,15 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
   const azurite = mode === 'azure' ? await startAzurite() : null;
   const stopAzurite = async () => azurite?.stop();
   activeCleanups.add(stopAzurite);
-  console.log(`[chaos] mode ${mode === 'azure' ? 'azure (timer singleton under the listener lock, Azurite blob leases)' : 'every-instance (every process runs the timer)'}: ` +
+  console.log(`[chaos] database ${o.db}; mode ${mode === 'azure' ? 'azure (timer singleton under the listener lock, Azurite blob leases)' : 'every-instance (every process runs the timer)'}: ` +
     `${seeds.length} run(s) × ${durationMs / 1000} s, ${o.instances} instances, lease ${o.timings.leaseMs} ms, ` +
     `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
       .filter((k) => (k !== 'pg_restart' || o.pgRestart) && (!o.faultKinds || o.faultKinds.includes(k as FaultKind))).join(', ')}; ${b.describe}; seeds ${seeds.join(', ')}`);
   const t0 = Date.now();
   const results: RunResult[] = [];
   const title = (runs: number) => `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
-    `${runs} runs × ${durationMs / 1000} s${o.instances !== 3 ? `, ${o.instances} instances` : ''}${o.pgRestart ? ', with PostgreSQL restarts' : ''}` +
+    `${runs} runs × ${durationMs / 1000} s${o.db === 'mariadb' ? ' on MariaDB' : ''}${o.instances !== 3 ? `, ${o.instances} instances` : ''}` +
+    `${o.pgRestart ? `, with ${o.db === 'mariadb' ? 'MariaDB' : 'PostgreSQL'} restarts` : ''}` +
     `${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`;
   const summary = (heading: string) => campaignTable(results, { title: heading, leaseMs: o.timings.leaseMs, resumeBound: b.resumeBound,
     ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}), wallMs: Date.now() - t0 });

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, type History, type RunStats, type Violation } from './checker.js';
 import {
-  ChaosCluster, createChaosDb, hostEnv, othersTesting, startProviderProcess, type ChaosDb, type ProviderProcess, type TimerSetup, type Timings,
+  ChaosCluster, chaosSql, createChaosDb, hostEnv, othersTesting, startProviderProcess, type ChaosDb, type ProviderProcess, type TimerSetup, type Timings,
 } from './cluster.js';
 import { FaultInjector, type FaultKind, type FaultRecord } from './faults.js';
 import { DEFAULT_LOAD, LoadGenerator, type LoadOptions } from './load.js';
@@ -69,11 +69,11 @@ export const activeCleanups = new Set<() => Promise<void>>();
 async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, load: LoadGenerator, injector: FaultInjector): Promise<History> {
   const [events, audit, intents, attempts] = await Promise.all([
     db.sql('SELECT seq, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'),
-    db.sql(`SELECT seq, lease_epoch, holder_id, action, (extract(epoch FROM at) * 1000)::float8 AS at_ms
+    db.sql(`SELECT seq, lease_epoch, holder_id, action, ${chaosSql.epochMs('at')} AS at_ms
               FROM submission_execution_audit ORDER BY seq`),
     db.sql('SELECT intent_id, idempotency_key, status, attempt_count FROM submission_intents'),
     db.sql(`SELECT intent_id, attempt_no, lease_epoch, holder_id, outcome, http_status, error,
-                   (extract(epoch FROM started_at) * 1000)::float8 AS started_ms, (extract(epoch FROM finished_at) * 1000)::float8 AS finished_ms
+                   ${chaosSql.epochMs('started_at')} AS started_ms, ${chaosSql.epochMs('finished_at')} AS finished_ms
               FROM submission_attempts`),
   ]);
   const provider = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
@@ -155,7 +155,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
     await load.stop();
     result.drainMs = await waitUntil('drain (every intent terminal)', async () =>
-      (await d.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status IN ('scheduled', 'in_flight')`))[0]!.n === 0,
+      Number((await d.sql<{ n: number | string }>(`SELECT COUNT(*) AS n FROM submission_intents WHERE status IN ('scheduled', 'in_flight')`))[0]!.n) === 0,
     o.drainTimeoutMs).catch(() => null);
     await cluster.stopAll(); // quiescent database and provider record before checking
     if (cluster.clockOffsets.size) o.log(`    wall-clock offsets: ${[...cluster.clockOffsets].map(([h, s]) => `${h} ${s >= 0 ? '+' : ''}${s} s`).join(', ')}`);

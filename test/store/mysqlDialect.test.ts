@@ -9,6 +9,8 @@ import { migrateMysql, migrateMysqlIfNeeded, schemaVersion } from '../../src/sto
 import { migrations } from '../../src/store/mysql/migrations/index.js';
 import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/store/deadline.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
+import { createMysqlStores } from '../../src/store/mysql/index.js';
+import { fencedTransaction } from '../../src/store/mysql/fence.js';
 import { TcpProxy } from '../chaos/tcpProxy.js';
 
 const open = (database: string | undefined, statementTimeoutMs = 10_000, max = 2, url = MYSQL_TEST_URL) =>
@@ -154,6 +156,50 @@ describe('mysql dialect', () => {
       const [a, b] = await Promise.all([run(), run()]);
       expect([a.code, b.code], a.out + b.out).toEqual([0, 0]);
       expect([a.out, b.out].join('\n')).toMatch(/applied migrations: 1, 2/);
+    });
+  });
+});
+
+describe('mysql dialect: a session left idle inside a transaction', () => {
+  it('a paused leader holding the fence (S lock) cannot block a new acquire beyond the statement timeout (MariaDB idle_transaction_timeout)', async (t) => {
+    const skip = inject('mysqlUnavailable');
+    if (skip) return t.skip(skip);
+    await withDatabase(async (name) => {
+      const a = createMysqlStores(open(name, 1_000, 2));
+      const b = createMysqlStores(open(name, 1_000, 2));
+      try {
+        const probe = open(undefined, 1_000, 1);
+        const flavor = (await probe.server()).flavor;
+        await probe.close();
+        if (flavor !== 'mariadb') {
+          return t.skip('MySQL has no idle-transaction timeout (docs/mysql.md)');
+        }
+        await a.migrate();
+        const got = await a.lease.tryAcquire('idle', 'paused-leader', 300);
+        if (!got.acquired) throw new Error('not acquired');
+        const token = { leaseName: 'idle', holderId: 'paused-leader', leaseEpoch: got.lease.leaseEpoch };
+        // The "paused" leader: fence taken (S lock on the lease row), then nothing is sent for 4 s.
+        const pausedDb = open(name, 1_000, 1);
+        const paused = fencedTransaction(pausedDb, token, 'probe',
+          async (tx) => {
+            await new Promise((r) => setTimeout(r, 4_000));
+            await tx.query('SELECT 1');
+            return { value: null, rowsWritten: 0 };
+          }).catch((e: unknown) => e);
+        await new Promise((r) => setTimeout(r, 400)); // the lease expires meanwhile
+        const t0 = Date.now();
+        let acquired = false;
+        while (!acquired && Date.now() - t0 < 6_000) {
+          acquired = await b.lease.tryAcquire('idle', 'successor', 5_000).then((o) => o.acquired, () => false);
+        }
+        expect(acquired).toBe(true);
+        expect(Date.now() - t0).toBeLessThan(3_000); // idle timeout 1 s (+ lock waits), not the 4-s pause
+        expect(await paused).toMatchObject({ name: 'StoreError' }); // its session was ended: nothing of it commits
+        await pausedDb.close();
+      } finally {
+        await a.close();
+        await b.close();
+      }
     });
   });
 });

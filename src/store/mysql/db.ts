@@ -95,12 +95,17 @@ export function connectionConfig(url: string, database?: string): mysql.PoolOpti
   };
 }
 
+/** The session settings. The statement timeout bounds each statement; on MariaDB, idle_transaction_timeout (as
+ *  PostgreSQL's idle_in_transaction_session_timeout) ends a session left idle inside a transaction — a paused or
+ *  cut-off leader holding the lease row's S lock — so an acquire waits at most that long. MySQL has no such
+ *  setting (docs/mysql.md). */
 function sessionInit(server: MysqlServer, statementTimeoutMs: number): string[] {
+  const seconds = Math.max(1, Math.ceil(statementTimeoutMs / 1000));
   const timeout = server.flavor === 'mariadb'
-    ? `max_statement_time = ${statementTimeoutMs / 1000}`
+    ? `max_statement_time = ${statementTimeoutMs / 1000}, idle_transaction_timeout = ${seconds}`
     : `max_execution_time = ${Math.round(statementTimeoutMs)}`;
   return [
-    `SET time_zone = '+00:00', sql_mode = '${SQL_MODE}', innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(statementTimeoutMs / 1000))}, ${timeout}`,
+    `SET time_zone = '+00:00', sql_mode = '${SQL_MODE}', innodb_lock_wait_timeout = ${seconds}, ${timeout}`,
     'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED',
   ];
 }
