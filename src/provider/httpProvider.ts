@@ -170,7 +170,10 @@ function describe(e: Error): string {
 /** 2xx success; 408/429/5xx retryable (Retry-After honoured); other statuses permanent. */
 export function classify(status: number, retryAfter: string | string[] | undefined, bodyText: string): ProviderResult {
   if (status >= 200 && status < 300) return { kind: 'success', httpStatus: status };
-  const error = `HTTP ${status}${bodyText ? `: ${bodyText.replace(/\s+/g, ' ').trim()}` : ''}`.slice(0, MAX_ERROR_BODY);
+  // NUL becomes U+FFFD: PostgreSQL text cannot hold it, and a completion the database always refuses would never be
+  // written (the lease row is kept while it is unwritten, and it fails every batch it is in).
+  const body = bodyText.replace(/\u0000/g, '\uFFFD').replace(/\s+/g, ' ').trim();
+  const error = `HTTP ${status}${body ? `: ${body}` : ''}`.slice(0, MAX_ERROR_BODY);
   if (status === 408 || status === 429 || status >= 500) {
     const ra = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter;
     return { kind: 'retryable', httpStatus: status, error, retryAfterMs: parseRetryAfter(ra) };
