@@ -190,15 +190,15 @@ describe('issue 20: writes that commit with their reply lost cost nothing', () =
   it('re-sent after a 2xx: allowed only when the fence refused the result (its epoch ended by expiry)', () => {
     const { violations, stats } = check(clean()); // epoch 1's holder was killed: its lease expired
     expect(violations).toEqual([]);
-    expect(stats).toMatchObject({ resendsAfter2xx: 0, resendsAfterFenceRefusal: 1 });
+    expect(stats).toMatchObject({ resendsAfter2xx: 0, resendsAfterFenceRefusal: 1, resendsExcusedBy: { kill: 1 } });
     const released = clean();
     released.events.push({ seq: 5, epoch: 1, holderId: 'h1', event: 'released' }); // the leader handed the row back with the 2xx unwritten
     expect(check(released).violations).toEqual([{ check: 'resend_after_2xx', message: expect.stringContaining('released by its holder') }]);
     expect(check(released).stats.resendsAfter2xx).toBe(1);
-    // Epoch 1 expired, but its holder was never cut off (here: a stalled completion write, its process and database
+    // Epoch 1 expired, but its holder was never cut off (here: a completion reply lost, its process and database
     // reachable): it gave its result up, the fence did not refuse it.
     const gaveUp = clean();
-    gaveUp.faults = [{ ...gaveUp.faults[0]!, kind: 'complete_stall', exclude: null }];
+    gaveUp.faults = [{ ...gaveUp.faults[0]!, kind: 'lost_complete', exclude: null }];
     expect(check(gaveUp).violations).toContainEqual({ check: 'resend_after_2xx', message: expect.stringContaining('no fault cut h1 off') });
     const elsewhere = clean(); // the kill hit another instance
     elsewhere.faults = [{ ...elsewhere.faults[0]!, victim: 'h9', exclude: null }];

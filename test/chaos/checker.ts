@@ -29,6 +29,7 @@ export interface RunStats {
    *  because the fence refused that leader's write (its epoch ended by expiry). */
   resendsAfter2xx: number;
   resendsAfterFenceRefusal: number;
+  resendsExcusedBy: Record<string, number>;
   /** Attempts charged (not `aborted`) that never reached the provider: unexplained, and with their process
    *  killed or stopped while the attempt was out. */
   chargedNotSent: number;

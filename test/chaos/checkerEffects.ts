@@ -3,7 +3,9 @@
 //    fence refused that leader's write: its epoch ended by expiry, never by its own release (a leader hands the row
 //    back only with its results written), while it could not keep the lease — it was killed or stopped, or cut off
 //    from the database (FENCE_EXCUSES) between a lease before the 2xx and the re-send. A leader that can reach the
-//    database (a lost reply, a stalled write, a locked lease table: the lease stays valid) keeps its results.
+//    database (a lost reply, a locked lease table: the lease stays valid) keeps its results. A completion stalled on
+//    locked intent rows holds the fence's share lock on the lease row, so the leader's renewals wait behind it: with
+//    the campaign's 2-s lease a stall past the settle window can cost the lease; counted apart (by excusing kind).
 //  - charged_not_sent: no intent fails with fewer provider arrivals than the attempts charged to it (every
 //    outcome but `aborted`), unless a process was killed or stopped while that attempt was out.
 import { answerLost, type AttemptRow, type History } from './history.js';
@@ -12,6 +14,8 @@ import type { ProviderRecord } from './providerProcess.js';
 export interface EffectStats {
   resendsAfter2xx: number;
   resendsAfterFenceRefusal: number;
+  /** The same, by the kind of the fault that cut the leader off. */
+  resendsExcusedBy: Record<string, number>;
   chargedNotSent: number;
   chargedNotSentKilled: number;
 }
@@ -19,10 +23,11 @@ export interface EffectStats {
 const ok2xx = (p: ProviderRecord) => p.status >= 200 && p.status < 300;
 
 /** Faults that can cost their victim (null: everyone) its lease whatever it does: dead, stopped, or no database. */
-const FENCE_EXCUSES = new Set(['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'blackhole_long', 'renew_late', 'pg_restart']);
+const FENCE_EXCUSES = new Set(['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'blackhole_long', 'renew_late', 'pg_restart',
+  'complete_stall']);
 
 export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>, fail: (check: string, message: string) => void): EffectStats {
-  const stats: EffectStats = { resendsAfter2xx: 0, resendsAfterFenceRefusal: 0, chargedNotSent: 0, chargedNotSentKilled: 0 };
+  const stats: EffectStats = { resendsAfter2xx: 0, resendsAfterFenceRefusal: 0, resendsExcusedBy: {}, chargedNotSent: 0, chargedNotSentKilled: 0 };
   const released = new Set(h.events.filter((e) => e.event === 'released').map((e) => e.epoch));
   const byKey = new Map<string, ProviderRecord[]>();
   for (const p of h.provider) byKey.set(p.key, [...(byKey.get(p.key) ?? []), p]);
@@ -35,11 +40,11 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
     if (!got || !again) continue;
     const a = attemptByNo.get(`${key}#${got.attemptNo}`);
     const b = attemptByNo.get(`${key}#${again.attemptNo}`);
-    const cutOff = a !== undefined && h.faults.some((f) => FENCE_EXCUSES.has(f.kind) && (f.victim === null || f.victim === a.holderId)
+    const cutOff = a === undefined ? undefined : h.faults.find((f) => FENCE_EXCUSES.has(f.kind) && (f.victim === null || f.victim === a.holderId)
       && f.startedAt <= again.arrivedAt && f.endedAt >= got.arrivedAt - h.leaseMs);
-    const refused = a !== undefined && b !== undefined && a.outcome !== 'succeeded' && b.epoch > a.epoch && !released.has(a.epoch) && cutOff;
-    if (refused) {
+    if (cutOff && b !== undefined && a!.outcome !== 'succeeded' && b.epoch > a!.epoch && !released.has(a!.epoch)) {
       stats.resendsAfterFenceRefusal++;
+      stats.resendsExcusedBy[cutOff.kind] = (stats.resendsExcusedBy[cutOff.kind] ?? 0) + 1;
       continue;
     }
     stats.resendsAfter2xx++;

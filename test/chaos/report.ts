@@ -38,6 +38,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   const ratios: Record<string, number[]> = {};
   const afterEnd: Record<string, number[]> = {};
   let resends = 0, resendsRefused = 0, unsent = 0, unsentKilled = 0;
+  const excusedBy: Record<string, number> = {};
   let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
   let worst = { ratio: 0, what: '—' };
   const drains: number[] = [];
@@ -56,7 +57,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     accepted += s.intentsAccepted; attempts += s.attempts; requests += s.providerRequests; dups += s.duplicateDeliveries;
     stale += s.staleEpochArrivals; replays += s.replays; cancels += s.cancelsAcknowledged; epochs += s.epochs; openCancelled += s.openAttemptsOfCancelled;
     add(status, s.byStatus); add(outcome, s.byOutcome); add(dupWhy, s.duplicatesByReason);
-    resends += s.resendsAfter2xx ?? 0; resendsRefused += s.resendsAfterFenceRefusal ?? 0;
+    resends += s.resendsAfter2xx ?? 0; resendsRefused += s.resendsAfterFenceRefusal ?? 0; add(excusedBy, s.resendsExcusedBy ?? {});
     unsent += s.chargedNotSent ?? 0; unsentKilled += s.chargedNotSentKilled ?? 0;
     for (const x of s.resumes) {
       if (x.ratio !== null) (ratios[x.kind] ??= []).push(x.ratio);
@@ -82,7 +83,8 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['provider requests', String(requests)],
     ['duplicate deliveries (2xx for a key already delivered)', `${dups}${dups ? `: ${list(dupWhy)}` : ''}`],
     ['provider requests with an epoch older than one already seen', String(stale)],
-    ['re-sends after a 2xx the executor received', `${resends} (besides ${resendsRefused} after the fence refused the result: its lease expired)`],
+    ['re-sends after a 2xx the executor received', `${resends} (besides ${resendsRefused} after the fence refused the result: its lease expired while ` +
+      `a fault cut its leader off${resendsRefused ? `: ${list(excusedBy)}` : ''})`],
     ['attempts charged but never sent', `${unsent} (besides ${unsentKilled} whose process was killed or stopped while they were out)`],
     ['attempts left `started` on cancelled intents', String(openCancelled)],
     ['lease epochs', String(epochs)],
