@@ -149,13 +149,7 @@ export class Batch {
 
     const inFlight = this.d.inFlight;
     const busy = inFlight.size > 0 || this.starting !== null || this.flushing !== null;
-    if (!busy && this.d.completions.size === 0 && now - cadence.lastReconcileMs >= s.reconcileIntervalMs) {
-      await refresher.beginRebuild(); // defence in depth against late commits; resumable like any rebuild
-      const r = await refresher.continueRebuild(this.deadline());
-      this.sum.refreshedRows += r.stats.rows;
-      cadence.lastReconcileMs = cadence.lastRefreshMs = now;
-      if (!r.done) this.stop = 'rebuilding'; // the next tick finishes it before executing anything
-    } else if (now - cadence.lastRefreshMs >= s.refresh.intervalMs) {
+    if (now - cadence.lastRefreshMs >= s.refresh.intervalMs) {
       this.d.nudge.pending = false;
       const stats = await refresher.refresh(this.deadline());
       await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
@@ -172,6 +166,13 @@ export class Batch {
       await ops.refreshControl(); // a pause set before these intents were written must hold for them too
       this.sum.refreshedRows += stats.rows;
       this.sum.nudgedRefreshes++;
+    } else if (refresher.reconciling) {
+      // The periodic reconcile (defence in depth against late commits): one page per iteration into the live
+      // schedule, so execution never waits for more than one page, under load too (the schedule is never emptied).
+      this.sum.refreshedRows += (await refresher.reconcilePage()).stats.rows;
+    } else if (now - cadence.lastReconcileMs >= s.reconcileIntervalMs) {
+      cadence.lastReconcileMs = now;
+      await refresher.beginReconcile();
     }
     if (this.stop !== null) return;
 
@@ -203,7 +204,8 @@ export class Batch {
       : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
     const untilRefresh = Math.min(cadence.lastRefreshMs + s.refresh.intervalMs,
       this.d.nudge.pending ? cadence.lastNudgeMs + NUDGE_SPACING_MS : Infinity) - this.d.clock.nowMs();
-    const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, this.deadline() - this.d.clock.nowMs()));
+    const untilReconcile = refresher.reconciling ? 0 : cadence.lastReconcileMs + s.reconcileIntervalMs - this.d.clock.nowMs();
+    const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, untilReconcile, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
     if (!this.woken) await Promise.race([this.d.clock.sleep(waitMs), woke]);
   }

@@ -34,6 +34,11 @@ export class DueHeap {
     return this.index.get(intentId)?.e;
   }
 
+  /** Every entry, in no particular order (a snapshot: the heap may be changed while it is used). */
+  entries(): DueEntry[] {
+    return this.items.map((s) => s.e);
+  }
+
   /** Insert or replace the entry for its intent id. */
   upsert(e: DueEntry): void {
     const slot = this.index.get(e.intentId);

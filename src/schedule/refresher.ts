@@ -1,7 +1,10 @@
-// Keeps the leader's schedule in step with SQL. Full rebuild on a new epoch (and a periodic reconcile);
-// incremental refresh by the composite cursor (last_modified_at, intent_id), paged. The persistent cursor
-// only advances over rows older than db_now − COMMIT_GRACE_MS ("settled"): a writer that commits late with
-// an older timestamp is still read. Newer rows are applied now and read again next time (harmless).
+// Keeps the leader's schedule in step with SQL. Full rebuild on a new epoch; incremental refresh by the composite
+// cursor (last_modified_at, intent_id), paged. The persistent cursor only advances over rows older than
+// db_now − COMMIT_GRACE_MS ("settled"): a writer that commits late with an older timestamp is still read. Newer
+// rows are applied now and read again next time (harmless). The periodic reconcile (defence in depth against a
+// commit later than the grace) runs a page at a time into the live schedule, between batches and under load:
+// it re-reads every schedulable intent, drops what it did not see and the database no longer schedules, and
+// rewinds the cursor to its start − grace, as a full rebuild would — without ever emptying the schedule.
 import type { Clock } from '../lease/clock.js';
 import type { ExecutionStore, RefreshCursor } from '../store/intentPorts.js';
 import { Schedule } from './schedule.js';
@@ -56,6 +59,50 @@ export class ScheduleRefresher {
     this.cursor = null;
     this.ahead = null;
     this.loading = null;
+    this.reconcile = null;
+  }
+
+  /** A paged reconcile in progress: its start cursor (db_now − grace), the last intent_id read, the ids seen. */
+  private reconcile: { gen: number; cursor: RefreshCursor; after: string | null; seen: Set<string> } | null = null;
+
+  /** True while a paged reconcile has begun and not finished (execution goes on meanwhile). */
+  get reconciling(): boolean {
+    return this.reconcile !== null;
+  }
+
+  /** Start a reconcile of the live schedule (no-op without a complete schedule: a rebuild is the full load). */
+  async beginReconcile(): Promise<void> {
+    if (!this.cursor || this.loading) return;
+    const gen = this.generation;
+    const start = await this.store.rebuildStart(this.settings.commitGraceMs);
+    if (gen !== this.generation) return; // reset meanwhile
+    this.observe(start.dbNow);
+    this.reconcile = { gen, cursor: start.cursor, after: null, seen: new Set() };
+  }
+
+  /** One page of the reconcile (ordered by intent_id). The last one sweeps what was not seen and rewinds the
+   *  cursor; done = no reconcile is in progress any more. */
+  async reconcilePage(): Promise<{ done: boolean; stats: RefreshStats }> {
+    const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
+    const job = this.reconcile;
+    if (!job) return { done: true, stats };
+    const pageSize = this.settings.pageSize; // (a refresh page: what execution waits for at most)
+    const rows = await this.store.loadScheduled(job.after, pageSize);
+    if (job.gen !== this.generation || this.reconcile !== job) return { done: false, stats }; // reset meanwhile
+    stats.pages = 1;
+    stats.rows = rows.length;
+    for (const r of rows) {
+      job.seen.add(r.intentId);
+      if (this.schedule.apply(r) === 'scheduled') stats.applied++;
+    }
+    if (rows.length === pageSize) {
+      job.after = rows[rows.length - 1]!.intentId;
+      return { done: false, stats };
+    }
+    this.schedule.sweepUnseen(job.seen, job.cursor.modifiedAt);
+    if (this.cursor && before(job.cursor, this.cursor)) this.cursor = job.cursor; // re-read what changed since its start
+    this.reconcile = null;
+    return { done: true, stats };
   }
 
   /** A full load in progress: the cursor it will hand to refresh, and the last intent_id loaded. */
@@ -166,4 +213,9 @@ export class ScheduleRefresher {
   private observe(dbNow: Date): void {
     this.dbAnchor = { dbMs: dbNow.getTime(), monoMs: this.clock.nowMs() };
   }
+}
+
+/** Cursor order: (last_modified_at text, intent_id), as the refresh query compares them. */
+function before(a: RefreshCursor, b: RefreshCursor): boolean {
+  return a.modifiedAt < b.modifiedAt || (a.modifiedAt === b.modifiedAt && a.intentId < b.intentId);
 }

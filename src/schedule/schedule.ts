@@ -86,6 +86,20 @@ export class Schedule {
     return this.heap.get(intentId)?.version ?? this.versions.get(intentId);
   }
 
+  /** End of a paged reconcile: drop scheduled entries it did not see that are older than `before` (its start less the
+   *  commit grace) — no longer schedulable in the database. Newer ones were applied after it began; refresh re-reads
+   *  them. Returns how many were dropped. */
+  sweepUnseen(seen: ReadonlySet<string>, before: string): number {
+    let dropped = 0;
+    for (const e of this.heap.entries()) {
+      if (seen.has(e.intentId) || e.version >= before) continue;
+      this.heap.remove(e.intentId);
+      this.versions.set(e.intentId, e.version);
+      dropped++;
+    }
+    return dropped;
+  }
+
   /** Forget versions older than the settled cursor: rows at or before it will not be re-read. */
   pruneVersionsBefore(version: string): void {
     for (const [id, v] of this.versions) {

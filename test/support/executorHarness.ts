@@ -50,6 +50,8 @@ export async function buildExecutor(ctx: DialectContext, o: {
   logger?: Logger;
   /** Refresh interval (default 100 ms). */
   refreshMs?: number;
+  /** Periodic reconcile interval (default 60 s). */
+  reconcileMs?: number;
   /** Wake on due-intent notices (the stores' LISTEN/NOTIFY) as the composition root does (default false). */
   notices?: boolean;
 }): Promise<Built> {
@@ -63,7 +65,7 @@ export async function buildExecutor(ctx: DialectContext, o: {
   const concurrency = o.concurrency ?? 8;
   const settings: ExecutorSettings = {
     tickBudgetMs: 1_000, maxAttemptsPerTick: o.maxAttemptsPerTick ?? 1_000, concurrency,
-    providerTimeoutMs: 2_000, reconcileIntervalMs: 60_000,
+    providerTimeoutMs: 2_000, reconcileIntervalMs: o.reconcileMs ?? 60_000,
     refresh: { intervalMs: o.refreshMs ?? 100, pageSize: 100, commitGraceMs: 500 },
     startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)),
     minLeaderWorkMs: 100,
