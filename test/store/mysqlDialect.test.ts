@@ -4,7 +4,7 @@
 // cursor's index, and the client-side deadline through a blackholing TCP proxy.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { openMysqlPool, utcDate, type MyDatabase } from '../../src/store/mysql/db.js';
+import { dbTime, openMysqlPool, utcDate, type MyDatabase } from '../../src/store/mysql/db.js';
 import { migrateMysql, migrateMysqlIfNeeded, schemaVersion } from '../../src/store/mysql/migrate.js';
 import { migrations } from '../../src/store/mysql/migrations/index.js';
 import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/store/deadline.js';
@@ -89,7 +89,11 @@ describe('mysql dialect', () => {
 
   it('every session is UTC and READ COMMITTED; the server is detected once; DATETIME arrives as UTC text', async (t) => {
     if (skip()) return t.skip(skip());
+    const tz = process.env.TZ;
+    process.env.TZ = 'Pacific/Kiritimati'; // UTC+14: a DATETIME read or sent in the local zone would be 14 h off
     await using(open(undefined), async (db) => {
+      const [sent] = (await db.query<{ back: Date }>('SELECT CAST(? AS DATETIME(6)) AS back', [dbTime(new Date('2026-11-26T15:22:58.123Z'))])).rows;
+      expect(sent!.back.toISOString()).toBe('2026-11-26T15:22:58.123Z');
       const [row] = (await db.query<{ tz: string; iso: string; utc: Date; text: string }>(
         `SELECT @@session.time_zone AS tz, @@session.${(await db.server()).flavor === 'mariadb' ? 'tx_isolation' : 'transaction_isolation'} AS iso,
                 CAST('2026-11-26 15:22:58.123456' AS DATETIME(6)) AS utc, DATE_FORMAT(UTC_TIMESTAMP(6), '%Y-%m-%d %H:%i:%s.%f') AS text`)).rows;
@@ -98,6 +102,9 @@ describe('mysql dialect', () => {
       expect(row!.text).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$/);
       expect(Math.abs(utcDate(row!.text).getTime() - Date.now())).toBeLessThan(60_000);
       expect((await db.server()).flavor).toMatch(/^(mariadb|mysql)$/);
+    }).finally(() => {
+      if (tz === undefined) delete process.env.TZ;
+      else process.env.TZ = tz;
     });
   });
 
