@@ -312,13 +312,19 @@ const run = (cmd: string, args: string[]) => new Promise<void>((resolve, reject)
   c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}: ${err.trim()}`))));
 });
 
-/** Shut MariaDB down (mysqladmin waits until it is down), start it again, wait until it answers. */
+/** Shut the campaign's MariaDB down (mysqladmin waits until it is down), start it again (CHAOS_MARIADB_START, a
+ *  shell command, for a server of the campaign's own; default the machine's server), wait until it answers. */
 async function restartMariadb(): Promise<void> {
-  await run('mysqladmin', ['-h127.0.0.1', '-uroot', 'shutdown']);
-  await run('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']);
+  const u = new URL(MYSQL_TEST_URL);
+  const admin = [`-h${u.hostname}`, `-P${u.port || '3306'}`, `-u${decodeURIComponent(u.username) || 'root'}`,
+    ...(u.password ? [`-p${decodeURIComponent(u.password)}`] : [])];
+  await run('mysqladmin', [...admin, 'shutdown']);
+  const start = process.env.CHAOS_MARIADB_START;
+  if (start) await run('sh', ['-c', start]);
+  else await run('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']);
   for (let i = 0; ; i++) {
     try {
-      await run('mysqladmin', ['-h127.0.0.1', '-uroot', 'ping']);
+      await run('mysqladmin', [...admin, 'ping']);
       return;
     } catch (e) {
       if (i >= 60) throw e;
