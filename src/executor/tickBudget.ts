@@ -49,10 +49,11 @@ export function settleWindowMs(statementTimeoutMs: number): number {
 /**
  * The longest a tick can run past its budget, each database call bounded by connect (PostgreSQL: max(1 s, the
  * statement timeout)) + its client-side deadline: the last statement begun before the deadline, overlapping the
- * calls in flight (provider timeout); the awaited completion write; the settle window and the retry begun at its
- * end; a handover record and the row release. An invocation fits its ticks' budgets around this (timerInvocation.ts).
+ * calls in flight (provider timeout); a renew while they finish; the awaited completion write; the settle window
+ * and the retry begun at its end; a handover record and the row release. (An acquire that ran over — up to three
+ * calls with a lost reply — leaves nothing in flight.) An invocation fits its ticks' budgets around this.
  */
 export function closingReserveMs(o: { providerTimeoutMs: number; statementTimeoutMs: number }): number {
   const dbCallMs = Math.max(1_000, o.statementTimeoutMs) + o.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
-  return Math.max(o.providerTimeoutMs, dbCallMs) + settleWindowMs(o.statementTimeoutMs) + 4 * dbCallMs;
+  return Math.max(o.providerTimeoutMs, dbCallMs) + settleWindowMs(o.statementTimeoutMs) + 5 * dbCallMs;
 }
