@@ -319,18 +319,23 @@ async function restartMariadb(): Promise<void> {
   const admin = [`-h${u.hostname}`, `-P${u.port || '3306'}`, `-u${decodeURIComponent(u.username) || 'root'}`,
     ...(u.password ? [`-p${decodeURIComponent(u.password)}`] : [])];
   await run('mysqladmin', [...admin, 'shutdown']);
+  // Over TCP mysqladmin returns before the server is gone: a start meanwhile would find it still running.
+  for (let i = 0; i < 120; i++) {
+    if (!(await run('mysqladmin', [...admin, 'ping']).then(() => true, () => false))) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
   const start = process.env.CHAOS_MARIADB_START;
-  if (start) await run('sh', ['-c', start]);
-  else await run('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']);
-  for (let i = 0; ; i++) {
-    try {
-      await run('mysqladmin', [...admin, 'ping']);
-      return;
-    } catch (e) {
-      if (i >= 60) throw e;
+  const up = () => run('mysqladmin', [...admin, 'ping']).then(() => true, () => false);
+  // The old process may still be exiting (start-stop-daemon then finds it "already running"): start again until up.
+  for (let attempt = 0; attempt < 10; attempt++) {
+    if (start) await run('sh', ['-c', start]);
+    else await run('start-stop-daemon', ['--start', '--oknodo', '--background', '--exec', '/usr/sbin/mariadbd']);
+    for (let i = 0; i < 12; i++) {
+      if (await up()) return;
       await new Promise((r) => setTimeout(r, 250));
     }
   }
+  throw new Error('MariaDB did not come back within 30 s of its restart');
 }
 
 /** Other test processes on this machine (vitest, another campaign): a PostgreSQL restart would break them.
