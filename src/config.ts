@@ -9,6 +9,9 @@ import { PROVIDER_POOL_CONNECTIONS } from './provider/provider.js';
 import { DEFAULT_MAINTENANCE, type MaintenanceSettings } from './executor/maintenance.js';
 import { azureDatabaseTarget, DATABASE_ENGINES, type EntraDatabaseTarget } from './azureDatabase.js';
 
+/** Connections the leader may hold at once: the lease renew, a batch statement, the maintenance purge. */
+export const LEADER_DB_CONNECTIONS = 3;
+
 const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 
 /** Input schema: raw environment strings (all optional; defaults documented per field). */
@@ -94,7 +97,7 @@ export const settingsSchema = z.object({
   RETRY_MAX_DELAY_MS: intMs(300_000, 1),
   /** Default max attempts when a submit does not say (default 5, 1..50). */
   DEFAULT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(5),
-  /** Database pool size per process (default 10). */
+  /** Database pool size per process (default 10; at least LEADER_DB_CONNECTIONS, 3). */
   DB_POOL_MAX: intMs(10, 1),
   /** Statement and idle-in-transaction timeout for our sessions (default 3 000 ms). */
   DB_STATEMENT_TIMEOUT_MS: intMs(3_000, 100),
@@ -327,6 +330,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     `EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}) must not exceed the provider connection pool ` +
       `(PROVIDER_POOL_CONNECTIONS, ${PROVIDER_POOL_CONNECTIONS} sockets per origin): calls beyond it would queue inside ` +
       'the pool, unseen by the gate, and could be sent after it closed');
+  check(s.DB_POOL_MAX >= LEADER_DB_CONNECTIONS,
+    `DB_POOL_MAX (${s.DB_POOL_MAX}) must be at least ${LEADER_DB_CONNECTIONS}: the leader holds that many connections at ` +
+      'once (the lease renew, a START or COMPLETE, the maintenance purge); with fewer, one waits for another and the ' +
+      'leader steps down on the pool\'s checkout timeout');
   let providerUrl: string | null = null;
   if (s.PROVIDER_URL) {
     try {

@@ -2,7 +2,8 @@
 //  - it runs after the batch has had its share of the tick: when a task is due, the batch stops starting that
 //    slice (at most MaintenanceSettings.sliceMs, a quarter of the tick) before the tick's deadline, and the tasks
 //    run in it; the tick's deadline ends the slice (a statement still running then is not awaited: the tick ends,
-//    the hand-off is never delayed, and no task starts again until it settles);
+//    the hand-off is never delayed, and no task starts again until it settles); a task caps its own statements at
+//    what is left of the slice (the server cancels them: a failure), so none holds a connection or lock past the tick;
 //  - never while the cluster is paused; never a second run while one is still settling;
 //  - a failure is logged (`<task>_failed` with the SQL error), counted (maintenance_failures_total) and backed
 //    off exponentially (backoffBaseMs × 2^(n−1), at most backoffMaxMs); it never drops leadership — only a fence
@@ -160,7 +161,9 @@ export function retentionTask(store: Pick<OpsStore, 'fencedPurgeTerminal'>, r: R
       let lost = false;
       try {
         for (let i = 0; i < r.maxBatchesPerTick && !caughtUp && (i === 0 || clock.nowMs() < untilMs); i++) {
-          const out = await store.fencedPurgeTerminal(token, r.olderThanMs, r.batchSize);
+          // Capped at what is left of the slice: a purge cut off by the server frees its connection (and the fence's
+          // lock) by the tick's end instead of outliving it (a pool of one would otherwise starve the next tick).
+          const out = await store.fencedPurgeTerminal(token, r.olderThanMs, r.batchSize, Math.max(1, untilMs - clock.nowMs()));
           if (out.kind === 'leaseLost') {
             lost = true; // batches committed before the loss still count below
             break;

@@ -101,15 +101,16 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
     expect(Math.max(...r.leaderTicks.map((t) => t.sum.durationMs))).toBeLessThan(1_200);
   });
 
-  it.skipIf(dialect.name !== 'postgres')('a purge the database makes slow (0.4 s in a trigger, holding its fence): execution goes on under one lease', async () => {
+  it.skipIf(dialect.name !== 'postgres')('a purge the database makes slower than its slice (0.4 s in a trigger, holding its fence): cut off by the server at the slice\'s end; execution goes on under one lease', async () => {
     // A real slow statement on the server (PGlite is one connection: a sleep there stalls everything by design).
     await ctx.sql(`CREATE FUNCTION t_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM pg_sleep(0.4); RETURN NULL; END $$`);
     await ctx.sql('CREATE TRIGGER t_slow_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_slow_delete()');
     const r = await run();
     expectKeptLeading(r);
-    expect(r.failed).toEqual([]);
-    expect(r.leaderTicks.reduce((n, t) => n + t.sum.purgedIntents, 0)).toBeGreaterThan(0);
+    // The slice is 100 ms (a quarter of the 400 ms tick): every purge is cancelled by its own statement timeout.
+    expect(r.failed.length).toBeGreaterThan(0);
+    expect(r.failed.map((f) => (f.sql_error as { code?: string }).code)).toEqual(r.failed.map(() => '57014'));
   });
 
   it.skipIf(dialect.name === 'mssql')('a purge the database refuses on every call (a real SQL error): execution goes on under one lease; logged, counted, backed off', async () => {

@@ -118,6 +118,7 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['concurrency above the provider pool', { EXECUTOR_CONCURRENCY: '257' }, ['EXECUTOR_CONCURRENCY', 'PROVIDER_POOL_CONNECTIONS']],
     ['concurrency far above the provider pool', { EXECUTOR_CONCURRENCY: '100000', EXECUTOR_MAX_ATTEMPTS_PER_TICK: '100000' },
       ['EXECUTOR_CONCURRENCY', 'PROVIDER_POOL_CONNECTIONS']],
+    ['a database pool smaller than the leader needs at once', { DB_POOL_MAX: '2' }, ['DB_POOL_MAX']],
     ['5-field cron', { EXECUTOR_SCHEDULE: '*/10 * * * *' }, ['EXECUTOR_SCHEDULE']],
     ['7-field cron', { EXECUTOR_SCHEDULE: '0 */10 * * * * *' }, ['EXECUTOR_SCHEDULE']],
     ['bad LOG_LEVEL', { LOG_LEVEL: 'verbose' }, ['LOG_LEVEL']],

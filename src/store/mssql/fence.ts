@@ -64,6 +64,9 @@ export interface FencedWork {
   /** SELECTs emitted after COMMIT (from table variables / locals). */
   results: string;
   params: SqlParam[];
+  /** SET LOCK_TIMEOUT for this batch (sp_executesql scope: the pooled session keeps its own): a lock wait past it
+   *  fails the batch (1222; XACT_ABORT rolls it back). Absent: waits are bounded by the request timeout only. */
+  lockTimeoutMs?: number;
 }
 
 /**
@@ -75,7 +78,7 @@ export function buildFencedBatch(token: LeaseToken, action: string, work: Fenced
   return {
     text: `
 SET XACT_ABORT ON;
-SET NOCOUNT ON;
+SET NOCOUNT ON;${work.lockTimeoutMs === undefined ? '' : `\nSET LOCK_TIMEOUT ${Math.max(1, Math.ceil(work.lockTimeoutMs))};`}
 DECLARE @fence_expires datetime2(7);
 DECLARE @rows_written int = 0;
 ${work.declare.trim()}

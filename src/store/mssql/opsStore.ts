@@ -124,7 +124,7 @@ ${SELECT_CONTROL}`,
    *  READPAST: under READ_COMMITTED_SNAPSHOT ON (Azure SQL's default) a READ COMMITTED statement may not use READPAST
    *  without it (Microsoft, "Table hints (Transact-SQL)", READPAST: "…add the READCOMMITTEDLOCK table hint…";
    *  learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table); with RCSI OFF it changes nothing. */
-  purgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): SqlQuery {
+  purgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): SqlQuery {
     return buildFencedBatch(token, 'purge_retention', {
       declare: `DECLARE @cutoff datetime2(7);
 DECLARE @purged_intents int = 0;
@@ -145,6 +145,7 @@ SET @purged_intents = @@ROWCOUNT;
 SET @rows_written = @purged_intents + @purged_attempts;`,
       results: 'SELECT @purged_intents AS intents, @purged_attempts AS attempts;',
       params: [...retentionCutoffParams(olderThanMs), p.int('limit', limit)],
+      lockTimeoutMs: timeoutMs,
     });
   },
 };
@@ -180,8 +181,8 @@ export class MssqlOpsStore implements OpsStore {
     return toControl(leaseName, sets[sets.length - 1]![0]!);
   }
 
-  async fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): Promise<Fenced<PurgeResult>> {
-    const out = await runFencedBatch(this.db, opsQueries.purgeTerminal(token, olderThanMs, limit));
+  async fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
+    const out = await runFencedBatch(this.db, opsQueries.purgeTerminal(token, olderThanMs, limit, timeoutMs));
     if (out.kind === 'leaseLost') return out;
     const row = out.value[0]?.[0] ?? {};
     return { kind: 'ok', value: { intents: Number(row.intents ?? 0), attempts: Number(row.attempts ?? 0) } };

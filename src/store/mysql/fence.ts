@@ -29,18 +29,28 @@ export async function writeAudit(tx: MyQueryable, token: LeaseToken, action: str
   return seq;
 }
 
+/** `tx` with every statement capped at `timeoutMs` (lock waits included) on MariaDB (SET STATEMENT … FOR: that
+ *  statement only, the pooled session keeps its own). MySQL has no such per-statement form: its session
+ *  timeout (max_execution_time, SELECTs only) and innodb_lock_wait_timeout stay in force (docs/mysql.md). */
+async function capped(db: MyDatabase, tx: MyQueryable, timeoutMs: number | undefined): Promise<MyQueryable> {
+  if (timeoutMs === undefined || (await db.server()).flavor !== 'mariadb') return tx;
+  const prefix = `SET STATEMENT max_statement_time = ${Math.max(1, Math.ceil(timeoutMs)) / 1000} FOR `;
+  return { query: (text, params) => tx.query(prefix + text, params) };
+}
+
 /**
  * Run `fn` fenced by `token`. `fn` returns the value and how many rows it wrote; the write is recorded in
- * the audit log (numbered by the shared sequence) inside the same transaction.
+ * the audit log (numbered by the shared sequence) inside the same transaction. `timeoutMs`: see `capped`.
  */
 export function fencedTransaction<T>(
   db: MyDatabase,
   token: LeaseToken,
   action: string,
   fn: (tx: MyQueryable) => Promise<{ value: T; rowsWritten: number }>,
+  timeoutMs?: number,
 ): Promise<Fenced<T>> {
   return runFenced<MyQueryable, T>({
-    transaction: (body) => db.transaction(body),
+    transaction: (body) => db.transaction(async (tx) => body(await capped(db, tx, timeoutMs))),
     fence: async (tx) => (await tx.query(FENCE, [token.leaseName, token.holderId, token.leaseEpoch])).rows.length > 0,
     audit: (tx, rows) => writeAudit(tx, token, action, rows),
   }, fn);

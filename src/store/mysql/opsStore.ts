@@ -97,7 +97,7 @@ export class MysqlOpsStore implements OpsStore {
     return this.getExecutionControl(leaseName);
   }
 
-  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): Promise<Fenced<PurgeResult>> {
+  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
     return fencedTransaction(this.db, token, 'purge_retention', async (tx) => {
       const ids = (await tx.query<{ intent_id: string }>(PURGE_PICK, [Math.max(0, Math.round(olderThanMs)), limit])).rows.map((r) => r.intent_id);
       if (ids.length === 0) return { value: { intents: 0, attempts: 0 }, rowsWritten: 0 };
@@ -105,7 +105,7 @@ export class MysqlOpsStore implements OpsStore {
       const intents = await tx.query(`DELETE FROM submission_intents WHERE intent_id IN (?) AND status IN ${TERMINAL_SQL_LIST}`, [ids]);
       const value = { intents: intents.affectedRows, attempts: attempts.affectedRows };
       return { value, rowsWritten: value.intents + value.attempts };
-    });
+    }, timeoutMs);
   }
 
   requestHandover(leaseName: string, requestId: string, requestedBy: string, reason: string | null) {

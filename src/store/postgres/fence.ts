@@ -15,16 +15,21 @@ const AUDIT = `INSERT INTO submission_execution_audit (lease_name, lease_epoch, 
 
 /**
  * Run `fn` fenced by `token`. `fn` returns the value and how many rows it wrote; the write is recorded in
- * the audit log (numbered by the shared sequence) inside the same transaction.
+ * the audit log (numbered by the shared sequence) inside the same transaction. `timeoutMs`: SET LOCAL
+ * statement_timeout for this transaction only (lock waits included; the pooled session keeps its own).
  */
 export function fencedTransaction<T>(
   db: PgDatabase,
   token: LeaseToken,
   action: string,
   fn: (tx: PgQueryable) => Promise<{ value: T; rowsWritten: number }>,
+  timeoutMs?: number,
 ): Promise<Fenced<T>> {
   return runFenced<PgQueryable, T>({
-    transaction: (body) => db.transaction(body),
+    transaction: (body) => db.transaction(async (tx) => {
+      if (timeoutMs !== undefined) await tx.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`);
+      return body(tx);
+    }),
     fence: async (tx) => (await tx.query(FENCE, [token.leaseName, token.holderId, token.leaseEpoch])).rows.length > 0,
     audit: (tx, rows) => tx.query(AUDIT, [token.leaseName, token.leaseEpoch, token.holderId, action, rows]),
   }, fn);

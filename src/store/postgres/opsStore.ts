@@ -108,12 +108,12 @@ export class PgOpsStore implements OpsStore {
     return this.getExecutionControl(leaseName);
   }
 
-  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number): Promise<Fenced<PurgeResult>> {
+  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
     return fencedTransaction(this.db, token, 'purge_retention', async (tx) => {
       const r = await tx.query<{ intents: number; attempts: number }>(PURGE, [Math.max(0, Math.round(olderThanMs)), limit]);
       const value = { intents: Number(r.rows[0]?.intents ?? 0), attempts: Number(r.rows[0]?.attempts ?? 0) };
       return { value, rowsWritten: value.intents + value.attempts };
-    });
+    }, timeoutMs);
   }
 
   requestHandover(leaseName: string, requestId: string, requestedBy: string, reason: string | null) {
