@@ -33,6 +33,9 @@ describe.each(executorDialects)('lost replies: $name', (dialect) => {
   const events = async (b: Built) => (await b.stores.lease.listEvents(LEASE_NAME)).map((e) => `${e.event} ${e.holderId}#${e.leaseEpoch}`);
   const attemptLog = async () => (await ctx.attemptRows()).map((a) => [a.attemptNo, a.outcome, a.leaseEpoch]);
   const noStaleWrites = async (b: Built) => expect(await stalePairs(ctx, b)).toEqual([]);
+  /** The leader stepped down (SQL error) with one result unwritten (its tick, or the settler after it). */
+  const steppedDownUnwritten = (b: Built) =>
+    until(() => b.lease.requireLeader() === null && b.executor.completions.size === 1, 20_000, 'a step-down with one result unwritten');
 
   it('item 1: a 2xx whose completion cannot be written keeps the row: no other instance sends it again', async () => {
     let failComplete = true;
@@ -40,8 +43,8 @@ describe.each(executorDialects)('lost replies: $name', (dialect) => {
       wrapStore: (s) => withReplyFaults(s, { fencedCompleteAttempts: () => (failComplete ? 'fail' : null) }) });
     const b = await build({ providerUrl: provider.url, holderId: 'B', stores: a.stores });
     const id = (await submit(a.stores)).intentId;
-    expect(await a.executor.tick(1_000)).toMatchObject({ role: 'leader', leaseEpoch: 1, stopReason: 'sql_error' });
-    expect(a.executor.completions.size).toBe(1); // the 2xx, unwritten after the closing window
+    await a.executor.tick(1_000);
+    await steppedDownUnwritten(a); // the 2xx, unwritten after the closing window
     // Before: A handed the row back; B acquired, recovered attempt 1 as an orphan and sent attempt 2.
     for (let i = 0; i < 3; i++) expect(await b.executor.tick(200)).toMatchObject({ role: 'follower' });
     expect(provider.calls).toHaveLength(1);
@@ -66,7 +69,8 @@ describe.each(executorDialects)('lost replies: $name', (dialect) => {
     };
     const id = (await submit(a.stores)).intentId;
     const t0 = Date.now();
-    expect(await a.executor.tick(1_000)).toMatchObject({ role: 'leader', stopReason: 'sql_error' });
+    await a.executor.tick(1_000);
+    await until(() => a.lease.requireLeader() === null, 20_000, 'A stepped down');
     while (Date.now() - t0 < 2_500) await b.executor.tick(200); // B ticks meanwhile, as its timer does
     await unlock!();
     await until(async () => (await events(a)).includes('released A#1'), 20_000, 'A released its row');
@@ -95,7 +99,8 @@ describe.each(executorDialects)('lost replies: $name', (dialect) => {
     const a = await build({ providerUrl: provider.url,
       wrapStore: (s) => withReplyFaults(s, { fencedStartAttempts: () => (lose-- > 0 ? 'replyLost' : null) }) });
     const id = (await submit(a.stores, { once: true }, { maxAttempts: 1 })).intentId;
-    expect(await a.executor.tick(1_000)).toMatchObject({ role: 'leader', leaseEpoch: 1, stopReason: 'sql_error' });
+    for (let i = 0; i < 10 && lose > 0; i++) await a.executor.tick(1_000); // (a loaded machine may need more than one)
+    expect(lose).toBeLessThanOrEqual(0); // the START committed and its reply was lost
     expect(provider.calls).toHaveLength(0);
     // Before: the next epoch's orphan recovery abandoned attempt 1 and failed the intent ("attempts exhausted").
     await until(async () => {
@@ -114,7 +119,8 @@ describe.each(executorDialects)('lost replies: $name', (dialect) => {
     const a = await build({ providerUrl: provider.url,
       wrapStore: (s) => withReplyFaults(s, { fencedStartAttempts: () => (fail-- > 0 ? 'fail' : null) }) });
     const id = (await submit(a.stores, {}, { maxAttempts: 1 })).intentId;
-    expect(await a.executor.tick(1_000)).toMatchObject({ stopReason: 'sql_error' });
+    for (let i = 0; i < 10 && fail > 0; i++) await a.executor.tick(1_000);
+    expect(fail).toBeLessThanOrEqual(0);
     expect(await attemptLog()).toEqual([]);
     expect((await intentRow(ctx, id))).toMatchObject({ status: 'scheduled', attemptCount: 0 });
     await until(async () => (await a.executor.tick(300)).succeeded === 1, 20_000, 'attempt 1 succeeded');
@@ -177,7 +183,8 @@ describe.each(executorDialects)('lost replies: $name', (dialect) => {
     const a = await build({ providerUrl: provider.url, holderId: 'A',
       wrapStore: (s) => withReplyFaults(s, { fencedCompleteAttempts: () => (failComplete ? 'fail' : null) }) });
     await submit(a.stores);
-    expect(await a.executor.tick(1_000)).toMatchObject({ stopReason: 'sql_error' });
+    await a.executor.tick(1_000);
+    await steppedDownUnwritten(a);
     const t0 = a.clock.nowMs();
     expect(await a.executor.drain(t0 + 400)).toBe(false);
     expect(a.clock.nowMs() - t0).toBeLessThan(2_000); // bounded
