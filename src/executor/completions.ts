@@ -3,9 +3,12 @@
 // (LeaseManager.holdReleaseWhile) and is written by the executor's settler under the same token; after a refused
 // fence, by this process's next leader tick before its orphan recovery — the store closes an attempt only if it
 // is still open, so a result whose attempt another leader abandoned meanwhile changes nothing.
-// A provider result is therefore never thrown away; only the cap below bounds memory.
+// A provider result is therefore never thrown away, with two exceptions: the cap below bounds memory, and a
+// completion the database refuses every time (a data error, e.g. a constraint) even with its error text cleaned is
+// dropped alone (reported to `onUnwritable`), so that it neither fails the results batched with it nor keeps the
+// lease row for ever; its attempt stays open and the next epoch's orphan recovery closes it.
 import type { AttemptCompletion, CompletedAttempt, ExecutionStore } from '../store/intentPorts.js';
-import type { LeaseToken } from '../store/ports.js';
+import { isStoreError, type LeaseToken, type StoreError } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
 
 /** More than this many unwritten completions (a process that never leads again): the oldest go first. */
@@ -14,8 +17,10 @@ const MAX_CARRIED = 10_000;
 export type FlushOutcome = 'ok' | 'leaseLost' | 'empty';
 
 export class CompletionBuffer {
-  /** `returnRows`: the one road back to the schedule for written rows (set once by the executor). */
-  constructor(private readonly returnRows: (rows: CompletedAttempt[]) => void = () => {}) {}
+  /** `returnRows`: the one road back to the schedule for written rows (set once by the executor);
+   *  `onUnwritable`: a completion dropped because the database refuses it (log and count it). */
+  constructor(private readonly returnRows: (rows: CompletedAttempt[]) => void = () => {},
+    private readonly onUnwritable: (c: AttemptCompletion, e: StoreError) => void = () => {}) {}
 
   private pending: AttemptCompletion[] = [];
   /** Completions taken by the flush being written now (they count in `size` until written). */
@@ -57,23 +62,59 @@ export class CompletionBuffer {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return 'empty';
     this.writing = batch.length;
-    let res;
     try {
-      res = await store.fencedCompleteAttempts(token, batch);
-    } catch (e) {
-      this.pending.unshift(...batch);
-      throw e;
+      return await this.writeApart(store, token, [batch], onWritten);
     } finally {
       this.writing = 0;
     }
-    if (res.kind === 'leaseLost') {
-      this.pending.unshift(...batch);
-      return 'leaseLost';
+  }
+
+  /** Write `groups` in order, each in one fenced statement. A group the database refuses (a data error) is split in
+   *  halves; a single refused completion is tried once more with its error text cleaned, then dropped. On any other
+   *  error (thrown) or a refused fence, the unwritten groups go back in front of the buffer. */
+  private async writeApart(store: ExecutionStore, token: LeaseToken, groups: AttemptCompletion[][],
+    onWritten: (batch: AttemptCompletion[], rows: CompletedAttempt[]) => void): Promise<FlushOutcome> {
+    while (groups.length > 0) {
+      const group = groups.shift()!;
+      let res;
+      try {
+        res = await store.fencedCompleteAttempts(token, group);
+      } catch (e) {
+        if (!(isStoreError(e) && e.kind === 'data')) {
+          this.pending.unshift(...group, ...groups.flat());
+          throw e;
+        }
+        if (group.length > 1) {
+          const half = Math.ceil(group.length / 2);
+          groups.unshift(group.slice(0, half), group.slice(half));
+        } else {
+          const c = group[0]!;
+          const cleaned = cleanError(c.error);
+          if (cleaned !== c.error) groups.unshift([{ ...c, error: cleaned }]);
+          else this.drop(c, e);
+        }
+        continue;
+      }
+      if (res.kind === 'leaseLost') {
+        this.pending.unshift(...group, ...groups.flat());
+        return 'leaseLost';
+      }
+      this.returnRows(res.value);
+      onWritten(group, res.value);
     }
-    this.returnRows(res.value);
-    onWritten(batch, res.value);
     return 'ok';
   }
+
+  /** The database refuses this completion even with a clean error text: drop it (its schedule claim returns). */
+  private drop(c: AttemptCompletion, e: StoreError): void {
+    this.returnRows([{ intentId: c.intentId, applied: false, row: null }]);
+    this.onUnwritable(c, e);
+  }
+}
+
+/** Error text any column accepts: printable ASCII only (other characters become '?'), at most 200 characters. */
+export function cleanError(error: string | null): string | null {
+  return error === null ? null : error.slice(0, 200).replace(/[^\x20-\x7e]/g, '?');
 }
 
 /** Count written completions in the tick summary. */

@@ -47,6 +47,10 @@ export class Executor {
    *  schedule if it still holds their claim (a schedule dropped with leadership ignores them). */
   readonly completions = new CompletionBuffer((rows) => {
     for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
+  }, (c, e) => {
+    this.ops.completionUnwritable?.();
+    this.log.error({ event: 'completion_unwritable', holder_id: this.lease.holderId, intent_id: c.intentId, attempt_no: c.attemptNo,
+      outcome: c.outcome, sql_error: sqlErrorField(e) }, 'the database refuses this completion: dropped (orphan recovery closes its attempt)');
   });
   /** Provider calls in flight, kept across ticks of this process. */
   readonly inFlight = new InFlightCalls();

@@ -29,6 +29,8 @@ export interface ExecutorOps {
   handoverCompleted(token: LeaseToken, requestId: string): Promise<void>;
   /** The gate refused a provider call (leadership lost, or too little lease left to send it). */
   blockedNotLeader(): void;
+  /** A completion the database refuses every time was dropped (CompletionBuffer). */
+  completionUnwritable?(): void;
   tickFinished(sum: TickSummary): void;
 }
 
@@ -107,6 +109,10 @@ export class ExecutionOps implements ExecutorOps {
 
   blockedNotLeader(): void {
     this.metrics?.blockedNotLeader();
+  }
+
+  completionUnwritable(): void {
+    this.metrics?.completionUnwritable();
   }
 
   tickFinished(sum: TickSummary): void {

@@ -49,6 +49,7 @@ function instruments(meter: Meter) {
     attempts: counter('attempts_total', 'Attempts closed, by outcome (succeeded, retryable_error, permanent_error, aborted, abandoned)'),
     attemptsStarted: counter('attempts_started_total', 'Attempts started (fenced start committed)'),
     intentsSubmitted: counter('intents_submitted_total', 'POST /intents results, by outcome (created, replayed, conflict, invalid)'),
+    completionsUnwritable: counter('completions_unwritable_total', 'Completions dropped because the database refuses them every time (completion_unwritable)'),
     blockedNotLeader: counter('execution_blocked_not_leader_total', 'Provider calls not sent because the gate found this instance no longer leading'),
     purged: counter('retention_purged_rows_total', 'Rows deleted by the retention purge, by table (intents, attempts)'),
     maintenanceFailures: counter('maintenance_failures_total', 'Leader maintenance runs that failed (then backed off), by task (retention)'),
@@ -141,7 +142,7 @@ export class AppMetrics {
     this.base = { holder_id: holderId };
     // Every counter series for its known label values exists from the start at 0 (rates and absence alerts need
     // a zero, not a missing series).
-    for (const c of [i.leaderAcquired, i.blockedNotLeader, i.attemptsStarted, i.handovers]) c.add(0, this.base);
+    for (const c of [i.leaderAcquired, i.blockedNotLeader, i.attemptsStarted, i.handovers, i.completionsUnwritable]) c.add(0, this.base);
     for (const [c, key, values] of KNOWN_LABELS(i)) for (const v of values) c.add(0, { ...this.base, [key]: v });
   }
 
@@ -197,6 +198,9 @@ export class AppMetrics {
   }
   breakerChanged(state: string): void {
     this.add(this.i.breakerTransitions, 1, { state });
+  }
+  completionUnwritable(): void {
+    this.add(this.i.completionsUnwritable, 1);
   }
   handoverCompleted(): void {
     this.add(this.i.handovers, 1);

@@ -54,8 +54,9 @@ export interface LeaseEvent {
 /** Outcome of a fenced transaction: the fence (lease row locked to commit) held, or the lease is lost. */
 export type Fenced<T> = { kind: 'ok'; value: T } | { kind: 'leaseLost' };
 
-/** Neutral error type every dialect maps its driver errors into, once. */
-export type StoreErrorKind = 'transient' | 'conflict' | 'fatal';
+/** Neutral error type every dialect maps its driver errors into, once. 'data': the database refuses a value of
+ *  this statement (a data exception, a constraint other than a unique key): the same write fails every time. */
+export type StoreErrorKind = 'transient' | 'conflict' | 'data' | 'fatal';
 
 export class StoreError extends Error {
   override name = 'StoreError';

@@ -171,6 +171,7 @@ describe('mapMssqlError', () => {
     const wrapped = Object.assign(new sql.RequestError('boom', 'EREQUEST'), { originalError: Object.assign(new Error('r'), { code: 'ECONNRESET' }) });
     expect(mapMssqlError(wrapped).kind).toBe('transient');
     expect(mapMssqlError(req(208))).toMatchObject({ kind: 'fatal', code: '208' }); // invalid object name
+    expect(mapMssqlError(req(547))).toMatchObject({ kind: 'data', code: '547' }); // a CHECK constraint: refused every time
     expect(mapMssqlError(new sql.ConnectionError('Login failed for user', 'ELOGIN')).kind).toBe('fatal');
     const e = new StoreError('conflict', 'm', '2627');
     expect(mapMssqlError(e)).toBe(e);

@@ -1,6 +1,6 @@
 // SQL Server driver errors (mssql/tedious) → StoreError, once. Transient = worth retrying on a fresh
 // connection / next tick (deadlock victim, Azure SQL throttling and failover, connection loss, timeouts);
-// conflict = a unique key was taken; everything else is fatal. Any StoreError from a lease renew or a fenced
+// conflict = a unique key was taken; data = a value refused (DATA_NUMBERS); everything else is fatal. Any StoreError from a lease renew or a fenced
 // write drops leadership in the lease manager, whatever its kind.
 import { StoreError, type StoreErrorKind } from '../ports.js';
 
@@ -22,6 +22,15 @@ export const TRANSIENT_NUMBERS: ReadonlySet<number> = new Set([
 
 /** Unique key violations. */
 export const CONFLICT_NUMBERS: ReadonlySet<number> = new Set([2627, 2601]);
+
+/** A value the server refuses, every time (SQLSTATE classes 22/23 in other dialects). */
+export const DATA_NUMBERS: ReadonlySet<number> = new Set([
+  547, // a CHECK or FOREIGN KEY constraint conflict
+  515, // NULL into a NOT NULL column
+  2628, 8152, // string or binary data would be truncated
+  220, 8115, // arithmetic overflow
+  245, 8114, 241, 242, // conversion failed / out of range
+]);
 
 /** Driver / socket codes meaning the connection or the request was lost or timed out. */
 export const TRANSIENT_CODES: ReadonlySet<string> = new Set([
@@ -61,6 +70,7 @@ export function mapMssqlError(e: unknown): StoreError {
   const codes = codesOf(err);
   let kind: StoreErrorKind = 'fatal';
   if (num !== undefined && CONFLICT_NUMBERS.has(num)) kind = 'conflict';
+  else if (num !== undefined && DATA_NUMBERS.has(num)) kind = 'data';
   else if (num !== undefined && TRANSIENT_NUMBERS.has(num)) kind = 'transient';
   else if (codes.some((c) => TRANSIENT_CODES.has(c))) kind = 'transient';
   else if (/connection (is )?closed|connection lost|socket hang up|Failed to connect/i.test(message)) kind = 'transient';

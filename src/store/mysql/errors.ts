@@ -1,6 +1,6 @@
 // MySQL / MariaDB driver errors (mysql2) → StoreError, once. Transient = worth a retry on a fresh connection or
 // the next tick (deadlock victim, lock wait timeout, statement timeout, connection loss, server shutdown);
-// conflict = a unique key was taken; everything else is fatal. Any StoreError from a lease renew or a fenced
+// conflict = a unique key was taken; data = a value refused (SQLSTATE class 22/23); everything else is fatal. Any StoreError from a lease renew or a fenced
 // write drops leadership in the lease manager, whatever its kind.
 import { StoreError, type StoreErrorKind } from '../ports.js';
 
@@ -29,6 +29,7 @@ const TRANSIENT_CODES: ReadonlySet<string> = new Set([
 ]);
 
 interface DriverError {
+  sqlState?: unknown;
   errno?: unknown;
   code?: unknown;
   message?: unknown;
@@ -49,6 +50,9 @@ export function mapMysqlError(e: unknown): StoreError {
   const code = typeof err.code === 'string' ? err.code : undefined;
   let kind: StoreErrorKind = 'fatal';
   if (errno !== undefined && CONFLICT_ERRNOS.has(errno)) kind = 'conflict';
+  // SQLSTATE class 22 (data exception: too long, out of range, bad value) or 23 (a CHECK, NOT NULL or foreign key
+  // constraint; unique keys are conflicts above): the server refuses this value, every time.
+  else if (errno !== undefined && /^(22|23)/.test(String(err.sqlState ?? ''))) kind = 'data';
   else if (errno !== undefined && TRANSIENT_ERRNOS.has(errno)) kind = 'transient';
   else if (code !== undefined && TRANSIENT_CODES.has(code)) kind = 'transient';
   else if (err.fatal === true) kind = 'transient'; // the connection broke: a fresh one may work
