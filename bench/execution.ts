@@ -4,8 +4,7 @@
 // statements the leader sent per attempt and the CPU each process spent per attempt (leader, provider,
 // PostgreSQL backends; /proc, same machine), against the baseline's client and backends per row — on a
 // shared 2-core box, throughput is roughly the CPU left over divided by the CPU per attempt.
-// Executor settings: tick budget 2 s, no per-tick attempt cap (EXECUTOR_MAX_ATTEMPTS_PER_TICK's default 500
-// would end a tick after 500 starts and measure tick turnover instead of the executor), batches derived from
+// Executor settings: tick budget 2 s, batches derived from
 // the concurrency as in production (start = c/4, completion = c/2; BENCH_EXEC_START_BATCH /
 // BENCH_EXEC_COMPLETION_BATCH override), refresh 1 s (BENCH_EXEC_REFRESH_MS overrides it: what the refresh
 // costs). The headline is 0 ms at c = 256 (batches of 64 / 128): with a no-op provider the calls take no
@@ -44,7 +43,7 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
     const http = new HttpProvider(provider.url);
     const ex = new Executor(lease, s.execution, opts.provider === 'none' ? NO_HTTP : http, {
-      tickBudgetMs: 2_000, maxAttemptsPerTick: 1_000_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
+      tickBudgetMs: 2_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
       refresh: { intervalMs: Number(process.env.BENCH_EXEC_REFRESH_MS ?? 1_000), pageSize: 500, commitGraceMs: 1_000 },
       startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? Math.max(1, Math.floor(concurrency / 4))),
       completionBatch: Number(process.env.BENCH_EXEC_COMPLETION_BATCH ?? Math.max(1, Math.floor(concurrency / 2))), minLeaderWorkMs: 100,

@@ -60,7 +60,7 @@ async function execution(n: number, concurrency: number) {
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
     const http = new HttpProvider(provider.url);
     const ex = new Executor(lease, s.execution, http, {
-      tickBudgetMs: 2_000, maxAttemptsPerTick: 1_000_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
+      tickBudgetMs: 2_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
       refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 },
       startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)), minLeaderWorkMs: 100,
     }, systemClock, silentLogger);

@@ -37,7 +37,7 @@ async function measure(reconcileMs: number) {
   const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
     acquireIntervalMs: 60_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
   const ex = new Executor(lease, s.execution, new HttpProvider(url), {
-    tickBudgetMs: 60_000, maxAttemptsPerTick: 1_000_000, concurrency: 16, providerTimeoutMs: 10_000, reconcileIntervalMs: reconcileMs,
+    tickBudgetMs: 60_000, concurrency: 16, providerTimeoutMs: 10_000, reconcileIntervalMs: reconcileMs,
     refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 }, startBatch: 4, completionBatch: 8, minLeaderWorkMs: 100,
   }, systemClock, silentLogger);
   if (s.notices) ex.wakeOn(s.notices);

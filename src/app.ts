@@ -132,6 +132,9 @@ async function openPostgresStores(conn: Pick<PgPoolOptions, 'url' | 'password' |
 export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const config = opts.config ?? loadConfig(opts.env ?? process.env);
   const logger = opts.logger ?? createLogger(config.logLevel, routingDestination(), { holder_id: config.lease.holderId });
+  for (const setting of config.ignoredSettings) {
+    logger.warn({ event: 'config_setting_ignored', setting }, `${setting} is no longer used (see README, settings): remove it`);
+  }
   const clock = opts.clock ?? systemClock;
   const ownsStores = !opts.stores;
   await installTracing(config.tracing.mode, config.tracing.otlpUrl); // once per process; no-op when off

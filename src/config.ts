@@ -73,8 +73,9 @@ export const settingsSchema = z.object({
   /** host.json functionTimeout (default 60 000 ms; keep them equal): one timer invocation, and a shutdown, end
    *  5 s before it, whatever the database does. */
   FUNCTION_TIMEOUT_MS: intMs(60_000, 1_000),
-  /** Attempts started per tick at most (default 10 000); a tick that reaches it ends once its calls are done. */
-  EXECUTOR_MAX_ATTEMPTS_PER_TICK: intMs(10_000, 1),
+  /** No longer used (accepted, warned about at start): a leader executes from tick to tick without a pause, so
+   *  a per-tick cap only left it idle; EXECUTOR_CONCURRENCY and PROVIDER_RATE_LIMIT_PER_SEC bound execution. */
+  EXECUTOR_MAX_ATTEMPTS_PER_TICK: z.string().optional(),
   /** Provider calls in flight at once (default 16; at most the provider pool's PROVIDER_POOL_CONNECTIONS, 256). */
   EXECUTOR_CONCURRENCY: intMs(16, 1),
   /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */
@@ -135,6 +136,8 @@ export type DatabaseTarget =
 
 /** Resolved configuration: every value decided, relational rules checked. */
 export interface Config {
+  /** Settings still accepted but no longer used (the app warns once at start, naming each). */
+  ignoredSettings: string[];
   database: DatabaseTarget;
   lease: {
     name: string;
@@ -147,7 +150,7 @@ export interface Config {
   };
   schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
   /** tickBudgetMs caps a tick; handoffMs: a tick ends this long before the schedule's next occurrence. */
-  executor: { schedule: string; tickBudgetMs: number; handoffMs: number; maxAttemptsPerTick: number; concurrency: number;
+  executor: { schedule: string; tickBudgetMs: number; handoffMs: number; concurrency: number;
     /** One invocation (and a shutdown) ends within this (host.json functionTimeout less a margin); a tick may run
      *  closingReserveMs past its budget. */
     invocationLimitMs: number; closingReserveMs: number;
@@ -176,7 +179,7 @@ export const AZURE_APP_SETTINGS: readonly string[] = [
   'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AZURE_CLIENT_ID', 'DATABASE_ENGINE',
   'LEASE_NAME', 'LEASE_DURATION_MS', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_ACQUIRE_INTERVAL_MS',
   'SCHEDULE_REFRESH_INTERVAL_MS', 'COMMIT_GRACE_MS', 'EXECUTOR_SCHEDULE', 'EXECUTOR_TICK_BUDGET_MS',
-  'EXECUTOR_MAX_ATTEMPTS_PER_TICK', 'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
+  'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
   'RETENTION_DAYS',
 ];
 
@@ -294,8 +297,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'the longest a writer transaction may stay open, or refresh could skip a late commit');
   check(s.RETRY_BASE_DELAY_MS <= s.RETRY_MAX_DELAY_MS,
     `RETRY_BASE_DELAY_MS (${s.RETRY_BASE_DELAY_MS}) must not exceed RETRY_MAX_DELAY_MS (${s.RETRY_MAX_DELAY_MS})`);
-  check(s.EXECUTOR_CONCURRENCY <= s.EXECUTOR_MAX_ATTEMPTS_PER_TICK,
-    `EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}) must not exceed EXECUTOR_MAX_ATTEMPTS_PER_TICK (${s.EXECUTOR_MAX_ATTEMPTS_PER_TICK})`);
   check(s.PROVIDER_MAX_IN_FLIGHT <= s.EXECUTOR_CONCURRENCY,
     `PROVIDER_MAX_IN_FLIGHT (${s.PROVIDER_MAX_IN_FLIGHT}) must not exceed EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}): ` +
       'the executor never has more calls in flight than its concurrency');
@@ -346,6 +347,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     providerUrl = s.PROVIDER_URL;
   }
   return {
+    ignoredSettings: s.EXECUTOR_MAX_ATTEMPTS_PER_TICK === undefined ? [] : ['EXECUTOR_MAX_ATTEMPTS_PER_TICK'],
     database: parseDatabase(s),
     lease: {
       name: s.LEASE_NAME,
@@ -369,7 +371,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       invocationLimitMs,
       closingReserveMs: closingMs,
       dueNotices: s.DUE_NOTICES === 'on',
-      maxAttemptsPerTick: s.EXECUTOR_MAX_ATTEMPTS_PER_TICK,
       concurrency: s.EXECUTOR_CONCURRENCY,
     },
     provider: { url: providerUrl, timeoutMs: s.PROVIDER_TIMEOUT_MS },

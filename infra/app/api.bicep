@@ -141,7 +141,6 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'EXECUTOR_SCHEDULE', value: '*/10 * * * * *' }
         { name: 'EXECUTOR_TICK_BUDGET_MS', value: '44000' }  // a cap: each tick ends 250 ms before the next occurrence
         { name: 'EXECUTOR_TICK_HANDOFF_MS', value: '250' }
-        { name: 'EXECUTOR_MAX_ATTEMPTS_PER_TICK', value: '10000' }
         { name: 'EXECUTOR_CONCURRENCY', value: '16' }
         // Provider.
         { name: 'PROVIDER_URL', value: providerUrl }

@@ -1,8 +1,8 @@
 // One leader tick's batch, as a small state machine: RUNNING (refresh/renew at their intervals, fenced starts,
 // provider calls, fenced completions, all overlapping) → CLOSING (nothing new starts; in-flight calls finish;
 // their completions are written under the fence) → DONE (stop reason). Rules:
-//  - a tick that ends at its deadline (or attempt cap) still leading waits for no provider call: its calls stay
-//    in the executor's InFlightCalls and the next tick writes their completions (no gap between ticks);
+//  - a batch that ends at its deadline, or hands over to the next tick, still leading waits for no provider call:
+//    its calls stay in the executor's InFlightCalls and the next batch writes their completions (no gap);
 //  - an SQL error anywhere closes the gate at once (leadership dropped before anything is awaited), so no call
 //    is sent after it; the in-flight ones finish and their completions are still written under the fence (the
 //    database decides); the row is released only once nothing is unwritten (LeaseManager.holdReleaseWhile);
@@ -18,6 +18,7 @@ import { sqlErrorField } from '../observability/logger.js';
 import type { ProviderGuard } from '../provider/guard.js';
 import type { Provider } from '../provider/provider.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
+import type { RefreshCadence } from '../schedule/cadence.js';
 import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import { countCompleted, type CompletionBuffer } from './completions.js';
@@ -28,9 +29,6 @@ import type { DueEntry } from '../schedule/dueHeap.js';
 import type { ExecutorOps } from './executorOps.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
-/** Nudged refreshes (due-intent notices) at most this often: a steady stream of notices costs one tail read
- *  per this interval, not one per notice. */
-const NUDGE_SPACING_MS = 20;
 /** Pause between two completion-write attempts while closing. */
 const SETTLE_RETRY_MS = 100;
 /** A start the database skipped (intent changed, not yet due) is queued again this long after now (or after its
@@ -50,12 +48,13 @@ export interface BatchDeps {
   completions: CompletionBuffer;
   /** Provider calls in flight, kept across ticks (counted against concurrency, awaited on a step-down). */
   inFlight: InFlightCalls;
-  /** Set by a due-intent notice (PostgreSQL NOTIFY): refresh now rather than at the next interval. */
-  nudge: { pending: boolean };
-  /** Refresh / reconcile / nudged-refresh cadence, kept across ticks. */
-  cadence: { lastRefreshMs: number; lastReconcileMs: number; lastNudgeMs: number };
-  /** Executor-level stop request (shutdown drain). */
+  /** When to refresh, read a notice's tail, reconcile: one owner, kept across ticks and bridges. */
+  cadence: RefreshCadence;
+  /** Executor-level stop request (shutdown drain; 'next_tick': a bridge hands over to the tick that began). */
   stopRequested: () => string | null;
+  /** Renew the lease when due (a tick's batch); a bridge between ticks runs under the lease it has, so a leader
+   *  whose ticks stop coming steps down at its local deadline, as it always did. */
+  renews: boolean;
   /** Provider protection (rate, in-flight cap, Retry-After, breaker); asked before every fenced start. */
   guard: ProviderGuard | null;
 }
@@ -137,41 +136,35 @@ export class Batch {
   }
 
   private async iteration(): Promise<void> {
-    const { lease, settings: s, refresher, cadence, ops } = this.d;
+    const { lease, settings: s, refresher, ops } = this.d;
     const now = this.d.clock.nowMs();
     const requested = this.d.stopRequested();
     if (now >= this.deadline()) this.stop = 'deadline';
     else if (requested) this.stop = requested;
     else if (ops.handoverRequest()) this.stop = 'handover';
     else if (!this.leading) this.stop = 'lease_lost';
-    else if (lease.renewDue() && !(await lease.renew())) this.stop = 'lease_lost';
+    else if (this.d.renews && lease.renewDue() && !(await lease.renew())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
 
     const inFlight = this.d.inFlight;
-    const busy = inFlight.size > 0 || this.starting !== null || this.flushing !== null;
-    if (now - cadence.lastRefreshMs >= s.refresh.intervalMs) {
-      this.d.nudge.pending = false;
+    const step = this.d.cadence.take(now, refresher.reconciling);
+    if (step === 'refresh') {
       const stats = await refresher.refresh(this.deadline());
       await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
       this.sum.refreshedRows += stats.rows;
       this.sum.refreshes++;
-      cadence.lastRefreshMs = now;
-    } else if (this.d.nudge.pending && now - cadence.lastNudgeMs >= NUDGE_SPACING_MS) {
+    } else if (step === 'tail') {
       // A notice says intents became due: read the tail past what was already read, now. The interval refresh
-      // above stays the guarantee (a notice may be lost; it also re-reads the commit-grace window); a notice
-      // arriving during this read sets pending again and is read next iteration.
-      this.d.nudge.pending = false;
-      cadence.lastNudgeMs = now;
+      // stays the guarantee (a notice may be lost; it also re-reads the commit-grace window).
       const stats = await refresher.refreshTail(this.deadline());
       await ops.refreshControl(); // a pause set before these intents were written must hold for them too
       this.sum.refreshedRows += stats.rows;
       this.sum.nudgedRefreshes++;
-    } else if (refresher.reconciling) {
+    } else if (step === 'reconcilePage') {
       // The periodic reconcile (defence in depth against late commits): one page per iteration into the live
       // schedule, so execution never waits for more than one page, under load too (the schedule is never emptied).
       this.sum.refreshedRows += (await refresher.reconcilePage()).stats.rows;
-    } else if (now - cadence.lastReconcileMs >= s.reconcileIntervalMs) {
-      cadence.lastReconcileMs = now;
+    } else if (step === 'reconcile') {
       await refresher.beginReconcile();
     }
     if (this.stop !== null) return;
@@ -180,12 +173,7 @@ export class Batch {
     if (!this.flushing && (pending >= s.completionBatch || (pending > 0 && inFlight.size === 0))) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const quota = s.maxAttemptsPerTick - this.sum.started;
-    if (quota <= 0 && !busy && this.d.completions.size === 0) {
-      this.stop = 'attempt_cap'; // this tick's share is done; the next tick continues
-      return;
-    }
-    const free = Math.min(s.concurrency - inFlight.size, quota);
+    const free = s.concurrency - inFlight.size;
     const canStart = !this.starting && free > 0 && (free >= s.startBatch || inFlight.size === 0) && ops.mayStart();
     let held = false;
     if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
@@ -202,10 +190,8 @@ export class Batch {
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
       : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
-    const untilRefresh = Math.min(cadence.lastRefreshMs + s.refresh.intervalMs,
-      this.d.nudge.pending ? cadence.lastNudgeMs + NUDGE_SPACING_MS : Infinity) - this.d.clock.nowMs();
-    const untilReconcile = refresher.reconciling ? 0 : cadence.lastReconcileMs + s.reconcileIntervalMs - this.d.clock.nowMs();
-    const waitMs = Math.max(1, Math.min(untilRefresh, untilDue, untilReconcile, this.deadline() - this.d.clock.nowMs()));
+    const untilStep = this.d.cadence.untilNextMs(this.d.clock.nowMs(), refresher.reconciling);
+    const waitMs = Math.max(1, Math.min(untilStep, untilDue, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
     if (!this.woken) await Promise.race([this.d.clock.sleep(waitMs), woke]);
   }
@@ -281,14 +267,14 @@ export class Batch {
     const finished = work.then(() => (done = true), () => (done = true));
     while (!done) {
       await Promise.race([finished, this.d.clock.sleep(50)]);
-      if (!done && this.stop !== 'sql_error' && this.leading && this.d.lease.renewDue()) await this.d.lease.renew();
+      if (!done && this.d.renews && this.stop !== 'sql_error' && this.leading && this.d.lease.renewDue()) await this.d.lease.renew();
     }
   }
 
-  /** The tick simply ran out (deadline, attempt cap) with leadership and the fence intact: calls in flight are
-   *  carried into the next tick instead of being awaited, so closing takes no provider time. */
+  /** The batch simply ran out (deadline, the next tick took over) with leadership and the fence intact: calls in
+   *  flight are carried into the next batch instead of being awaited, so closing takes no provider time. */
   private get carriesCalls(): boolean {
-    return (this.stop === 'deadline' || this.stop === 'attempt_cap') && this.failure === null && !this.fenceRefused && this.leading;
+    return (this.stop === 'deadline' || this.stop === 'next_tick') && this.failure === null && !this.fenceRefused && this.leading;
   }
 
   /** CLOSING: nothing new starts; wait for what runs (unless carried); write the completions (bounded retries

@@ -12,17 +12,20 @@
 // client-side deadline); a step-down awaits every call in flight, and the row is never released while a result
 // is unwritten (LeaseManager.holdReleaseWhile): the settler writes it under the same token as soon as the
 // database answers (the fence decides), at the latest this process's next epoch before its orphan recovery.
-// A tick that simply runs out while leading carries its calls in flight into the next tick (InFlightCalls), so
-// the timer's next occurrence continues without a gap.
+// A tick that simply runs out while leading carries its calls in flight into the next tick (InFlightCalls); when
+// the timer drives it (a next tick follows), a BRIDGE batch keeps refreshing and executing until that tick begins
+// — late or skipped occurrences too — or the local lease deadline (a bridge never renews): a leader keeps its
+// refresh cadence from its first refresh to its step-down. Work between ticks counts in the next tick's summary.
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Clock } from '../lease/clock.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { Provider } from '../provider/provider.js';
 import { ScheduleRefresher } from '../schedule/refresher.js';
+import { RefreshCadence } from '../schedule/cadence.js';
 import type { ExecutionStore } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
-import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSummary.js';
+import { emptySummary, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 import { NO_OPS, type ExecutorOps } from './executorOps.js';
 import { Batch } from './batch.js';
 import type { ProviderGuard } from '../provider/guard.js';
@@ -41,8 +44,6 @@ export class Executor {
   private epoch: number | null = null;
   /** The epoch whose orphans were recovered and whose rebuild has begun (it may span ticks). */
   private rebuildEpoch: number | null = null;
-  private readonly cadence = { lastRefreshMs: Number.NEGATIVE_INFINITY, lastReconcileMs: Number.NEGATIVE_INFINITY,
-    lastNudgeMs: Number.NEGATIVE_INFINITY };
   /** Completions not yet written, kept across ticks and epochs of this process. Written rows return to the
    *  schedule if it still holds their claim (a schedule dropped with leadership ignores them). */
   readonly completions = new CompletionBuffer((rows) => {
@@ -54,9 +55,13 @@ export class Executor {
   });
   /** Provider calls in flight, kept across ticks of this process. */
   readonly inFlight = new InFlightCalls();
-  /** A due-intent notice arrived (between ticks too): the next iteration refreshes. */
-  private readonly nudge = { pending: false };
   private batch: Batch | null = null;
+  /** The batch running between two timer ticks (null: none), and the promise of its end. */
+  private bridge: { batch: Batch; ended: Promise<void> } | null = null;
+  /** A tick is taking over from the bridge: it stops ('next_tick'). */
+  private tickWaiting = false;
+  /** Counts of the work done between ticks (bridge, settler), added to the next tick's summary. */
+  private readonly between: TickSummary;
   /** The task writing unwritten results between ticks (drain awaits it), and the newest token this process led
    *  under (it writes under that one). */
   private settler: Promise<void> | null = null;
@@ -67,6 +72,8 @@ export class Executor {
   private running: Promise<TickSummary> | null = null;
   private draining = false;
   readonly refresher: ScheduleRefresher;
+  /** Refresh, notice tail reads and reconcile, kept across ticks (a notice between ticks is read at the next step). */
+  private readonly cadence: RefreshCadence;
 
   constructor(
     private readonly lease: LeaseManager,
@@ -81,6 +88,8 @@ export class Executor {
     readonly guard: ProviderGuard | null = null,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
+    this.cadence = new RefreshCadence({ refreshIntervalMs: settings.refresh.intervalMs, reconcileIntervalMs: settings.reconcileIntervalMs });
+    this.between = emptySummary(lease.holderId);
     lease.holdReleaseWhile(() => this.inFlight.size > 0 || this.completions.size > 0);
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
     lease.onChange((c) => {
@@ -105,14 +114,15 @@ export class Executor {
 
   /** Intents became due: refresh at once if a tick runs, else at the start of the next one. */
   nudged(): void {
-    this.nudge.pending = true;
+    this.cadence.noticed();
     this.batch?.interrupt();
   }
 
-  /** Run one bounded tick. Overlapping calls share the running tick instead of starting a second one. */
-  tick(budgetMs = this.settings.tickBudgetMs): Promise<TickSummary> {
+  /** Run one bounded tick. Overlapping calls share the running tick instead of starting a second one.
+   *  `nextTickFollows` (the timer): a tick that runs out while leading leaves a bridge running until the next. */
+  tick(budgetMs = this.settings.tickBudgetMs, nextTickFollows = false): Promise<TickSummary> {
     if (this.draining) return Promise.resolve(this.finish(emptySummary(this.lease.holderId), this.clock.nowMs(), 'draining'));
-    this.running ??= this.runTick(budgetMs).finally(() => (this.running = null));
+    this.running ??= this.runTick(budgetMs, nextTickFollows).finally(() => (this.running = null));
     return this.running;
   }
 
@@ -131,6 +141,7 @@ export class Executor {
       stop.abort();
     };
     await bounded(this.running);
+    await bounded(this.bridge?.ended); // a bridge sees the stop request and closes like a tick
     await bounded(this.inFlight.settled()); // calls carried past the last tick
     if (this.settlerToken && (this.inFlight.size > 0 || this.completions.size > 0)) this.settle(this.settlerToken);
     await bounded(this.settler); // … and the writes of their completions
@@ -145,7 +156,8 @@ export class Executor {
     return written;
   }
 
-  private async runTick(budgetMs: number): Promise<TickSummary> {
+  private async runTick(budgetMs: number, nextTickFollows: boolean): Promise<TickSummary> {
+    await this.endBridge();
     const t0 = this.clock.nowMs();
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
@@ -156,12 +168,64 @@ export class Executor {
     this.notices?.ensureListening();
     this.settlerToken = token;
     const releaseDeferred = this.lease.deferRelease(); // a step-down's release waits for our completions
+    let reason = 'sql_error';
     try {
-      return this.finish(sum, t0, await this.lead(token, budgetEnd, sum));
+      reason = await this.lead(token, budgetEnd, sum);
+      return this.finish(sum, t0, reason);
     } finally {
-      // Before our deferral ends (no gap in the cover): calls carried past the tick, completions it could not write.
-      if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
+      // Before our deferral ends (no gap in the cover): the bridge, or the settler for calls carried past the tick
+      // and completions it could not write.
+      if (nextTickFollows && reason === 'deadline' && !this.draining && this.epoch === token.leaseEpoch
+        && this.lease.ensureEpoch(token.leaseEpoch)) this.startBridge(token);
+      else if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
       await releaseDeferred();
+    }
+  }
+
+  private newBatch(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridge: boolean): Batch {
+    return new Batch({
+      lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
+      random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
+      guard: this.guard, inFlight: this.inFlight, renews: !bridge,
+      stopRequested: () => (this.draining ? 'draining' : bridge && this.tickWaiting ? 'next_tick' : null),
+    }, token, budgetEnd, sum);
+  }
+
+  /** BRIDGE: between two timer ticks the leader goes on refreshing and executing (its counts go to `between`),
+   *  until the next tick takes over, the local lease deadline (it does not renew), or any other stop reason. */
+  private startBridge(token: LeaseToken): void {
+    const releaseDeferred = this.lease.deferRelease();
+    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.between, true);
+    this.batch = batch;
+    const ended = (async () => {
+      try {
+        const reason = await batch.run();
+        if (reason !== 'next_tick') this.log.info({ event: 'bridge_ended', holder_id: token.holderId, lease_epoch: token.leaseEpoch, stop_reason: reason },
+          'the leader stopped executing between ticks');
+      } catch (e) {
+        this.log.error({ event: 'executor_sql_error', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
+          'executor stopped on SQL error');
+        this.lease.drop('sql_error', e);
+      } finally {
+        if (this.batch === batch) this.batch = null;
+        this.bridge = null;
+        if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
+        await releaseDeferred();
+      }
+    })();
+    this.bridge = { batch, ended };
+  }
+
+  /** A tick begins: the bridge closes (its calls carried, its completions written) before anything else runs. */
+  private async endBridge(): Promise<void> {
+    const bridge = this.bridge;
+    if (!bridge) return;
+    this.tickWaiting = true;
+    try {
+      bridge.batch.interrupt();
+      await bridge.ended;
+    } finally {
+      this.tickWaiting = false;
     }
   }
 
@@ -192,7 +256,7 @@ export class Executor {
     while (!this.stopped && this.batch === null && this.completions.size > 0) {
       const token = this.settlerToken!;
       try {
-        const out = await this.completions.flush(this.store, token);
+        const out = await this.completions.flush(this.store, token, (batch, rows) => countCompleted(this.between, batch, rows));
         if (out === 'leaseLost') {
           if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('fence_failed');
           return; // kept for this process's next epoch
@@ -234,19 +298,14 @@ export class Executor {
       // MAINTENANCE (maintenance.ts): when a task is due, the batch leaves a slice at the tick's end for it.
       const maintenance = this.ops.maintenance;
       const slice = maintenance?.sliceMs(budgetEnd - this.clock.nowMs(), !this.ops.mayStart()) ?? 0;
-      this.batch = new Batch({
-        lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
-        random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
-        guard: this.guard, inFlight: this.inFlight, nudge: this.nudge,
-        stopRequested: () => (this.draining ? 'draining' : null),
-      }, token, budgetEnd - slice, sum);
+      this.batch = this.newBatch(token, budgetEnd - slice, sum, false);
       let reason: string;
       try {
         reason = await this.batch.run();
       } finally {
         this.batch = null;
       }
-      if (maintenance && slice > 0 && (reason === 'deadline' || reason === 'attempt_cap') && this.lease.ensureEpoch(token.leaseEpoch)) {
+      if (maintenance && slice > 0 && reason === 'deadline' && this.lease.ensureEpoch(token.leaseEpoch)) {
         if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token); // carried calls' completions are written meanwhile
         if ((await maintenance.run(token, sum, this.deadline(budgetEnd))) === 'leaseLost') return this.fenceFailed(sum);
       }
@@ -290,7 +349,7 @@ export class Executor {
     }
     if (!done) return 'rebuilding'; // resumed by the next tick of this epoch
     this.epoch = token.leaseEpoch;
-    this.cadence.lastRefreshMs = this.cadence.lastReconcileMs = this.clock.nowMs();
+    this.cadence.loaded(this.clock.nowMs());
     return 'done';
   }
 
@@ -301,6 +360,7 @@ export class Executor {
   }
 
   private finish(sum: TickSummary, t0: number, stopReason: string): TickSummary {
+    takeBetweenTicks(sum, this.between); // the bridge's and the settler's work since the last tick
     sum.stopReason = stopReason;
     if (stopReason === 'lease_lost') sum.leaseLost = true; // whichever check noticed first (fence, renew, gate)
     sum.durationMs = Math.round(this.clock.nowMs() - t0);

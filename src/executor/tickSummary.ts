@@ -2,7 +2,6 @@
 import { settleWindowMs } from './tickBudget.js';
 export interface ExecutorSettings {
   tickBudgetMs: number;
-  maxAttemptsPerTick: number;
   /** Provider calls in flight at once. */
   concurrency: number;
   providerTimeoutMs: number;
@@ -54,16 +53,27 @@ export function emptySummary(holderId: string): TickSummary {
   };
 }
 
+/** Work done between two ticks (a bridge's batch, the settler's writes), counted into the next tick's summary. */
+const BETWEEN_TICK_COUNTS = ['refreshes', 'nudgedRefreshes', 'refreshedRows', 'started', 'succeeded', 'retried', 'failed', 'aborted',
+  'skipped'] as const;
+
+/** Add `from`'s counts of work between ticks to `into`, and zero them in `from`. */
+export function takeBetweenTicks(into: TickSummary, from: TickSummary): void {
+  for (const k of BETWEEN_TICK_COUNTS) {
+    into[k] += from[k];
+    from[k] = 0;
+  }
+}
+
 /** Executor settings from the resolved configuration, with batch sizes derived from concurrency. */
 export function executorSettingsFrom(c: {
-  executor: { tickBudgetMs: number; maxAttemptsPerTick: number; concurrency: number };
+  executor: { tickBudgetMs: number; concurrency: number };
   provider: { timeoutMs: number };
   schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
   db?: { statementTimeoutMs: number };
 }): ExecutorSettings {
   return {
     tickBudgetMs: c.executor.tickBudgetMs,
-    maxAttemptsPerTick: c.executor.maxAttemptsPerTick,
     concurrency: c.executor.concurrency,
     providerTimeoutMs: c.provider.timeoutMs,
     reconcileIntervalMs: c.schedule.reconcileIntervalMs,

@@ -27,7 +27,7 @@ isPastDue: boolean, nowMs: () => number = () => performance.now()): Promise<Tick
     }
     // (The configuration guarantees the first tick at least MIN_TICK_BUDGET_MS.)
     const budgetMs = Math.max(1, Math.min(app.tickBudget.forTickStartingNow(), room));
-    const summary = await app.executor.tick(budgetMs);
+    const summary = await app.executor.tick(budgetMs, true); // the timer's next tick follows: bridge until then
     ticks.push(summary);
     app.logger.info({ event: 'tick_summary', is_past_due: isPastDue && i === 0, ...summary }, 'executor tick');
     if (summary.durationMs <= budgetMs + handoffMs || summary.stopReason === 'draining') break;

@@ -71,7 +71,7 @@ describe('client-side deadlines (PostgreSQL server through a TCP proxy)', () => 
         acquireIntervalMs: 6_000, safetyMarginMs: 1_000, acquireJitterMs: 10 }, systemClock, silentLogger);
       const budget = 1_500, providerMs = 800;
       const executor = new Executor(lease, stores.execution, new HttpProvider(provider.url), {
-        tickBudgetMs: budget, maxAttemptsPerTick: 1_000, concurrency: 4, providerTimeoutMs: providerMs, reconcileIntervalMs: 60_000,
+        tickBudgetMs: budget, concurrency: 4, providerTimeoutMs: providerMs, reconcileIntervalMs: 60_000,
         refresh: { intervalMs: 100, pageSize: 100, commitGraceMs: 1_000 }, startBatch: 1, completionBatch: 2, minLeaderWorkMs: 100,
         settleWindowMs: 2 * STATEMENT_MS,
       }, systemClock, silentLogger);

@@ -40,7 +40,6 @@ export async function buildExecutor(ctx: DialectContext, o: {
   providerUrl: string;
   leaseMs?: number;
   concurrency?: number;
-  maxAttemptsPerTick?: number;
   wrapStore?: (s: ExecutionStore, clock: JumpClock) => ExecutionStore;
   wrapProvider?: (p: Provider) => Provider;
   ops?: ExecutorOps;
@@ -64,7 +63,7 @@ export async function buildExecutor(ctx: DialectContext, o: {
   }, clock, o.logger ?? silentLogger);
   const concurrency = o.concurrency ?? 8;
   const settings: ExecutorSettings = {
-    tickBudgetMs: 1_000, maxAttemptsPerTick: o.maxAttemptsPerTick ?? 1_000, concurrency,
+    tickBudgetMs: 1_000, concurrency,
     providerTimeoutMs: 2_000, reconcileIntervalMs: o.reconcileMs ?? 60_000,
     refresh: { intervalMs: o.refreshMs ?? 100, pageSize: 100, commitGraceMs: 500 },
     startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)),

@@ -35,7 +35,6 @@ export interface InstanceOptions {
   graceMs?: number;
   pageSize?: number;
   concurrency?: number;
-  maxAttemptsPerTick?: number;
   providerTimeoutMs?: number;
   providerUrl: string;
 }
@@ -52,7 +51,7 @@ export async function startInstances(ctx: DialectContext, n: number, o: Instance
     }, systemClock, silentLogger);
     const concurrency = o.concurrency ?? 8;
     const settings: ExecutorSettings = {
-      tickBudgetMs: 1_000, maxAttemptsPerTick: o.maxAttemptsPerTick ?? 1_000, concurrency,
+      tickBudgetMs: 1_000, concurrency,
       providerTimeoutMs: o.providerTimeoutMs ?? 2_000, reconcileIntervalMs: 60_000,
       refresh: { intervalMs: o.refreshMs ?? 100, pageSize: o.pageSize ?? 100, commitGraceMs: o.graceMs ?? 500 },
       startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)),

@@ -45,6 +45,21 @@ describe.each(executorDialects)('tick hand-off and due notices: $name', (dialect
     await noStaleWrites(b);
   });
 
+  it('completions the settler writes between ticks count in the next tick\'s summary (issue 22 item 7)', async () => {
+    const b = await buildExecutor(ctx, { providerUrl: provider.url });
+    provider.answer = () => ({ status: 200, delayMs: 1_500 }); // outlives the tick: carried, written after it
+    const id = (await submit(b.stores)).intentId;
+    const first = await b.executor.tick(1_000);
+    expect(first).toMatchObject({ role: 'leader', started: 1, succeeded: 0 });
+    const t0 = Date.now(); // written between the ticks, by the settler
+    while ((await intent(id)).status !== 'succeeded' && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
+    expect((await intent(id)).status).toBe('succeeded');
+    const second = await b.executor.tick(200);
+    expect(second).toMatchObject({ role: 'leader', started: 0, succeeded: 1 });
+    expect((await b.executor.tick(200)).succeeded).toBe(0); // counted once
+    await noStaleWrites(b);
+  });
+
   it('a call carried into the next tick counts against its concurrency and is written there', async () => {
     const b = await buildExecutor(ctx, { providerUrl: provider.url, concurrency: 1 });
     provider.answer = () => ({ status: 200, delayMs: 700 });

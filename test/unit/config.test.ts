@@ -49,7 +49,13 @@ describe('defaults (empty environment)', () => {
     expect(c.lease.renewIntervalMs + c.lease.safetyMarginMs).toBeLessThan(c.lease.durationMs);
     expect(c.executor.tickBudgetMs + c.lease.safetyMarginMs).toBeLessThan(c.lease.durationMs);
     expect(c.schedule.commitGraceMs).toBeGreaterThan(c.db.statementTimeoutMs);
-    expect(c.executor.concurrency).toBeLessThanOrEqual(c.executor.maxAttemptsPerTick);
+    expect(c.ignoredSettings).toEqual([]);
+  });
+
+  it('EXECUTOR_MAX_ATTEMPTS_PER_TICK is accepted (old app settings still start) and named as ignored', () => {
+    const x = loadConfig({ EXECUTOR_MAX_ATTEMPTS_PER_TICK: '10', EXECUTOR_CONCURRENCY: '20' });
+    expect(x.ignoredSettings).toEqual(['EXECUTOR_MAX_ATTEMPTS_PER_TICK']);
+    expect(x.executor.concurrency).toBe(20);
   });
 
   it('explicit values are used', () => {
@@ -107,8 +113,6 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['COMMIT_GRACE_MS == DB_STATEMENT_TIMEOUT_MS', { COMMIT_GRACE_MS: '3000' }, ['COMMIT_GRACE_MS', 'DB_STATEMENT_TIMEOUT_MS']],
     ['COMMIT_GRACE_MS < DB_STATEMENT_TIMEOUT_MS', { COMMIT_GRACE_MS: '1000', DB_STATEMENT_TIMEOUT_MS: '2000' }, ['COMMIT_GRACE_MS', 'DB_STATEMENT_TIMEOUT_MS']],
     ['retry base > max', { RETRY_BASE_DELAY_MS: '5000', RETRY_MAX_DELAY_MS: '1000' }, ['RETRY_BASE_DELAY_MS', 'RETRY_MAX_DELAY_MS']],
-    ['concurrency > max attempts per tick', { EXECUTOR_CONCURRENCY: '20', EXECUTOR_MAX_ATTEMPTS_PER_TICK: '10' },
-      ['EXECUTOR_CONCURRENCY', 'EXECUTOR_MAX_ATTEMPTS_PER_TICK']],
     ['timer period longer than the lease allows (every 5 min, 60 s lease)', { EXECUTOR_SCHEDULE: '0 */5 * * * *' },
       ['EXECUTOR_SCHEDULE', 'LEASE_RENEW_INTERVAL_MS', 'LEASE_SAFETY_MARGIN_MS', 'LEASE_DURATION_MS']],
     ['period + renew + margin == duration (30 + 25 + 5 s)', { EXECUTOR_SCHEDULE: '*/30 * * * * *', LEASE_RENEW_INTERVAL_MS: '25000' },
@@ -116,7 +120,7 @@ describe('bad settings are rejected with a ConfigError naming the setting(s)', (
     ['short lease with the default 10 s timer', { LEASE_DURATION_MS: '3000', LEASE_RENEW_INTERVAL_MS: '1000', EXECUTOR_TICK_BUDGET_MS: '500', PROVIDER_TIMEOUT_MS: '1000' },
       ['EXECUTOR_SCHEDULE', 'LEASE_DURATION_MS']],
     ['concurrency above the provider pool', { EXECUTOR_CONCURRENCY: '257' }, ['EXECUTOR_CONCURRENCY', 'PROVIDER_POOL_CONNECTIONS']],
-    ['concurrency far above the provider pool', { EXECUTOR_CONCURRENCY: '100000', EXECUTOR_MAX_ATTEMPTS_PER_TICK: '100000' },
+    ['concurrency far above the provider pool', { EXECUTOR_CONCURRENCY: '100000' },
       ['EXECUTOR_CONCURRENCY', 'PROVIDER_POOL_CONNECTIONS']],
     ['a database pool smaller than the leader needs at once', { DB_POOL_MAX: '2' }, ['DB_POOL_MAX']],
     ['5-field cron', { EXECUTOR_SCHEDULE: '*/10 * * * *' }, ['EXECUTOR_SCHEDULE']],

@@ -1,0 +1,111 @@
+// Issue 22 item 1: a leader keeps its refresh cadence and keeps executing from tick to tick, whatever ends a tick.
+// With DUE_NOTICES=off (SQL Server's situation), an intent submitted through a follower reaches the provider within
+// a refresh interval (plus slack for a loaded machine) though no further tick runs: after an invocation that ends
+// (a late or skipped next occurrence), and when EXECUTOR_MAX_ATTEMPTS_PER_TICK (now ignored) would have ended the
+// tick, and when a reconcile is still reading pages at the end of a tick. Before, nothing refreshed between
+// ticks: these intents waited for the next occurrence (here: forever).
+import { afterEach, describe, expect, it } from 'vitest';
+import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { useDialectWithProvider } from '../support/dialectFixture.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import { startApps, submitVia, testConfig } from '../support/apps.js';
+import type { App } from '../../src/app.js';
+import { submit } from '../support/instances.js';
+import { buildExecutor } from '../support/executorHarness.js';
+import { withReplyFaults } from '../support/replyFaults.js';
+
+/** testConfig's refresh interval; the bound allows a loaded 2-core machine a few intervals more. */
+const REFRESH_MS = 100;
+const BOUND_MS = REFRESH_MS + 1_900;
+
+describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect) => {
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  let apps: App[] = [];
+  useDialectWithProvider(dialect, (fresh, started) => {
+    ctx = fresh;
+    provider = started;
+  });
+  afterEach(async () => { // (before the fixture's: hooks run as a stack)
+    for (const a of apps) await a.close();
+    apps = [];
+  });
+
+  /** A leader (first app, after one timer tick: acquired and rebuilt) and a follower to submit through. */
+  async function cluster(env: Record<string, string> = {}) {
+    apps = await startApps(ctx, 2, testConfig(provider.url, { DUE_NOTICES: 'off', ...env }));
+    const [leader, follower] = apps as [App, App];
+    const first = await leader.executor.tick(300, true); // as the timer calls it: a next tick follows
+    expect(first).toMatchObject({ role: 'leader', stopReason: 'deadline' });
+    return { leader, follower };
+  }
+
+  const sent = (ids: string[]) => (calls: { intentId: string }[]) => ids.every((id) => calls.some((c) => c.intentId === id));
+
+  it('late or skipped occurrence: with no tick running, a follower-submitted intent is sent within a refresh interval', async () => {
+    const { leader, follower } = await cluster();
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 300)); // the next occurrence has not come (late, or skipped)
+      const t0 = Date.now();
+      const id = await submitVia(follower, { late: i });
+      await provider.waitFor(sent([id]), BOUND_MS);
+      expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - t0).toBeLessThanOrEqual(BOUND_MS);
+    }
+    expect(leader.lease.requireLeader()).not.toBeNull();
+    // The work done between ticks is in the next tick's summary.
+    const next = await leader.executor.tick(100, true);
+    expect(next).toMatchObject({ role: 'leader', started: 3, succeeded: 3 });
+    expect(next.refreshes).toBeGreaterThan(0);
+  });
+
+  it('EXECUTOR_MAX_ATTEMPTS_PER_TICK (ignored now) does not leave the leader idle: a burst past it is sent at once', async () => {
+    const { follower } = await cluster({ EXECUTOR_MAX_ATTEMPTS_PER_TICK: '8' });
+    const t0 = Date.now();
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push(await submitVia(follower, { burst: i }));
+    await provider.waitFor(sent(ids), BOUND_MS + 1_000);
+    const last = Math.max(...ids.map((id) => provider.calls.find((c) => c.intentId === id)!.arrivedAt));
+    expect(last - t0).toBeLessThanOrEqual(BOUND_MS + 1_000);
+    expect(new Set(provider.calls.map((c) => c.intentId)).size).toBe(provider.calls.length); // each sent once
+  });
+
+  it('the next tick takes over from the bridge: nothing is sent twice, calls in flight are carried', async () => {
+    const { leader, follower } = await cluster();
+    provider.answer = () => ({ status: 200, delayMs: 400 });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push(await submitVia(follower, { carried: i }));
+    await provider.waitFor((calls) => calls.length >= 2, BOUND_MS); // started by the bridge
+    const next = await leader.executor.tick(800, true); // takes over while calls are in flight
+    expect(next.role).toBe('leader');
+    await provider.waitFor(sent(ids), 5_000);
+    await leader.executor.drain();
+    const attempts = await ctx.attemptRows();
+    expect(attempts.map((a) => a.outcome).sort()).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    expect(provider.calls).toHaveLength(4);
+  });
+
+  it('a reconcile still reading pages when the tick ends: the leader goes on with it, and executes meanwhile', async () => {
+    const PAGE_MS = 400;
+    const slow = { on: false };
+    const b = await buildExecutor(ctx, { providerUrl: provider.url, reconcileMs: 200, leaseMs: 10_000, wrapStore: (st) => ({
+      ...withReplyFaults(st, {}),
+      async loadScheduled(a, l) {
+        if (slow.on) await new Promise((r) => setTimeout(r, PAGE_MS));
+        return st.loadScheduled(a, l);
+      },
+    }) });
+    const future = new Date(Date.now() + 3_600_000);
+    for (let i = 0; i < 2_100; i += 100) { // 3 reconcile pages of 1 000
+      await Promise.all(Array.from({ length: Math.min(100, 2_100 - i) }, (_, k) => submit(b.stores, { k: i + k }, { notBefore: future })));
+    }
+    expect(await b.executor.tick(300, true)).toMatchObject({ role: 'leader', rebuilt: true });
+    slow.on = true;
+    expect(await b.executor.tick(500, true)).toMatchObject({ role: 'leader', stopReason: 'deadline' });
+    expect(b.executor.refresher.reconciling).toBe(true); // the tick ended with the reconcile unfinished
+    const t0 = Date.now();
+    const id = (await submit(b.stores, { due: true })).intentId;
+    await provider.waitFor(sent([id]), PAGE_MS + BOUND_MS);
+    expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - t0).toBeLessThanOrEqual(PAGE_MS + BOUND_MS);
+    await b.executor.drain();
+  });
+});
