@@ -90,7 +90,14 @@ export class Executor {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
     this.cadence = new RefreshCadence({ refreshIntervalMs: settings.refresh.intervalMs, reconcileIntervalMs: settings.reconcileIntervalMs });
     this.between = emptySummary(lease.holderId);
-    lease.holdReleaseWhile(() => this.inFlight.size > 0 || this.completions.size > 0);
+    lease.holdReleaseWhile(() => this.inFlight.size > 0 || this.completions.size > 0, async (token) => {
+      try {
+        await this.completions.flush(this.store, token, (batch, rows) => countCompleted(this.between, batch, rows));
+      } catch (e) {
+        this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e),
+          pending: this.completions.size }, 'completions not written under our unseen epoch; its row is kept');
+      }
+    });
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
     lease.onChange((c) => {
       if (c.kind === 'lost') {

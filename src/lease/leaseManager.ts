@@ -59,6 +59,8 @@ export class LeaseManager implements LeaderGate {
   private deferred: Dropped[] = [];
   /** True while results (provider calls, completions) are unwritten: no row is released then, not even on shutdown. */
   private unwritten: () => boolean = () => false;
+  /** Writes what is unwritten under a token of ours (an unseen epoch, before it is handed back); must not throw. */
+  private writeUnder: (token: LeaseToken) => Promise<void> = async () => {};
   /** A renew on the wire: the deadline timer leaves the decision to it. The gate is closed meanwhile (requireLeader
    *  is past the deadline); a success counts from its send time, which is before the deadline, so it is safe. */
   private renewing: Held | null = null;
@@ -125,8 +127,9 @@ export class LeaseManager implements LeaderGate {
 
   /** Set once by the executor: while `unwritten()` is true, no row is released (neither after a step-down nor by
    *  release()). Results are written under the fence first; only a refused fence loses them. */
-  holdReleaseWhile(unwritten: () => boolean): void {
+  holdReleaseWhile(unwritten: () => boolean, writeUnder: (token: LeaseToken) => Promise<void> = async () => {}): void {
     this.unwritten = unwritten;
+    this.writeUnder = writeUnder;
   }
 
   /** Status for /readyz and /lease: what this instance believes (its database view is in the store). */
@@ -235,10 +238,15 @@ export class LeaseManager implements LeaderGate {
    *  committed. No token of that epoch ever existed here, so nothing was (or can be) written under it: hand it back,
    *  conditional on that epoch, so that we (or anyone) acquire at once instead of after its expiry. Adopting it instead
    *  would need a local deadline counted from the lost statement's arrival, which we cannot bound from here.
-   *  Without a lost reply such a row is another process with our holder id (misconfigured): left alone. */
+   *  Without a lost reply such a row is another process with our holder id (misconfigured): left alone.
+   *  Results of an earlier epoch still unwritten are written under it first (the fence makes that safe: nobody else
+   *  held that epoch); while any stay unwritten the row is kept (released at a later try, or it expires), since
+   *  another instance acquiring in the gap would recover their attempts and send them again. */
   private async releaseUnseenAcquire(current: LeaseRow | null): Promise<boolean> {
     if (!this.acquireUnseen || !current || current.holderId !== this.settings.holderId || current.leaseEpoch <= this.knownEpoch) return false;
     const token = { leaseName: current.leaseName, holderId: current.holderId, leaseEpoch: current.leaseEpoch };
+    if (this.unwritten()) await this.writeUnder(token);
+    if (this.unwritten()) return false;
     const released = await this.store.release(token);
     this.log.warn({ event: 'leader_unseen_acquire_released', holder_id: token.holderId, lease_epoch: token.leaseEpoch, released },
       'an acquire of ours committed but its reply was lost: that epoch was never used and is handed back');

@@ -53,4 +53,62 @@ describe.each(dialects)('acquire with a lost reply: $name', (dialect) => {
       await stores.close();
     }
   });
+
+  it('results of an earlier epoch are written under the unseen epoch before it is handed back: no re-send by an instance acquiring in the gap', async () => {
+    const stores = await t.ctx.openStores({ poolMax: 4 });
+    const flags = { failComplete: true, loseAcquire: false, raceOnRelease: false };
+    const realAcquire = stores.lease.tryAcquire.bind(stores.lease);
+    stores.lease.tryAcquire = async (...args) => {
+      const out = await realAcquire(...args);
+      if (flags.loseAcquire) {
+        flags.loseAcquire = false;
+        throw new StoreError('transient', 'Query read timeout (reply lost after commit)', 'ETIMEDOUT');
+      }
+      return out;
+    };
+    let b: Built | null = null;
+    const realRelease = stores.lease.release.bind(stores.lease);
+    stores.lease.release = async (token) => {
+      const released = await realRelease(token);
+      if (flags.raceOnRelease && released) await b!.executor.tick(300); // another instance acquires in the gap
+      return released;
+    };
+    let a: Built | null = null;
+    try {
+      a = await buildExecutor(t.ctx, { providerUrl: t.provider.url, stores, leaseMs: 2_000, holderId: 'A', wrapStore: (store) => ({
+        rebuildStart: (...x) => store.rebuildStart(...x), loadScheduled: (...x) => store.loadScheduled(...x),
+        refreshPage: (...x) => store.refreshPage(...x), fencedRecoverOrphans: (...x) => store.fencedRecoverOrphans(...x),
+        fencedStartAttempts: (...x) => store.fencedStartAttempts(...x),
+        fencedCompleteAttempts: async (...x) => {
+          if (flags.failComplete) throw new StoreError('transient', 'complete failed (test)', 'ECONNRESET');
+          return store.fencedCompleteAttempts(...x);
+        },
+      }) });
+      b = await buildExecutor(t.ctx, { providerUrl: t.provider.url, leaseMs: 2_000, holderId: 'B' });
+      const id = (await submit(stores, { p: 1 })).intentId;
+      // Epoch A#1 sends the intent (2xx) but cannot write its completion: carried, the row kept until it expires.
+      expect((await a.executor.tick(300)).leaseEpoch).toBe(1);
+      await t.provider.waitFor((c) => c.some((x) => x.intentId === id), 5_000);
+      await sleep(2_300); // A#1 expired; the settler's writes under epoch 1 can only be refused from now on
+      flags.failComplete = false;
+      flags.loseAcquire = true;
+      expect((await a.executor.tick(300)).role).toBe('follower'); // A#2 committed, its reply lost
+      flags.raceOnRelease = true;
+      await a.executor.tick(300); // A finds its unseen A#2 and hands it back; B acquires at once
+      flags.raceOnRelease = false;
+      for (let i = 0; i < 3; i++) await b.executor.tick(300);
+      const events = (await stores.lease.listEvents(LEASE_NAME)).map((e) => `${e.event} ${e.holderId}#${e.leaseEpoch}`);
+      const calls = t.provider.calls.filter((x) => x.intentId === id).map((x) => `${x.attemptNo}@${x.leaseEpoch}`);
+      // Before: the 2xx was written only at A's next epoch, which B took first: B abandoned attempt 1 and sent it again.
+      expect(calls, events.join(', ')).toEqual(['1@1']);
+      expect((await t.ctx.intentRows()).find((r) => r.intentId === id)!.status).toBe('succeeded');
+      expect(events).toContain('acquired B#3');
+    } finally {
+      await b?.executor.drain();
+      await a?.executor.drain(Date.now() + 2_000);
+      await b?.lease.release();
+      await b?.stores.close();
+      await stores.close();
+    }
+  }, 30_000);
 });
