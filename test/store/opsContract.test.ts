@@ -142,7 +142,7 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
 
     const batches: { intents: number; attempts: number }[] = [];
     for (;;) {
-      const out = await s.ops.fencedPurgeTerminal(token, horizonMs, 10);
+      const out = await s.ops.fencedPurgeTerminal(token, horizonMs, 10, 30_000); // capped (the maintenance slice): same result
       if (out.kind !== 'ok') throw new Error('lease lost');
       batches.push(out.value);
       if (out.value.intents < 10) break;
