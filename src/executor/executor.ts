@@ -28,6 +28,7 @@ import type { LeaseToken } from '../store/ports.js';
 import { emptySummary, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 import { NO_OPS, type ExecutorOps } from './executorOps.js';
 import { Batch } from './batch.js';
+import { TickBridge } from './tickBridge.js';
 import type { ProviderGuard } from '../provider/guard.js';
 import { CompletionBuffer, countCompleted } from './completions.js';
 import { InFlightCalls } from './inFlight.js';
@@ -56,10 +57,8 @@ export class Executor {
   /** Provider calls in flight, kept across ticks of this process. */
   readonly inFlight = new InFlightCalls();
   private batch: Batch | null = null;
-  /** The batch running between two timer ticks (null: none), and the promise of its end. */
-  private bridge: { batch: Batch; ended: Promise<void> } | null = null;
-  /** A tick is taking over from the bridge: it stops ('next_tick'). */
-  private tickWaiting = false;
+  /** The batch running between two timer ticks. */
+  private readonly bridge: TickBridge;
   /** Counts of the work done between ticks (bridge, settler), added to the next tick's summary. */
   private readonly between: TickSummary;
   /** The task writing unwritten results between ticks (drain awaits it), and the newest token this process led
@@ -90,6 +89,7 @@ export class Executor {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
     this.cadence = new RefreshCadence({ refreshIntervalMs: settings.refresh.intervalMs, reconcileIntervalMs: settings.reconcileIntervalMs });
     this.between = emptySummary(lease.holderId);
+    this.bridge = new TickBridge(lease, log);
     lease.holdReleaseWhile(() => this.inFlight.size > 0 || this.completions.size > 0, async (token) => {
       try {
         await this.completions.flush(this.store, token, (batch, rows) => countCompleted(this.between, batch, rows));
@@ -148,7 +148,7 @@ export class Executor {
       stop.abort();
     };
     await bounded(this.running);
-    await bounded(this.bridge?.ended); // a bridge sees the stop request and closes like a tick
+    await bounded(this.bridge.ended()); // a bridge sees the stop request and closes like a tick
     await bounded(this.inFlight.settled()); // calls carried past the last tick
     if (this.settlerToken && (this.inFlight.size > 0 || this.completions.size > 0)) this.settle(this.settlerToken);
     await bounded(this.settler); // … and the writes of their completions
@@ -164,7 +164,7 @@ export class Executor {
   }
 
   private async runTick(budgetMs: number, nextTickFollows: boolean): Promise<TickSummary> {
-    await this.endBridge();
+    await this.bridge.handOver();
     const t0 = this.clock.nowMs();
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
@@ -194,46 +194,19 @@ export class Executor {
       lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
       random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
       guard: this.guard, inFlight: this.inFlight, renews: !bridge,
-      stopRequested: () => (this.draining ? 'draining' : bridge && this.tickWaiting ? 'next_tick' : null),
+      stopRequested: () => (this.draining ? 'draining' : bridge ? this.bridge.stopRequest() : null),
     }, token, budgetEnd, sum);
   }
 
-  /** BRIDGE: between two timer ticks the leader goes on refreshing and executing (its counts go to `between`),
-   *  until the next tick takes over, the local lease deadline (it does not renew), or any other stop reason. */
+  /** BRIDGE (tickBridge.ts): between two timer ticks the leader goes on refreshing and executing; its counts go to
+   *  `between`, the next tick's summary. */
   private startBridge(token: LeaseToken): void {
-    const releaseDeferred = this.lease.deferRelease();
     const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.between, true);
     this.batch = batch;
-    const ended = (async () => {
-      try {
-        const reason = await batch.run();
-        if (reason !== 'next_tick') this.log.info({ event: 'bridge_ended', holder_id: token.holderId, lease_epoch: token.leaseEpoch, stop_reason: reason },
-          'the leader stopped executing between ticks');
-      } catch (e) {
-        this.log.error({ event: 'executor_sql_error', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
-          'executor stopped on SQL error');
-        this.lease.drop('sql_error', e);
-      } finally {
-        if (this.batch === batch) this.batch = null;
-        this.bridge = null;
-        if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
-        await releaseDeferred();
-      }
-    })();
-    this.bridge = { batch, ended };
-  }
-
-  /** A tick begins: the bridge closes (its calls carried, its completions written) before anything else runs. */
-  private async endBridge(): Promise<void> {
-    const bridge = this.bridge;
-    if (!bridge) return;
-    this.tickWaiting = true;
-    try {
-      bridge.batch.interrupt();
-      await bridge.ended;
-    } finally {
-      this.tickWaiting = false;
-    }
+    this.bridge.start(token, batch, () => {
+      if (this.batch === batch) this.batch = null;
+      if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
+    });
   }
 
   /** Unwritten results between ticks — calls carried past a tick, completions a tick could not write — are
