@@ -3,6 +3,7 @@
 // rows it will change are read FOR UPDATE first (the decision), changed by primary key, and read back. Batches
 // travel as one JSON parameter read with JSON_TABLE (wrapped in a derived table: MariaDB cannot join a table
 // function in a multi-table UPDATE), plus a redundant `intent_id IN (…)` so each batch is found by primary key.
+// Intents are locked in id order, as the redrive locks them (no deadlock between the two).
 // last_modified_at is always strictly newer than the previous value, so "newer state wins" in the schedule.
 import type {
   AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
@@ -73,6 +74,7 @@ const START_PICK = `
 SELECT i.intent_id FROM submission_intents AS i JOIN ${START_REQ} AS r ON i.intent_id = r.intent_id
  WHERE i.intent_id IN (?) AND i.attempt_count = r.expected AND i.status = 'scheduled' AND i.next_attempt_at <= ${NOW}
    AND ${BUDGET.mayStart('i')}
+ ORDER BY i.intent_id
  FOR UPDATE`;
 
 const START_UPDATE = `
@@ -107,6 +109,7 @@ UPDATE submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.inten
 const COMPLETE_PICK = `
 SELECT i.intent_id FROM submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
  WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
+ ORDER BY i.intent_id
  FOR UPDATE`;
 
 const COMPLETE_UPDATE = `

@@ -1,7 +1,9 @@
-// MySQL / MariaDB RedriveStore: one transaction — pick (FOR UPDATE, oldest failure first), move, record.
-// FOR UPDATE (not SKIP LOCKED): a concurrent redrive or purge of the same row is waited for, then the
-// `status = 'failed'` predicate is re-checked on the latest committed row (a locking read under READ
-// COMMITTED), so each failure is redriven at most once.
+// MySQL / MariaDB RedriveStore: one transaction — pick, lock, move, record. The candidates (oldest failure
+// first) are read without locks, then locked by primary key in id order with `status = 'failed'` re-checked on
+// the latest committed row (a locking read under READ COMMITTED): a concurrent redrive or purge of the same row
+// is waited for, so each failure is redriven at most once, and no unrelated row is ever locked on the way (a
+// locking scan of the filter would lock the rows it passes, in its own order, against the executor's batches,
+// which also lock intents in id order: found as deadlocks in the live-executor redrive test).
 import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from '../redrivePorts.js';
 import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
 import { dbTimeOrNull, type MyDatabase } from './db.js';
@@ -17,8 +19,9 @@ SELECT intent_id FROM submission_intents
    AND (? IS NULL OR last_modified_at < CAST(? AS DATETIME(6)))
    AND (? IS NULL OR LOCATE(LOWER(?), LOWER(last_error)) > 0)
  ORDER BY last_modified_at, intent_id
- LIMIT ?
- FOR UPDATE`;
+ LIMIT ?`;
+
+const LOCK = `SELECT intent_id FROM submission_intents WHERE intent_id IN (?) AND status = 'failed' ORDER BY intent_id FOR UPDATE`;
 
 // Assignments read only constants, their own column and attempt_count (never assigned here): order-independent.
 const MOVE = `
@@ -37,9 +40,10 @@ export class MysqlRedriveStore implements RedriveStore {
     const to = dbTimeOrNull(q.failedTo);
     return this.db.transaction(async (tx) => {
       const now = (await tx.query<{ t: Date; text: string }>(`SELECT ${NOW} AS t, ${utcText(NOW)} AS text`)).rows[0]!;
-      const picked = (await tx.query<{ intent_id: string }>(pick(ids), [
+      const candidates = (await tx.query<{ intent_id: string }>(pick(ids), [
         ...(ids && ids.length > 0 ? [ids] : []), from, from, to, to, q.errorContains, q.errorContains, q.limit,
       ])).rows.map((r) => r.intent_id);
+      const picked = candidates.length === 0 ? [] : (await tx.query<{ intent_id: string }>(LOCK, [candidates])).rows.map((r) => r.intent_id);
       let moved: RedrivenDbRow[] = [];
       if (picked.length > 0) {
         await tx.query(MOVE, [now.text, now.text, picked]);
