@@ -3,12 +3,14 @@
 // a refresh interval (plus slack for a loaded machine) though no further tick runs: after an invocation that ends
 // (a late or skipped next occurrence), and when EXECUTOR_MAX_ATTEMPTS_PER_TICK (now ignored) would have ended the
 // tick, and when a reconcile is still reading pages at the end of a tick. Before, nothing refreshed between
-// ticks: these intents waited for the next occurrence (here: forever).
+// ticks: these intents waited for the next occurrence (here: forever). A handover requested between ticks is read
+// by the leader at its next refresh; it releases, and execution resumes at the next tick elsewhere.
 import { afterEach, describe, expect, it } from 'vitest';
 import { executorDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
-import { startApps, submitVia, testConfig } from '../support/apps.js';
+import { TEST_LEASE, request, startApps, submitVia, testConfig } from '../support/apps.js';
+import { releaseLeaseHandler } from '../../src/opsHandlers.js';
 import type { App } from '../../src/app.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor } from '../support/executorHarness.js';
@@ -107,5 +109,24 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     await provider.waitFor(sent([id]), PAGE_MS + BOUND_MS);
     expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - t0).toBeLessThanOrEqual(PAGE_MS + BOUND_MS);
     await b.executor.drain();
+  });
+
+  it('a handover requested while the leader is between ticks: it releases, and the next tick elsewhere executes within a tick + 1 s', async () => {
+    const { leader, follower } = await cluster();
+    const epoch = leader.lease.requireLeader()!.leaseEpoch;
+    const res = await releaseLeaseHandler(follower)(request('POST', '/api/ops/lease/release'));
+    expect(res.status).toBe(202);
+    const requestedAt = Date.now();
+    // The bridge reads the request at its next refresh (100 ms), finishes what runs and releases the row.
+    const t0 = Date.now();
+    while (leader.lease.requireLeader() && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
+    expect(leader.lease.requireLeader()).toBeNull();
+    const id = await submitVia(leader, { afterHandover: true });
+    await new Promise((r) => setTimeout(r, 300)); // the follower's next occurrence
+    expect(await follower.executor.tick(300, true)).toMatchObject({ role: 'leader', leaseEpoch: epoch + 1 });
+    await provider.waitFor(sent([id]), BOUND_MS);
+    expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - requestedAt).toBeLessThanOrEqual(600 + 1_000 + 1_000); // a tick (300 ms gap + 300 ms budget) + 1 s, + 1 s for a loaded machine
+    const events = await follower.stores.lease.listEvents(TEST_LEASE);
+    expect(events.find((e) => e.event === 'released' && e.leaseEpoch === epoch)).toBeTruthy(); // released, not expired
   });
 });
