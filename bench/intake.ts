@@ -33,7 +33,7 @@ interface Perf { rps: number; p50: number; p99: number }
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 export const BODY = JSON.stringify({ payload: { orderId: 42, note: 'benchmark intent' }, maxAttempts: 5 });
 const POOL = 10;
-export const QUIET = { EXECUTOR_SCHEDULE: '0 0 0 1 1 *', PROVIDER_URL: 'http://127.0.0.1:9/unused', INSTANCES: process.env.BENCH_INTAKE_INSTANCES ?? '1', DB_POOL_MAX: String(POOL) };
+export const QUIET = { TIMER_MODE: 'off', PROVIDER_URL: 'http://127.0.0.1:9/unused', INSTANCES: process.env.BENCH_INTAKE_INSTANCES ?? '1', DB_POOL_MAX: String(POOL) };
 
 export async function postAll(base: string, n: number, concurrency: number, body = BODY) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });

@@ -25,8 +25,9 @@ const localSchema = z.object({
   /** Where the pino JSON logs go: a file (default `.data/host.log`), or `-` / `stderr` for stderr. */
   LOG_FILE: z.string().trim().min(1).default('.data/host.log'),
   /** `singleton` (default, as the Functions host): each timer function runs on one instance at a time, the
-   *  holder of its listener lock. `every-instance`: every instance runs every timer (adversarial test mode). */
-  TIMER_MODE: z.enum(['singleton', 'every-instance']).default('singleton'),
+   *  holder of its listener lock. `every-instance`: every instance runs every timer (adversarial test mode).
+   *  `off`: HTTP functions only, as Flex's HTTP instance group (another process runs the timers; benchmarks). */
+  TIMER_MODE: z.enum(['singleton', 'every-instance', 'off']).default('singleton'),
   /** Storage for the listener locks (blob leases), as the Functions host uses it: set → shared by every process
    *  using it (locally Azurite: `UseDevelopmentStorage=true` after `npm run azurite`); unset → in-process locks. */
   AzureWebJobsStorage: z.string().trim().min(1).optional(),
@@ -45,7 +46,7 @@ export interface LocalSettings {
   demoProvider: { latencyMs: number; failureRate: number; verbose: boolean };
   /** null → stderr. */
   logFile: string | null;
-  timerMode: 'singleton' | 'every-instance';
+  timerMode: 'singleton' | 'every-instance' | 'off';
   /** AzureWebJobsStorage (a secret: never printed as is). */
   storage: string | null;
   hostId: string;

@@ -82,7 +82,8 @@ async function main(): Promise<void> {
     const timerOptions: TimerOptions = singleton && lockStore
       ? { mode: 'singleton', locks: { store: lockStore, settings: singleton }, print }
       : { mode: 'every-instance', print };
-    runner = startTimers(azf, instances, timers, sink, timerOptions);
+    // TIMER_MODE=off: no timer runs here (HTTP only), so no instance of this process ever leads.
+    runner = startTimers(azf, instances, local.timerMode === 'off' ? [] : timers, sink, timerOptions);
 
     const base = `http://127.0.0.1:${port}${routePrefix ? `/${routePrefix}` : ''}`;
     const provider = demo ? `demo provider on ${demo.url}` : `provider ${redactUrl(config.provider.url!)}`;
@@ -92,7 +93,8 @@ async function main(): Promise<void> {
       `timers: ${timers.map((t) => `${t.fn.name} "${t.schedule}"`).join(', ')}`);
     print(`  holder ids: ${instances.map((i) => `${i.label}=${i.holderId}`).join(', ')}; ` +
       `function key ${local.functionKey ? 'required' : 'not required'}; logs → ${sink.where} (LOG_LEVEL ${config.logLevel}); Ctrl-C stops`);
-    print(singleton && lockStore
+    print(local.timerMode === 'off' ? '  timer mode: off — HTTP functions only (TIMER_MODE=off, as Flex\'s HTTP instance group); no instance here leads'
+      : singleton && lockStore
       ? `  timer mode: singleton — each timer on one instance at a time, listener lock ${singleton.listenerLockPeriodMs / 1000} s, ` +
         `recovery poll ${singleton.listenerLockRecoveryPollingMs === null ? 'off' : `${singleton.listenerLockRecoveryPollingMs / 1000} s`}; locks: ${lockStore.where}`
       : '  timer mode: every-instance — every instance runs every timer (TIMER_MODE=every-instance, an adversarial test mode; Azure never does this)');

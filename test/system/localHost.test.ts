@@ -87,6 +87,20 @@ describe('local host on embedded PGlite', () => {
     expect(h.lines).toContain('[host] stopped');
   });
 
+  it('TIMER_MODE=off serves HTTP only (Flex\'s HTTP group): it accepts intents and never leads', async () => {
+    const dir = tmpDir('httponly');
+    dirs.push(dir);
+    const http = await start({ ...FAST_ENV, DATABASE_URL: `pglite:${dir}/db`, TIMER_MODE: 'off', INSTANCES: '2' });
+    expect(http.lines.some((l) => l.includes('timer mode: off'))).toBe(true);
+    const { status, intentId } = await postIntent(http.api, { order: 1 });
+    expect(status).toBe(201);
+    // Several timer periods pass: with timers on, one of the two instances would have led and executed it.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect((await readyz(http.api)).mode).toBe('follower');
+    expect(await intentStatus(http.api, intentId)).toBe('scheduled');
+    expect(http.lines.some((l) => /\] leader \(epoch/.test(l))).toBe(false);
+  });
+
   it('fails at start with exit code 2 and one line naming a bad setting', async () => {
     for (const [env, name] of [
       [{ PORT: 'seventy' }, 'PORT'],
