@@ -143,7 +143,7 @@ export class Batch {
     else if (requested) this.stop = requested;
     else if (ops.handoverRequest()) this.stop = 'handover';
     else if (!this.leading) this.stop = 'lease_lost';
-    else if (this.d.renews && lease.renewDue() && !(await lease.renew())) this.stop = 'lease_lost';
+    else if (this.d.renews && lease.renewDue() && !(await this.renewWriting())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
 
     const inFlight = this.d.inFlight;
@@ -267,8 +267,22 @@ export class Batch {
     const finished = work.then(() => (done = true), () => (done = true));
     while (!done) {
       await Promise.race([finished, this.d.clock.sleep(50)]);
-      if (!done && this.d.renews && this.stop !== 'sql_error' && this.leading && this.d.lease.renewDue()) await this.d.lease.renew();
+      if (!done && this.d.renews && this.stop !== 'sql_error' && this.leading && this.d.lease.renewDue()) await this.renewWriting();
     }
+  }
+
+  /** Renew, writing the completions that arrive meanwhile: a renew whose reply is late (lost, held until the client
+   *  deadline) must not hold back results the fence still accepts, or the row may expire first and the next leader
+   *  recover their attempts and send them again. Resolves with the renew's outcome (it never throws). */
+  private async renewWriting(): Promise<boolean> {
+    const renew = { done: false, ok: false };
+    const renewal = this.d.lease.renew().then((ok) => Object.assign(renew, { done: true, ok }), () => (renew.done = true));
+    while (!renew.done) {
+      if (!this.flushing && this.d.completions.size > 0) this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
+      const woke = new Promise<void>((r) => (this.wake = r)); // a finished call or flush
+      await Promise.race([renewal, woke]);
+    }
+    return renew.ok;
   }
 
   /** The batch simply ran out (deadline, the next tick took over) with leadership and the fence intact: calls in
