@@ -23,6 +23,7 @@ import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store
 import type { LeaseToken } from '../store/ports.js';
 import { countCompleted, type CompletionBuffer } from './completions.js';
 import type { InFlightCalls } from './inFlight.js';
+import type { StallWatch } from './stallWatch.js';
 import { callProvider } from './providerCall.js';
 import { aborted } from '../provider/retryPolicy.js';
 import type { DueEntry } from '../schedule/dueHeap.js';
@@ -48,6 +49,8 @@ export interface BatchDeps {
   completions: CompletionBuffer;
   /** Provider calls in flight, kept across ticks (counted against concurrency, awaited on a step-down). */
   inFlight: InFlightCalls;
+  /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
+  stalls: StallWatch;
   /** When to refresh, read a notice's tail, reconcile: one owner, kept across ticks and bridges. */
   cadence: RefreshCadence;
   /** Executor-level stop request (shutdown drain; 'next_tick': a bridge hands over to the tick that began). */

@@ -32,6 +32,7 @@ import { TickBridge } from './tickBridge.js';
 import type { ProviderGuard } from '../provider/guard.js';
 import { CompletionBuffer, countCompleted } from './completions.js';
 import { InFlightCalls } from './inFlight.js';
+import { StallWatch } from './stallWatch.js';
 import { DueNoticeListener, type DueNotices } from './dueNotices.js';
 
 export type { ExecutorSettings, TickSummary };
@@ -56,6 +57,7 @@ export class Executor {
   });
   /** Provider calls in flight, kept across ticks of this process. */
   readonly inFlight = new InFlightCalls();
+  private readonly stalls: StallWatch;
   private batch: Batch | null = null;
   /** The batch running between two timer ticks. */
   private readonly bridge: TickBridge;
@@ -87,6 +89,7 @@ export class Executor {
     readonly guard: ProviderGuard | null = null,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
+    this.stalls = new StallWatch(clock);
     this.cadence = new RefreshCadence({ refreshIntervalMs: settings.refresh.intervalMs, reconcileIntervalMs: settings.reconcileIntervalMs });
     this.between = emptySummary(lease.holderId);
     this.bridge = new TickBridge(lease, log);
@@ -193,7 +196,7 @@ export class Executor {
     return new Batch({
       lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
       random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
-      guard: this.guard, inFlight: this.inFlight, renews: !bridge,
+      guard: this.guard, inFlight: this.inFlight, stalls: this.stalls, renews: !bridge,
       stopRequested: () => (this.draining ? 'draining' : bridge ? this.bridge.stopRequest() : null),
     }, token, budgetEnd, sum);
   }

@@ -21,6 +21,7 @@ export async function callProvider(d: BatchDeps, token: LeaseToken, a: StartedAt
     return push(aborted(a, 'leadership lost before the provider call'));
   }
   const t = clock.nowMs();
+  const unwatch = d.stalls.watch();
   let result: ProviderResult;
   let durationMs = 0;
   try {
@@ -33,9 +34,15 @@ export async function callProvider(d: BatchDeps, token: LeaseToken, a: StartedAt
     // Not known whether the call went out: a retryable attempt, not an abort.
     result = { kind: 'retryable', httpStatus: null, error: `internal error: ${(e as Error).message}`, retryAfterMs: null };
   }
-  // A timeout or socket error that surfaced long after the call's own timeout is our stall, not the provider's
-  // failure: it must not open the breaker (a 1.5 s pause would otherwise stop every call for a cool-down).
-  const stalled = result.kind === 'retryable' && result.httpStatus === null && clock.nowMs() - t > timeoutMs + STALL_MS;
+  // A timeout or socket error that surfaced long after the call's own timeout, or after a call that ran for less
+  // than its timeout because this process stalled meanwhile (the timer fired on time after a pause), is our stall,
+  // not the provider's failure: it must not open the breaker (a short pause would otherwise stop every call for a
+  // cool-down: 30 s by default).
+  const elapsed = clock.nowMs() - t;
+  const lost = d.stalls.stalledMs(t, t + elapsed);
+  unwatch();
+  const stalled = result.kind === 'retryable' && result.httpStatus === null
+    && (elapsed > timeoutMs + STALL_MS || (lost > 0 && elapsed - lost < timeoutMs));
   if (stalled) d.guard?.onInconclusive();
   else d.guard?.onResult(result);
   push(decide(result, { ...a, durationMs }, a.contract.retry, random));

@@ -103,6 +103,41 @@ describe.each(executorDialects)('provider guard in the executor: $name', (dialec
     expect(b.executor.guard!.state().inFlight).toBe(0); // the slot was freed either way
   });
 
+  it('a timeout after a stall that ended before it (the pause ate the call\'s window; its timer fired on time) leaves the breaker closed', async () => {
+    // Campaign seed 210024 (azure): a 733 ms SIGSTOP while calls with an 800 ms timeout were out; they timed out on
+    // time after it, the breaker opened, and nothing was sent for its 30 s cool-down. Here the event loop is really
+    // blocked (as a pause blocks it) for all but 300 ms of the call's 2 s timeout; the answer takes longer than that.
+    const provider: RecordingProvider = t.provider;
+    provider.answer = () => ({ status: 200, delayMs: 3_000 });
+    const transitions: BreakerState[] = [];
+    let stalledOnce = false;
+    built = await buildExecutor(t.ctx, {
+      providerUrl: provider.url, concurrency: 1, leaseMs: 30_000,
+      guard: (clock) => new ProviderGuard({ ratePerSec: 0, maxInFlight: 1, breakerThreshold: 1, breakerCooldownMs: 60_000, retryAfterMaxMs: 0 },
+        clock, (s) => transitions.push(s)),
+      wrapProvider: (p) => ({
+        submit: (req, timeoutMs) => {
+          const call = p.submit(req, timeoutMs);
+          if (!stalledOnce) {
+            stalledOnce = true;
+            const end = performance.now() + timeoutMs - 300;
+            while (performance.now() < end); // the process stalls (nothing else runs), then resumes before the timeout
+          }
+          return call;
+        },
+      }),
+    });
+    await submit(built.stores, { p: 1 }, { maxAttempts: 3 });
+    const b = built;
+    await b.executor.tick(1_000);
+    await b.executor.inFlight.settled();
+    expect(b.executor.guard!.state().inFlight).toBe(0); // its slot was freed
+    await b.executor.tick(300); // writes the carried completion
+    expect(stalledOnce).toBe(true);
+    expect((await t.ctx.attemptRows()).find((r) => r.attemptNo === 1)?.outcome).toBe('retryable_error'); // it did time out
+    expect(transitions).toEqual([]); // before: ['open'] (the timeout surfaced on time, so it counted as the provider's)
+  });
+
   it('a 429 with Retry-After pauses every call, not only that intent', async () => {
     const provider: RecordingProvider = t.provider;
     let first = true;
