@@ -18,9 +18,11 @@ export type FlushOutcome = 'ok' | 'leaseLost' | 'empty';
 
 export class CompletionBuffer {
   /** `returnRows`: the one road back to the schedule for written rows (set once by the executor);
-   *  `onUnwritable`: a completion dropped because the database refuses it (log and count it). */
+   *  `onUnwritable`: a completion dropped because the database refuses it (log and count it);
+   *  `onRefused`: the fence refused `token` (that epoch ended): `kept` completions wait for a later epoch (log it). */
   constructor(private readonly returnRows: (rows: CompletedAttempt[]) => void = () => {},
-    private readonly onUnwritable: (c: AttemptCompletion, e: StoreError) => void = () => {}) {}
+    private readonly onUnwritable: (c: AttemptCompletion, e: StoreError) => void = () => {},
+    private readonly onRefused: (token: LeaseToken, kept: number) => void = () => {}) {}
 
   private pending: AttemptCompletion[] = [];
   /** Completions taken by the flush being written now (they count in `size` until written). */
@@ -97,6 +99,7 @@ export class CompletionBuffer {
       }
       if (res.kind === 'leaseLost') {
         this.pending.unshift(...group, ...groups.flat());
+        this.onRefused(token, this.pending.length);
         return 'leaseLost';
       }
       this.returnRows(res.value);

@@ -54,6 +54,9 @@ export class Executor {
     this.ops.completionUnwritable?.();
     this.log.error({ event: 'completion_unwritable', holder_id: this.lease.holderId, intent_id: c.intentId, attempt_no: c.attemptNo,
       outcome: c.outcome, sql_error: sqlErrorField(e) }, 'the database refuses this completion: dropped (orphan recovery closes its attempt)');
+  }, (token, kept) => {
+    this.log.warn({ event: 'completions_fence_refused', holder_id: token.holderId, lease_epoch: token.leaseEpoch, kept },
+      'the fence refused our completions (that epoch ended): kept for this process\'s next epoch; the next leader may send them again');
   });
   /** Provider calls in flight, kept across ticks of this process. */
   readonly inFlight = new InFlightCalls();

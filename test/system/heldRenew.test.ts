@@ -11,6 +11,8 @@ import { LEASE_NAME, submit } from '../support/instances.js';
 import { buildExecutor, intentRow, stalePairs, type Built } from '../support/executorHarness.js';
 import { until } from '../support/replyFaults.js';
 import { StoreError } from '../../src/store/ports.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { withReplyFaults } from '../support/replyFaults.js';
 
 const LEASE_MS = 2_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,4 +71,32 @@ describe.each(executorDialects)('a renew whose reply is held past the lease: $na
       await stores.close();
     }
   }, 30_000);
+
+  it('a result the fence refuses (its epoch expired meanwhile) is logged with that epoch and kept', async () => {
+    // The evidence a campaign checker (or an operator) reads: a re-send after a 2xx is excused only by this refusal.
+    const logs: Array<Record<string, unknown>> = [];
+    const logger = createLogger('info', { write: (s: string) => void logs.push(JSON.parse(s) as Record<string, unknown>) });
+    let failComplete = true;
+    let a: Built | null = null;
+    let b: Built | null = null;
+    try {
+      a = await buildExecutor(t.ctx, { providerUrl: t.provider.url, leaseMs: LEASE_MS, holderId: 'A', logger,
+        wrapStore: (s) => withReplyFaults(s, { fencedCompleteAttempts: () => (failComplete ? 'fail' : null) }) });
+      b = await buildExecutor(t.ctx, { providerUrl: t.provider.url, leaseMs: LEASE_MS, holderId: 'B', stores: a.stores });
+      await submit(a.stores, { p: 1 });
+      await a.executor.tick(500);
+      await until(() => t.provider.calls.length === 1 && a!.executor.completions.size === 1, 10_000, 'a 2xx left unwritten');
+      await sleep(LEASE_MS + 300); // A's row expires (kept, not released: a result is unwritten)
+      await until(async () => (await b!.executor.tick(300)).role === 'leader', 10_000, 'B leads');
+      failComplete = false; // A's settler reaches the database again: the fence refuses epoch 1
+      await until(() => logs.some((l) => l.event === 'completions_fence_refused'), 10_000, 'the refusal logged');
+      expect(logs.find((l) => l.event === 'completions_fence_refused')).toMatchObject({ holder_id: 'A', lease_epoch: 1, kept: 1 });
+      expect(a.executor.completions.size).toBe(1); // kept for A's next epoch
+    } finally {
+      await b?.executor.drain(b.clock.nowMs() + 2_000);
+      await a?.executor.drain(a.clock.nowMs() + 2_000);
+      await b?.lease.release();
+      await a?.stores.close();
+    }
+  }, 45_000);
 });
