@@ -41,6 +41,9 @@ export type { ExecutorSettings, TickSummary };
 const SETTLE_RETRY_MS = 100;
 const SETTLE_MAX_RETRY_MS = 1_000;
 
+/** How often a tick waiting for the bridge's hand-over checks whether a renew is due. */
+const HANDOVER_RENEW_POLL_MS = 50;
+
 export class Executor {
   /** The epoch whose schedule is complete (null: rebuild needed). */
   private epoch: number | null = null;
@@ -170,7 +173,7 @@ export class Executor {
   }
 
   private async runTick(budgetMs: number, nextTickFollows: boolean): Promise<TickSummary> {
-    await this.bridge.handOver();
+    await this.handOverRenewing();
     const t0 = this.clock.nowMs();
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
@@ -193,6 +196,22 @@ export class Executor {
       else if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
       await releaseDeferred();
     }
+  }
+
+  /** The bridge hands over to this tick; meanwhile the tick renews on time. The bridge never renews, and a bridge
+   *  write held up (a slow or lost reply waits up to the client deadline) must not let the lease run out behind it:
+   *  the next leader would send its 2xx again (campaign on 544d11c, every-instance: 18 re-sends). */
+  private async handOverRenewing(): Promise<void> {
+    if (!this.bridge.ended()) return;
+    let handed = false;
+    const handing = this.bridge.handOver().finally(() => (handed = true));
+    while (!handed) {
+      if (this.lease.requireLeader() && this.lease.renewDue()) await this.lease.renew();
+      const stop = new AbortController();
+      await Promise.race([handing, this.clock.sleep(HANDOVER_RENEW_POLL_MS, stop.signal).catch(() => {})]);
+      stop.abort();
+    }
+    await handing;
   }
 
   private newBatch(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridge: boolean): Batch {
