@@ -14,7 +14,7 @@ import { releaseLeaseHandler } from '../../src/opsHandlers.js';
 import type { App } from '../../src/app.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor } from '../support/executorHarness.js';
-import { withReplyFaults } from '../support/replyFaults.js';
+import { until, withReplyFaults } from '../support/replyFaults.js';
 
 /** testConfig's refresh interval; the bound allows a loaded 2-core machine a few intervals more. */
 const REFRESH_MS = 100;
@@ -54,7 +54,9 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
       expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - t0).toBeLessThanOrEqual(BOUND_MS);
     }
     expect(leader.lease.requireLeader()).not.toBeNull();
-    // The work done between ticks is in the next tick's summary.
+    // The work done between ticks is in the next tick's summary (once the last 2xx is written: an arrival at the
+    // provider is not yet a completion, and a loaded machine may be between the two).
+    await until(() => leader.executor.inFlight.size === 0 && leader.executor.completions.size === 0, 10_000, 'the bridge\'s completions written');
     const next = await leader.executor.tick(100, true);
     expect(next).toMatchObject({ role: 'leader', started: 3, succeeded: 3 });
     expect(next.refreshes).toBeGreaterThan(0);
