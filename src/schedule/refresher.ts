@@ -9,6 +9,9 @@ import type { Clock } from '../lease/clock.js';
 import type { ExecutionStore, RefreshCursor } from '../store/intentPorts.js';
 import { Schedule } from './schedule.js';
 
+
+/** The most rows a reconcile page reads (the schedule's refresh page size, if smaller). */
+export const RECONCILE_PAGE_MAX = 200;
 export interface RefreshSettings {
   pageSize: number;
   commitGraceMs: number;
@@ -86,7 +89,9 @@ export class ScheduleRefresher {
     const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
     const job = this.reconcile;
     if (!job) return { done: true, stats };
-    const pageSize = this.settings.pageSize; // (a refresh page: what execution waits for at most)
+    // Execution and the interval refresh wait for at most one reconcile page: smaller than a refresh page, so that
+    // a refresh due meanwhile stays within its interval (pickup p99 was 1.27 × refresh with 1 000-row pages).
+    const pageSize = Math.min(this.settings.pageSize, RECONCILE_PAGE_MAX);
     const rows = await this.store.loadScheduled(job.after, pageSize);
     if (job.gen !== this.generation || this.reconcile !== job) return { done: false, stats }; // reset meanwhile
     stats.pages = 1;
