@@ -91,7 +91,7 @@ describe('local host on embedded PGlite', () => {
     const dir = tmpDir('httponly');
     dirs.push(dir);
     const http = await start({ ...FAST_ENV, DATABASE_URL: `pglite:${dir}/db`, TIMER_MODE: 'off', INSTANCES: '2' });
-    expect(http.lines.some((l) => l.includes('timer mode: off'))).toBe(true);
+    await http.waitForLine(/timer mode: off/, 5_000); // printed just after the listening line startHost waits for
     const { status, intentId } = await postIntent(http.api, { order: 1 });
     expect(status).toBe(201);
     // Several timer periods pass: with timers on, one of the two instances would have led and executed it.
