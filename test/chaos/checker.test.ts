@@ -156,6 +156,22 @@ describe('issue 13: faults during which the lease stayed valid', () => {
     expect(checksOf(h)).toContain('resend_after_2xx');
   });
 
+  // Campaign on 2620eb3, every-instance seed 400005: the bridge does not renew, so the lease had 652 ms left when a
+  // 1 166-ms lock began 13 ms after a 2xx; the renew waited behind it, the lease expired, the next epoch was acquired
+  // as the lock ended, and the fence refused the leader's completion. Excused only when the lock outlasted the lease.
+  it('a 2xx sent again after a lease table lock that outlasted the lease (leaseValid false) → excused, counted', () => {
+    const base = clean();
+    const locked = leaseLock({ victim: 'h1', epochAtFault: 1, startedAt: 9_150, endedAt: 10_300, measureFrom: 9_150, leaseValid: false });
+    const h = withStartAt({ ...base, tickMs: 1_000, faults: [locked] }, 12_000);
+    const { violations, stats } = check(h);
+    expect(violations.map((x) => x.check)).toEqual([]);
+    expect(stats.resendsExcusedBy).toEqual({ lease_lock: 1 });
+    // The same lock with the lease still valid under it costs nothing: the leader keeps its result.
+    expect(checksOf({ ...h, faults: [{ ...locked, leaseValid: true }] })).toContain('resend_after_2xx');
+    // … nor may a lock whose expiry was not read (older histories) excuse anything.
+    expect(checksOf({ ...h, faults: [{ ...locked, leaseValid: undefined }] })).toContain('resend_after_2xx');
+  });
+
   // Found by a lease_lock-only run on a starved process: the provider answered 200 in 19 ms, the caller read it
   // only after its 800-ms timeout had fired (the attempt says timeout), and retried. Not a result thrown away.
   it('a 2xx the executor never read (attempt closed as a timeout) and its retry → no resend_after_2xx', () => {

@@ -3,13 +3,15 @@
 //    fence refused that leader's write: its epoch ended by expiry, never by its own release (a leader hands the row
 //    back only with its results written), while it could not keep the lease — it was killed or stopped, or cut off
 //    from the database (FENCE_EXCUSES) between a lease before the 2xx and the re-send. A leader that can reach the
-//    database (a lost reply, a locked lease table: the lease stays valid) keeps its results. A completion stalled on
-//    locked intent rows holds the fence's share lock on the lease row, so the leader's renewals wait behind it: with
+//    database (a lost reply, a locked lease table: the lease stays valid) keeps its results, unless the lock outlasted
+//    its lease (the injector reads the expiry under the lock: leaseValid false; its renew waited behind the lock).
+//    A completion stalled on locked intent rows holds the fence's share lock on the lease row, so the leader's renewals wait behind it: with
 //    the campaign's 2-s lease a stall past the settle window can cost the lease; counted apart (by excusing kind).
 //  - charged_not_sent: no intent fails with fewer provider arrivals than the attempts charged to it (every
 //    outcome but `aborted`), unless a process was killed or stopped while that attempt was out.
 import { answerLost, type AttemptRow, type History } from './history.js';
 import type { ProviderRecord } from './providerProcess.js';
+import type { FaultRecord } from './faults.js';
 
 export interface EffectStats {
   resendsAfter2xx: number;
@@ -26,6 +28,9 @@ const ok2xx = (p: ProviderRecord) => p.status >= 200 && p.status < 300;
 const FENCE_EXCUSES = new Set(['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'blackhole_long', 'renew_late', 'pg_restart',
   'complete_stall']);
 
+/** Did this fault cost its victim the lease? A lease table lock only when it outlasted the lease (see faults.ts). */
+const cutsOff = (f: FaultRecord) => FENCE_EXCUSES.has(f.kind) || (f.kind === 'lease_lock' && f.leaseValid === false);
+
 export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>, fail: (check: string, message: string) => void): EffectStats {
   const stats: EffectStats = { resendsAfter2xx: 0, resendsAfterFenceRefusal: 0, resendsExcusedBy: {}, chargedNotSent: 0, chargedNotSentKilled: 0 };
   const released = new Set(h.events.filter((e) => e.event === 'released').map((e) => e.epoch));
@@ -40,7 +45,7 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
     if (!got || !again) continue;
     const a = attemptByNo.get(`${key}#${got.attemptNo}`);
     const b = attemptByNo.get(`${key}#${again.attemptNo}`);
-    const cutOff = a === undefined ? undefined : h.faults.find((f) => FENCE_EXCUSES.has(f.kind) && (f.victim === null || f.victim === a.holderId)
+    const cutOff = a === undefined ? undefined : h.faults.find((f) => cutsOff(f) && (f.victim === null || f.victim === a.holderId)
       && f.startedAt <= again.arrivedAt && f.endedAt >= got.arrivedAt - h.leaseMs);
     if (cutOff && b !== undefined && a!.outcome !== 'succeeded' && b.epoch > a!.epoch && !released.has(a!.epoch)) {
       stats.resendsAfterFenceRefusal++;

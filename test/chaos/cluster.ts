@@ -108,7 +108,11 @@ export async function createChaosDb(): Promise<ChaosDb> {
   u.pathname = `/${name}`;
   const pool = new pg.Pool({ connectionString: u.toString(), max: 3, connectionTimeoutMillis: 5_000, application_name: 'chaos-runner' });
   pool.on('error', () => {}); // idle client killed (pg restart): the pool drops it
-  const sql: ChaosDb['sql'] = async (text, params) => (await pool.query(text, params)).rows as never[];
+  // Several statements in one text (one implicit transaction, e.g. a lock held while reading): their rows in order.
+  const sql: ChaosDb['sql'] = async (text, params) => {
+    const r: pg.QueryResult | pg.QueryResult[] = await pool.query(text, params);
+    return (Array.isArray(r) ? r.flatMap((x) => x.rows) : r.rows) as never[];
+  };
   return {
     name, url: u.toString(), sql, firstStartAfter: firstStartAfter(sql),
     async drop() {
