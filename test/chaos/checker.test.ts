@@ -238,6 +238,16 @@ describe('issue 20: writes that commit with their reply lost cost nothing', () =
     aborted.faults = unexplained.faults;
     aborted.attempts[2]!.outcome = 'aborted';
     expect(checksOf(aborted)).not.toContain('charged_not_sent');
+    // Cut off from the database while the attempt was out (its epoch expired, not released): the `aborted` could not
+    // pass the fence, and the next leader's orphan recovery charged it — allowed, counted apart (CI run, seed 2202).
+    const cutOff = withFailed(false);
+    cutOff.faults = [{ ...cutOff.faults[0]!, kind: 'proxy_blackhole' }];
+    expect(checksOf(cutOff)).not.toContain('charged_not_sent');
+    expect(check(cutOff).stats).toMatchObject({ chargedNotSent: 0, chargedNotSentKilled: 1 });
+    const cutOffReleased = withFailed(false); // … but not when its holder released that epoch itself
+    cutOffReleased.faults = cutOff.faults;
+    cutOffReleased.events.push({ seq: 5, epoch: 1, holderId: 'h1', event: 'released' });
+    expect(checksOf(cutOffReleased)).toContain('charged_not_sent');
   });
 
   it('a lost acquire reply (the lease left valid): leaderless for more than one tick + 1 s after it → lease_valid_resume', () => {

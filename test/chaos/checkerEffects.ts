@@ -8,7 +8,8 @@
 //    A completion stalled on locked intent rows holds the fence's share lock on the lease row, so the leader's renewals wait behind it: with
 //    the campaign's 2-s lease a stall past the settle window can cost the lease; counted apart (by excusing kind).
 //  - charged_not_sent: no intent fails with fewer provider arrivals than the attempts charged to it (every
-//    outcome but `aborted`), unless a process was killed or stopped while that attempt was out.
+//    outcome but `aborted`), unless a process was killed or stopped while that attempt was out, or the attempt was
+//    abandoned after its epoch expired while a fault cut its leader off (the fence refused its `aborted`).
 import { answerLost, type AttemptRow, type History } from './history.js';
 import type { ProviderRecord } from './providerProcess.js';
 import type { FaultRecord } from './faults.js';
@@ -59,8 +60,13 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
   }
 
   const arrived = new Set(h.provider.map((p) => `${p.key}#${p.attemptNo}`));
-  const outWhileStopped = (a: AttemptRow) => h.faults.some((f) => (f.kind === 'kill' || f.kind === 'stop' || f.kind === 'pause') && f.victim === a.holderId
-    && (a.startedAtMs ?? Number.NEGATIVE_INFINITY) <= f.endedAt && (a.finishedAtMs ?? Number.POSITIVE_INFINITY) >= f.startedAt);
+  // Killed or stopped while the attempt was out; or the attempt was abandoned by orphan recovery after its epoch
+  // expired (never released) while a fault cut its leader off: its `aborted` could not pass that epoch's fence, and
+  // orphan recovery charges what it cannot know about (the rule allows both, as resend_after_2xx allows a refusal).
+  const outWhileStopped = (a: AttemptRow) => h.faults.some((f) => (a.startedAtMs ?? Number.NEGATIVE_INFINITY) <= f.endedAt
+    && (a.finishedAtMs ?? Number.POSITIVE_INFINITY) >= f.startedAt
+    && (((f.kind === 'kill' || f.kind === 'stop' || f.kind === 'pause') && f.victim === a.holderId)
+      || (a.outcome === 'abandoned' && !released.has(a.epoch) && cutsOff(f) && (f.victim === null || f.victim === a.holderId))));
   const unsent = new Map<string, AttemptRow[]>();
   for (const a of h.attempts) {
     if (a.outcome === 'aborted' || arrived.has(`${a.intentId}#${a.attemptNo}`)) continue;
@@ -77,7 +83,7 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
     const charged = h.attempts.filter((a) => a.intentId === i.intentId && a.outcome !== 'aborted').length;
     fail('charged_not_sent', `intent ${i.intentId} failed with ${charged} attempt(s) charged but ${charged - never.length} sent: ` +
       never.map((a) => `#${a.attemptNo} (epoch ${a.epoch}, ${a.outcome}${a.error ? `: ${a.error}` : ''})`).join(', ') +
-      ' never reached the provider, and no process was killed or stopped while it was out');
+      ' never reached the provider, and no process was killed, stopped or cut off from its lease while it was out');
   }
   return stats;
 }
