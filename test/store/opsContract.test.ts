@@ -1,7 +1,7 @@
 // The OpsStore contract (execution control row, fenced retention purge), run unchanged against every dialect.
 // Retention is exercised with a small `olderThanMs` and real waiting, so no dialect-specific SQL ages rows.
 import { describe, expect, it } from 'vitest';
-import { dialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext, itWhere } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
@@ -166,7 +166,7 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
 
   // SQL Server: the retention purge's READPAST (+ READCOMMITTEDLOCK) must work with READ_COMMITTED_SNAPSHOT on and off;
   // the workflow runs this suite both ways — this pins that each job really runs the setting it names.
-  it.skipIf(dialect.name !== 'mssql')('SQL Server: the database runs READ_COMMITTED_SNAPSHOT as the suite asked (MSSQL_TEST_RCSI)', async () => {
+  itWhere(dialect.name === 'mssql')('SQL Server: the database runs READ_COMMITTED_SNAPSHOT as the suite asked (MSSQL_TEST_RCSI)', async () => {
     const [row] = await ctx.sql<{ rcsi: boolean }>('SELECT is_read_committed_snapshot_on AS rcsi FROM sys.databases WHERE database_id = DB_ID();');
     expect(Boolean(row!.rcsi)).toBe((process.env.MSSQL_TEST_RCSI ?? 'on').toLowerCase() !== 'off');
     expect(ctx.snapshotReads).toBe(Boolean(row!.rcsi));

@@ -1,7 +1,7 @@
 // One harness per SQL dialect, so the contract suites run unchanged against each (describe.each).
 // Every context gets its own schema (PostgreSQL) or database (SQL Server, MySQL), migrated.
 import { randomBytes } from 'node:crypto';
-import { inject } from 'vitest';
+import { inject, it } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import type { Fenced, LeaseToken } from '../../src/store/ports.js';
 import type { Stores } from '../../src/store/stores.js';
@@ -322,3 +322,7 @@ export const dialects: DialectHarness[] = [pglite, postgres, mssql, mysql];
 export const executorDialects = dialects.filter((d) => d.runsHere);
 /** Suites that hold a transaction open while others commit (late commits). */
 export const manySessionDialects = dialects.filter((d) => d.manySessions);
+
+
+/** `it` where the test applies to this dialect, else nothing registered (a dialect it cannot apply to is no skip). */
+export const itWhere = (applies: boolean): typeof it => (applies ? it : ((() => {}) as unknown as typeof it));

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import mysql from 'mysql2/promise';
+import { IN_CI } from '../support/pgServer.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EntraTokenSource } from '../../src/store/entraToken.js';
 import { bindTokenPassword, mysqlEntraPoolOptions } from '../../src/store/mysql/entraOptions.js';
@@ -56,6 +57,7 @@ describe('Entra token passwords on MariaDB (own server, TLS required)', () => {
   });
 
   it('keeps the pool serving across token rotations, with new connections on the new token', async (t) => {
+    if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
     if (skip) return t.skip(skip);
     const cred = rotatingCredential();
     const tokens = new EntraTokenSource(cred);
@@ -96,6 +98,7 @@ describe('Entra token passwords on MariaDB (own server, TLS required)', () => {
   });
 
   it('the app starts with the mysql settings shape (host, database, user, client id) and serves an intent', async (t) => {
+    if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
     if (skip) return t.skip(skip);
     await expectAppServes('mysql', server!.port, database, user, rotatingCredential());
   });

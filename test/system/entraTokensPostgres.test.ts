@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
+import { IN_CI } from '../support/pgServer.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EntraTokenSource } from '../../src/store/entraToken.js';
 import { openPgPool } from '../../src/store/postgres/db.js';
@@ -50,6 +51,7 @@ describe('Entra token passwords on PostgreSQL (own cluster, scram-sha-256 over T
   });
 
   it('keeps the pool serving across token rotations, with new connections on the new token', async (t) => {
+    if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
     if (skip) return t.skip(skip);
     const cred = rotatingCredential();
     const tokens = new EntraTokenSource(cred);
@@ -91,6 +93,7 @@ describe('Entra token passwords on PostgreSQL (own cluster, scram-sha-256 over T
   });
 
   it('the app starts with the postgresql settings shape (host, database, user, client id) and serves an intent', async (t) => {
+    if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
     if (skip) return t.skip(skip);
     await expectAppServes('postgresql', cluster!.port, 'sm', user, rotatingCredential());
   });
