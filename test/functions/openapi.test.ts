@@ -123,7 +123,10 @@ describe('OpenAPI document', () => {
     for (let i = 0; i < 10 && !provider.calls.some((c) => c.intentId === id); i++) {
       await runWithApp(leader, () => timer.handler({ isPastDue: false, schedule: { adjustForDST: false }, scheduleStatus: {} }, tctx()));
     }
-    expect((await call(follower, 'getIntent', { method: 'GET', path: `intents/${id}`, params: { id } })).json.status).toBe('succeeded');
+    // An arrival at the provider is not yet a written completion (it may be written between ticks): wait for it.
+    const statusOf = async () => (await call(follower, 'getIntent', { method: 'GET', path: `intents/${id}`, params: { id } })).json.status;
+    for (let end = Date.now() + 10_000; (await statusOf()) !== 'succeeded' && Date.now() < end;) await new Promise((r) => setTimeout(r, 50));
+    expect(await statusOf()).toBe('succeeded');
     expect((await call(follower, 'getIntent', { method: 'GET', path: 'intents/nope', params: { id: 'nope' } })).status).toBe(404);
     expect((await call(follower, 'getIntentAttempts', { method: 'GET', path: `intents/${id}/attempts`, params: { id } })).json.attempts).toHaveLength(1);
     expect((await call(follower, 'getIntentAttempts', { method: 'GET', path: 'intents/nope/attempts', params: { id: 'nope' } })).status).toBe(404);
