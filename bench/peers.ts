@@ -92,7 +92,7 @@ async function httpOnly(n: number, c: number): Promise<number> {
     const ids = Array.from({ length: n }, (_, i) => i);
     const t0 = performance.now();
     await pool(ids, c, async (i) => {
-      await http.submit({ intentId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, attemptNo: 1, leaseEpoch: 1, payload: { bench: true }, url: null }, 10_000);
+      await http.submit({ intentId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, attemptNo: 1, leaseEpoch: 1, payload: { bench: true }, url: null }, { timeoutMs: 10_000 });
     });
     return (n / (performance.now() - t0)) * 1000;
   } finally {

@@ -6,7 +6,8 @@ import type { AttemptCompletion, StartedAttempt } from '../store/intentPorts.js'
 import type { LeaseToken } from '../store/ports.js';
 import type { BatchDeps } from './batch.js';
 
-/** A provider call with less time than this before the lease deadline is not sent (aborted instead). */
+/** A provider call with less time than this before the lease deadline is not sent (aborted instead); one whose
+ *  request would be written with less than half of it left is dropped unsent by the HTTP client (a stall after the gate). */
 const MIN_CALL_MS = 100;
 /** A call that failed without an HTTP status this long past its own timeout ran while this process stalled. */
 const STALL_MS = 500;
@@ -14,7 +15,8 @@ const STALL_MS = 500;
 export async function callProvider(d: BatchDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const push = (c: AttemptCompletion) => d.completions.push({ ...c, attemptEpoch: token.leaseEpoch });
-  const timeoutMs = Math.min(s.providerTimeoutMs, lease.remainingMs());
+  const leaseLeftMs = lease.remainingMs();
+  const timeoutMs = Math.min(s.providerTimeoutMs, leaseLeftMs);
   if (!leading() || timeoutMs < MIN_CALL_MS) {
     d.ops.blockedNotLeader();
     d.guard?.release(1); // not sent: the permit goes back
@@ -27,7 +29,7 @@ export async function callProvider(d: BatchDeps, token: LeaseToken, a: StartedAt
   try {
     result = await d.provider.submit(
       { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
-      timeoutMs,
+      { timeoutMs, sendWithinMs: leaseLeftMs - MIN_CALL_MS / 2 },
     );
     durationMs = clock.nowMs() - t;
   } catch (e) {
@@ -41,6 +43,11 @@ export async function callProvider(d: BatchDeps, token: LeaseToken, a: StartedAt
   const elapsed = clock.nowMs() - t;
   const lost = d.stalls.stalledMs(t, t + elapsed);
   unwatch();
+  if (result.kind === 'notSent') { // not written: the permit goes back, and decide() records it as aborted
+    d.ops.blockedNotLeader();
+    d.guard?.release(1);
+    return push(decide(result, { ...a, durationMs: 0 }, a.contract.retry, random));
+  }
   const stalled = result.kind === 'retryable' && result.httpStatus === null
     && (elapsed > timeoutMs + STALL_MS || (lost > 0 && elapsed - lost < timeoutMs));
   if (stalled) d.guard?.onInconclusive();

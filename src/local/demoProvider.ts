@@ -9,7 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpProvider } from '../provider/httpProvider.js';
-import type { Provider, ProviderRequest, ProviderResult } from '../provider/provider.js';
+import type { Provider, ProviderRequest, ProviderResult, SubmitBounds } from '../provider/provider.js';
 
 export const DEMO_PROVIDER_PATH = '/demo-provider/submit';
 
@@ -109,8 +109,8 @@ export class DemoRoutingProvider implements Provider {
     this.inner = new HttpProvider(currentUrl);
   }
 
-  submit(req: ProviderRequest, timeoutMs: number): Promise<ProviderResult> {
-    return this.inner.submit({ ...req, url: this.route(req.url) }, timeoutMs);
+  submit(req: ProviderRequest, bounds: SubmitBounds): Promise<ProviderResult> {
+    return this.inner.submit({ ...req, url: this.route(req.url) }, bounds);
   }
 
   route(url: string | null): string {

@@ -29,11 +29,11 @@ export function traceAttempts(store: ExecutionStore, provider: Provider): { stor
       },
     },
     provider: {
-      submit(req, timeoutMs) {
+      submit(req, bounds) {
         const k = key(req.intentId, req.attemptNo);
         const submit = submitOf.get(k);
         submitOf.delete(k);
-        return withAttemptSpan(req, submit, () => provider.submit(req, timeoutMs), (r) => ({ kind: r.kind, httpStatus: r.httpStatus }));
+        return withAttemptSpan(req, submit, () => provider.submit(req, bounds), (r) => ({ kind: r.kind, httpStatus: r.httpStatus }));
       },
     },
   };

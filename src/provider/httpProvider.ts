@@ -8,7 +8,7 @@
 // undici's dispatch API is used directly (no streams, no AbortSignal); see docs/benchmarks.md (issue 15).
 import { Pool, type Dispatcher } from 'undici';
 import { injectTraceHeaders } from '../observability/tracing.js';
-import { PROVIDER_POOL_CONNECTIONS, type Provider, type ProviderRequest, type ProviderResult } from './provider.js';
+import { PROVIDER_POOL_CONNECTIONS, type Provider, type ProviderRequest, type ProviderResult, type SubmitBounds } from './provider.js';
 import { parseRetryAfter } from './retryPolicy.js';
 
 const MAX_ERROR_BODY = 512;
@@ -37,7 +37,7 @@ export class HttpProvider implements Provider {
     this.connections = opts.connections ?? PROVIDER_POOL_CONNECTIONS;
   }
 
-  submit(req: ProviderRequest, timeoutMs: number): Promise<ProviderResult> {
+  submit(req: ProviderRequest, bounds: SubmitBounds): Promise<ProviderResult> {
     const target = req.url ?? this.defaultUrl;
     if (!target) return Promise.resolve({ kind: 'retryable', httpStatus: null, error: 'no provider URL configured (PROVIDER_URL)', retryAfterMs: null });
     let url: Target;
@@ -57,7 +57,7 @@ export class HttpProvider implements Provider {
     if (url.authorization) headers.authorization = url.authorization;
     injectTraceHeaders(headers); // W3C traceparent of the attempt span, when one is active
     return new Promise<ProviderResult>((resolve) => {
-      const call = new Call(resolve, timeoutMs);
+      const call = new Call(resolve, bounds.timeoutMs, bounds.sendWithinMs ?? bounds.timeoutMs);
       try {
         url.pool.dispatch({ origin: url.origin, path: url.path, method: 'POST', headers, body, idempotent: false }, call);
       } catch (e) {
@@ -108,9 +108,11 @@ class Call implements Dispatcher.DispatchHandler {
   private retryAfter: string | string[] | undefined;
   private chunks: Buffer[] = [];
   private size = 0;
+  private readonly sendBy: number;
 
-  constructor(private readonly resolve: (r: ProviderResult) => void, private readonly timeoutMs: number) {
+  constructor(private readonly resolve: (r: ProviderResult) => void, private readonly timeoutMs: number, sendWithinMs: number) {
     this.timer = setTimeout(() => this.timeout(), Math.max(1, timeoutMs));
+    this.sendBy = performance.now() + sendWithinMs;
   }
 
   private finish(r: ProviderResult): void {
@@ -131,9 +133,17 @@ class Call implements Dispatcher.DispatchHandler {
     this.finish({ kind: 'retryable', httpStatus: null, error: `${prefix}: ${describe(e)}`, retryAfterMs: null });
   }
 
+  /** Called by undici just before it writes the request; an abort here means nothing is written. After a stall
+   *  (SIGSTOP, a long GC) the connect completes in the I/O phase before the timeout timer runs, so the send-by
+   *  bound is checked here, not left to the timer. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.timedOut) controller.abort(new Error('provider call timed out'));
+    if (this.timedOut) return controller.abort(new Error('provider call timed out'));
+    const late = performance.now() - this.sendBy;
+    if (late >= 0) {
+      this.finish({ kind: 'notSent', httpStatus: null, error: `not sent: ${Math.round(late)} ms past its send-by bound` });
+      controller.abort(new Error('provider call not sent: past its send-by bound'));
+    }
   }
 
   onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {

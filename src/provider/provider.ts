@@ -16,9 +16,19 @@ export interface ProviderRequest {
 export type ProviderResult =
   | { kind: 'success'; httpStatus: number }
   | { kind: 'retryable'; httpStatus: number | null; error: string; retryAfterMs: number | null }
-  | { kind: 'permanent'; httpStatus: number; error: string };
+  | { kind: 'permanent'; httpStatus: number; error: string }
+  /** Known not written: the send-by bound passed before the request went out (a stall between the gate and the
+   *  socket). Never reached the provider, so it is recorded as aborted, not charged. */
+  | { kind: 'notSent'; httpStatus: null; error: string };
+
+export interface SubmitBounds {
+  /** Hard bound for the whole call (already clipped to the lease deadline by the caller). */
+  timeoutMs: number;
+  /** The request is not written once this many ms (monotonic) have passed since `submit`: the lease may have
+   *  expired meanwhile (a process stall while the connection was opening). Default: `timeoutMs`. */
+  sendWithinMs?: number;
+}
 
 export interface Provider {
-  /** `timeoutMs` is the hard bound for this call (already clipped to the lease deadline by the caller). */
-  submit(req: ProviderRequest, timeoutMs: number): Promise<ProviderResult>;
+  submit(req: ProviderRequest, bounds: SubmitBounds): Promise<ProviderResult>;
 }

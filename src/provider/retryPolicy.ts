@@ -41,6 +41,7 @@ export function decide(
   if (result.kind === 'success') {
     return { ...base, outcome: 'succeeded', httpStatus: result.httpStatus, error: null, next: { status: 'succeeded' } };
   }
+  if (result.kind === 'notSent') return aborted(attempt, result.error);
   if (result.kind === 'permanent') {
     return { ...base, outcome: 'permanent_error', httpStatus: result.httpStatus, error: result.error, next: { status: 'failed' } };
   }

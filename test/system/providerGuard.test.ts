@@ -116,11 +116,11 @@ describe.each(executorDialects)('provider guard in the executor: $name', (dialec
       guard: (clock) => new ProviderGuard({ ratePerSec: 0, maxInFlight: 1, breakerThreshold: 1, breakerCooldownMs: 60_000, retryAfterMaxMs: 0 },
         clock, (s) => transitions.push(s)),
       wrapProvider: (p) => ({
-        submit: (req, timeoutMs) => {
-          const call = p.submit(req, timeoutMs);
+        submit: (req, bounds) => {
+          const call = p.submit(req, bounds);
           if (!stalledOnce) {
             stalledOnce = true;
-            const end = performance.now() + timeoutMs - 300;
+            const end = performance.now() + bounds.timeoutMs - 300;
             while (performance.now() < end); // the process stalls (nothing else runs), then resumes before the timeout
           }
           return call;

@@ -85,10 +85,10 @@ describe.each(executorDialects)('review: executor findings: $name', (dialect) =>
     const inst = await build(ctx, {
       providerUrl: provider.url,
       wrapProvider: (p) => ({
-        async submit(req, timeoutMs) {
+        async submit(req, bounds) {
           outstanding++;
           try {
-            return await p.submit(req, timeoutMs);
+            return await p.submit(req, bounds);
           } finally {
             outstanding--;
           }

@@ -107,8 +107,8 @@ describe('HttpProvider (real HTTP server)', () => {
 
   it('POSTs {intentId, attemptNo, payload} as JSON with idempotency-key (stable across attempts) and x-lease-epoch', async () => {
     const p = provider();
-    const r1 = await p.submit(req(url, { attemptNo: 1, leaseEpoch: 7 }), 5_000);
-    const r2 = await p.submit(req(url, { attemptNo: 2, leaseEpoch: 8 }), 5_000);
+    const r1 = await p.submit(req(url, { attemptNo: 1, leaseEpoch: 7 }), { timeoutMs: 5_000 });
+    const r2 = await p.submit(req(url, { attemptNo: 2, leaseEpoch: 8 }), { timeoutMs: 5_000 });
     expect(r1).toEqual({ kind: 'success', httpStatus: 200 });
     expect(r2).toEqual({ kind: 'success', httpStatus: 200 });
     expect(server.seen).toHaveLength(2);
@@ -133,7 +133,7 @@ describe('HttpProvider (real HTTP server)', () => {
 
   it('keeps the query string of the target URL', async () => {
     const p = provider();
-    await p.submit(req(`${url}?tenant=a&x=1`), 5_000);
+    await p.submit(req(`${url}?tenant=a&x=1`), { timeoutMs: 5_000 });
     expect(server.seen[0]!.url).toBe('/submit?tenant=a&x=1');
   });
 
@@ -150,7 +150,7 @@ describe('HttpProvider (real HTTP server)', () => {
       if (status === 301) res.setHeader('location', '/elsewhere');
       res.end(status === 204 || status === 304 ? undefined : `status ${status} body`);
     };
-    const r = await provider().submit(req(url), 5_000);
+    const r = await provider().submit(req(url), { timeoutMs: 5_000 });
     expect(r.kind).toBe(kind);
     expect(r.httpStatus).toBe(status);
     if (r.kind === 'success') return;
@@ -171,7 +171,7 @@ describe('HttpProvider (real HTTP server)', () => {
       res.writeHead(status, { 'retry-after': header });
       res.end();
     };
-    const r = await provider().submit(req(url), 5_000);
+    const r = await provider().submit(req(url), { timeoutMs: 5_000 });
     expect(r).toEqual({ kind: 'retryable', httpStatus: status, error: `HTTP ${status}`, retryAfterMs: expected });
   });
 
@@ -180,7 +180,7 @@ describe('HttpProvider (real HTTP server)', () => {
       res.writeHead(503, { 'retry-after': new Date(Date.now() + 30_000).toUTCString() });
       res.end();
     };
-    const r = await provider().submit(req(url), 5_000);
+    const r = await provider().submit(req(url), { timeoutMs: 5_000 });
     expect(r.kind).toBe('retryable');
     if (r.kind !== 'retryable') return;
     expect(r.retryAfterMs).toBeGreaterThan(28_000);
@@ -191,7 +191,7 @@ describe('HttpProvider (real HTTP server)', () => {
     server.handler = () => { /* never answers */ };
     const before = server.sockets.length;
     const t0 = performance.now();
-    const r = await provider().submit(req(url), timeoutMs);
+    const r = await provider().submit(req(url), { timeoutMs: timeoutMs });
     const elapsed = performance.now() - t0;
     expect(r).toEqual({ kind: 'retryable', httpStatus: null, error: `timeout after ${timeoutMs} ms`, retryAfterMs: null });
     expect(elapsed).toBeGreaterThanOrEqual(timeoutMs - 5);
@@ -209,7 +209,7 @@ describe('HttpProvider (real HTTP server)', () => {
     };
     const before = server.sockets.length;
     const t0 = performance.now();
-    const r = await provider().submit(req(url), 150);
+    const r = await provider().submit(req(url), { timeoutMs: 150 });
     expect(performance.now() - t0).toBeLessThan(1_150);
     expect(r).toMatchObject({ kind: 'retryable', httpStatus: null, error: 'timeout after 150 ms' });
     const ids = server.sockets.map((_s, i) => i).slice(before);
@@ -219,7 +219,7 @@ describe('HttpProvider (real HTTP server)', () => {
   it('the server drops the connection without answering → retryable connection error (no waiting for the timeout)', async () => {
     server.handler = (r) => r.socket.destroy();
     const t0 = performance.now();
-    const r = await provider().submit(req(url), 10_000);
+    const r = await provider().submit(req(url), { timeoutMs: 10_000 });
     expect(performance.now() - t0).toBeLessThan(5_000);
     expect(r).toMatchObject({ kind: 'retryable', httpStatus: null, retryAfterMs: null });
     if (r.kind === 'retryable') expect(r.error).toMatch(/^connection error: /);
@@ -231,7 +231,7 @@ describe('HttpProvider (real HTTP server)', () => {
       res.write('partial', () => setTimeout(() => r.socket.destroy(), 20));
     };
     const t0 = performance.now();
-    const r = await provider().submit(req(url), 10_000);
+    const r = await provider().submit(req(url), { timeoutMs: 10_000 });
     expect(performance.now() - t0).toBeLessThan(5_000);
     expect(r).toMatchObject({ kind: 'retryable', httpStatus: null, retryAfterMs: null });
   });
@@ -239,7 +239,7 @@ describe('HttpProvider (real HTTP server)', () => {
   it('connection refused (closed port) → retryable connection error', async () => {
     const port = await closedPort();
     const t0 = performance.now();
-    const r = await provider().submit(req(`http://127.0.0.1:${port}/submit`), 10_000);
+    const r = await provider().submit(req(`http://127.0.0.1:${port}/submit`), { timeoutMs: 10_000 });
     expect(performance.now() - t0).toBeLessThan(5_000);
     expect(r.kind).toBe('retryable');
     if (r.kind !== 'retryable') return;
@@ -248,11 +248,32 @@ describe('HttpProvider (real HTTP server)', () => {
     expect(r.error).toMatch(/^connection error: .*ECONNREFUSED/);
   });
 
+  // A stall right after the gate (SIGSTOP, a long GC) while the connection opens: when the process runs again, the
+  // connect completes in the I/O phase, before any timer, so only the send-by check stands between a lease that
+  // may have expired meanwhile and a request written under it.
+  it.each([
+    { sendWithinMs: 50, sent: false },
+    { sendWithinMs: 5_000, sent: true },
+  ])('a 250 ms stall before the connection opens, send-by $sendWithinMs ms → sent: $sent', async ({ sendWithinMs, sent }) => {
+    const call = provider().submit(req(url), { timeoutMs: 5_000, sendWithinMs });
+    const end = performance.now() + 250;
+    while (performance.now() < end); // the process stalls: nothing else runs
+    const r = await call;
+    await new Promise((resolve) => setTimeout(resolve, 200)); // a request written late would have arrived by now
+    if (sent) {
+      expect(r).toEqual({ kind: 'success', httpStatus: 200 });
+      expect(server.seen).toHaveLength(1);
+    } else {
+      expect(r).toMatchObject({ kind: 'notSent', httpStatus: null, error: expect.stringMatching(/^not sent: \d+ ms past its send-by bound$/) });
+      expect(server.seen).toHaveLength(0);
+    }
+  });
+
   it('keep-alive: 20 sequential calls reuse at most 2 sockets', async () => {
     const p = provider();
     const before = server.connections;
     for (let i = 1; i <= 20; i++) {
-      const r = await p.submit(req(url, { attemptNo: i }), 5_000);
+      const r = await p.submit(req(url, { attemptNo: i }), { timeoutMs: 5_000 });
       expect(r).toEqual({ kind: 'success', httpStatus: 200 });
     }
     expect(server.seen).toHaveLength(20);
@@ -266,7 +287,7 @@ describe('HttpProvider (real HTTP server)', () => {
     };
     const p = provider();
     const before = server.connections;
-    for (let i = 0; i < 10; i++) expect((await p.submit(req(url), 5_000)).kind).toBe('retryable');
+    for (let i = 0; i < 10; i++) expect((await p.submit(req(url), { timeoutMs: 5_000 })).kind).toBe('retryable');
     expect(server.connections - before).toBeLessThanOrEqual(2);
   });
 
@@ -279,7 +300,7 @@ describe('HttpProvider (real HTTP server)', () => {
       res.statusCode = status;
       res.end(body);
     };
-    const r = await provider().submit(req(url), 5_000);
+    const r = await provider().submit(req(url), { timeoutMs: 5_000 });
     expect(r.kind).toBe(kind);
     if (r.kind === 'success') return;
     expect(r.error.length).toBeLessThanOrEqual(512);
@@ -289,7 +310,7 @@ describe('HttpProvider (real HTTP server)', () => {
 
   it('credentials in the URL are sent as Basic authorization (and not in the request line)', async () => {
     const withCreds = url.replace('http://', 'http://us%40er:p%3Ass@');
-    const r = await provider().submit(req(withCreds), 5_000);
+    const r = await provider().submit(req(withCreds), { timeoutMs: 5_000 });
     expect(r).toEqual({ kind: 'success', httpStatus: 200 });
     expect(server.seen[0]!.headers.authorization).toBe(`Basic ${Buffer.from('us@er:p:ss').toString('base64')}`);
     expect(server.seen[0]!.url).toBe('/submit');
@@ -297,7 +318,7 @@ describe('HttpProvider (real HTTP server)', () => {
 
   it('url null → the configured default URL', async () => {
     const p = provider(url);
-    const r = await p.submit(req(null), 5_000);
+    const r = await p.submit(req(null), { timeoutMs: 5_000 });
     expect(r).toEqual({ kind: 'success', httpStatus: 200 });
     expect(server.seen).toHaveLength(1);
     expect(server.seen[0]!.url).toBe('/submit');
@@ -306,14 +327,14 @@ describe('HttpProvider (real HTTP server)', () => {
   it("the contract's URL wins over the default", async () => {
     const port = await closedPort();
     const p = provider(`http://127.0.0.1:${port}/never`);
-    const r = await p.submit(req(`${url}?who=contract`), 5_000);
+    const r = await p.submit(req(`${url}?who=contract`), { timeoutMs: 5_000 });
     expect(r).toEqual({ kind: 'success', httpStatus: 200 });
     expect(server.seen[0]!.url).toBe('/submit?who=contract');
   });
 
   it('no default and url null → retryable, naming PROVIDER_URL, nothing sent', async () => {
     const p = provider(null);
-    const r = await p.submit(req(null), 5_000);
+    const r = await p.submit(req(null), { timeoutMs: 5_000 });
     expect(r.kind).toBe('retryable');
     if (r.kind !== 'retryable') return;
     expect(r.httpStatus).toBeNull();

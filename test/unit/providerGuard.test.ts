@@ -153,7 +153,7 @@ async function drive(g: ProviderGuard, intents: number, provider: HttpProvider, 
       const no = (attempts.get(id) ?? 0) + 1;
       attempts.set(id, no);
       inFlightIds.add(id);
-      const p = provider.submit({ intentId: id, attemptNo: no, leaseEpoch: 1, payload: { id }, url }, 2_000).then((r) => {
+      const p = provider.submit({ intentId: id, attemptNo: no, leaseEpoch: 1, payload: { id }, url }, { timeoutMs: 2_000 }).then((r) => {
         g.onResult(r);
         inFlightIds.delete(id);
         if (r.kind === 'success') done.add(id);

@@ -241,4 +241,11 @@ describe('aborted', () => {
       { intentId: ID, attemptNo, maxAttempts, durationMs: 1, abortedBefore }, { baseDelayMs: 10, maxDelayMs: 100 }, () => 0);
     expect(c.next.status).toBe(next);
   });
+
+  it('decide: a request known not written (past its send-by bound) is aborted, on the last attempt too', () => {
+    const c = decide({ kind: 'notSent', httpStatus: null, error: 'not sent: 12 ms past its send-by bound' },
+      { intentId: ID, attemptNo: 3, maxAttempts: 3, durationMs: 0 }, { baseDelayMs: 10, maxDelayMs: 100 }, () => 0);
+    expect(c).toMatchObject({ outcome: 'aborted', httpStatus: null, next: { status: 'scheduled', retryDelayMs: 0 } });
+    expect(c.error).toBe('aborted before the provider call: not sent: 12 ms past its send-by bound');
+  });
 });

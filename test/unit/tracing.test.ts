@@ -30,7 +30,7 @@ async function submitTraced(headers: Record<string, string>) {
 async function attempt(intentId: string, http: HttpProvider) {
   const row = (await app.stores.intents.get(intentId))!;
   return withAttemptSpan({ intentId, attemptNo: 1, leaseEpoch: 7 }, row.contract.trace?.traceparent,
-    () => http.submit({ intentId, attemptNo: 1, leaseEpoch: 7, payload: row.contract.payload, url: rec.url }, 2_000), (r) => r);
+    () => http.submit({ intentId, attemptNo: 1, leaseEpoch: 7, payload: row.contract.payload, url: rec.url }, { timeoutMs: 2_000 }), (r) => r);
 }
 
 describe('tracing on (in-memory exporter)', () => {
@@ -96,7 +96,7 @@ describe('tracing on (in-memory exporter)', () => {
     const http = new HttpProvider(null);
     try {
       await withAttemptSpan({ intentId: id, attemptNo: 1, leaseEpoch: 7 }, 'garbage',
-        () => http.submit({ intentId: id, attemptNo: 1, leaseEpoch: 7, payload: row.contract.payload, url: rec.url }, 2_000), (r) => r);
+        () => http.submit({ intentId: id, attemptNo: 1, leaseEpoch: 7, payload: row.contract.payload, url: rec.url }, { timeoutMs: 2_000 }), (r) => r);
     } finally {
       http.close();
     }
