@@ -55,9 +55,10 @@ export interface BatchDeps {
   cadence: RefreshCadence;
   /** Executor-level stop request (shutdown drain; 'next_tick': a bridge hands over to the tick that began). */
   stopRequested: () => string | null;
-  /** Renew the lease when due (a tick's batch); a bridge between ticks runs under the lease it has, so a leader
-   *  whose ticks stop coming steps down at its local deadline, as it always did. */
-  renews: boolean;
+  /** Renew the lease when due until this monotonic time: Infinity for a tick's batch; a bridge between ticks, the
+   *  timer's next occurrence. Past it the bridge runs under the lease it has, so a leader whose ticks stop coming
+   *  steps down at its local deadline: at most one timer period + LEASE_DURATION_MS after its last tick began. */
+  renewsUntilMs: number;
   /** Provider protection (rate, in-flight cap, Retry-After, breaker); asked before every fenced start. */
   guard: ProviderGuard | null;
 }
@@ -107,6 +108,10 @@ export class Batch {
     return Math.min(this.budgetEnd, this.d.clock.nowMs() + this.d.lease.remainingMs());
   }
 
+  private get renewing(): boolean {
+    return this.d.clock.nowMs() < this.d.renewsUntilMs;
+  }
+
   private signal = (): void => {
     this.woken = true;
     this.wake();
@@ -146,7 +151,7 @@ export class Batch {
     else if (requested) this.stop = requested;
     else if (ops.handoverRequest()) this.stop = 'handover';
     else if (!this.leading) this.stop = 'lease_lost';
-    else if (this.d.renews && lease.renewDue() && !(await this.renewWriting())) this.stop = 'lease_lost';
+    else if (this.renewing && lease.renewDue() && !(await this.renewWriting())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
 
     const inFlight = this.d.inFlight;
@@ -188,13 +193,14 @@ export class Batch {
     }
     if (this.woken || this.stop !== null) return;
 
-    // Idle until the next thing to do: a completion or finished batch, the next refresh, the next due intent
+    // Idle until the next thing to do: a completion or finished batch, the next refresh, a renew, the next due intent
     // (only if we could start it now; otherwise a completion wakes us), the guard's next grant, the deadline.
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
       : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
     const untilStep = this.d.cadence.untilNextMs(this.d.clock.nowMs(), refresher.reconciling);
-    const waitMs = Math.max(1, Math.min(untilStep, untilDue, this.deadline() - this.d.clock.nowMs()));
+    const untilRenew = this.renewing ? this.d.lease.renewDueInMs() : Infinity; // renewed on time while idle too
+    const waitMs = Math.max(1, Math.min(untilStep, untilDue, untilRenew, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
     if (!this.woken) await Promise.race([this.d.clock.sleep(waitMs), woke]);
   }
@@ -270,7 +276,7 @@ export class Batch {
     const finished = work.then(() => (done = true), () => (done = true));
     while (!done) {
       await Promise.race([finished, this.d.clock.sleep(50)]);
-      if (!done && this.d.renews && this.stop !== 'sql_error' && this.leading && this.d.lease.renewDue()) await this.renewWriting();
+      if (!done && this.renewing && this.stop !== 'sql_error' && this.leading && this.d.lease.renewDue()) await this.renewWriting();
     }
   }
 

@@ -14,8 +14,10 @@
 // database answers (the fence decides), at the latest this process's next epoch before its orphan recovery.
 // A tick that simply runs out while leading carries its calls in flight into the next tick (InFlightCalls); when
 // the timer drives it (a next tick follows), a BRIDGE batch keeps refreshing and executing until that tick begins
-// — late or skipped occurrences too — or the local lease deadline (a bridge never renews): a leader keeps its
-// refresh cadence from its first refresh to its step-down. Work between ticks counts in the next tick's summary.
+// — late or skipped occurrences too — or the local lease deadline. The bridge renews when due until the timer's
+// next occurrence, then no more: a leader whose ticks stop coming steps down at most one timer period + the lease
+// after its last tick began. A leader keeps its refresh and renew cadence from its first refresh to its step-down.
+// Work between ticks counts in the next tick's summary.
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Clock } from '../lease/clock.js';
 import type { Logger } from '../observability/logger.js';
@@ -135,10 +137,11 @@ export class Executor {
   }
 
   /** Run one bounded tick. Overlapping calls share the running tick instead of starting a second one.
-   *  `nextTickFollows` (the timer): a tick that runs out while leading leaves a bridge running until the next. */
-  tick(budgetMs = this.settings.tickBudgetMs, nextTickFollows = false): Promise<TickSummary> {
+   *  `nextTickInMs` (the timer: its next occurrence, from now): a tick that runs out while leading leaves a bridge
+   *  running until the next tick, renewing when due until then. null: no tick follows, no bridge. */
+  tick(budgetMs = this.settings.tickBudgetMs, nextTickInMs: number | null = null): Promise<TickSummary> {
     if (this.draining) return Promise.resolve(this.finish(emptySummary(this.lease.holderId), this.clock.nowMs(), 'draining'));
-    this.running ??= this.runTick(budgetMs, nextTickFollows).finally(() => (this.running = null));
+    this.running ??= this.runTick(budgetMs, nextTickInMs).finally(() => (this.running = null));
     return this.running;
   }
 
@@ -172,7 +175,8 @@ export class Executor {
     return written;
   }
 
-  private async runTick(budgetMs: number, nextTickFollows: boolean): Promise<TickSummary> {
+  private async runTick(budgetMs: number, nextTickInMs: number | null): Promise<TickSummary> {
+    const called = this.clock.nowMs();
     await this.handOverRenewing();
     const t0 = this.clock.nowMs();
     const budgetEnd = t0 + budgetMs;
@@ -191,16 +195,16 @@ export class Executor {
     } finally {
       // Before our deferral ends (no gap in the cover): the bridge, or the settler for calls carried past the tick
       // and completions it could not write.
-      if (nextTickFollows && reason === 'deadline' && !this.draining && this.epoch === token.leaseEpoch
-        && this.lease.ensureEpoch(token.leaseEpoch)) this.startBridge(token);
+      if (nextTickInMs !== null && reason === 'deadline' && !this.draining && this.epoch === token.leaseEpoch
+        && this.lease.ensureEpoch(token.leaseEpoch)) this.startBridge(token, called + nextTickInMs);
       else if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
       await releaseDeferred();
     }
   }
 
-  /** The bridge hands over to this tick; meanwhile the tick renews on time. The bridge never renews, and a bridge
-   *  write held up (a slow or lost reply waits up to the client deadline) must not let the lease run out behind it:
-   *  the next leader would send its 2xx again (campaign on 544d11c, every-instance: 18 re-sends). */
+  /** The bridge hands over to this tick; meanwhile the tick renews on time. A bridge write held up (a slow or lost
+   *  reply waits up to the client deadline) must not let the lease run out behind it: the next leader would send
+   *  its 2xx again (campaign on 544d11c, every-instance: 18 re-sends). */
   private async handOverRenewing(): Promise<void> {
     if (!this.bridge.ended()) return;
     let handed = false;
@@ -214,19 +218,21 @@ export class Executor {
     await handing;
   }
 
-  private newBatch(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridge: boolean): Batch {
+  /** `bridgeRenewsUntilMs`: null for a tick's batch; a bridge's renew horizon (the timer's next occurrence). */
+  private newBatch(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridgeRenewsUntilMs: number | null): Batch {
+    const bridge = bridgeRenewsUntilMs !== null;
     return new Batch({
       lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
       random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
-      guard: this.guard, inFlight: this.inFlight, stalls: this.stalls, renews: !bridge,
+      guard: this.guard, inFlight: this.inFlight, stalls: this.stalls, renewsUntilMs: bridgeRenewsUntilMs ?? Number.POSITIVE_INFINITY,
       stopRequested: () => (this.draining ? 'draining' : bridge ? this.bridge.stopRequest() : null),
     }, token, budgetEnd, sum);
   }
 
   /** BRIDGE (tickBridge.ts): between two timer ticks the leader goes on refreshing and executing; its counts go to
    *  `between`, the next tick's summary. */
-  private startBridge(token: LeaseToken): void {
-    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.between, true);
+  private startBridge(token: LeaseToken, renewsUntilMs: number): void {
+    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.between, renewsUntilMs);
     this.batch = batch;
     this.bridge.start(token, batch, () => {
       if (this.batch === batch) this.batch = null;
@@ -303,7 +309,7 @@ export class Executor {
       // MAINTENANCE (maintenance.ts): when a task is due, the batch leaves a slice at the tick's end for it.
       const maintenance = this.ops.maintenance;
       const slice = maintenance?.sliceMs(budgetEnd - this.clock.nowMs(), !this.ops.mayStart()) ?? 0;
-      this.batch = this.newBatch(token, budgetEnd - slice, sum, false);
+      this.batch = this.newBatch(token, budgetEnd - slice, sum, null);
       let reason: string;
       try {
         reason = await this.batch.run();

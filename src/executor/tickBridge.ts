@@ -1,7 +1,8 @@
-// Between two timer ticks the leader goes on refreshing and executing: one batch with no budget that never renews,
-// until the next tick takes over ('next_tick': its calls carried, its completions written), the local lease
-// deadline (a leader whose ticks stop coming steps down as it always did), or any other stop reason (drain,
-// handover, SQL error, lease lost). One at a time; the executor builds its batch and counts its work.
+// Between two timer ticks the leader goes on refreshing and executing: one batch with no budget that renews when
+// due until the timer's next occurrence, until the next tick takes over ('next_tick': its calls carried, its
+// completions written), the local lease deadline (a leader whose ticks stop coming steps down one timer period +
+// the lease after its last tick began), or any other stop reason (drain, handover, SQL error, lease lost). One at
+// a time; the executor builds its batch and counts its work.
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';

@@ -26,6 +26,13 @@ export class TickBudget {
     if (!next) return this.capMs;
     return Math.max(MIN_BUDGET_MS, Math.min(this.capMs, next.getTime() - now - this.handoffMs));
   }
+
+  /** Milliseconds from now to the next occurrence (at least MIN_AHEAD_MS away): when the next tick is expected. */
+  nextOccurrenceInMs(): number {
+    const now = this.wallNowMs();
+    const next = this.cron.nextRun(new Date(now + MIN_AHEAD_MS));
+    return next ? next.getTime() - now : this.capMs + this.handoffMs;
+  }
 }
 
 /** The shortest gap between the schedule's next few occurrences (throws on an invalid expression). */

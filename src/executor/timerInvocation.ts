@@ -11,7 +11,7 @@ import { MIN_TICK_BUDGET_MS, type TickBudget } from './tickBudget.js';
 
 const MAX_TICKS_PER_INVOCATION = 3;
 
-export async function runTimerInvocation(app: { executor: Pick<Executor, 'tick'>; tickBudget: Pick<TickBudget, 'forTickStartingNow'>;
+export async function runTimerInvocation(app: { executor: Pick<Executor, 'tick'>; tickBudget: Pick<TickBudget, 'forTickStartingNow' | 'nextOccurrenceInMs'>;
   logger: Logger; config: { executor: { handoffMs: number; invocationLimitMs: number; closingReserveMs: number } } },
 isPastDue: boolean, nowMs: () => number = () => performance.now()): Promise<TickSummary[]> {
   if (isPastDue) app.logger.warn({ event: 'tick_past_due', is_past_due: true }, 'executor timer is past due');
@@ -27,7 +27,8 @@ isPastDue: boolean, nowMs: () => number = () => performance.now()): Promise<Tick
     }
     // (The configuration guarantees the first tick at least MIN_TICK_BUDGET_MS.)
     const budgetMs = Math.max(1, Math.min(app.tickBudget.forTickStartingNow(), room));
-    const summary = await app.executor.tick(budgetMs, true); // the timer's next tick follows: bridge until then
+    // The timer's next tick follows: a bridge runs (and renews) until then.
+    const summary = await app.executor.tick(budgetMs, app.tickBudget.nextOccurrenceInMs());
     ticks.push(summary);
     app.logger.info({ event: 'tick_summary', is_past_due: isPastDue && i === 0, ...summary }, 'executor tick');
     if (summary.durationMs <= budgetMs + handoffMs || summary.stopReason === 'draining') break;

@@ -5,7 +5,7 @@
 // so a transient fault costs a tick instead of a lease; renew_refused / fence_failed (the row is not ours) do not.
 // Never while results are unwritten (holdReleaseWhile): a released row lets another instance recover their
 // attempts as orphans and send them again, so the row is kept (to be written under its fence) or left to expire.
-// Query-named methods (requireLeader, ensureEpoch, remainingMs, status) have no side effects.
+// Query-named methods (requireLeader, ensureEpoch, remainingMs, renewDueInMs, status) have no side effects.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
@@ -151,6 +151,12 @@ export class LeaseManager implements LeaderGate {
   /** Renew interval elapsed since the last successful acquire/renew was sent. */
   renewDue(): boolean {
     return this.held !== null && this.clock.nowMs() - this.held.sentAtMs >= this.settings.renewIntervalMs;
+  }
+
+  /** Milliseconds until a renew is due (0: due now; Infinity: not leading). */
+  renewDueInMs(): number {
+    return this.held === null ? Number.POSITIVE_INFINITY
+      : Math.max(0, this.held.sentAtMs + this.settings.renewIntervalMs - this.clock.nowMs());
   }
 
   /** Leader: renew when due. Follower: try to acquire (one conditional statement per timer tick, so a released

@@ -37,7 +37,7 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
   async function cluster(env: Record<string, string> = {}) {
     apps = await startApps(ctx, 2, testConfig(provider.url, { DUE_NOTICES: 'off', ...env }));
     const [leader, follower] = apps as [App, App];
-    const first = await leader.executor.tick(300, true); // as the timer calls it: a next tick follows
+    const first = await leader.executor.tick(300, 400); // as the timer calls it: the next occurrence 400 ms away
     expect(first).toMatchObject({ role: 'leader', stopReason: 'deadline' });
     return { leader, follower };
   }
@@ -57,7 +57,7 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     // The work done between ticks is in the next tick's summary (once the last 2xx is written: an arrival at the
     // provider is not yet a completion, and a loaded machine may be between the two).
     await until(() => leader.executor.inFlight.size === 0 && leader.executor.completions.size === 0, 10_000, 'the bridge\'s completions written');
-    const next = await leader.executor.tick(100, true);
+    const next = await leader.executor.tick(100, 200);
     expect(next).toMatchObject({ role: 'leader', started: 3, succeeded: 3 });
     expect(next.refreshes).toBeGreaterThan(0);
   });
@@ -79,7 +79,7 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push(await submitVia(follower, { carried: i }));
     await provider.waitFor((calls) => calls.length >= 2, BOUND_MS); // started by the bridge
-    const next = await leader.executor.tick(800, true); // takes over while calls are in flight
+    const next = await leader.executor.tick(800, 900); // takes over while calls are in flight
     expect(next.role).toBe('leader');
     await provider.waitFor(sent(ids), 5_000);
     await leader.executor.drain();
@@ -102,9 +102,9 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     for (let i = 0; i < 2_100; i += 100) { // 3 reconcile pages of 1 000
       await Promise.all(Array.from({ length: Math.min(100, 2_100 - i) }, (_, k) => submit(b.stores, { k: i + k }, { notBefore: future })));
     }
-    expect(await b.executor.tick(300, true)).toMatchObject({ role: 'leader', rebuilt: true });
+    expect(await b.executor.tick(300, 400)).toMatchObject({ role: 'leader', rebuilt: true });
     slow.on = true;
-    expect(await b.executor.tick(500, true)).toMatchObject({ role: 'leader', stopReason: 'deadline' });
+    expect(await b.executor.tick(500, 600)).toMatchObject({ role: 'leader', stopReason: 'deadline' });
     expect(b.executor.refresher.reconciling).toBe(true); // the tick ended with the reconcile unfinished
     const t0 = Date.now();
     const id = (await submit(b.stores, { due: true })).intentId;
@@ -125,7 +125,7 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     expect(leader.lease.requireLeader()).toBeNull();
     const id = await submitVia(leader, { afterHandover: true });
     await new Promise((r) => setTimeout(r, 300)); // the follower's next occurrence
-    expect(await follower.executor.tick(300, true)).toMatchObject({ role: 'leader', leaseEpoch: epoch + 1 });
+    expect(await follower.executor.tick(300, 400)).toMatchObject({ role: 'leader', leaseEpoch: epoch + 1 });
     await provider.waitFor(sent([id]), BOUND_MS);
     expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - requestedAt).toBeLessThanOrEqual(600 + 1_000 + 1_000); // a tick (300 ms gap + 300 ms budget) + 1 s, + 1 s for a loaded machine
     const events = await follower.stores.lease.listEvents(TEST_LEASE);

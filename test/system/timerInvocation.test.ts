@@ -18,7 +18,7 @@ describe.each(executorDialects)('timer invocation: $name', (dialect) => {
     provider = started;
   });
 
-  const budget = (ms: number) => ({ forTickStartingNow: () => ms }) as unknown as TickBudget;
+  const budget = (ms: number) => ({ forTickStartingNow: () => ms, nextOccurrenceInMs: () => ms + 100 }) as unknown as TickBudget;
 
   it.each([
     // budget, hand-off → ticks in the invocation
