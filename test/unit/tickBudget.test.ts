@@ -21,6 +21,15 @@ describe('TickBudget', () => {
     expect(new TickBudget(schedule, cap, handoff, at(now)).forTickStartingNow()).toBe(expected);
   });
 
+  it.each([
+    // schedule, wall clock, expected ms to the next occurrence (the bridge renews until then)
+    ['*/10 * * * * *', '2026-11-26T10:00:00.020Z', 9_980],
+    ['*/10 * * * * *', '2026-11-26T10:00:09.700Z', 10_300], // < 500 ms before :10 → the one after (its budget's end)
+    ['0 */5 * * * *', '2026-11-26T10:00:00.050Z', 299_950], // past the budget cap: the occurrence, not the cap
+  ])('next occurrence of %s at %s → %i ms', (schedule, now, expected) => {
+    expect(new TickBudget(schedule, 44_000, 250, at(now)).nextOccurrenceInMs()).toBe(expected);
+  });
+
   it('defaults: the cap is the largest the lease allows, and a default tick covers the 10 s timer period', () => {
     const c = loadConfig({});
     expect(c.executor.tickBudgetMs).toBe(60_000 - 10_000 - 5_000 - 1_000);
