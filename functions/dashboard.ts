@@ -1,5 +1,5 @@
 // GET /api/dashboard — the operator dashboard (HTML; JSON views with ?data=…). Admin level: `?code=<key>` in a browser.
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';
 import { dashboardHandler } from '../src/dashboard/handler.js';

@@ -2,7 +2,7 @@
 // EXECUTOR_TICK_HANDOFF_MS before the next occurrence (calls still in flight carry into it, so a leader executes
 // without a gap); a tick that overruns the hand-off is followed by another in the same invocation (the host skips
 // the occurrence that fell meanwhile). host.json functionTimeout exceeds the budget.
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import type { InvocationContext, Timer } from '@azure/functions';
 import { getApp } from '../src/app.js';

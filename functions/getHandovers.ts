@@ -1,5 +1,5 @@
 // GET /api/ops/lease/release — the handover requests: the pending one and the newest completed (from SQL).
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';
 import { handoversHandler } from '../src/opsHandlers.js';

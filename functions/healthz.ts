@@ -1,5 +1,5 @@
 // GET /api/healthz — HTTP availability only (no database round trip).
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { healthz } from '../src/healthHandlers.js';
 

@@ -1,6 +1,6 @@
 // App lifecycle: on terminate, release the lease (a follower takes over within one tick instead of a
 // lease duration) and close the pool.
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { closeCurrentApp } from '../src/app.js';
 

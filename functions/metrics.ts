@@ -1,5 +1,5 @@
 // GET /api/metrics — Prometheus text of the instance that serves the request (series labelled holder_id).
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';
 import { metricsHandler } from '../src/opsHandlers.js';

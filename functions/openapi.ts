@@ -1,5 +1,5 @@
 // GET /api/openapi.json — the OpenAPI 3.1 document (no database round trip; served even while starting).
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { openApiHandler } from '../src/opsHandlers.js';
 

@@ -1,5 +1,5 @@
 // GET /api/readyz — role info (mode=leader|follower holder_id=… lease_epoch=… lease_expires_at=…); 200 for both.
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';
 import { readyz } from '../src/healthHandlers.js';

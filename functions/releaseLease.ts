@@ -1,7 +1,7 @@
 // POST /api/ops/lease/release — request a leader drain (handover) from any instance: recorded in SQL, 202 with
 // the request; the leader sees it within one schedule refresh, finishes and fences in-flight work, releases.
 // Admin routes live under ops/: the Functions host rejects routes starting with admin/ (its own API), even under /api.
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';
 import { releaseLeaseHandler } from '../src/opsHandlers.js';

@@ -1,5 +1,5 @@
 // POST /api/intents/{id}/reschedule — thin: the handler in src/ validates and maps; this file only registers the route.
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';
 

@@ -1,5 +1,5 @@
 // POST /api/ops/execution/resume — clear the cluster-wide pause flag.
-import '../src/observability/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
+import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
 import { httpHandler } from '../src/functionsHost.js';
 import { executionControlHandler } from '../src/opsHandlers.js';

@@ -2,8 +2,7 @@
 // per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
 // Everything else receives these as parameters.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { loadConfig, redactUrl, type Config, type DatabaseTarget } from './config.js';
-import type { PgPoolOptions } from './store/postgres/db.js';
+import { loadConfig, type Config } from './config.js';
 import { ClusterViewCache } from './clusterView.js';
 import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
@@ -16,14 +15,15 @@ import { createIntentHandlers, type IntentHandlers } from './intents/http.js';
 import { createLogger, sqlErrorField, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
 import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
-import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './observability/instrument.js';
+import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './instrument/portMetrics.js';
 import { HttpProvider } from './provider/httpProvider.js';
 import { ProviderGuard } from './provider/guard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
+import { openStores } from './store/open.js';
 import { installTracing } from './observability/tracing.js';
 import type { TokenCredential } from '@azure/identity';
-import { traceAttempts } from './observability/attemptTracing.js';
+import { traceAttempts } from './instrument/attemptTracing.js';
 
 export interface App {
   config: Config;
@@ -61,72 +61,6 @@ export interface CreateAppOptions {
   /** Where Entra tokens for a flexible server come from (DATABASE_ENGINE postgresql/mysql). Default: the
    *  managed identity AZURE_CLIENT_ID names; tests swap only this. */
   credential?: TokenCredential;
-}
-
-/** Open the stores for a database target: the one place that picks a dialect. `credential`: see CreateAppOptions. */
-export async function openStores(target: DatabaseTarget, config: Config, logger: Logger, credential?: TokenCredential): Promise<Stores> {
-  switch (target.kind) {
-    case 'pglite': {
-      const { openPglite } = await import('./store/postgres/db.js');
-      const { createPostgresStores } = await import('./store/postgres/index.js');
-      if (target.dataDir) {
-        const { mkdirSync } = await import('node:fs');
-        mkdirSync(target.dataDir, { recursive: true });
-      }
-      return createPostgresStores(await openPglite(target.dataDir), 'pglite', { dueNotices: config.executor.dueNotices });
-    }
-    case 'postgres':
-      return openPostgresStores({ url: target.url }, config, logger);
-    case 'postgresEntra': {
-      const { pgEntraOptions } = await import('./store/postgres/entra.js');
-      const tokens = await entraTokens(target.clientId, logger, credential);
-      const stores = await openPostgresStores(await pgEntraOptions(target, tokens), config, logger);
-      return { ...stores, close: async () => { tokens.close(); await stores.close(); } };
-    }
-    case 'mysqlEntra': {
-      // The identity's token is the password of every new connection (src/store/mysql/entraOptions.ts).
-      const { mysqlEntraPoolOptions, bindTokenPassword } = await import('./store/mysql/entraOptions.js');
-      const { openMysqlStores } = await import('./store/mysql/index.js');
-      const tokens = await entraTokens(target.clientId, logger, credential);
-      const connection = await mysqlEntraPoolOptions(target, tokens);
-      const stores = openMysqlStores({ connection, onPool: (pool) => bindTokenPassword(pool, tokens) }, config, logger);
-      return { ...stores, close: async () => { tokens.close(); await stores.close(); } };
-    }
-    case 'mssql':
-    case 'mssqlEntra': {
-      const { openMssqlStores } = await import('./store/mssql/index.js');
-      return openMssqlStores(target, config, logger);
-    }
-    case 'mysql': {
-      const { openMysqlStores } = await import('./store/mysql/index.js');
-      return openMysqlStores({ url: target.url }, config, logger);
-    }
-  }
-}
-
-/** The identity's tokens for a flexible server, the first one fetched now: a start without one fails here. */
-async function entraTokens(clientId: string, logger: Logger, credential?: TokenCredential) {
-  const { EntraTokenSource, managedIdentityCredential } = await import('./store/entraToken.js');
-  const tokens = new EntraTokenSource(credential ?? (await managedIdentityCredential(clientId)), {
-    onRefreshError: (e) => logger.warn({ event: 'db_token_refresh_failed', err: { message: (e as Error).message } },
-      'could not refresh the database access token; the cached one is used until it expires'),
-  });
-  await tokens.token();
-  return tokens;
-}
-
-/** A PostgreSQL server: one pool, and a connection of its own for migrations (opened only when some are missing). */
-async function openPostgresStores(conn: Pick<PgPoolOptions, 'url' | 'password' | 'ssl'>, config: Config, logger: Logger): Promise<Stores> {
-  const { openPgPool } = await import('./store/postgres/db.js');
-  const { createPostgresStores } = await import('./store/postgres/index.js');
-  const onIdleError = (e: Error) => logger.warn({ event: 'db_idle_client_error', sql_error: { message: e.message } }, 'idle database connection failed');
-  const db = openPgPool(
-    { ...conn, max: config.db.poolMax, statementTimeoutMs: config.db.statementTimeoutMs, applicationName: config.lease.holderId },
-    onIdleError,
-  );
-  const openMigrationDb = async () => openPgPool({ ...conn, max: 1, statementTimeoutMs: config.db.migrationTimeoutMs,
-    applicationName: `${config.lease.holderId}-migrate`.slice(0, 63) }, onIdleError);
-  return createPostgresStores(db, 'postgres', { openMigrationDb, dueNotices: config.executor.dueNotices });
 }
 
 export async function createApp(opts: CreateAppOptions = {}): Promise<App> {

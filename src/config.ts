@@ -241,7 +241,7 @@ function parseAppInsightsAuth(value: string | undefined): { clientId: string | n
   return { clientId: parts.clientid || null };
 }
 
-/** The telemetry settings alone: the preload (src/observability/telemetryPreload.ts) needs them before anything
+/** The telemetry settings alone: the preload (src/instrument/telemetryPreload.ts) needs them before anything
  *  else loads; the full configuration is validated when the app starts. Throws ConfigError like loadConfig. */
 export function loadTelemetryConfig(env: Record<string, string | undefined> = process.env): Config['telemetry'] {
   const cs = env.APPLICATIONINSIGHTS_CONNECTION_STRING?.trim() || null;

@@ -8,7 +8,7 @@ import { validate } from './intents/contract.js';
 import { readJsonBody, type ApiRequest, type ApiResponse } from './intents/http.js';
 import { internalError, json, storeUnavailable, validationProblem } from './intents/problem.js';
 import { sqlErrorField } from './observability/logger.js';
-import { renderClusterMetrics } from './observability/clusterMetrics.js';
+import { renderClusterMetrics } from './http/metrics.js';
 import { PROMETHEUS_CONTENT_TYPE } from './observability/prometheus.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { executionChangeBodySchema } from './openapi/schemas.js';

@@ -3,7 +3,8 @@
 // workers behind a load balancer. Leadership changes print one readable line each.
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createApp, openStores, type App } from '../app.js';
+import { createApp, type App } from '../app.js';
+import { openStores } from '../store/open.js';
 import { ConfigError, type Config } from '../config.js';
 import { createLogger } from '../observability/logger.js';
 import { routingDestination } from '../observability/invocationLog.js';

@@ -1,7 +1,7 @@
 // Azure: when APPLICATIONINSIGHTS_CONNECTION_STRING is set, useAzureMonitor() (once per process: it installs
 // the global OpenTelemetry providers and the instrumentations) with our pull reader added, so the same
 // instruments are exported to Application Insights and served at /api/metrics. Synchronous, so the telemetry
-// preload (telemetryPreload.ts) runs it before pg, mssql and http are loaded: instrumentation only patches
+// preload (src/instrument/telemetryPreload.ts) runs it before pg, mssql and http are loaded: instrumentation only patches
 // modules required after it. The distro is loaded with require (its CommonJS build) and only when configured:
 // it is large and unused locally. Only the preload and the composition root call this.
 import { createRequire } from 'node:module';

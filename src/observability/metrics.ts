@@ -6,7 +6,6 @@
 import type { Attributes, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
 import { AggregationTemporality, InstrumentType, MeterProvider as SdkMeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { renderPrometheus } from './prometheus.js';
-import type { GuardState } from '../provider/guard.js';
 
 /** A reader that exports nothing by itself: each scrape pulls (collect) what the SDK aggregated. Counters and
  *  histograms are cumulative (Prometheus semantics); observable gauges are delta, i.e. only what the callbacks
@@ -33,7 +32,15 @@ export interface GaugeSource {
   /** Last pause flag this instance read from SQL (null = not read yet: only leaders read it). */
   paused(): boolean | null;
   /** Provider protection as this instance's executor sees it (absent in apps without an executor guard). */
-  providerGuard?: () => GuardState;
+  providerGuard?: () => GuardGauges;
+}
+
+/** The part of the provider guard's state the gauges read (ProviderGuard.state() gives more): declared here so
+ *  the metrics import nothing of ours. */
+export interface GuardGauges {
+  breaker: 'closed' | 'half_open' | 'open';
+  pausedForMs: number;
+  inFlight: number;
 }
 
 const MS_BUCKETS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000];

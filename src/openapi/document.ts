@@ -5,7 +5,6 @@
 import { z } from 'zod';
 import { IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, rescheduleBodySchema, submitBodySchema } from '../intents/contract.js';
 import * as S from './schemas.js';
-import { redriveBodySchema, redriveResultSchema } from '../operate/redrive.js';
 
 export const API_VERSION = '0.1.0';
 
@@ -37,8 +36,8 @@ function components(): Record<string, Json> {
   add('FieldError', S.fieldErrorSchema);
   add('Problem', S.problemSchema);
   add('ExecutionControl', S.executionControlSchema);
-  add('RedriveRequest', redriveBodySchema);
-  add('RedriveResult', redriveResultSchema);
+  add('RedriveRequest', S.redriveBodySchema);
+  add('RedriveResult', S.redriveResultSchema);
   add('HandoverRequest', S.handoverRequestSchema);
   add('HandoverList', S.handoverListSchema);
   const out = z.toJSONSchema(reg, { ...jsonSchemaOptions, io: 'output', uri: (id) => `#/components/schemas/${id}` });

@@ -3,7 +3,8 @@
 // are checked against the TypeScript view types at compile time, so the OpenAPI document cannot drift from
 // the code that builds the responses.
 import { z } from 'zod';
-import { INTENT_STATUSES, MAX_ATTEMPTS_LIMIT, type AttemptView, type IntentView } from '../intents/contract.js';
+import { INTENT_STATUSES, MAX_ATTEMPTS_LIMIT, isoDateTime, type AttemptView, type IntentView } from '../intents/contract.js';
+import { isUuid } from '../intents/ids.js';
 import type { AttemptOutcome } from '../store/intentPorts.js';
 
 const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant (UTC, milliseconds), database time');
@@ -118,6 +119,44 @@ export const handoverListSchema = z.strictObject({
   pending: handoverRequestSchema.nullable(),
   requests: z.array(handoverRequestSchema).describe('Newest first (pending and completed)'),
 });
+
+/** POST /ops/intents/redrive: the body (it validates the request) and the result. */
+export const REDRIVE_LIMIT_DEFAULT = 100;
+export const REDRIVE_LIMIT_MAX = 1_000;
+
+const intentId = z.string().refine(isUuid, 'must be an intent id (UUID)').transform((s) => s.toLowerCase());
+
+export const redriveBodySchema = z.strictObject({
+  ids: z.array(intentId).min(1).max(REDRIVE_LIMIT_MAX).optional()
+    .describe(`Explicit intent ids (1 to ${REDRIVE_LIMIT_MAX}); ids that are not failed are reported in notRedriven`),
+  filter: z.strictObject({
+    status: z.literal('failed').default('failed').describe('Only failed intents are ever redriven'),
+    failedFrom: isoDateTime.optional().describe('Failed (last modified) at or after this instant'),
+    failedTo: isoDateTime.optional().describe('Failed (last modified) before this instant'),
+    errorContains: z.string().min(1).max(200).optional().describe('Case-insensitive substring of the last error'),
+  }).optional().describe('Select failed intents, oldest failure first'),
+  limit: z.int().min(1).max(REDRIVE_LIMIT_MAX).default(REDRIVE_LIMIT_DEFAULT)
+    .describe(`At most this many intents per call (default ${REDRIVE_LIMIT_DEFAULT})`),
+  reason: z.string().min(1).max(500).optional().describe('Why (kept with the record and logged)'),
+}, { error: (i) => (i.code === 'unrecognized_keys' ? undefined : 'the body must be a JSON object') })
+  .refine((b) => (b.ids === undefined) !== (b.filter === undefined), { message: 'give exactly one of ids or filter', path: ['ids'] })
+  .refine((b) => !b.filter?.failedFrom || !b.filter.failedTo || Date.parse(b.filter.failedFrom) < Date.parse(b.filter.failedTo),
+    { message: 'failedFrom must be before failedTo', path: ['filter', 'failedFrom'] });
+
+export const redriveResultSchema = z.strictObject({
+  redriveId: z.uuid().describe('Id of the recorded redrive'),
+  requestedAt: z.iso.datetime({ offset: true }).describe('Database time of the redrive; the intents are due from then'),
+  requestedBy: z.string(),
+  redriven: z.int().min(0),
+  intents: z.array(z.strictObject({
+    intentId: z.uuid(),
+    attemptsBefore: z.int().min(0).describe('Attempts made before; the next one is attemptsBefore + 1'),
+    maxAttempts: z.int().min(1).describe('The new budget: attempts sent so far + the submitted maxAttempts'),
+  })),
+  notRedriven: z.array(z.uuid()).describe('Explicit ids left alone: unknown, or not failed (already redriven, still active, succeeded, cancelled)'),
+  more: z.boolean().describe('The limit was reached: more matching intents may remain (call again)'),
+});
+export type RedriveView = z.infer<typeof redriveResultSchema>;
 
 // Compile-time: the schemas describe exactly the view types the handlers build.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

@@ -1,7 +1,7 @@
 // `npm run migrate`: apply the numbered migrations of the configured backend, idempotently, under the
 // dialect's migration lock (two migrators at once serialise; neither fails).
 import { loadConfig, ConfigError } from '../config.js';
-import { openStores } from '../app.js';
+import { openStores } from './open.js';
 import { createLogger } from '../observability/logger.js';
 
 async function main(): Promise<number> {

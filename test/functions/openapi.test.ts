@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import type { Registry } from '../../src/local/functionsCore.js';
 import type { App } from '../../src/app.js';
 // @ts-ignore compiled output has no declarations
-import { createApp, openStores, runWithApp } from '../../dist/src/app.js';
+import { createApp, runWithApp } from '../../dist/src/app.js';
+import { openStores } from '../../dist/src/store/open.js';
 // @ts-ignore compiled output has no declarations
 import { silentLogger } from '../../dist/src/observability/logger.js';
 // @ts-ignore compiled output has no declarations

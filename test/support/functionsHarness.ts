@@ -8,7 +8,7 @@ import type { Stores } from '../../src/store/stores.js';
 // @ts-ignore compiled output has no declarations
 import { loadRegisteredFunctions } from '../../dist/src/local/functionsCore.js';
 // @ts-ignore compiled output has no declarations
-import { openStores } from '../../dist/src/app.js';
+import { openStores } from '../../dist/src/store/open.js';
 // @ts-ignore compiled output has no declarations
 import { loadConfig } from '../../dist/src/config.js';
 // @ts-ignore compiled output has no declarations

@@ -41,7 +41,7 @@ describe('telemetry preload', () => {
     const { readdirSync, readFileSync } = await import('node:fs');
     for (const f of readdirSync(`${ROOT}/functions`).filter((x) => x.endsWith('.ts'))) {
       const firstImport = readFileSync(`${ROOT}/functions/${f}`, 'utf8').split('\n').find((l) => l.startsWith('import '));
-      expect(firstImport, f).toMatch(/^import '\.\.\/src\/observability\/telemetryPreload\.js';/);
+      expect(firstImport, f).toMatch(/^import '\.\.\/src\/instrument\/telemetryPreload\.js';/);
     }
   });
 });

@@ -6,7 +6,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import { StoreError } from '../ports.js';
 import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
 import { mapPgError } from './errors.js';
-import { listenOnOwnConnection, type ListenFn } from './notices.js';
+import { listenOnOwnConnection, type ListenFn } from './listen.js';
 
 /** Destroy the socket under a pg client (a blackholed connection would otherwise wait for TCP, minutes). */
 function destroyClient(client: pg.PoolClient | pg.Client): void {

@@ -6,7 +6,7 @@
 // attempts in flight.
 import type { ExecutionStore } from '../store/intentPorts.js';
 import type { Provider } from '../provider/provider.js';
-import { withAttemptSpan } from './tracing.js';
+import { withAttemptSpan } from '../observability/tracing.js';
 
 const key = (intentId: string, attemptNo: number) => `${intentId}#${attemptNo}`;
 

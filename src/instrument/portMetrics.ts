@@ -6,7 +6,7 @@ import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { ExecutionStore } from '../store/intentPorts.js';
 import type { LeaseStore } from '../store/ports.js';
-import type { AppMetrics } from './metrics.js';
+import type { AppMetrics } from '../observability/metrics.js';
 
 function safe(fn: () => void): void {
   try {

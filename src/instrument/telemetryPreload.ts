@@ -4,7 +4,7 @@
 // loaded leaves them uninstrumented). Without the setting it does nothing. A failure here is reported and
 // left to the app's start (configuration errors name the setting there), never thrown from a module load.
 import { loadTelemetryConfig } from '../config.js';
-import { setupAzureMonitor } from './azureMonitor.js';
+import { setupAzureMonitor } from '../observability/azureMonitor.js';
 
 try {
   const t = loadTelemetryConfig();
