@@ -1,11 +1,12 @@
 // POST /api/intents/{id}/cancel — thin: the handler in src/ validates and maps; this file only registers the route.
 import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
-import { httpHandler } from '../src/functionsHost.js';
+import { getApp } from '../src/app.js';
+import { httpHandler } from '../src/http/functionsHost.js';
 
 azf.app.http('cancelIntent', {
   methods: ['POST'],
   route: 'intents/{id}/cancel',
   authLevel: 'function',
-  handler: httpHandler((app) => app.handlers.postCancel),
+  handler: httpHandler(getApp, (app) => app.handlers.postCancel),
 });

@@ -1,7 +1,7 @@
 // GET /api/healthz — HTTP availability only (no database round trip).
 import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
-import { healthz } from '../src/healthHandlers.js';
+import { healthz } from '../src/http/health.js';
 
 azf.app.http('healthz', {
   methods: ['GET'],

@@ -3,12 +3,13 @@
 // Admin routes live under ops/: the Functions host rejects routes starting with admin/ (its own API), even under /api.
 import '../src/instrument/telemetryPreload.js'; // first: sets up OpenTelemetry before anything it instruments loads
 import azf from '@azure/functions';
-import { httpHandler } from '../src/functionsHost.js';
-import { releaseLeaseHandler } from '../src/opsHandlers.js';
+import { getApp } from '../src/app.js';
+import { httpHandler } from '../src/http/functionsHost.js';
+import { releaseLeaseHandler } from '../src/http/ops.js';
 
 azf.app.http('releaseLease', {
   methods: ['POST'],
   route: 'ops/lease/release',
   authLevel: 'admin',
-  handler: httpHandler((app) => releaseLeaseHandler(app)),
+  handler: httpHandler(getApp, (app) => releaseLeaseHandler(app)),
 });

@@ -1,9 +1,11 @@
 // Composition root: builds config, logger, pool/stores, clock, lease manager, executor and handlers once
 // per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
-// Everything else receives these as parameters.
+// Everything else receives these as parameters. Imported by functions/*.ts and local/ only.
+// May import: `config.ts`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { loadConfig, type Config } from './config.js';
-import { ClusterViewCache } from './clusterView.js';
+import { ClusterViewCache } from './http/clusterView.js';
+import type { HttpContext } from './http/context.js';
 import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
 import { Executor } from './executor/executor.js';
@@ -11,7 +13,7 @@ import { TickBudget } from './executor/tickBudget.js';
 import { executorSettingsFrom } from './executor/tickSummary.js';
 import { ExecutionOps } from './executor/executorOps.js';
 import { Maintenance, retentionTask } from './executor/maintenance.js';
-import { createIntentHandlers, type IntentHandlers } from './intents/http.js';
+import { createIntentHandlers, type IntentHandlers } from './http/intents.js';
 import { createLogger, sqlErrorField, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
 import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
@@ -25,7 +27,8 @@ import { installTracing } from './observability/tracing.js';
 import type { TokenCredential } from '@azure/identity';
 import { traceAttempts } from './instrument/attemptTracing.js';
 
-export interface App {
+/** The app is also what the HTTP handlers call (src/http/context.ts): functions/*.ts pass it to them. */
+export interface App extends HttpContext {
   config: Config;
   logger: Logger;
   stores: Stores;
@@ -41,6 +44,8 @@ export interface App {
   ops: ExecutionOps;
   /** The cluster's leader as SQL holds it (cached ≤ 1 s), for /readyz and /metrics on any instance. */
   cluster: ClusterViewCache;
+  /** Intents in this instance's schedule (0 on followers), for /readyz. */
+  scheduleSize(): number;
   /** Release the lease (graceful handover) and, if this app owns them, close the stores. */
   close(): Promise<void>;
 }
@@ -98,12 +103,13 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
     executorSettingsFrom(config), clock, logger, Math.random, ops, guard);
   if (stores.notices && config.executor.dueNotices) executor.wakeOn(stores.notices);
   const tickBudget = new TickBudget(config.executor.schedule, config.executor.tickBudgetMs, config.executor.handoffMs);
+  const scheduleSize = () => executor.refresher.schedule.size;
   const unregisterGauges = metrics.gauges({
     leadership: () => {
       const token = lease.requireLeader();
       return token ? { epoch: token.leaseEpoch, remainingMs: lease.remainingMs() } : null;
     },
-    scheduleSize: () => executor.refresher.schedule.size,
+    scheduleSize,
     oldestDueLagMs: () => executor.refresher.schedule.oldestDueLagMs(executor.refresher.dbNowMs()),
     paused: () => ops.paused,
     providerGuard: () => guard.state(),
@@ -117,7 +123,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const cluster = new ClusterViewCache(stores.lease, config.lease.name, () => clock.nowMs());
   let closed = false;
   return {
-    config, logger, stores, lease, executor, tickBudget, handlers, metrics, metricsRegistry, ops, cluster,
+    config, logger, stores, lease, executor, tickBudget, handlers, metrics, metricsRegistry, ops, cluster, scheduleSize,
     async close() {
       if (closed) return;
       closed = true;

@@ -1,7 +1,7 @@
 // The Azure database settings for the engines reached with an Entra token as the password (Azure Database for
 // PostgreSQL / MySQL flexible servers): DATABASE_ENGINE picks the engine, DATABASE_HOST / DATABASE_NAME /
 // DATABASE_USER say where and as whom, AZURE_CLIENT_ID which managed identity gets the token. Azure SQL keeps
-// SQL_SERVER / SQL_DATABASE. Pure: src/config.ts turns an `error` into its ConfigError.
+// SQL_SERVER / SQL_DATABASE. Pure: src/config.ts turns an `error` into its ConfigError. May import: nothing of ours.
 
 export const DATABASE_ENGINES = ['sqlserver', 'postgresql', 'mysql'] as const;
 export type DatabaseEngine = (typeof DATABASE_ENGINES)[number];

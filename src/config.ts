@@ -1,5 +1,6 @@
 // The one place that reads process.env. Every setting, its default and its relational rules live here;
 // bad configuration fails at start with a message that names the setting(s).
+// May import: `azureDatabase.ts`; and, up a floor, the limits it checks from `executor/` and `provider/`.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';

@@ -1,8 +1,13 @@
-// Cluster gauges for GET /api/metrics, read from SQL (OpsStore.getClusterOverview: one indexed statement) at each
-// scrape, so every instance — on Flex an HTTP instance that never leads — reports the same cluster state. They are
-// rendered beside the per-instance series (labelled holder_id) and carry no holder_id of the serving instance;
-// they are not exported to Application Insights (every instance would send the same numbers).
+// GET /api/metrics: this instance's series (labelled holder_id), then the cluster gauges, read from SQL
+// (OpsStore.getClusterOverview: one indexed statement) at each scrape, so every instance — on Flex an HTTP instance
+// that never leads — reports the same cluster state. The cluster gauges carry no holder_id of the serving instance
+// and are not exported to Application Insights (every instance would send the same numbers).
+import { sqlErrorField } from '../observability/logger.js';
+import { PROMETHEUS_CONTENT_TYPE } from '../observability/prometheus.js';
 import type { ClusterOverview } from '../store/opsPorts.js';
+import type { HttpContext } from './context.js';
+import { guarded } from './guarded.js';
+import type { ApiHandler } from './request.js';
 
 const esc = (v: string) => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 
@@ -37,4 +42,21 @@ export function renderClusterMetrics(leaseName: string, overview: ClusterOvervie
     );
   }
   return `${out.join('\n')}\n`;
+}
+
+/** This instance's series (labelled holder_id; per instance) followed by the cluster gauges read from SQL. A failed
+ *  SQL read still serves the instance's series, with cluster_overview_up 0. */
+export function metricsHandler(app: HttpContext): ApiHandler {
+  return guarded(app.logger, 'ops', 'metrics', async () => {
+    const leaseName = app.config.lease.name;
+    const overview = await app.stores.ops.getClusterOverview(leaseName).catch((e: unknown) => {
+      app.logger.warn({ event: 'cluster_overview_failed', sql_error: sqlErrorField(e) }, 'cluster overview read failed; serving instance metrics only');
+      return null;
+    });
+    return {
+      status: 200,
+      headers: { 'content-type': PROMETHEUS_CONTENT_TYPE, 'cache-control': 'no-store' },
+      body: (await app.metricsRegistry.renderPrometheus()) + renderClusterMetrics(leaseName, overview),
+    };
+  });
 }

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 // @ts-ignore compiled output has no declarations
 import { installFunctionsCore } from '../../dist/src/local/functionsCore.js';
 // @ts-ignore compiled output has no declarations
-import { bodyText } from '../../dist/src/functionsHost.js';
+import { bodyText } from '../../dist/src/http/functionsHost.js';
 
 installFunctionsCore();
 const azf = createRequire(import.meta.url)('@azure/functions') as typeof import('@azure/functions');

@@ -13,7 +13,7 @@ import { openStores } from '../../dist/src/store/open.js';
 // @ts-ignore compiled output has no declarations
 import { silentLogger } from '../../dist/src/observability/logger.js';
 // @ts-ignore compiled output has no declarations
-import { buildOpenApiDocument, renderOpenApiFile } from '../../dist/src/openapi/document.js';
+import { buildOpenApiDocument, renderOpenApiFile } from '../../dist/src/http/openapi/document.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { openFunctionsHarness } from '../support/functionsHarness.js';
 

@@ -4,8 +4,9 @@
 import { createApp, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
-import type { ApiRequest, ApiResponse } from '../../src/intents/http.js';
-import { metricsHandler } from '../../src/opsHandlers.js';
+import type { ApiResponse } from '../../src/http/problem.js';
+import type { ApiRequest } from '../../src/http/request.js';
+import { metricsHandler } from '../../src/http/metrics.js';
 import type { TickSummary } from '../../src/executor/tickSummary.js';
 import type { DialectContext } from './dialects.js';
 

@@ -7,7 +7,7 @@ import tls from 'node:tls';
 import type { AccessToken, TokenCredential } from '@azure/identity';
 import { expect } from 'vitest';
 import { createApp } from '../../src/app.js';
-import type { ApiRequest } from '../../src/intents/http.js';
+import type { ApiRequest } from '../../src/http/request.js';
 import { OSS_RDBMS_SCOPE } from '../../src/store/entraToken.js';
 
 /** Token lifetime in the tests: refreshed at half of it (the 5-minute default margin is capped there). */

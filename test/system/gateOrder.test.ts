@@ -9,7 +9,7 @@ import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { request, testConfig } from '../support/apps.js';
 import { createApp, type App } from '../../src/app.js';
-import { readyz } from '../../src/healthHandlers.js';
+import { readyz } from '../../src/http/health.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { StoreError } from '../../src/store/ports.js';
 import type { ExecutionStore } from '../../src/store/intentPorts.js';

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { overview } from '../../src/dashboard/data.js';
+import { overview } from '../../src/http/dashboard/data.js';
 import type { Stores } from '../../src/store/stores.js';
 import { dialects, type DialectContext, itWhere } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';

@@ -3,7 +3,7 @@
 // cluster gauges read from SQL, the same on the follower as on the leader.
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { releaseLeaseHandler, executionControlHandler } from '../../src/opsHandlers.js';
+import { releaseLeaseHandler, executionControlHandler } from '../../src/http/ops.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';

@@ -4,7 +4,7 @@
 // - the leader purges terminal intents past retention in bounded batches, never an active one.
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { executionControlHandler, handoversHandler, releaseLeaseHandler } from '../../src/opsHandlers.js';
+import { executionControlHandler, handoversHandler, releaseLeaseHandler } from '../../src/http/ops.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';

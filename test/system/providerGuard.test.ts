@@ -12,7 +12,7 @@ import { submit } from '../support/instances.js';
 import { buildExecutor, type Built } from '../support/executorHarness.js';
 import { ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
 import type { App } from '../../src/app.js';
-import { overview } from '../../src/dashboard/data.js';
+import { overview } from '../../src/http/dashboard/data.js';
 import { metric, scrape, startApps, submitVia, testConfig } from '../support/apps.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

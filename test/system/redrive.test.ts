@@ -4,7 +4,7 @@
 // campaign's invariant checker finds nothing over the whole history.
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { redriveHandler } from '../../src/operate/redrive.js';
+import { redriveHandler } from '../../src/http/redrive.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';

@@ -10,7 +10,7 @@ import { executorDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { TEST_LEASE, request, startApps, submitVia, testConfig } from '../support/apps.js';
-import { releaseLeaseHandler } from '../../src/opsHandlers.js';
+import { releaseLeaseHandler } from '../../src/http/ops.js';
 import type { App } from '../../src/app.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor } from '../support/executorHarness.js';

@@ -1,8 +1,8 @@
 // The import graph of src/ stays as scripts/importGraph.mjs describes it: no file-level circles (beyond the listed
 // known one), every import between rooms allowed by ROOMS, so imports run down the floors except the listed
-// up-floor exceptions. `node scripts/importGraph.mjs` prints the same report.
+// up-floor exceptions, and each folder's README says what ROOMS says. `node scripts/importGraph.mjs` prints the report.
 import { describe, expect, it } from 'vitest';
-import { KNOWN_CIRCLES, ROOMS, analyse, circlesOf, floorsOf, specifiersOf } from '../../scripts/importGraph.mjs';
+import { KNOWN_CIRCLES, ROOMS, analyse, circlesOf, floorsOf, declaredImports, specifiersOf } from '../../scripts/importGraph.mjs';
 
 describe('import graph of src/', () => {
   const a = analyse();
@@ -17,6 +17,17 @@ describe('import graph of src/', () => {
   it('every room is in ROOMS and every import between rooms is one ROOMS allows', () => {
     expect(a.unknownRooms).toEqual([]);
     expect(show(a.disallowed)).toEqual([]);
+  });
+
+  it('ROOMS allows nothing that no file imports (it stays a true description)', () => {
+    expect(show(a.unused)).toEqual([]);
+  });
+
+  it('each room says, after "May import:" (a folder in its README.md, a file in its header), what ROOMS allows it', () => {
+    const rooms = ROOMS as Record<string, { imports: string[]; up?: string[] }>;
+    for (const [room, r] of Object.entries(rooms)) {
+      expect(declaredImports(room)?.sort(), `src/${room}${room.endsWith('/') ? 'README.md' : ''}`).toEqual([...r.imports, ...(r.up ?? [])].sort());
+    }
   });
 
   it('imports run down the floors, except the up-floor exceptions ROOMS lists', () => {

@@ -8,7 +8,9 @@ import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import { StoreError } from '../../src/store/ports.js';
 import type { IntentStore } from '../../src/store/intentPorts.js';
-import { createIntentHandlers, MAX_BODY_BYTES, type ApiRequest, type ApiResponse, type IntentHandlers } from '../../src/intents/http.js';
+import { createIntentHandlers, type IntentHandlers } from '../../src/http/intents.js';
+import type { ApiResponse } from '../../src/http/problem.js';
+import { MAX_BODY_BYTES, type ApiRequest } from '../../src/http/request.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { createLogger } from '../../src/observability/logger.js';
 

@@ -1,9 +1,10 @@
 // The OpenAPI 3.1 document, generated from the zod schemas that validate requests (src/intents/contract.ts,
-// src/openapi/schemas.ts) and describe responses. operationId = the registered function's name, and
+// src/http/openapi/schemas.ts) and describe responses. operationId = the registered function's name, and
 // `x-auth-level` its auth level (test/functions/openapi.test.ts checks both against the registrations).
 // Served at GET /api/openapi.json; `npm run openapi` writes docs/openapi.json (a test fails when it is stale).
 import { z } from 'zod';
-import { IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, rescheduleBodySchema, submitBodySchema } from '../intents/contract.js';
+import { IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, rescheduleBodySchema, submitBodySchema } from '../../intents/contract.js';
+import type { ApiResponse } from '../problem.js';
 import * as S from './schemas.js';
 
 export const API_VERSION = '0.1.0';
@@ -212,4 +213,12 @@ export function buildOpenApiDocument(): Json {
 /** docs/openapi.json as `npm run openapi` writes it (stable: two-space JSON and a final newline). */
 export function renderOpenApiFile(): string {
   return `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`;
+}
+
+let openApiJson: string | null = null;
+
+/** GET /api/openapi.json. No database: served even while the app cannot start. */
+export async function openApiHandler(): Promise<ApiResponse> {
+  openApiJson ??= JSON.stringify(buildOpenApiDocument());
+  return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300' }, body: openApiJson };
 }

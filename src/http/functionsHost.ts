@@ -1,9 +1,10 @@
-// Glue between @azure/functions and the framework-neutral handlers: request/response mapping, the app for
-// this invocation, and pino records routed to the InvocationContext. Function files stay thin.
+// Glue between @azure/functions and the framework-neutral handlers: request/response mapping, the app for this
+// invocation (the function file passes the composition root's getApp), and pino records routed to the
+// InvocationContext. Function files stay thin.
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import { getApp, type App } from './app.js';
-import type { ApiRequest, ApiResponse } from './intents/http.js';
-import { withInvocationLog } from './observability/invocationLog.js';
+import { withInvocationLog } from '../observability/invocationLog.js';
+import type { ApiResponse } from './problem.js';
+import type { ApiHandler, ApiRequest } from './request.js';
 
 /** The body as text, as `req.text()` gives it (UTF-8, leading BOMs dropped as undici does, bad bytes replaced), read
  *  straight from the request's stream: the same bytes without the library's promise layers around it. */
@@ -44,11 +45,12 @@ const unavailable = (detail: string): HttpResponseInit => ({
   body: JSON.stringify({ type: 'urn:submission-manager:problem:unavailable', title: 'Service Unavailable', status: 503, detail }),
 });
 
-/** An HTTP function body: resolve the app, run `pick(app)` with logs routed to the invocation. */
-export function httpHandler(pick: (app: App) => (req: ApiRequest) => Promise<ApiResponse>) {
+/** An HTTP function body: resolve the app (503 while it cannot start), run `pick(app)` with logs routed to the
+ *  invocation. */
+export function httpHandler<A>(getApp: () => Promise<A>, pick: (app: A) => ApiHandler) {
   return async (req: HttpRequest, context: InvocationContext): Promise<HttpResponseInit> =>
     withInvocationLog(context, async () => {
-      let app: App;
+      let app: A;
       try {
         app = await getApp();
       } catch (e) {

@@ -1,7 +1,7 @@
 // The cluster's leader as SQL holds it, for any instance's /readyz and /metrics (on Flex, HTTP instances never
 // lead: their own role says nothing about the executor). One lease-row read per app at most once a second;
 // concurrent callers share it. A failed read is reported (error), never thrown: readiness stays answerable.
-import type { LeaseStore } from './store/ports.js';
+import type { LeaseStore } from '../store/ports.js';
 
 export interface ClusterLeader {
   holderId: string;

@@ -2,9 +2,9 @@
 // instance answers the same. Bounded: 20 lease events, 60 minutes of attempts, 20 failures, 10 redrives,
 // search pages of at most 100. The payload is redacted to its size unless `payload=1` is asked.
 import { z } from 'zod';
-import type { App } from '../app.js';
-import { INTENT_STATUSES, isoDateTime, toAttemptView, toIntentView } from '../intents/contract.js';
-import { isUuid } from '../intents/ids.js';
+import { INTENT_STATUSES, isoDateTime, toAttemptView, toIntentView } from '../../intents/contract.js';
+import { isUuid } from '../../intents/ids.js';
+import type { HttpContext } from '../context.js';
 
 const HOUR_MS = 3_600_000;
 const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -32,7 +32,7 @@ export const dashboardQuerySchema = z.discriminatedUnion('data', [
 ], { error: () => 'must be one of overview, search, intent' });
 export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
 
-export async function overview(app: App) {
+export async function overview(app: HttpContext) {
   const leaseName = app.config.lease.name;
   const s = app.stores;
   const [o, control, events, perMinute, failures, redrives, handovers, maintenance] = await Promise.all([
@@ -73,7 +73,7 @@ export async function overview(app: App) {
   };
 }
 
-export async function search(app: App, q: Extract<DashboardQuery, { data: 'search' }>) {
+export async function search(app: HttpContext, q: Extract<DashboardQuery, { data: 'search' }>) {
   const rows = await app.stores.insights.searchIntents({
     intentId: q.intentId ?? null, idempotencyKey: q.key ?? null, status: q.status ?? null,
     createdFrom: q.from ? new Date(q.from) : null, createdTo: q.to ? new Date(q.to) : null, before: q.before ?? null, limit: q.limit,
@@ -85,7 +85,7 @@ export async function search(app: App, q: Extract<DashboardQuery, { data: 'searc
 }
 
 /** null when the intent does not exist. */
-export async function intentPage(app: App, q: Extract<DashboardQuery, { data: 'intent' }>) {
+export async function intentPage(app: HttpContext, q: Extract<DashboardQuery, { data: 'intent' }>) {
   const row = await app.stores.intents.get(q.id);
   if (!row) return null;
   const [attempts, redrives] = await Promise.all([app.stores.intents.listAttempts(q.id), app.stores.insights.redrivesOf(q.id)]);

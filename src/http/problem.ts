@@ -1,7 +1,7 @@
-// RFC 9457 problem details. Every error response of the intents API is one of these, served as
+// RFC 9457 problem details. Every error response of the API is one of these, served as
 // `application/problem+json`. `type` is a stable URN per problem kind (clients branch on it, not on
 // `title`/`detail`); extension members carry machine-readable context (`errors`, `intentId`, `intentStatus`).
-import type { FieldError } from './contract.js';
+import type { FieldError } from '../intents/contract.js';
 
 export interface Problem {
   type: string;

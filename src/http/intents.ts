@@ -1,38 +1,18 @@
-// Framework-neutral HTTP handlers for the intents API (functions/ adapts them to @azure/functions, the
-// local host to node:http). Guarantees:
-// - Transport checks run before anything else, in this order: Content-Length > 256 KiB → 413; content type
-//   not application/json (charset=utf-8 allowed) → 415; actual body > 256 KiB → 413; malformed JSON → 400.
-//   Then the use-case validates (400 problem+json naming each field). Bad input never reaches the store.
-// - Every error is an RFC 9457 problem (application/problem+json); successes are application/json.
-// - Store failures (StoreError) → 503 with a generic detail; anything else → 500. Both are logged with the
-//   route and the error's message/code only — never the request body or payload.
-// - Route parameter: `params.id` (routes `intents/{id}`, `intents/{id}/cancel`, …).
+// The intents API and GET /lease (framework-neutral; functions/ registers them, the local host serves the same).
+// Guarantees: transport checks first (request.ts: 413, 415, 413, 400), then the use-case validates (400
+// problem+json naming each field); bad input never reaches the store. Every error is an RFC 9457 problem
+// (application/problem+json); successes are application/json. Failures go through `guarded` (503 for the
+// store, else 500), logged with the route and the error only — never the request body or payload.
 import type { Config } from '../config.js';
-import { silentLogger, sqlErrorField, type Logger } from '../observability/logger.js';
-import type { IntentStore } from '../store/intentPorts.js';
-import { isStoreError, type LeaseStore } from '../store/ports.js';
-import { IDEMPOTENCY_HEADER, toAttemptView, toIntentView } from './contract.js';
-import {
-  idempotencyConflict, internalError, json, malformedJson, notFound, payloadTooLarge, problem, stateConflict,
-  storeUnavailable, unsupportedMediaType, validationProblem, type ApiResponse,
-} from './problem.js';
-import * as uc from './useCases.js';
+import { silentLogger, type Logger } from '../observability/logger.js';
 import { withSubmitSpan } from '../observability/tracing.js';
-
-export type { ApiResponse } from './problem.js';
-
-export interface ApiRequest {
-  method: string;
-  /** Full URL including the query string. */
-  url: string;
-  headers: { get(name: string): string | null };
-  params: Record<string, string>;
-  text(): Promise<string>;
-}
-
-export type ApiHandler = (req: ApiRequest) => Promise<ApiResponse>;
-
-export const MAX_BODY_BYTES = 256 * 1024;
+import type { IntentStore } from '../store/intentPorts.js';
+import type { LeaseStore } from '../store/ports.js';
+import { IDEMPOTENCY_HEADER, toAttemptView, toIntentView } from '../intents/contract.js';
+import * as uc from '../intents/useCases.js';
+import { guarded } from './guarded.js';
+import { idempotencyConflict, json, notFound, problem, stateConflict, validationProblem, type ApiResponse } from './problem.js';
+import { parseUrl, readJsonBody, type ApiHandler, type ApiRequest } from './request.js';
 
 export interface IntentHandlerDeps {
   intents: IntentStore;
@@ -55,50 +35,6 @@ export interface IntentHandlers {
 
 export const intentLocation = (intentId: string) => `/api/intents/${intentId}`;
 
-/** application/json, optionally with charset=utf-8 (any case, optionally quoted); other parameters ignored. */
-export function isJsonContentType(value: string | null): boolean {
-  if (value === null) return false;
-  if (value === 'application/json') return true; // the usual form, without splitting
-  const [type, ...params] = value.split(';').map((p) => p.trim().toLowerCase());
-  if (type !== 'application/json') return false;
-  return params.every((p) => !p.startsWith('charset=') || p.replace(/^charset=\s*"?|"?$/g, '') === 'utf-8');
-}
-
-type BodyResult = { ok: true; value: unknown } | { ok: false; response: ApiResponse };
-
-/** Reads a JSON body under the size and media-type rules above; never throws for bad input. */
-export async function readJsonBody(req: ApiRequest, instance: string): Promise<BodyResult> {
-  const declared = req.headers.get('content-length');
-  if (declared !== null && /^\s*\d+\s*$/.test(declared) && Number(declared) > MAX_BODY_BYTES) {
-    return { ok: false, response: payloadTooLarge(MAX_BODY_BYTES, instance) };
-  }
-  const contentType = req.headers.get('content-type');
-  if (!isJsonContentType(contentType)) return { ok: false, response: unsupportedMediaType(contentType, instance) };
-  const text = await req.text();
-  // UTF-16 units never outnumber UTF-8 bytes, so the cheap length test can only short-cut a true 413.
-  if (text.length > MAX_BODY_BYTES || Buffer.byteLength(text, 'utf8') > MAX_BODY_BYTES) {
-    return { ok: false, response: payloadTooLarge(MAX_BODY_BYTES, instance) };
-  }
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch {
-    return { ok: false, response: malformedJson(instance) };
-  }
-}
-
-function parseUrl(raw: string): URL {
-  return new URL(raw, 'http://localhost');
-}
-
-/** `scheme://authority/plain/path[?…]`: a path of unreserved characters and `/` only, which URL parsing
- *  leaves as it is (no dot segments, no percent-encoding); anything else goes through URL. */
-const PLAIN_PATH = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#\\]*(\/[A-Za-z0-9\-_~/]*)(?:[?#]|$)/;
-
-/** The request's path (problem `instance`), exactly URL's pathname. */
-export function pathOf(raw: string): string {
-  return PLAIN_PATH.exec(raw)?.[1] ?? parseUrl(raw).pathname;
-}
-
 function queryOf(url: URL): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const [k, v] of url.searchParams) (out[k] ??= []).push(v);
@@ -109,25 +45,8 @@ export function createIntentHandlers(deps: IntentHandlerDeps): IntentHandlers {
   const log = deps.logger ?? silentLogger;
   const ucDeps: uc.IntentDeps = { intents: deps.intents, config: deps.config, ...(deps.metrics ? { metrics: deps.metrics } : {}) };
 
-  /** Maps failures to 503/500 and logs them without request data. */
   const route = (name: string, fn: (req: ApiRequest, instance: string) => Promise<ApiResponse>): ApiHandler =>
-    async (req) => {
-      let instance = '';
-      try {
-        instance = pathOf(req.url);
-        return await fn(req, instance);
-      } catch (e) {
-        if (isStoreError(e)) {
-          log.warn({ event: 'intent_api_store_error', route: name, store_error_kind: e.kind, sql_error: sqlErrorField(e) },
-            'store failure while serving an intents request');
-          return storeUnavailable(instance || undefined);
-        }
-        const err = e as { name?: unknown; message?: unknown };
-        log.error({ event: 'intent_api_error', route: name, error: { name: String(err?.name), message: String(err?.message) } },
-          'unexpected error while serving an intents request');
-        return internalError(instance || undefined);
-      }
-    };
+    guarded(log, 'intents', name, fn);
 
   const idParam = (req: ApiRequest) => req.params.id ?? '';
 

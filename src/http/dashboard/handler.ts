@@ -1,11 +1,11 @@
 // GET /api/dashboard: the operator dashboard (HTML) and, with ?data=overview|search|intent, its JSON views.
 // Reads SQL only, so any instance serves it. Protected like the ops routes (admin level: a key, `?code=`
 // works in a browser); the page passes its own `code` on to the API calls it makes.
-import type { App } from '../app.js';
-import { validate } from '../intents/contract.js';
-import type { ApiRequest, ApiResponse } from '../intents/http.js';
-import { json, notFound, validationProblem } from '../intents/problem.js';
-import { guarded } from '../opsHandlers.js';
+import { validate } from '../../intents/contract.js';
+import type { HttpContext } from '../context.js';
+import { guarded } from '../guarded.js';
+import { json, notFound, validationProblem } from '../problem.js';
+import { parseUrl, type ApiHandler } from '../request.js';
 import { dashboardQuerySchema, intentPage, overview, search } from './data.js';
 import { dashboardPage } from './page.js';
 
@@ -18,9 +18,9 @@ const PAGE_HEADERS = {
   'x-content-type-options': 'nosniff',
 };
 
-export function dashboardHandler(app: App): (req: ApiRequest) => Promise<ApiResponse> {
-  return guarded(app, 'dashboard', async (req, instance) => {
-    const url = new URL(req.url, 'http://localhost');
+export function dashboardHandler(app: HttpContext): ApiHandler {
+  return guarded(app.logger, 'ops', 'dashboard', async (req, instance) => {
+    const url = parseUrl(req.url);
     if (!url.searchParams.has('data')) return { status: 200, headers: PAGE_HEADERS, body: dashboardPage() };
     const v = validate(dashboardQuerySchema, Object.fromEntries(url.searchParams), 'query');
     if (!v.ok) return validationProblem(v.errors, instance);

@@ -3,9 +3,9 @@
 // are checked against the TypeScript view types at compile time, so the OpenAPI document cannot drift from
 // the code that builds the responses.
 import { z } from 'zod';
-import { INTENT_STATUSES, MAX_ATTEMPTS_LIMIT, isoDateTime, type AttemptView, type IntentView } from '../intents/contract.js';
-import { isUuid } from '../intents/ids.js';
-import type { AttemptOutcome } from '../store/intentPorts.js';
+import { INTENT_STATUSES, MAX_ATTEMPTS_LIMIT, isoDateTime, type AttemptView, type IntentView } from '../../intents/contract.js';
+import { isUuid } from '../../intents/ids.js';
+import type { AttemptOutcome } from '../../store/intentPorts.js';
 
 const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant (UTC, milliseconds), database time');
 const ATTEMPT_OUTCOMES = ['started', 'succeeded', 'retryable_error', 'permanent_error', 'abandoned', 'aborted'] as const satisfies readonly AttemptOutcome[];

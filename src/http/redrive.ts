@@ -2,14 +2,14 @@
 // ids or by a filter (failed between failedFrom and failedTo, last error containing a text), at most `limit`
 // per call (repeat the call while `more` is true). Idempotent: an intent that is no longer failed is left alone.
 // Every call is recorded (who, when, selector, how many) in submission_manager_redrives.
-import type { App } from '../app.js';
 import { validate } from '../intents/contract.js';
-import { readJsonBody, type ApiRequest, type ApiResponse } from '../intents/http.js';
 import { uuidv7 } from '../intents/ids.js';
-import { json, validationProblem } from '../intents/problem.js';
-import { guarded } from '../opsHandlers.js';
-import { redriveBodySchema, type RedriveView } from '../openapi/schemas.js';
 import type { RedriveResult } from '../store/redrivePorts.js';
+import type { HttpContext } from './context.js';
+import { guarded } from './guarded.js';
+import { redriveBodySchema, type RedriveView } from './openapi/schemas.js';
+import { json, validationProblem } from './problem.js';
+import { readJsonBody, requester, type ApiHandler } from './request.js';
 
 export function toRedriveView(r: RedriveResult, requestedBy: string, ids: string[] | null, limit: number): RedriveView {
   const moved = new Set(r.redriven.map((x) => x.intentId));
@@ -21,19 +21,15 @@ export function toRedriveView(r: RedriveResult, requestedBy: string, ids: string
   };
 }
 
-/** Who asked: the Easy Auth principal when present (else "admin"), at the instance that served the request. */
-export const requester = (app: App, req: ApiRequest): string =>
-  `${req.headers.get('x-ms-client-principal-name') ?? 'admin'}@${app.lease.holderId}`.slice(0, 128);
-
-export function redriveHandler(app: App): (req: ApiRequest) => Promise<ApiResponse> {
-  return guarded(app, 'redriveIntents', async (req, instance) => {
+export function redriveHandler(app: HttpContext): ApiHandler {
+  return guarded(app.logger, 'ops', 'redriveIntents', async (req, instance) => {
     const body = await readJsonBody(req, instance);
     if (!body.ok) return body.response;
     const v = validate(redriveBodySchema, body.value);
     if (!v.ok) return validationProblem(v.errors, instance);
     const b = v.value;
     const ids = b.ids ?? null;
-    const requestedBy = requester(app, req);
+    const requestedBy = requester(req, app.lease.holderId);
     const r = await app.stores.redrive.redrive({
       redriveId: uuidv7(), requestedBy, reason: b.reason ?? null, ids, limit: b.limit,
       failedFrom: b.filter?.failedFrom ? new Date(b.filter.failedFrom) : null,

@@ -1,9 +1,10 @@
 // /healthz (HTTP up) and /readyz (role info; 200 for leader and follower, so followers stay in rotation).
 // /readyz gives this instance's own role and, read from SQL (cached ≤ 1 s), the cluster's leader: on Flex the
 // HTTP instances never lead, so their own role says nothing about who executes.
-import type { App } from './app.js';
 import type { ClusterView } from './clusterView.js';
-import type { ApiRequest, ApiResponse } from './intents/http.js';
+import type { HttpContext } from './context.js';
+import type { ApiResponse } from './problem.js';
+import type { ApiHandler } from './request.js';
 
 export async function healthz(): Promise<ApiResponse> {
   return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'ok' };
@@ -21,8 +22,8 @@ export function clusterJson(c: ClusterView) {
   };
 }
 
-export function readyz(app: App) {
-  return async (req: ApiRequest): Promise<ApiResponse> => {
+export function readyz(app: HttpContext): ApiHandler {
+  return async (req) => {
     const s = app.lease.status();
     const cluster = clusterJson(await app.cluster.get());
     const view = {
@@ -30,7 +31,7 @@ export function readyz(app: App) {
       holderId: s.holderId,
       leaseEpoch: s.leaseEpoch,
       leaseExpiresAt: s.expiresAt?.toISOString() ?? null,
-      scheduleSize: app.executor.refresher.schedule.size,
+      scheduleSize: app.scheduleSize(),
       cluster,
     };
     if ((req.headers.get('accept') ?? '').includes('application/json')) {

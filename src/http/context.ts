@@ -1,0 +1,21 @@
+// What the operations, health, metrics, redrive and dashboard handlers call: ports and read models only, built by
+// the composition root (the App satisfies it). Nothing here reaches into the executor or the lease algorithm.
+import type { LeaseManager } from '../lease/leaseManager.js';
+import type { Logger } from '../observability/logger.js';
+import type { MetricsRegistry } from '../observability/metrics.js';
+import type { Stores } from '../store/stores.js';
+import type { ClusterViewCache } from './clusterView.js';
+
+export interface HttpContext {
+  config: { lease: { name: string } };
+  logger: Logger;
+  stores: Pick<Stores, 'intents' | 'ops' | 'redrive' | 'insights'>;
+  /** This instance's own lease state (its role says nothing about the cluster on Flex: see `cluster`). */
+  lease: Pick<LeaseManager, 'holderId' | 'status'>;
+  /** The cluster's leader as SQL holds it (cached ≤ 1 s). */
+  cluster: Pick<ClusterViewCache, 'get'>;
+  /** This instance's series, rendered as Prometheus text. */
+  metricsRegistry: Pick<MetricsRegistry, 'renderPrometheus'>;
+  /** Intents in this instance's schedule (0 on followers). */
+  scheduleSize(): number;
+}
