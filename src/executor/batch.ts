@@ -2,65 +2,61 @@
 // provider calls, fenced completions, all overlapping) → CLOSING (nothing new starts; in-flight calls finish;
 // their completions are written under the fence) → DONE (stop reason). Rules:
 //  - a batch that ends at its deadline, or hands over to the next tick, still leading waits for no provider call:
-//    its calls stay in the executor's InFlightCalls and the next batch writes their completions (no gap);
-//  - an SQL error anywhere closes the gate at once (leadership dropped before anything is awaited), so no call
+//    its calls stay in flight in the ExecutionState and the next batch writes their completions (no gap);
+//  - an SQL error anywhere closes the gate at once (LeaderFaults drops leadership before anything is awaited), so no call
 //    is sent after it; the in-flight ones finish and their completions are still written under the fence (the
 //    database decides); the row is released only once nothing is unwritten (LeaseManager.holdReleaseWhile);
-//  - a completion is never dropped: what cannot be written now stays in the executor's CompletionBuffer, and the
-//    executor's settler keeps writing it under the same token after the tick; a START whose outcome is unknown
+//  - a completion is never dropped: what cannot be written now stays in the ExecutionState's completion buffer, and
+//    the settler (settler.ts) keeps writing it under the same token after the tick; a START whose outcome is unknown
 //    records its attempts as aborted there (never sent, so never charged as sent);
 //  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
 //    clipped to the lease deadline; closing retries the completion write only within a bounded window.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
-import type { Logger } from '../observability/logger.js';
-import { sqlErrorField } from '../observability/logger.js';
 import type { ProviderGuard } from '../provider/guard.js';
-import type { Provider } from '../provider/provider.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
-import type { RefreshCadence } from '../schedule/cadence.js';
-import type { AttemptCompletion, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
+import type { ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
-import { countCompleted, type CompletionBuffer } from './completions.js';
-import type { InFlightCalls } from './inFlight.js';
-import type { StallWatch } from './stallWatch.js';
-import { callProvider } from './providerCall.js';
-import { aborted } from '../provider/retryPolicy.js';
-import type { DueEntry } from '../schedule/dueHeap.js';
+import type { ExecutionState } from './executionState.js';
 import type { ExecutorOps } from './executorOps.js';
+import type { LeaderFaults } from './leaderFaults.js';
+import { callProvider, type ProviderCallDeps } from './providerCall.js';
+import { startDue } from './starts.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
 /** Pause between two completion-write attempts while closing. */
 const SETTLE_RETRY_MS = 100;
-/** A start the database skipped (intent changed, not yet due) is queued again this long after now (or after its
- *  due time, if later): at most one START per this interval for an intent whose change refresh has not read yet. */
-const SKIPPED_RETRY_MS = 50;
 
+/** What every batch of this executor uses, built once. */
 export interface BatchDeps {
   lease: LeaseManager;
   store: ExecutionStore;
-  provider: Provider;
   settings: ExecutorSettings;
   clock: Clock;
-  log: Logger;
-  random: () => number;
   ops: ExecutorOps;
   refresher: ScheduleRefresher;
-  completions: CompletionBuffer;
-  /** Provider calls in flight, kept across ticks (counted against concurrency, awaited on a step-down). */
-  inFlight: InFlightCalls;
-  /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
-  stalls: StallWatch;
-  /** When to refresh, read a notice's tail, reconcile: one owner, kept across ticks and bridges. */
-  cadence: RefreshCadence;
+  /** Provider protection (rate, in-flight cap, Retry-After, breaker); asked before every fenced start. */
+  guard: ProviderGuard | null;
+  /** Kept across ticks and bridges: calls in flight, unwritten completions (and their one write road), the cadence. */
+  state: ExecutionState;
+  /** What a started attempt's provider call uses (providerCall.ts). */
+  calls: ProviderCallDeps;
+  /** An SQL error or a refused fence becomes a step-down there. */
+  faults: LeaderFaults;
+}
+
+/** One batch's run: its token, when it stops starting, where it counts, and how it is stopped. */
+export interface BatchRun {
+  token: LeaseToken;
+  /** Monotonic end of its budget (Infinity for a bridge: it runs until stopped or the local deadline). */
+  budgetEnd: number;
+  sum: TickSummary;
   /** Executor-level stop request (shutdown drain; 'next_tick': a bridge hands over to the tick that began). */
   stopRequested: () => string | null;
   /** Renew the lease when due until this monotonic time: Infinity for a tick's batch; a bridge between ticks, the
    *  timer's next occurrence. Past it the bridge runs under the lease it has, so a leader whose ticks stop coming
    *  steps down at its local deadline: at most one timer period + LEASE_DURATION_MS after its last tick began. */
   renewsUntilMs: number;
-  /** Provider protection (rate, in-flight cap, Retry-After, breaker); asked before every fenced start. */
-  guard: ProviderGuard | null;
 }
 
 export class Batch {
@@ -74,12 +70,17 @@ export class Batch {
   /** Monotonic time before which the guard will grant nothing more (null: a finishing call wakes us). */
   private heldUntilMs: number | null = null;
 
-  constructor(private readonly d: BatchDeps, private readonly token: LeaseToken, private readonly budgetEnd: number,
-    private readonly sum: TickSummary) {}
+  private readonly token: LeaseToken;
+  private readonly sum: TickSummary;
+
+  constructor(private readonly d: BatchDeps, private readonly r: BatchRun) {
+    this.token = r.token;
+    this.sum = r.sum;
+  }
 
   /** RUNNING until a stop reason, then CLOSING; resolves with the stop reason once everything begun has ended. */
   async run(): Promise<string> {
-    this.d.inFlight.watch(this.signal);
+    this.d.state.inFlight.watch(this.signal);
     try {
       while (this.stop === null) {
         this.woken = false;
@@ -91,7 +92,7 @@ export class Batch {
       }
       return await this.close();
     } finally {
-      this.d.inFlight.watch(null);
+      this.d.state.inFlight.watch(null);
     }
   }
 
@@ -105,11 +106,11 @@ export class Batch {
   }
 
   private deadline(): number {
-    return Math.min(this.budgetEnd, this.d.clock.nowMs() + this.d.lease.remainingMs());
+    return Math.min(this.r.budgetEnd, this.d.clock.nowMs() + this.d.lease.remainingMs());
   }
 
   private get renewing(): boolean {
-    return this.d.clock.nowMs() < this.d.renewsUntilMs;
+    return this.d.clock.nowMs() < this.r.renewsUntilMs;
   }
 
   private signal = (): void => {
@@ -121,9 +122,7 @@ export class Batch {
   private fail(e: unknown): void {
     if (this.failure === null) {
       this.failure = e;
-      this.d.log.error({ event: 'executor_sql_error', holder_id: this.token.holderId, lease_epoch: this.token.leaseEpoch,
-        sql_error: sqlErrorField(e) }, 'executor stopped on SQL error');
-      this.d.lease.drop('sql_error', e);
+      this.d.faults.sqlError(this.token, e);
     }
     this.stop ??= 'sql_error';
     this.signal();
@@ -131,8 +130,7 @@ export class Batch {
 
   private fenceLost(): void {
     this.fenceRefused = true;
-    this.sum.leaseLost = true;
-    this.d.lease.drop('fence_failed');
+    this.d.faults.fenceRefused(this.token, this.sum);
     this.stop ??= 'lease_lost';
   }
 
@@ -146,7 +144,7 @@ export class Batch {
   private async iteration(): Promise<void> {
     const { lease, settings: s, refresher, ops } = this.d;
     const now = this.d.clock.nowMs();
-    const requested = this.d.stopRequested();
+    const requested = this.r.stopRequested();
     if (now >= this.deadline()) this.stop = 'deadline';
     else if (requested) this.stop = requested;
     else if (ops.handoverRequest()) this.stop = 'handover';
@@ -154,8 +152,8 @@ export class Batch {
     else if (this.renewing && lease.renewDue() && !(await this.renewWriting())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
 
-    const inFlight = this.d.inFlight;
-    const step = this.d.cadence.take(now, refresher.reconciling);
+    const { inFlight, cadence } = this.d.state;
+    const step = cadence.take(now, refresher.reconciling);
     if (step === 'refresh') {
       const stats = await refresher.refresh(this.deadline());
       await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
@@ -177,8 +175,7 @@ export class Batch {
     }
     if (this.stop !== null) return;
 
-    const pending = this.d.completions.size;
-    if (!this.flushing && (pending >= s.completionBatch || (pending > 0 && inFlight.size === 0))) {
+    if (!this.flushing && this.d.state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
     const free = s.concurrency - inFlight.size;
@@ -198,7 +195,7 @@ export class Batch {
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
       : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
-    const untilStep = this.d.cadence.untilNextMs(this.d.clock.nowMs(), refresher.reconciling);
+    const untilStep = cadence.untilNextMs(this.d.clock.nowMs(), refresher.reconciling);
     const untilRenew = this.renewing ? this.d.lease.renewDueInMs() : Infinity; // renewed on time while idle too
     const waitMs = Math.max(1, Math.min(untilStep, untilDue, untilRenew, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
@@ -206,67 +203,18 @@ export class Batch {
   }
 
   private async flush(): Promise<void> {
-    const out = await this.d.completions.flush(this.d.store, this.token, (batch, rows) => this.written(batch, rows));
-    if (out === 'leaseLost') this.fenceLost();
+    if ((await this.d.state.write(this.token, this.sum)) === 'leaseLost') this.fenceLost();
   }
 
-  private written(batch: AttemptCompletion[], rows: Parameters<typeof countCompleted>[2]): void {
-    countCompleted(this.sum, batch, rows);
-  }
-
-  /** Fenced start of up to `granted` due intents; guard permits not turned into a started attempt go back. */
-  private async start(granted: number): Promise<void> {
-    const { refresher, guard } = this.d;
-    const due = refresher.schedule.takeDue(refresher.dbNowMs(), granted);
-    let unused = granted;
-    try {
-      if (due.length === 0) return;
-      let res;
-      try {
-        res = await this.d.store.fencedStartAttempts(this.token, due.map((x) => ({ intentId: x.intentId, expectedAttemptCount: x.attemptCount })));
-      } catch (e) {
-        this.startUnknown(due);
-        throw e;
-      }
-      if (res.kind === 'leaseLost') return this.fenceLost();
-      unused = granted - res.value.length;
-      this.started(due, res.value);
-    } finally {
-      guard?.release(unused);
-    }
-  }
-
-  /** The START failed on the client side (deadline, reset): it may have committed with its reply lost. None of its
-   *  attempts was sent, so each is recorded as aborted (a no-op where no attempt row exists): written under the
-   *  fence before this process's next orphan recovery, an attempt that was never sent is never charged as sent. */
-  private startUnknown(due: DueEntry[]): void {
-    for (const x of due) {
-      this.d.completions.push({ ...aborted({ intentId: x.intentId, attemptNo: x.attemptCount + 1 }, 'the start\'s reply was lost'),
-        attemptEpoch: this.token.leaseEpoch });
-    }
-  }
-
-  /** Due intents the start skipped go back to the schedule; started ones run their provider call. */
-  private started(due: DueEntry[], startedRows: StartedAttempt[]): void {
-    const { refresher } = this.d;
-    const startedIds = new Set(startedRows.map((a) => a.intentId));
-    for (const x of due) {
-      if (startedIds.has(x.intentId)) continue;
-      // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: queued again SKIPPED_RETRY_MS
-      // from now (not from its old due time, which would leave an overdue intent due: a START per iteration);
-      // a newer row from refresh wins over this one. Released whatever the gate says now: only a reset schedule
-      // (leadership lost) ignores it.
-      this.sum.skipped++;
-      const retryAt = Math.max(x.dueMs, refresher.dbNowMs()) + SKIPPED_RETRY_MS;
-      refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(retryAt) });
-    }
-    this.sum.started += startedRows.length;
-    for (const a of startedRows) this.d.inFlight.add(this.attempt(a)); // a finished call wakes the watching batch
+  /** Fenced start (starts.ts): a started attempt's call joins the calls in flight (a finished one wakes us). */
+  private start(granted: number): Promise<void> {
+    return startDue(this.d, this.token, granted, this.sum,
+      { call: (a) => this.d.state.inFlight.add(this.attempt(a)), refused: () => this.fenceLost() });
   }
 
   /** The gate just before the call, the call, its result (providerCall.ts). */
   private attempt(a: StartedAttempt): Promise<void> {
-    return callProvider(this.d, this.token, a, () => this.leading);
+    return callProvider(this.d.calls, this.token, a, () => this.leading);
   }
 
   /** Await `work` (in-flight calls, the last writes) while still renewing the lease when due, so a long close
@@ -287,7 +235,7 @@ export class Batch {
     const renew = { done: false, ok: false };
     const renewal = this.d.lease.renew().then((ok) => Object.assign(renew, { done: true, ok }), () => (renew.done = true));
     while (!renew.done) {
-      if (!this.flushing && this.d.completions.size > 0) this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
+      if (!this.flushing && this.d.state.completions.size > 0) this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
       const woke = new Promise<void>((r) => (this.wake = r)); // a finished call or flush
       await Promise.race([renewal, woke]);
     }
@@ -307,7 +255,7 @@ export class Batch {
     // In order: a start still in flight adds its calls to inFlight only when it returns.
     await this.keepingLease((async () => {
       await this.starting;
-      if (!carry) await this.d.inFlight.settled();
+      if (!carry) await this.d.state.inFlight.settled();
       await this.flushing;
     })());
     const { clock, settings } = this.d;
@@ -315,7 +263,7 @@ export class Batch {
     // it is still good, also past the local deadline: a write under a valid fence is always safe); what is
     // left stays buffered: the executor's settler goes on writing it after the tick, and the row is kept meanwhile.
     const until = clock.nowMs() + (settings.settleWindowMs ?? 1_000);
-    while (this.d.completions.size > 0 && !this.fenceRefused) {
+    while (this.d.state.completions.size > 0 && !this.fenceRefused) {
       try {
         await this.flush();
       } catch (e) {
@@ -324,7 +272,7 @@ export class Batch {
         await clock.sleep(SETTLE_RETRY_MS);
       }
     }
-    if (this.stop === 'handover' && this.failure === null && !this.fenceRefused && this.d.completions.size === 0) {
+    if (this.stop === 'handover' && this.failure === null && !this.fenceRefused && this.d.state.completions.size === 0) {
       const req = this.d.ops.handoverRequest();
       // In-flight work is written: report it, then hand the row back (no stand-down: anyone may acquire).
       if (req) await this.d.ops.handoverCompleted(this.token, req.requestId);

@@ -12,7 +12,7 @@
 // client-side deadline); a step-down awaits every call in flight, and the row is never released while a result
 // is unwritten (LeaseManager.holdReleaseWhile): the settler writes it under the same token as soon as the
 // database answers (the fence decides), at the latest this process's next epoch before its orphan recovery.
-// A tick that simply runs out while leading carries its calls in flight into the next tick (InFlightCalls); when
+// A tick that simply runs out while leading carries its calls in flight into the next tick (ExecutionState); when
 // the timer drives it (a next tick follows), a BRIDGE batch keeps refreshing and executing until that tick begins
 // — late or skipped occurrences too — or the local lease deadline. The bridge renews when due until the timer's
 // next occurrence, then no more: a leader whose ticks stop coming steps down at most one timer period + the lease
@@ -21,94 +21,64 @@
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Clock } from '../lease/clock.js';
 import type { Logger } from '../observability/logger.js';
-import { sqlErrorField } from '../observability/logger.js';
 import type { Provider } from '../provider/provider.js';
 import { ScheduleRefresher } from '../schedule/refresher.js';
-import { RefreshCadence } from '../schedule/cadence.js';
 import type { ExecutionStore } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import { emptySummary, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 import { NO_OPS, type ExecutorOps } from './executorOps.js';
-import { Batch } from './batch.js';
+import { Batch, type BatchDeps } from './batch.js';
 import { TickBridge } from './tickBridge.js';
 import type { ProviderGuard } from '../provider/guard.js';
-import { CompletionBuffer, countCompleted } from './completions.js';
-import { InFlightCalls } from './inFlight.js';
-import { StallWatch } from './stallWatch.js';
+import type { CompletionBuffer } from './completions.js';
+import type { InFlightCalls } from './inFlight.js';
+import { ExecutionState } from './executionState.js';
+import { LeaderFaults } from './leaderFaults.js';
+import { Settler } from './settler.js';
 import { DueNoticeListener, type DueNotices } from './dueNotices.js';
 
 export type { ExecutorSettings, TickSummary };
-
-/** Pause between two attempts to write unwritten completions between ticks, doubling up to SETTLE_MAX_RETRY_MS. */
-const SETTLE_RETRY_MS = 100;
-const SETTLE_MAX_RETRY_MS = 1_000;
-
-/** How often a tick waiting for the bridge's hand-over checks whether a renew is due. */
-const HANDOVER_RENEW_POLL_MS = 50;
 
 export class Executor {
   /** The epoch whose schedule is complete (null: rebuild needed). */
   private epoch: number | null = null;
   /** The epoch whose orphans were recovered and whose rebuild has begun (it may span ticks). */
   private rebuildEpoch: number | null = null;
-  /** Completions not yet written, kept across ticks and epochs of this process. Written rows return to the
-   *  schedule if it still holds their claim (a schedule dropped with leadership ignores them). */
-  readonly completions = new CompletionBuffer((rows) => {
-    for (const r of rows) this.refresher.schedule.release(r.intentId, r.row);
-  }, (c, e) => {
-    this.ops.completionUnwritable?.();
-    this.log.error({ event: 'completion_unwritable', holder_id: this.lease.holderId, intent_id: c.intentId, attempt_no: c.attemptNo,
-      outcome: c.outcome, sql_error: sqlErrorField(e) }, 'the database refuses this completion: dropped (orphan recovery closes its attempt)');
-  }, (token, kept) => {
-    this.log.warn({ event: 'completions_fence_refused', holder_id: token.holderId, lease_epoch: token.leaseEpoch, kept },
-      'the fence refused our completions (that epoch ended): kept for this process\'s next epoch; the next leader may send them again');
-  });
-  /** Provider calls in flight, kept across ticks of this process. */
-  readonly inFlight = new InFlightCalls();
-  private readonly stalls: StallWatch;
+  /** Calls in flight, unwritten completions, stalls, the cadence and the counts between ticks: one owner. */
+  private readonly state: ExecutionState;
+  private readonly faults: LeaderFaults;
+  /** Writes what is unwritten between ticks (settler.ts). */
+  private readonly settler: Settler;
+  /** What every batch uses, built once. */
+  private readonly deps: BatchDeps;
   private batch: Batch | null = null;
   /** The batch running between two timer ticks. */
   private readonly bridge: TickBridge;
-  /** Counts of the work done between ticks (bridge, settler), added to the next tick's summary. */
-  private readonly between: TickSummary;
-  /** The task writing unwritten results between ticks (drain awaits it), and the newest token this process led
-   *  under (it writes under that one). */
-  private settler: Promise<void> | null = null;
-  private settlerToken: LeaseToken | null = null;
-  /** Shutdown gave up waiting: a settler still retrying stops (the row is kept, it expires). */
-  private stopped = false;
   private notices: DueNoticeListener | null = null;
   private running: Promise<TickSummary> | null = null;
   private draining = false;
   readonly refresher: ScheduleRefresher;
-  /** Refresh, notice tail reads and reconcile, kept across ticks (a notice between ticks is read at the next step). */
-  private readonly cadence: RefreshCadence;
 
   constructor(
     private readonly lease: LeaseManager,
     private readonly store: ExecutionStore,
-    private readonly provider: Provider,
+    provider: Provider,
     private readonly settings: ExecutorSettings,
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly random: () => number = Math.random,
+    random: () => number = Math.random,
     private readonly ops: ExecutorOps = NO_OPS,
     /** Provider protection shared by every tick of this process (null: none). */
     readonly guard: ProviderGuard | null = null,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
-    this.stalls = new StallWatch(clock);
-    this.cadence = new RefreshCadence({ refreshIntervalMs: settings.refresh.intervalMs, reconcileIntervalMs: settings.reconcileIntervalMs });
-    this.between = emptySummary(lease.holderId);
-    this.bridge = new TickBridge(lease, log);
-    lease.holdReleaseWhile(() => this.inFlight.size > 0 || this.completions.size > 0, async (token) => {
-      try {
-        await this.completions.flush(this.store, token, (batch, rows) => countCompleted(this.between, batch, rows));
-      } catch (e) {
-        this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e),
-          pending: this.completions.size }, 'completions not written under our unseen epoch; its row is kept');
-      }
-    });
+    this.state = new ExecutionState(lease, store, this.refresher, settings, clock, log, ops); // holds the row while unwritten
+    this.faults = new LeaderFaults(lease, log);
+    this.settler = new Settler(this.state, this.faults, lease, clock, log, () => this.batch !== null);
+    this.bridge = new TickBridge(lease, clock, log, this.faults);
+    const { completions, stalls } = this.state;
+    this.deps = { lease, store, settings, clock, ops, refresher: this.refresher, guard, state: this.state, faults: this.faults,
+      calls: { provider, settings, clock, random, lease, guard, stalls, ops, completions } };
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
     lease.onChange((c) => {
       if (c.kind === 'lost') {
@@ -117,6 +87,16 @@ export class Executor {
         void this.notices?.stop();
       }
     });
+  }
+
+  /** Completions not yet written, kept across ticks and epochs of this process. */
+  get completions(): CompletionBuffer {
+    return this.state.completions;
+  }
+
+  /** Provider calls in flight, kept across ticks of this process. */
+  get inFlight(): InFlightCalls {
+    return this.state.inFlight;
   }
 
   /** Wake the leader when intents become due (PostgreSQL LISTEN/NOTIFY), listening only while this process
@@ -132,7 +112,7 @@ export class Executor {
 
   /** Intents became due: refresh at once if a tick runs, else at the start of the next one. */
   nudged(): void {
-    this.cadence.noticed();
+    this.state.cadence.noticed();
     this.batch?.interrupt();
   }
 
@@ -162,10 +142,9 @@ export class Executor {
     await bounded(this.running);
     await bounded(this.bridge.ended()); // a bridge sees the stop request and closes like a tick
     await bounded(this.inFlight.settled()); // calls carried past the last tick
-    if (this.settlerToken && (this.inFlight.size > 0 || this.completions.size > 0)) this.settle(this.settlerToken);
-    await bounded(this.settler); // … and the writes of their completions
+    await bounded(this.settler.settleNewest()); // … and the writes of their completions
     await bounded(this.ops.maintenance?.settled()); // a maintenance statement the last tick did not wait for
-    this.stopped = true;
+    this.settler.stop();
     await this.notices?.stop();
     const written = this.inFlight.size === 0 && this.completions.size === 0;
     if (!written) {
@@ -177,7 +156,7 @@ export class Executor {
 
   private async runTick(budgetMs: number, nextTickInMs: number | null): Promise<TickSummary> {
     const called = this.clock.nowMs();
-    await this.handOverRenewing();
+    await this.bridge.handOver(); // renewing when due meanwhile
     const t0 = this.clock.nowMs();
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
@@ -186,7 +165,7 @@ export class Executor {
     sum.role = 'leader';
     sum.leaseEpoch = token.leaseEpoch;
     this.notices?.ensureListening();
-    this.settlerToken = token;
+    this.settler.ledUnder(token);
     const releaseDeferred = this.lease.deferRelease(); // a step-down's release waits for our completions
     let reason = 'sql_error';
     try {
@@ -197,89 +176,29 @@ export class Executor {
       // and completions it could not write.
       if (nextTickInMs !== null && reason === 'deadline' && !this.draining && this.epoch === token.leaseEpoch
         && this.lease.ensureEpoch(token.leaseEpoch)) this.startBridge(token, called + nextTickInMs);
-      else if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
+      else if (this.state.unwritten) this.settler.settle(token);
       await releaseDeferred();
     }
-  }
-
-  /** The bridge hands over to this tick; meanwhile the tick renews on time. A bridge write held up (a slow or lost
-   *  reply waits up to the client deadline) must not let the lease run out behind it: the next leader would send
-   *  its 2xx again (campaign on 544d11c, every-instance: 18 re-sends). */
-  private async handOverRenewing(): Promise<void> {
-    if (!this.bridge.ended()) return;
-    let handed = false;
-    const handing = this.bridge.handOver().finally(() => (handed = true));
-    while (!handed) {
-      if (this.lease.requireLeader() && this.lease.renewDue()) await this.lease.renew();
-      const stop = new AbortController();
-      await Promise.race([handing, this.clock.sleep(HANDOVER_RENEW_POLL_MS, stop.signal).catch(() => {})]);
-      stop.abort();
-    }
-    await handing;
   }
 
   /** `bridgeRenewsUntilMs`: null for a tick's batch; a bridge's renew horizon (the timer's next occurrence). */
   private newBatch(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridgeRenewsUntilMs: number | null): Batch {
     const bridge = bridgeRenewsUntilMs !== null;
-    return new Batch({
-      lease: this.lease, store: this.store, provider: this.provider, settings: this.settings, clock: this.clock, log: this.log,
-      random: this.random, ops: this.ops, refresher: this.refresher, completions: this.completions, cadence: this.cadence,
-      guard: this.guard, inFlight: this.inFlight, stalls: this.stalls, renewsUntilMs: bridgeRenewsUntilMs ?? Number.POSITIVE_INFINITY,
+    return new Batch(this.deps, {
+      token, budgetEnd, sum, renewsUntilMs: bridgeRenewsUntilMs ?? Number.POSITIVE_INFINITY,
       stopRequested: () => (this.draining ? 'draining' : bridge ? this.bridge.stopRequest() : null),
-    }, token, budgetEnd, sum);
-  }
-
-  /** BRIDGE (tickBridge.ts): between two timer ticks the leader goes on refreshing and executing; its counts go to
-   *  `between`, the next tick's summary. */
-  private startBridge(token: LeaseToken, renewsUntilMs: number): void {
-    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.between, renewsUntilMs);
-    this.batch = batch;
-    this.bridge.start(token, batch, () => {
-      if (this.batch === batch) this.batch = null;
-      if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token);
     });
   }
 
-  /** Unwritten results between ticks — calls carried past a tick, completions a tick could not write — are
-   *  written by one background settler, under the newest token this process led under, whatever the gate says
-   *  (a write under a valid fence is always safe): retried as soon as the database answers, until written, until
-   *  the fence refuses (the row is not ours: they wait for this process's next epoch, which writes them before its
-   *  orphan recovery), or until a batch runs (it writes them). The row is not released meanwhile (holdReleaseWhile);
-   *  once they are written, the end of this deferral hands back a row dropped meanwhile. */
-  private settle(token: LeaseToken): void {
-    this.settlerToken = token;
-    if (this.settler) return;
-    const releaseDeferred = this.lease.deferRelease();
-    this.settler = (async () => {
-      try {
-        await this.inFlight.settled();
-        await this.writeUnwritten();
-      } finally {
-        this.settler = null;
-        await releaseDeferred();
-      }
-    })();
-  }
-
-  /** The settler's loop: an SQL error drops leadership at once (as on any leader path) and is retried. */
-  private async writeUnwritten(): Promise<void> {
-    let pauseMs = SETTLE_RETRY_MS;
-    while (!this.stopped && this.batch === null && this.completions.size > 0) {
-      const token = this.settlerToken!;
-      try {
-        const out = await this.completions.flush(this.store, token, (batch, rows) => countCompleted(this.between, batch, rows));
-        if (out === 'leaseLost') {
-          if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('fence_failed');
-          return; // kept for this process's next epoch
-        }
-      } catch (e) {
-        this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e),
-          pending: this.completions.size }, 'completions not written; retrying under the same fence (the lease row is kept meanwhile)');
-        if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('sql_error', e);
-        await this.clock.sleep(pauseMs);
-        pauseMs = Math.min(2 * pauseMs, SETTLE_MAX_RETRY_MS);
-      }
-    }
+  /** BRIDGE (tickBridge.ts): between two timer ticks the leader goes on refreshing and executing; its counts go to
+   *  the counts between ticks, the next tick's summary. */
+  private startBridge(token: LeaseToken, renewsUntilMs: number): void {
+    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.state.between, renewsUntilMs);
+    this.batch = batch;
+    this.bridge.start(token, batch, () => {
+      if (this.batch === batch) this.batch = null;
+      if (this.state.unwritten) this.settler.settle(token);
+    });
   }
 
   /** ACQUIRE. Follower: if the holder's lease expires within this tick, try again right after it. */
@@ -300,7 +219,8 @@ export class Executor {
 
   private async lead(token: LeaseToken, budgetEnd: number, sum: TickSummary): Promise<string> {
     try {
-      if ((await this.carry(token, sum)) === 'leaseLost') return this.fenceFailed(sum);
+      const sameEpoch = () => this.epoch === token.leaseEpoch;
+      if ((await this.state.carry(token, sum, sameEpoch)) === 'leaseLost') return this.faults.fenceRefused(token, sum);
       if (this.epoch !== token.leaseEpoch || this.refresher.rebuilding) {
         const built = await this.rebuild(token, budgetEnd, sum);
         if (built !== 'done') return built;
@@ -317,35 +237,22 @@ export class Executor {
         this.batch = null;
       }
       if (maintenance && slice > 0 && reason === 'deadline' && this.lease.ensureEpoch(token.leaseEpoch)) {
-        if (this.inFlight.size > 0 || this.completions.size > 0) this.settle(token); // carried calls' completions are written meanwhile
-        if ((await maintenance.run(token, sum, this.deadline(budgetEnd))) === 'leaseLost') return this.fenceFailed(sum);
+        if (this.state.unwritten) this.settler.settle(token); // carried calls' completions are written meanwhile
+        if ((await maintenance.run(token, sum, this.deadline(budgetEnd))) === 'leaseLost') return this.faults.fenceRefused(token, sum);
       }
       return reason;
     } catch (e) {
       // Any SQL failure on the leader path is a connectivity failure: drop leadership, stop (spec).
-      this.log.error({ event: 'executor_sql_error', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e) },
-        'executor stopped on SQL error');
-      this.lease.drop('sql_error', e);
+      this.faults.sqlError(token, e);
       return 'sql_error';
     }
-  }
-
-  /** CARRY: completions left by an earlier tick (step-down, SQL error) are written before anything else —
-   *  in particular before orphan recovery, which would otherwise abandon their attempts and send them again. */
-  private async carry(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
-    if (this.completions.size === 0) return 'ok';
-    const n = this.completions.size;
-    const out = await this.completions.flush(this.store, token, (batch, rows) => countCompleted(sum, batch, rows));
-    if (out === 'ok') this.log[this.epoch === token.leaseEpoch ? 'debug' : 'info']({ event: 'completions_carried', holder_id: token.holderId, lease_epoch: token.leaseEpoch, count: n },
-      'completions of an earlier tick written under this fence');
-    return out === 'leaseLost' ? 'leaseLost' : 'ok';
   }
 
   /** REBUILD: orphan recovery once per epoch, then the full load until done or the tick deadline. */
   private async rebuild(token: LeaseToken, budgetEnd: number, sum: TickSummary): Promise<'done' | string> {
     if (this.rebuildEpoch !== token.leaseEpoch && !this.refresher.rebuilding) {
       const rec = await this.store.fencedRecoverOrphans(token);
-      if (rec.kind === 'leaseLost') return this.fenceFailed(sum);
+      if (rec.kind === 'leaseLost') return this.faults.fenceRefused(token, sum);
       sum.recovered = rec.value.recovered;
       await this.refresher.beginRebuild();
       this.rebuildEpoch = token.leaseEpoch;
@@ -360,18 +267,12 @@ export class Executor {
     }
     if (!done) return 'rebuilding'; // resumed by the next tick of this epoch
     this.epoch = token.leaseEpoch;
-    this.cadence.loaded(this.clock.nowMs());
+    this.state.cadence.loaded(this.clock.nowMs());
     return 'done';
   }
 
-  private fenceFailed(sum: TickSummary): string {
-    sum.leaseLost = true;
-    this.lease.drop('fence_failed');
-    return 'lease_lost';
-  }
-
   private finish(sum: TickSummary, t0: number, stopReason: string): TickSummary {
-    takeBetweenTicks(sum, this.between); // the bridge's and the settler's work since the last tick
+    takeBetweenTicks(sum, this.state.between); // the bridge's and the settler's work since the last tick
     sum.stopReason = stopReason;
     if (stopReason === 'lease_lost') sum.leaseLost = true; // whichever check noticed first (fence, renew, gate)
     sum.durationMs = Math.round(this.clock.nowMs() - t0);

@@ -1,10 +1,16 @@
 // One attempt's provider call: the gate just before it (an attempt whose call was not sent is aborted, and its
 // guard permit goes back), the call clipped to the lease deadline, its result for the guard and the buffer.
-import type { ProviderResult } from '../provider/provider.js';
+import type { Clock } from '../lease/clock.js';
+import type { LeaseManager } from '../lease/leaseManager.js';
+import type { ProviderGuard } from '../provider/guard.js';
+import type { Provider, ProviderResult } from '../provider/provider.js';
 import { aborted, decide } from '../provider/retryPolicy.js';
 import type { AttemptCompletion, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
-import type { BatchDeps } from './batch.js';
+import type { CompletionBuffer } from './completions.js';
+import type { ExecutorOps } from './executorOps.js';
+import type { StallWatch } from './stallWatch.js';
+import type { ExecutorSettings } from './tickSummary.js';
 
 /** A provider call with less time than this before the lease deadline is not sent (aborted instead); one whose
  *  request would be written with less than half of it left is dropped unsent by the HTTP client (a stall after the gate). */
@@ -12,7 +18,23 @@ const MIN_CALL_MS = 100;
 /** A call that failed without an HTTP status this long past its own timeout ran while this process stalled. */
 const STALL_MS = 500;
 
-export async function callProvider(d: BatchDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
+/** What a provider call uses, and nothing more (built once by the executor). */
+export interface ProviderCallDeps {
+  provider: Provider;
+  settings: Pick<ExecutorSettings, 'providerTimeoutMs'>;
+  clock: Clock;
+  random: () => number;
+  /** The lease left: the call is clipped to it, and not sent with less than MIN_CALL_MS. */
+  lease: Pick<LeaseManager, 'remainingMs'>;
+  guard: ProviderGuard | null;
+  /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
+  stalls: StallWatch;
+  ops: Pick<ExecutorOps, 'blockedNotLeader'>;
+  /** Where the attempt's completion waits to be written under the fence. */
+  completions: Pick<CompletionBuffer, 'push'>;
+}
+
+export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const push = (c: AttemptCompletion) => d.completions.push({ ...c, attemptEpoch: token.leaseEpoch });
   const leaseLeftMs = lease.remainingMs();
