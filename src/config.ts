@@ -13,6 +13,12 @@ import { azureDatabaseTarget, DATABASE_ENGINES, type EntraDatabaseTarget } from 
 /** Connections the leader may hold at once: the lease renew, a batch statement, the maintenance purge. */
 export const LEADER_DB_CONNECTIONS = 3;
 
+/** EXECUTOR_PARTITIONS at most. Each partition will be a lease row renewed on its own, a timer function with its own
+ *  listener lock on Azure and a leader holding up to LEADER_DB_CONNECTIONS connections: 64 partitions are already
+ *  192 leader connections (beyond a small server's limit) and more leaders than a Flex app usually runs instances.
+ *  The stored partition is a smallint, so raising this takes a measurement, not a migration. */
+export const MAX_EXECUTOR_PARTITIONS = 64;
+
 const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 
 /** Input schema: raw environment strings (all optional; defaults documented per field). */
@@ -77,6 +83,12 @@ export const settingsSchema = z.object({
   /** No longer used (accepted, warned about at start): a leader executes from tick to tick without a pause, so
    *  a per-tick cap only left it idle; EXECUTOR_CONCURRENCY and PROVIDER_RATE_LIMIT_PER_SEC bound execution. */
   EXECUTOR_MAX_ATTEMPTS_PER_TICK: z.string().optional(),
+  /** Executor partitions P (default 1, 1..MAX_EXECUTOR_PARTITIONS): each intent is assigned partition 0..P−1 at
+   *  insert (src/intents/partition.ts). The database records P; a process started with another P refuses to start. */
+  EXECUTOR_PARTITIONS: z.coerce.number({ error: `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}` })
+    .int(`must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
+    .min(1, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
+    .max(MAX_EXECUTOR_PARTITIONS, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`).default(1),
   /** Provider calls in flight at once (default 16; at most the provider pool's PROVIDER_POOL_CONNECTIONS, 256). */
   EXECUTOR_CONCURRENCY: intMs(16, 1),
   /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */
@@ -158,6 +170,8 @@ export interface Config {
     /** Wake the leader on due-intent notices where the dialect has them (DUE_NOTICES). */
     dueNotices: boolean };
   provider: { url: string | null; timeoutMs: number };
+  /** EXECUTOR_PARTITIONS: intents are assigned partitions 0..count−1; the database records the count. */
+  partitions: { count: number };
   /** Provider protection (see src/provider/guard.ts); maxInFlight resolved (never 0). */
   providerGuard: GuardSettings;
   retry: { baseDelayMs: number; maxDelayMs: number; defaultMaxAttempts: number };
@@ -375,6 +389,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: s.EXECUTOR_CONCURRENCY,
     },
     provider: { url: providerUrl, timeoutMs: s.PROVIDER_TIMEOUT_MS },
+    partitions: { count: s.EXECUTOR_PARTITIONS },
     providerGuard: {
       ratePerSec: s.PROVIDER_RATE_LIMIT_PER_SEC, maxInFlight: s.PROVIDER_MAX_IN_FLIGHT || s.EXECUTOR_CONCURRENCY,
       breakerThreshold: s.PROVIDER_BREAKER_THRESHOLD, breakerCooldownMs: s.PROVIDER_BREAKER_COOLDOWN_MS,

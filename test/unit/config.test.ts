@@ -90,6 +90,20 @@ describe('provider protection settings', () => {
   });
 });
 
+describe('EXECUTOR_PARTITIONS (issue 25)', () => {
+  it('default 1: one partition, as before partitions existed', () => {
+    expect(loadConfig({}).partitions).toEqual({ count: 1 });
+  });
+  it.each([['1', 1], ['4', 4], ['64', 64], [' 8 ', 8]])('%j → %i', (v, n) => {
+    expect(loadConfig({ EXECUTOR_PARTITIONS: v }).partitions.count).toBe(n);
+  });
+  it.each(['0', '65', '-1', '2.5', 'four', '1e3'])('%j is refused, naming the setting and the range', (v) => {
+    const err = configError({ EXECUTOR_PARTITIONS: v });
+    expect(err.message).toContain('EXECUTOR_PARTITIONS');
+    expect(err.message).toContain('1 to 64');
+  });
+});
+
 describe('bad settings are rejected with a ConfigError naming the setting(s)', () => {
   const table: Array<[string, Env, string[]]> = [
     ['non-numeric duration', { LEASE_DURATION_MS: 'sixty' }, ['LEASE_DURATION_MS']],
