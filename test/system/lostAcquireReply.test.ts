@@ -105,7 +105,7 @@ describe.each(dialects)('acquire with a lost reply: $name', (dialect) => {
       expect(events).toContain('acquired B#3');
     } finally {
       await b?.executor.drain();
-      await a?.executor.drain(Date.now() + 2_000);
+      await a?.executor.drain(a.clock.nowMs() + 2_000);
       await b?.lease.release();
       await b?.stores.close();
       await stores.close();
