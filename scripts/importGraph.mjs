@@ -16,18 +16,14 @@ export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const ROOMS = {
   'observability/': { imports: [] },
   'azureDatabase.ts': { imports: [] },
-  'config.ts': {
-    imports: ['azureDatabase.ts'],
-    // The relational checks use the limits their owners define (the tick budget's arithmetic and maintenance
-    // defaults, the guard's settings type and the provider pool size), so they cannot drift apart.
-    up: ['executor/', 'provider/'],
-  },
-  'store/': { imports: ['config.ts', 'azureDatabase.ts', 'observability/'] },
+  'limits.ts': { imports: [] },
+  'config.ts': { imports: ['limits.ts', 'azureDatabase.ts'] },
+  'store/': { imports: ['limits.ts', 'config.ts', 'azureDatabase.ts', 'observability/'] },
   'lease/': { imports: ['config.ts', 'store/', 'observability/'] },
   'intents/': { imports: ['config.ts', 'store/', 'observability/'] },
   'schedule/': { imports: ['lease/', 'store/'] },
-  'provider/': { imports: ['lease/', 'store/', 'observability/'] },
-  'executor/': { imports: ['lease/', 'schedule/', 'provider/', 'store/', 'observability/'] },
+  'provider/': { imports: ['limits.ts', 'lease/', 'store/', 'observability/'] },
+  'executor/': { imports: ['limits.ts', 'lease/', 'schedule/', 'provider/', 'store/', 'observability/'] },
   'instrument/': { imports: ['config.ts', 'lease/', 'provider/', 'store/', 'observability/'] },
   'http/': { imports: ['config.ts', 'intents/', 'lease/', 'store/', 'observability/'] },
   'app.ts': { imports: ['config.ts', 'lease/', 'executor/', 'provider/', 'store/', 'observability/', 'instrument/', 'http/'] },

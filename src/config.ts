@@ -1,13 +1,13 @@
 // The one place that reads process.env. Every setting, its default and its relational rules live here;
 // bad configuration fails at start with a message that names the setting(s).
-// May import: `azureDatabase.ts`; and, up a floor, the limits it checks from `executor/` and `provider/`.
+// May import: `limits.ts` (the limits its relational checks relate), `azureDatabase.ts`.
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { INVOCATION_MARGIN_MS, MIN_TICK_BUDGET_MS, closingReserveMs, shortestPeriodMs } from './executor/tickBudget.js';
-import type { GuardSettings } from './provider/guard.js';
-import { PROVIDER_POOL_CONNECTIONS } from './provider/provider.js';
-import { DEFAULT_MAINTENANCE, type MaintenanceSettings } from './executor/maintenance.js';
+import {
+  DEFAULT_MAINTENANCE, INVOCATION_MARGIN_MS, MIN_TICK_BUDGET_MS, PROVIDER_POOL_CONNECTIONS, closingReserveMs, shortestPeriodMs,
+  type GuardSettings, type MaintenanceSettings,
+} from './limits.js';
 import { azureDatabaseTarget, DATABASE_ENGINES, type EntraDatabaseTarget } from './azureDatabase.js';
 
 /** Connections the leader may hold at once: the lease renew, a batch statement, the maintenance purge. */

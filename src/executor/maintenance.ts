@@ -15,15 +15,7 @@ import type { AppMetrics } from '../observability/metrics.js';
 import type { OpsStore } from '../store/opsPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
-
-export interface MaintenanceSettings {
-  /** Longest slice a tick leaves free for maintenance when a task is due (capped at a quarter of the tick). */
-  sliceMs: number;
-  backoffBaseMs: number;
-  backoffMaxMs: number;
-}
-
-export const DEFAULT_MAINTENANCE: MaintenanceSettings = { sliceMs: 1_000, backoffBaseMs: 1_000, backoffMaxMs: 300_000 };
+import type { MaintenanceSettings } from '../limits.js';
 
 export interface MaintenanceTask {
   /** Names the log event (`<name>_failed`) and the metric label. */

@@ -1,5 +1,5 @@
 // Executor settings and the summary one tick returns (the caller logs it as event=tick_summary).
-import { settleWindowMs } from './tickBudget.js';
+import { settleWindowMs } from '../limits.js';
 export interface ExecutorSettings {
   tickBudgetMs: number;
   /** Provider calls in flight at once. */

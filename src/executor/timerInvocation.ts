@@ -7,7 +7,8 @@
 // starts without at least MIN_TICK_BUDGET_MS of budget.
 import type { Logger } from '../observability/logger.js';
 import type { Executor, TickSummary } from './executor.js';
-import { MIN_TICK_BUDGET_MS, type TickBudget } from './tickBudget.js';
+import { MIN_TICK_BUDGET_MS } from '../limits.js';
+import type { TickBudget } from './tickBudget.js';
 
 const MAX_TICKS_PER_INVOCATION = 3;
 

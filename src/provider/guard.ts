@@ -8,18 +8,7 @@
 // use go back with `release(n)`; every call that was sent reports its result with `onResult`.
 import type { Clock } from '../lease/clock.js';
 import type { ProviderResult } from './provider.js';
-
-export interface GuardSettings {
-  /** Calls per second at most; 0 = unlimited. */
-  ratePerSec: number;
-  /** Calls in flight at most; 0 = unlimited. */
-  maxInFlight: number;
-  /** Consecutive retryable failures that open the breaker; 0 = no breaker. */
-  breakerThreshold: number;
-  breakerCooldownMs: number;
-  /** The longest a Retry-After may pause the whole provider. */
-  retryAfterMaxMs: number;
-}
+import type { GuardSettings } from '../limits.js';
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 export type HoldReason = 'rate' | 'in_flight' | 'retry_after' | 'breaker_open' | 'probe_in_flight';

@@ -8,7 +8,8 @@
 // undici's dispatch API is used directly (no streams, no AbortSignal); see docs/benchmarks.md (issue 15).
 import { Pool, type Dispatcher } from 'undici';
 import { injectTraceHeaders } from '../observability/tracing.js';
-import { PROVIDER_POOL_CONNECTIONS, type Provider, type ProviderRequest, type ProviderResult, type SubmitBounds } from './provider.js';
+import { PROVIDER_POOL_CONNECTIONS } from '../limits.js';
+import { type Provider, type ProviderRequest, type ProviderResult, type SubmitBounds } from './provider.js';
 import { parseRetryAfter } from './retryPolicy.js';
 
 const MAX_ERROR_BODY = 512;

@@ -1,9 +1,6 @@
 // The provider port: one HTTP submission per attempt. Implementations never throw for provider failures;
 // they classify them (success / retryable / permanent).
 
-/** Sockets per provider origin in the HTTP client's pool (httpProvider.ts); EXECUTOR_CONCURRENCY may not exceed it
- *  (src/config.ts): a call beyond it would queue inside the pool, unseen by the gate, and could be written late. */
-export const PROVIDER_POOL_CONNECTIONS = 256;
 export interface ProviderRequest {
   intentId: string;
   attemptNo: number;

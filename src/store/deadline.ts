@@ -4,9 +4,6 @@
 // tick never waits for TCP to give up.
 import { StoreError } from './ports.js';
 
-/** How far above the server-side statement timeout the client-side deadline sits. */
-export const CLIENT_DEADLINE_MARGIN_MS = 1_000;
-
 /** `p`, or a transient StoreError (code CLIENT_DEADLINE) once `ms` have passed, after `onTimeout` ran.
  *  One promise and one timer per call; `p` settling after the deadline is ignored (never unhandled). */
 export function withDeadline<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {

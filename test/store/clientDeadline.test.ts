@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { openPgPool } from '../../src/store/postgres/db.js';
 import { createPostgresStores } from '../../src/store/postgres/index.js';
-import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/store/deadline.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/limits.js';
 import { LeaseManager } from '../../src/lease/leaseManager.js';
 import { systemClock } from '../../src/lease/clock.js';
 import { Executor } from '../../src/executor/executor.js';

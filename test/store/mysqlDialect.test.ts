@@ -7,7 +7,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { dbTime, openMysqlPool, utcDate, type MyDatabase } from '../../src/store/mysql/db.js';
 import { migrateMysql, migrateMysqlIfNeeded, schemaVersion } from '../../src/store/mysql/migrate.js';
 import { migrations } from '../../src/store/mysql/migrations/index.js';
-import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/store/deadline.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/limits.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import { fencedTransaction } from '../../src/store/mysql/fence.js';

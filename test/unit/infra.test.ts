@@ -252,7 +252,7 @@ describe('infra: azd wiring and security posture', () => {
   it('host.json functionTimeout is FUNCTION_TIMEOUT_MS\'s default (an invocation and a shutdown end 5 s before it)', async () => {
     const { loadConfig } = await import('../../src/config.js');
     const { parseTimeSpan } = await import('../../src/local/hostJson.js');
-    const { INVOCATION_MARGIN_MS } = await import('../../src/executor/tickBudget.js');
+    const { INVOCATION_MARGIN_MS } = await import('../../src/limits.js');
     const timeout = parseTimeSpan((JSON.parse(read('host.json')) as { functionTimeout: string }).functionTimeout);
     expect(loadConfig({}).executor.invocationLimitMs).toBe(timeout! - INVOCATION_MARGIN_MS);
   });

@@ -4,7 +4,8 @@
 // call that was sent — so holding back is visibly free: no attempt lost, no intent failed.
 import { describe, expect, it } from 'vitest';
 import { FakeClock, systemClock, type Clock } from '../../src/lease/clock.js';
-import { ProviderGuard, type BreakerState, type GuardSettings } from '../../src/provider/guard.js';
+import { ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
+import type { GuardSettings } from '../../src/limits.js';
 import { HttpProvider } from '../../src/provider/httpProvider.js';
 import type { ProviderResult } from '../../src/provider/provider.js';
 import { startRecordingProvider, type Answer } from '../support/recordingProvider.js';

@@ -4,7 +4,8 @@ import type { EventEmitter } from 'node:events';
 import sql from 'mssql';
 import type { SqlQuery } from './params.js';
 import { mapMssqlError } from './errors.js';
-import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../limits.js';
+import { withDeadline } from '../deadline.js';
 
 export type Row = Record<string, unknown>;
 

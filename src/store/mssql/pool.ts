@@ -8,7 +8,7 @@ import sql from 'mssql';
 import { ConfigError, redactUrl, type DatabaseTarget } from '../../config.js';
 import { fromMssqlPool, type MssqlDatabase } from './db.js';
 import { mapMssqlError } from './errors.js';
-import { CLIENT_DEADLINE_MARGIN_MS } from '../deadline.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../limits.js';
 
 export interface MssqlPoolOptions {
   /** Connections in the pool (Config.db.poolMax). */

@@ -6,7 +6,8 @@
 // as UTC; parameters are sent as UTC text (dbTime). Driver errors are mapped once (errors.ts).
 import mysql from 'mysql2/promise';
 import type { PoolConnection, Pool, TypeCastField, TypeCastNext } from 'mysql2/promise';
-import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../limits.js';
+import { withDeadline } from '../deadline.js';
 import { isStatementError, mapMysqlError } from './errors.js';
 import { isStoreError } from '../ports.js';
 

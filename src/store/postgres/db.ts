@@ -4,7 +4,8 @@ import pg from 'pg';
 import type { ConnectionOptions } from 'node:tls';
 import type { PGlite } from '@electric-sql/pglite';
 import { StoreError } from '../ports.js';
-import { CLIENT_DEADLINE_MARGIN_MS, withDeadline } from '../deadline.js';
+import { CLIENT_DEADLINE_MARGIN_MS } from '../../limits.js';
+import { withDeadline } from '../deadline.js';
 import { mapPgError } from './errors.js';
 import { listenOnOwnConnection, type ListenFn } from './listen.js';
 

@@ -1,0 +1,64 @@
+// The limits and settings shapes the configuration checks relate (src/config.ts), owned here so the checks and the
+// code they bound read one definition and cannot drift apart: the tick's arithmetic (invocation margin, closing
+// reserve, settle window, timer period), the client-side deadline margin, the provider pool size, and the guard's
+// and maintenance's settings.
+// May import: nothing of ours (a leaf).
+import { Cron } from 'croner';
+
+/** How far above the server-side statement timeout the client-side deadline sits. */
+export const CLIENT_DEADLINE_MARGIN_MS = 1_000;
+
+/** Sockets per provider origin in the HTTP client's pool (httpProvider.ts); EXECUTOR_CONCURRENCY may not exceed it
+ *  (src/config.ts): a call beyond it would queue inside the pool, unseen by the gate, and could be written late. */
+export const PROVIDER_POOL_CONNECTIONS = 256;
+
+export interface GuardSettings {
+  /** Calls per second at most; 0 = unlimited. */
+  ratePerSec: number;
+  /** Calls in flight at most; 0 = unlimited. */
+  maxInFlight: number;
+  /** Consecutive retryable failures that open the breaker; 0 = no breaker. */
+  breakerThreshold: number;
+  breakerCooldownMs: number;
+  /** The longest a Retry-After may pause the whole provider. */
+  retryAfterMaxMs: number;
+}
+
+export interface MaintenanceSettings {
+  /** Longest slice a tick leaves free for maintenance when a task is due (capped at a quarter of the tick). */
+  sliceMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+}
+
+export const DEFAULT_MAINTENANCE: MaintenanceSettings = { sliceMs: 1_000, backoffBaseMs: 1_000, backoffMaxMs: 300_000 };
+
+/** The shortest gap between the schedule's next few occurrences (throws on an invalid expression). */
+export function shortestPeriodMs(schedule: string, from = new Date()): number {
+  const runs = new Cron(schedule, { paused: true, timezone: 'Etc/UTC' }).nextRuns(6, from);
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = 1; i < runs.length; i++) min = Math.min(min, runs[i]!.getTime() - runs[i - 1]!.getTime());
+  return min;
+}
+
+/** An invocation (and a shutdown) ends this long before host.json functionTimeout, when the host kills it. */
+export const INVOCATION_MARGIN_MS = 5_000;
+/** The smallest budget worth a tick after the first in one invocation. */
+export const MIN_TICK_BUDGET_MS = 1_000;
+
+/** Closing a batch retries an unwritten completion batch for this long: room for one more write after a failed one. */
+export function settleWindowMs(statementTimeoutMs: number): number {
+  return Math.min(2 * statementTimeoutMs, 10_000);
+}
+
+/**
+ * The longest a tick can run past its budget, each database call bounded by connect (PostgreSQL: max(1 s, the
+ * statement timeout)) + its client-side deadline: the last statement begun before the deadline, overlapping the
+ * calls in flight (provider timeout); a renew while they finish; the awaited completion write; the settle window
+ * and the retry begun at its end; a handover record and the row release. (An acquire that ran over — up to three
+ * calls with a lost reply — leaves nothing in flight.) An invocation fits its ticks' budgets around this.
+ */
+export function closingReserveMs(o: { providerTimeoutMs: number; statementTimeoutMs: number }): number {
+  const dbCallMs = Math.max(1_000, o.statementTimeoutMs) + o.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
+  return Math.max(o.providerTimeoutMs, dbCallMs) + settleWindowMs(o.statementTimeoutMs) + 5 * dbCallMs;
+}
