@@ -3,7 +3,7 @@
 // Everything else receives these as parameters. Imported by functions/*.ts and local/ only.
 // May import: `config.ts`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
 import { ClusterViewCache } from './http/clusterView.js';
 import type { HttpContext } from './http/context.js';
 import { systemClock, type Clock } from './lease/clock.js';
@@ -22,6 +22,7 @@ import { HttpProvider } from './provider/httpProvider.js';
 import { ProviderGuard } from './provider/guard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
+import type { PartitionStore } from './store/partitionPorts.js';
 import { openStores } from './store/open.js';
 import { installTracing } from './observability/tracing.js';
 import type { TokenCredential } from '@azure/identity';
@@ -79,6 +80,12 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   await installTracing(config.tracing.mode, config.tracing.otlpUrl); // once per process; no-op when off
   const stores = opts.stores ?? (await openStores(config.database, config, logger, opts.credential));
   if (opts.migrate ?? true) await stores.migrate();
+  try {
+    await requireRecordedPartitionCount(stores.partitions, config, logger);
+  } catch (e) {
+    if (ownsStores) await stores.close().catch(() => {});
+    throw e;
+  }
   const ownsMetrics = !opts.metrics;
   const metricsRegistry = opts.metrics ?? (await metricsRegistryFor(config));
   const metrics = metricsRegistry.forInstance(config.lease.holderId);
@@ -137,6 +144,22 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       if (ownsMetrics) await metricsRegistry.shutdown();
     },
   };
+}
+
+/** The partition count is the database's (issue 25): the first process on a fresh database records its
+ *  EXECUTOR_PARTITIONS (of concurrent first starts exactly one does), and a process started with another count
+ *  refuses to start (ConfigError), naming both, before it accepts an intent it would assign by the wrong count. */
+async function requireRecordedPartitionCount(store: PartitionStore, config: Config, logger: Logger): Promise<void> {
+  const want = config.partitions.count;
+  const recorded = await store.recordPartitionCount(want, config.lease.holderId);
+  if (recorded.count !== want) {
+    throw new ConfigError(`EXECUTOR_PARTITIONS is ${want} but the database records ${recorded.count} partition(s) ` +
+      `(recorded by ${recorded.recordedBy} at ${recorded.recordedAt.toISOString()}): start with EXECUTOR_PARTITIONS=${recorded.count}; ` +
+      'the recorded count cannot be changed yet (issue 26: POST /api/ops/partitions)');
+  }
+  if (recorded.recordedBy === config.lease.holderId) {
+    logger.info({ event: 'partition_count_recorded', partitions: want }, `recorded EXECUTOR_PARTITIONS=${want} in the database`);
+  }
 }
 
 /** Azure (Application Insights configured): the process-wide registry behind useAzureMonitor(); else one of our own. */

@@ -18,7 +18,8 @@ export interface IntentHandlerDeps {
   intents: IntentStore;
   lease: LeaseStore;
   leaseName: string;
-  config: Pick<Config, 'retry' | 'provider'>;
+  /** `partitions` absent: one partition. */
+  config: Pick<Config, 'retry' | 'provider'> & Partial<Pick<Config, 'partitions'>>;
   logger?: Logger;
   metrics?: uc.IntentDeps['metrics'];
 }

@@ -2,12 +2,14 @@
 // response DTOs. Guarantees:
 // - Bodies are strict: unknown keys are rejected, never silently dropped.
 // - `requestHash` is a pure function of the *validated meaning* of a submit: same payload (any key order),
-//   same instant for notBefore (any offset), same resolved maxAttempts → same hash.
+//   same instant for notBefore (any offset), same resolved maxAttempts, same partitionKey → same hash (a submit
+//   without a partitionKey hashes exactly as before the field existed).
 // - Views never expose internals (idempotency key, request hash, lease epoch, provider URL).
 //   The single-intent view carries `payload`; list items do not (keeps pages small).
 import { hash } from 'node:crypto';
 import { z } from 'zod';
 import type { AttemptRow, IntentRow, IntentStatus } from '../store/intentPorts.js';
+import { PARTITION_KEY_MAX_LENGTH } from '../store/partitionPorts.js';
 import { isUuid } from './ids.js';
 
 export const INTENT_STATUSES = ['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled'] as const satisfies readonly IntentStatus[];
@@ -67,9 +69,26 @@ export const isoDateTime = z
   .pipe(z.iso.datetime({ offset: true, abort: true, error: 'must be an ISO-8601 date-time with seconds and an offset or Z, e.g. 2030-01-01T00:00:00Z' }))
   .refine((s) => { const t = Date.parse(s); return t >= 0 && t <= MAX_INSTANT; }, 'must be between 1970-01-01 and 9999-12-31 (UTC)');
 
+const partitionKeyRule = `must be a string of 1 to ${PARTITION_KEY_MAX_LENGTH} characters`;
+
+/** Intents with one partitionKey share an executor partition (src/intents/partition.ts). Compared exactly as sent
+ *  (no trimming or Unicode normalisation); length in code points, as zod counts; NUL and unpaired surrogates are
+ *  refused as in payloads. */
+export const partitionKeySchema = z
+  .string({ error: partitionKeyRule })
+  .min(1, partitionKeyRule)
+  .max(PARTITION_KEY_MAX_LENGTH, partitionKeyRule)
+  .superRefine((v, ctx) => {
+    const p = stringProblem(v);
+    if (p) ctx.addIssue({ code: 'custom', message: p });
+  });
+
 export const submitBodySchema = z.strictObject(
   {
     payload: payloadSchema,
+    partitionKey: partitionKeySchema.optional().describe('Intents with the same partitionKey get the same executor partition '
+      + '(one executor runs them, in due order); without one the partition follows from the intent id. Exact text, 1 to '
+      + `${PARTITION_KEY_MAX_LENGTH} characters; part of the idempotent request (another key under the same Idempotency-Key is a 409)`),
     notBefore: isoDateTime.optional(),
     maxAttempts: z
       .number({ error: `must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}` })
@@ -150,6 +169,8 @@ export interface NormalisedSubmit {
   payload: Record<string, unknown>;
   notBefore: string | null;
   maxAttempts: number;
+  /** Absent (not null) without one, so a submit without a key hashes as it did before keys existed. */
+  partitionKey?: string;
 }
 
 export function normaliseSubmit(body: SubmitBody, defaultMaxAttempts: number): NormalisedSubmit {
@@ -157,6 +178,7 @@ export function normaliseSubmit(body: SubmitBody, defaultMaxAttempts: number): N
     payload: body.payload,
     notBefore: body.notBefore === undefined ? null : new Date(body.notBefore).toISOString(),
     maxAttempts: body.maxAttempts ?? defaultMaxAttempts,
+    ...(body.partitionKey === undefined ? {} : { partitionKey: body.partitionKey }),
   };
 }
 
@@ -174,6 +196,10 @@ export interface IntentView {
   createdAt: string;
   lastModifiedAt: string;
   lastError: string | null;
+  /** The executor partition assigned at submit (0 with one partition). */
+  partition: number;
+  /** The submitted partitionKey, or null (the partition then follows from the intent id). */
+  partitionKey: string | null;
   /** Only in the single-intent representation (GET /intents/{id} and mutation responses). */
   payload?: Record<string, unknown>;
 }
@@ -188,6 +214,8 @@ export function toIntentView(row: IntentRow, opts: { includePayload?: boolean } 
     createdAt: row.createdAt.toISOString(),
     lastModifiedAt: row.lastModifiedAt.toISOString(),
     lastError: row.lastError,
+    partition: row.partition,
+    partitionKey: row.partitionKey,
     ...(opts.includePayload ? { payload: row.contract.payload } : {}),
   };
 }

@@ -3,7 +3,9 @@
 // - Idempotency: one intent per Idempotency-Key. A replay with the same request hash returns the stored
 //   intent (`replayed`); a different body under the same key is a `conflict`, and the stored row is untouched.
 //   Concurrent submits with one key are settled by the database's unique index (the store never throws for it).
-// - The contract snapshot (provider URL, payload, retry policy) is taken once at submit and never changes.
+// - The contract snapshot (provider URL, payload, retry policy) is taken once at submit and never changes; so is the
+//   partition (by partitionKey, else by id: partition.ts). The key is part of the request hash: the same
+//   Idempotency-Key with another partitionKey is a conflict, like another payload.
 // - Ordinary outcomes are values; only store failures (StoreError) and bugs are thrown.
 import { activeTraceparent } from '../observability/tracing.js';
 import type { Config } from '../config.js';
@@ -13,6 +15,7 @@ import {
   submitBodySchema, validate, type FieldError, type ListQuery,
 } from './contract.js';
 import { isUuid, uuidv7 } from './ids.js';
+import { assignPartition } from './partition.js';
 
 /** A counter-style metric event; `outcome` is the use-case result kind. */
 export interface IntentMetricEvent {
@@ -22,7 +25,8 @@ export interface IntentMetricEvent {
 
 export interface IntentDeps {
   intents: IntentStore;
-  config: Pick<Config, 'retry' | 'provider'>;
+  /** `partitions` absent: one partition (every intent is partition 0). */
+  config: Pick<Config, 'retry' | 'provider'> & Partial<Pick<Config, 'partitions'>>;
   metrics?: (e: IntentMetricEvent) => void;
 }
 
@@ -72,8 +76,12 @@ export async function submitIntent(
   };
   const traceparent = activeTraceparent(); // null unless the submit span is recording
   if (traceparent) contract.trace = { traceparent };
+  const intentId = uuidv7();
+  const partitionKey = n.partitionKey ?? null;
   const r = await deps.intents.insert({
-    intentId: uuidv7(),
+    intentId,
+    partition: assignPartition({ intentId, partitionKey }, deps.config.partitions?.count ?? 1),
+    partitionKey,
     idempotencyKey: input.idempotencyKey,
     requestHash: hash,
     contract,

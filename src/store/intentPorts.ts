@@ -29,6 +29,10 @@ export interface IntentRow {
   lastModifiedAt: Date;
   lastError: string | null;
   lastEpoch: number | null;
+  /** Executor partition, assigned at insert (src/intents/partition.ts); never changed by an intent write. */
+  partition: number;
+  /** The submitted partitionKey (null: the partition was hashed from the intent id). */
+  partitionKey: string | null;
 }
 
 export interface NewIntent {
@@ -39,6 +43,10 @@ export interface NewIntent {
   maxAttempts: number;
   /** null → due now (database time). */
   notBefore: Date | null;
+  /** Executor partition (default 0, as the column's default). */
+  partition?: number;
+  /** The partitionKey the partition was hashed from (default null). */
+  partitionKey?: string | null;
 }
 
 export type AttemptOutcome = 'started' | 'succeeded' | 'retryable_error' | 'permanent_error' | 'abandoned' | 'aborted';

@@ -45,6 +45,8 @@ export interface IntentDbRow {
   last_modified_at: Date;
   last_error: string | null;
   last_epoch: string | number | null;
+  partition_no: string | number;
+  partition_key: string | null;
 }
 
 export const parseContract = (c: unknown): IntentContract => (typeof c === 'string' ? JSON.parse(c) : c) as IntentContract;
@@ -62,6 +64,8 @@ export const toIntent = (r: IntentDbRow): IntentRow => ({
   lastModifiedAt: r.last_modified_at,
   lastError: r.last_error,
   lastEpoch: numOrNull(r.last_epoch),
+  partition: num(r.partition_no),
+  partitionKey: r.partition_key,
 });
 
 export interface ScheduleDbRow {

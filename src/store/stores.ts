@@ -4,6 +4,7 @@ import type { DueNotices, ExecutionStore, IntentStore } from './intentPorts.js';
 import type { OpsStore } from './opsPorts.js';
 import type { RedriveStore } from './redrivePorts.js';
 import type { InsightStore } from './insightPorts.js';
+import type { PartitionStore } from './partitionPorts.js';
 
 export interface Stores {
   dialect: 'postgres' | 'pglite' | 'mssql' | 'mysql';
@@ -16,6 +17,8 @@ export interface Stores {
   redrive: RedriveStore;
   /** The dashboard's read-only queries. */
   insights: InsightStore;
+  /** The partition count the database records (checked at start against EXECUTOR_PARTITIONS). */
+  partitions: PartitionStore;
   /** Due-intent notices for the leader (PostgreSQL LISTEN/NOTIFY); null where the dialect has none (SQL Server, MySQL). */
   notices: DueNotices | null;
   /** Apply numbered migrations idempotently (safe with concurrent migrators). */

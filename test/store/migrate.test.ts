@@ -2,7 +2,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
-import { fromPglite, openPgPool } from '../../src/store/postgres/db.js';
+import { fromPglite, openPgPool, type PgDatabase } from '../../src/store/postgres/db.js';
+import { createPostgresStores } from '../../src/store/postgres/index.js';
 import { migratePostgres, migratePostgresIfNeeded, schemaVersion } from '../../src/store/postgres/migrate.js';
 import { migrations } from '../../src/store/postgres/migrations/index.js';
 import { PG_TEST_URL } from '../support/pgServer.js';
@@ -12,7 +13,8 @@ import { NIL_UUID } from '../../src/store/rowMapping.js';
 const TABLES = ['submission_manager_leases', 'submission_manager_lease_events', 'submission_intents',
   'submission_attempts', 'submission_execution_audit', 'submission_manager_migrations', 'submission_manager_execution_control',
   'submission_manager_redrives', 'submission_manager_redriven_intents',
-  'submission_manager_handover_requests', 'submission_manager_provider_state', 'submission_manager_maintenance_state'];
+  'submission_manager_handover_requests', 'submission_manager_provider_state', 'submission_manager_maintenance_state',
+  'submission_manager_partition_count'];
 
 /** The spec's data model, column by column: (table, column) → PostgreSQL type as information_schema names it. */
 const SPEC_COLUMNS: [string, string, string][] = [
@@ -187,5 +189,71 @@ describe('npm run migrate (CLI)', () => {
     expect(plan).toMatch(/Index Only Scan using ix_intents_scheduled/);
     expect(plan).not.toMatch(/\bSort\b/);
     await db.close();
+  });
+});
+
+describe('migration 9 (partitions, issue 25): on a database that already holds intents', () => {
+  const before = migrations.filter((m) => m.id < 9);
+
+  /** A fresh schema on the PostgreSQL server; closing the database drops it. */
+  async function serverSchema(): Promise<PgDatabase> {
+    const schema = `m_${randomBytes(6).toString('hex')}`;
+    const admin = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const db = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000, schema });
+    return Object.assign(Object.create(db) as PgDatabase, {
+      close: async () => {
+        await db.close();
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+        await admin.close();
+      },
+    });
+  }
+
+  /** Migrate to 8, add `n` intents, migrate to the end: what the partitions migration did to them. */
+  async function upgrade(db: PgDatabase, n: number) {
+    await migratePostgres(db, before);
+    if (n > 0) {
+      await db.query(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts,
+          next_attempt_at, created_at, last_modified_at)
+        SELECT gen_random_uuid(), repeat('0', 64), '{}'::jsonb, 'scheduled', 0, 3, now(), now(), now() FROM generate_series(1, $1::int)`, [n]);
+    }
+    expect((await migratePostgres(db)).applied).toEqual([9]);
+    const rows = await db.query<{ p: number; k: string | null; n: number }>(
+      'SELECT partition_no AS p, partition_key AS k, count(*)::int AS n FROM submission_intents GROUP BY 1, 2');
+    const count = await db.query<{ c: number; by: string }>('SELECT partition_count AS c, recorded_by AS by FROM submission_manager_partition_count');
+    const indexes = await db.query<{ name: string; def: string }>(
+      `SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE 'ix_intents_partition_%' ORDER BY 1`);
+    return { rows: rows.rows, count: count.rows, indexes: indexes.rows };
+  }
+
+  const EXPECTED_INDEXES = [
+    { name: 'ix_intents_partition_due', def: expect.stringMatching(/\(partition_no, status, next_attempt_at\)$/) },
+    { name: 'ix_intents_partition_modified', def: expect.stringMatching(/\(partition_no, last_modified_at, intent_id\)$/) },
+  ];
+
+  it('pglite: on a database without intents no count is recorded (the first process records its own)', async () => {
+    const db = fromPglite(await PGlite.create());
+    try {
+      expect((await upgrade(db, 0)).count).toEqual([]);
+      expect((await createPostgresStores(db, 'pglite').partitions.recordPartitionCount(4, 'first')).count).toBe(4);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it.each([['pglite'], ['postgres server']])('%s: existing intents become partition 0; the count 1', async (where, t) => {
+    const skip = where === 'pglite' ? undefined : inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const db = where === 'pglite' ? fromPglite(await PGlite.create()) : await serverSchema();
+    try {
+      const out = await upgrade(db, 20);
+      expect(out.rows).toEqual([{ p: 0, k: null, n: 20 }]);
+      expect(out.count).toEqual([{ c: 1, by: 'migration' }]);
+      expect(out.indexes).toEqual(EXPECTED_INDEXES);
+      expect((await createPostgresStores(db, 'postgres').partitions.recordPartitionCount(4, 'new-process')).count).toBe(1);
+    } finally {
+      await db.close();
+    }
   });
 });

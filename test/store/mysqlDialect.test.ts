@@ -11,6 +11,7 @@ import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/limits.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import { fencedTransaction } from '../../src/store/mysql/fence.js';
+import { splitStatements } from '../../src/store/sqlScript.js';
 import { TcpProxy } from '../chaos/tcpProxy.js';
 
 const open = (database: string | undefined, statementTimeoutMs = 10_000, max = 2, url = MYSQL_TEST_URL) =>
@@ -119,6 +120,40 @@ describe('mysql dialect', () => {
         ['2026-01-01 00:00:00.000000', '2026-01-01 00:00:00.000000', '00000000-0000-0000-0000-000000000000'])).rows;
       expect(plan[0]).toMatchObject({ key: 'ix_intents_modified' });
       expect(String(plan[0]!.Extra ?? '')).not.toMatch(/filesort/);
+    }));
+  });
+
+  it('migration 4 (partitions) on a database with intents: they become partition 0 without a key, the count is 1; run again it changes nothing', async (t) => {
+    if (skip()) return t.skip(skip());
+    await withDatabase((name) => using(open(name), async (db) => {
+      await migrateMysql(db, migrations.filter((m) => m.id < 4));
+      for (let i = 0; i < 20; i++) {
+        await db.query(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts,
+            next_attempt_at, created_at, last_modified_at) VALUES (UUID(), REPEAT('0', 64), '{}', 'scheduled', 0, 3, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`);
+      }
+      expect((await migrateMysql(db)).applied).toEqual([4]);
+      const state = async () => ({
+        rows: (await db.query('SELECT partition_no AS p, partition_key AS k, COUNT(*) AS n FROM submission_intents GROUP BY 1, 2')).rows,
+        count: (await db.query('SELECT partition_count AS c, recorded_by AS `by` FROM submission_manager_partition_count')).rows,
+        columns: (await db.query(`SELECT column_name AS c, column_type AS t, is_nullable AS n, column_default AS d FROM information_schema.columns
+          WHERE table_schema = DATABASE() AND table_name = 'submission_intents' AND column_name LIKE 'partition%' ORDER BY 1`)).rows,
+        indexes: (await db.query(`SELECT index_name AS i, GROUP_CONCAT(column_name ORDER BY seq_in_index) AS cols FROM information_schema.statistics
+          WHERE table_schema = DATABASE() AND table_name = 'submission_intents' AND index_name LIKE 'ix_intents_partition%' GROUP BY 1 ORDER BY 1`)).rows,
+      });
+      const after = await state();
+      expect(after.rows.map((r) => ({ ...r, n: Number(r.n) }))).toEqual([{ p: 0, k: null, n: 20 }]);
+      expect(after.count).toEqual([{ c: 1, by: 'migration' }]);
+      expect(after.columns).toMatchObject([{ c: 'partition_key', t: 'varchar(128)', n: 'YES' }, { c: 'partition_no', t: 'smallint(6)'.replace('(6)', (await db.server()).flavor === 'mysql' ? '' : '(6)'), n: 'NO', d: '0' }]);
+      expect(after.indexes).toEqual([
+        { i: 'ix_intents_partition_due', cols: 'partition_no,status,next_attempt_at' },
+        { i: 'ix_intents_partition_modified', cols: 'partition_no,last_modified_at,intent_id' },
+      ]);
+      // An interrupted migration runs again in full (no transactions for DDL here): every statement is idempotent.
+      await db.session(async (x) => {
+        for (const stmt of splitStatements(migrations.find((m) => m.id === 4)!.sql)) await x.query(stmt);
+      });
+      expect(await state()).toEqual(after);
+      expect((await createMysqlStores(db).partitions.recordPartitionCount(4, 'new-process')).count).toBe(1);
     }));
   });
 

@@ -12,6 +12,7 @@ import { createIntentHandlers, type IntentHandlers } from '../../src/http/intent
 import type { ApiResponse } from '../../src/http/problem.js';
 import { MAX_BODY_BYTES, type ApiRequest } from '../../src/http/request.js';
 import { uuidv7 } from '../../src/intents/ids.js';
+import { partitionOf } from '../../src/intents/partition.js';
 import { createLogger } from '../../src/observability/logger.js';
 
 const CONFIG = {
@@ -86,6 +87,13 @@ const BAD: BadCase[] = [
   { name: 'idempotency key not ASCII', handler: 'postIntent', req: { body: { payload: {} }, headers: { 'idempotency-key': 'ключ' } }, status: 400, names: 'Idempotency-Key' },
   { name: 'idempotency key empty', handler: 'postIntent', req: { body: { payload: {} }, headers: { 'idempotency-key': '' } }, status: 400, names: 'Idempotency-Key' },
   { name: 'idempotency key control char', handler: 'postIntent', req: { body: { payload: {} }, headers: { 'idempotency-key': 'a\tb' } }, status: 400, names: 'Idempotency-Key' },
+  { name: 'partitionKey empty', handler: 'postIntent', req: { body: { payload: {}, partitionKey: '' } }, status: 400, names: 'partitionKey' },
+  { name: 'partitionKey of 129 characters', handler: 'postIntent', req: { body: { payload: {}, partitionKey: 'k'.repeat(129) } }, status: 400, names: 'partitionKey' },
+  { name: 'partitionKey of 129 emoji', handler: 'postIntent', req: { body: { payload: {}, partitionKey: '😀'.repeat(129) } }, status: 400, names: 'partitionKey' },
+  { name: 'partitionKey a number', handler: 'postIntent', req: { body: { payload: {}, partitionKey: 42 } }, status: 400, names: 'partitionKey' },
+  { name: 'partitionKey null', handler: 'postIntent', req: { body: { payload: {}, partitionKey: null } }, status: 400, names: 'partitionKey' },
+  { name: 'partitionKey with NUL', handler: 'postIntent', req: { body: { payload: {}, partitionKey: 'a\u0000b' } }, status: 400, names: 'partitionKey' },
+  { name: 'partitionKey with a lone surrogate', handler: 'postIntent', req: { body: '{"payload":{},"partitionKey":"\\udc00"}' }, status: 400, names: 'partitionKey' },
   { name: 'get unknown id', handler: 'getIntent', req: { params: { id: uuidv7() } }, status: 404, names: 'intent' },
   { name: 'get non-uuid id', handler: 'getIntent', req: { params: { id: "x' OR 1=1 --" } }, status: 404, names: 'intent' },
   { name: 'attempts of unknown id', handler: 'getIntentAttempts', req: { params: { id: someId } }, status: 404, names: 'intent' },
@@ -164,6 +172,49 @@ describe.each(dialects)('intents API: $name', (dialect) => {
     expect(parse(res)).toMatchObject({ status: 409, intentId: a.intentId, detail: expect.stringContaining('Idempotency-Key') });
     expect(await rows()).toBe(1);
     expect(parse(await h.getIntent(request({ params: { id: a.intentId } }))).payload).toEqual({ a: 1 });
+  });
+
+  it('partitionKey: accepted, shown with its partition (0 with one partition); without one: partition 0, null key', async () => {
+    const keyed = await submit({ payload: { a: 1 }, partitionKey: 'tenant-😀' });
+    expect(keyed.status).toBe(201);
+    expect(parse(keyed)).toMatchObject({ partition: 0, partitionKey: 'tenant-😀' });
+    const plain = parse(await submit({ payload: { a: 1 } }));
+    expect(plain).toMatchObject({ partition: 0, partitionKey: null });
+    expect(parse(await h.getIntent(request({ params: { id: parse(keyed).intentId } })))).toMatchObject({ partition: 0, partitionKey: 'tenant-😀' });
+    const list = parse(await h.listIntents(request({})));
+    expect(list.items.map((i: any) => [i.partition, i.partitionKey])).toEqual([[0, 'tenant-😀'], [0, null]]);
+    expect((await ctx.intentRows()).map((r) => [r.partition, r.partitionKey])).toEqual([[0, 'tenant-😀'], [0, null]]);    const widest = await submit({ payload: {}, partitionKey: '😀'.repeat(128) }); // 128 characters, 256 UTF-16 units
+    expect(widest.status).toBe(201);
+    expect(parse(widest).partitionKey).toBe('😀'.repeat(128));
+  });
+
+  it('EXECUTOR_PARTITIONS 7: one key, one partition (the pinned rule); without a key the id decides', async () => {
+    const h7 = createIntentHandlers({ intents: s.intents, lease: s.lease, leaseName: LEASE, config: { ...CONFIG, partitions: { count: 7 } } });
+    const submit7 = (body: object) => h7.postIntent(request({ body }));
+    for (let i = 0; i < 5; i++) expect(parse(await submit7({ payload: { i }, partitionKey: 'customer-42' })).partition).toBe(partitionOf('customer-42', 7));
+    const ids = [];
+    for (let i = 0; i < 20; i++) ids.push(parse(await submit7({ payload: { i } })));
+    for (const v of ids) expect(v.partition).toBe(partitionOf(v.intentId, 7));
+    expect(new Set(ids.map((v) => v.partition)).size).toBeGreaterThan(1);
+    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(r.partitionKey ?? r.intentId, 7));
+  });
+
+  it('partitionKey is part of the idempotent request: the same key replays; another key, or none, is a 409 and stores nothing', async () => {
+    const a = await submit({ payload: { a: 1 }, partitionKey: 'p-1' }, 'key-p');
+    expect(a.status).toBe(201);
+    const replay = await submit({ partitionKey: 'p-1', payload: { a: 1 } }, 'key-p');
+    expect(replay.status).toBe(200);
+    expect(parse(replay)).toEqual(parse(a));
+    for (const body of [{ payload: { a: 1 }, partitionKey: 'p-2' }, { payload: { a: 1 } }, { payload: { a: 1 }, partitionKey: 'P-1' }]) {
+      const res = await submit(body, 'key-p');
+      expect(res.status).toBe(409);
+      expect(parse(res)).toMatchObject({ intentId: parse(a).intentId });
+    }
+    // …and the other way round: first without a key, then with one.
+    expect((await submit({ payload: { b: 1 } }, 'key-q')).status).toBe(201);
+    expect((await submit({ payload: { b: 1 }, partitionKey: 'p-1' }, 'key-q')).status).toBe(409);
+    expect(await rows()).toBe(2);
+    expect((await ctx.intentRows()).map((r) => r.partitionKey).sort()).toEqual(['p-1', null].sort());
   });
 
   it('cancel: scheduled → 200 cancelled; again → 409 naming the current status', async () => {

@@ -47,8 +47,31 @@ describe('SQL Server migrations', () => {
     expect(migrations.map((m) => m.id)).toEqual(pgMigrations.map((m) => m.id));
   });
 
-  const alters = all.filter(([, b]) => /\bALTER TABLE\b/i.test(stripSqlComments(b)));
-  const creating = all.filter(([, b]) => !/\bALTER TABLE\b/i.test(stripSqlComments(b)));
+  const isColumnAdd = (b: string) => /\bALTER TABLE \w+ ADD (?!CONSTRAINT\b)/i.test(stripSqlComments(b));
+  const isData = (b: string) => /\bINSERT INTO\b/i.test(stripSqlComments(b)) && !/\b(CREATE|ALTER)\b/i.test(stripSqlComments(b));
+  const alters = all.filter(([, b]) => /\bALTER TABLE\b/i.test(stripSqlComments(b)) && !isColumnAdd(b));
+  const columnAdds = all.filter(([, b]) => isColumnAdd(b));
+  const data = all.filter(([, b]) => isData(b));
+  const creating = all.filter(([, b]) => !/\bALTER TABLE\b/i.test(stripSqlComments(b)) && !isData(b));
+
+  it.each(columnAdds)('migration %i: a new column is one ALTER TABLE … ADD guarded by COL_LENGTH on that column', (_id, batch) => {
+    const code = stripSqlComments(batch);
+    expect(code).not.toMatch(/\bCREATE\b/i);
+    expect(code.match(/\bALTER TABLE\b/gi)).toHaveLength(1);
+    const m = /^\s*IF COL_LENGTH\(N'(\w+)', N'(\w+)'\) IS NULL\s+ALTER TABLE (\w+) ADD (\w+) /.exec(code);
+    expect(m, 'guarded ADD').not.toBeNull();
+    expect([m![3], m![4]]).toEqual([m![1], m![2]]);
+    // NOT NULL only with a constant default: existing rows get it without a rewrite.
+    if (/\bNOT NULL\b/i.test(code)) expect(code).toMatch(/\bDEFAULT \(\d+\)/);
+  });
+
+  it.each(data)('migration %i: a data batch is one INSERT guarded by NOT EXISTS on its key, under UPDLOCK, HOLDLOCK', (_id, batch) => {
+    const code = stripSqlComments(batch);
+    expect(code.match(/\bINSERT INTO\b/gi)).toHaveLength(1);
+    const m = /^\s*IF NOT EXISTS \(SELECT 1 FROM (\w+) WITH \(UPDLOCK, HOLDLOCK\) WHERE [^)]*\)[\s\S]*?INSERT INTO (\w+) /.exec(code);
+    expect(m, 'guarded INSERT').not.toBeNull();
+    expect(m![2]).toBe(m![1]);
+  });
 
   it.each(alters)('migration %i: a constraint change is one ALTER TABLE guarded by sys.check_constraints on that constraint', (_id, batch) => {
     const code = stripSqlComments(batch);
@@ -85,6 +108,14 @@ describe('SQL Server migrations', () => {
     const pg = tables(pgMigrations.map((m) => m.sql).join('\n'));
     expect([...ms.keys()].sort()).toEqual([...pg.keys()].sort());
     for (const [name, cols] of pg) expect(ms.get(name), name).toEqual(cols);
+  });
+
+  it('add the same columns to existing tables as the PostgreSQL migrations', () => {
+    const added = (script: string) => [...stripSqlComments(script).matchAll(/ALTER TABLE (\w+) ADD (?:COLUMN IF NOT EXISTS )?(?!CONSTRAINT\b)(\w+) /g)]
+      .map((m) => `${m[1]}.${m[2]}`);
+    const pg = added(pgMigrations.map((m) => m.sql).join('\n'));
+    expect(pg).toContain('submission_intents.partition_no');
+    expect(added(migrations.map((m) => m.sql).join('\n'))).toEqual(pg);
   });
 
   const ddl = migrations.map((m) => stripSqlComments(m.sql)).join('\n') + MIGRATIONS_TABLE;

@@ -8,6 +8,7 @@ import { intentQueries } from '../../src/store/mssql/intentStore.js';
 import { executionQueries } from '../../src/store/mssql/executionQueries.js';
 import { buildFencedBatch, fenceQueries } from '../../src/store/mssql/fence.js';
 import { migrateQueries } from '../../src/store/mssql/migrate.js';
+import { partitionQueries } from '../../src/store/mssql/partitionStore.js';
 import { bindParams } from '../../src/store/mssql/db.js';
 import { p, type SqlQuery } from '../../src/store/mssql/params.js';
 import { StoreError } from '../../src/store/ports.js';
@@ -51,6 +52,9 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
     fence: () => fenceQueries.fence(token),
     audit: () => fenceQueries.audit(token, 'start_attempts', 3),
   },
+  partitionQueries: {
+    record: () => partitionQueries.record(4, 'host-1-abc'),
+  },
   migrateQueries: {
     lock: () => migrateQueries.lock(30_000),
     applied: () => migrateQueries.applied(),
@@ -58,7 +62,7 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
     record: () => migrateQueries.record({ id: 1, name: 'initial', sql: '' }),
   },
 };
-const modules: Record<string, Record<string, unknown>> = { leaseQueries, intentQueries, executionQueries, fenceQueries, migrateQueries };
+const modules: Record<string, Record<string, unknown>> = { leaseQueries, intentQueries, executionQueries, fenceQueries, migrateQueries, partitionQueries };
 const all: [string, SqlQuery][] = Object.entries(samples).flatMap(([m, fns]) => Object.entries(fns).map(([n, f]) => [`${m}.${n}`, f()] as [string, SqlQuery]));
 
 const ALLOWED_TYPES = new Map<unknown, string>([
@@ -76,6 +80,17 @@ describe('mssql query builders: typed parameters', () => {
     for (const [m, mod] of Object.entries(modules)) {
       expect(Object.keys(samples[m]!).sort(), m).toEqual(Object.keys(mod).filter((k) => typeof mod[k] === 'function').sort());
     }
+  });
+
+  it('intentQueries.insert binds the partition (int, default 0) and the partition key (nvarchar(256): 128 code points, default null)', () => {
+    const insert = (extra: object) => intentQueries.insert({ intentId: ID, idempotencyKey: null, requestHash: 'a'.repeat(64), contract, maxAttempts: 3,
+      notBefore: null, ...extra });
+    const bound = (q: SqlQuery) => Object.fromEntries(q.params.filter((x) => x.name.startsWith('partition_'))
+      .map((x) => [x.name, { type: x.type?.type, length: (x.type as { length?: number }).length, value: x.value }]));
+    expect(bound(insert({ partition: 3, partitionKey: 'tenant-😀' }))).toEqual({
+      partition_no: { type: sql.Int, length: undefined, value: 3 }, partition_key: { type: sql.NVarChar, length: 256, value: 'tenant-😀' } });
+    expect(bound(insert({}))).toMatchObject({ partition_no: { value: 0 }, partition_key: { value: null } });
+    expect(() => insert({ partitionKey: 'k'.repeat(257) })).toThrow(StoreError);
   });
 
   it.each(all)('%s binds only explicitly typed parameters', (_name, q) => {

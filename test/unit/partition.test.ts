@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { assignPartition, partitionHash, partitionOf } from '../../src/intents/partition.js';
 import { uuidv7 } from '../../src/intents/ids.js';
+import { normaliseSubmit, requestHash } from '../../src/intents/contract.js';
 
 // key → first 4 bytes of SHA-256(UTF-8 key) as an unsigned big-endian integer, and its partition for 2, 3, 4, 7, 16, 64.
 // Checked against PostgreSQL (('x' || left(encode(sha256(convert_to(k, 'UTF8')), 'hex'), 8))::bit(32)::bigint) and
@@ -52,5 +53,17 @@ describe('partition assignment', () => {
 
   it.each([0, -1, 1.5, Number.NaN])('a count of %d is refused', (count) => {
     expect(() => partitionOf('k', count)).toThrow(RangeError);
+  });
+});
+
+describe('partitionKey in the request hash (idempotent replay)', () => {
+  const body = { payload: { order: 42, note: 'ü' }, maxAttempts: 3 };
+  it('a submit without a partitionKey hashes exactly as before the field existed (stored hashes stay valid)', () => {
+    expect(requestHash(normaliseSubmit(body, 5))).toBe('8004fab75192fe3d5dbdc12a87d39542f06ce7ce6e8aa09159c0505f7edc125a');
+  });
+  it('the key is part of the request: another key, or a key against none, is another request', () => {
+    const h = (partitionKey?: string) => requestHash(normaliseSubmit(partitionKey === undefined ? body : { ...body, partitionKey }, 5));
+    expect(new Set([h(), h('a'), h('A'), h('a ')]).size).toBe(4);
+    expect(h('a')).toBe(h('a'));
   });
 });

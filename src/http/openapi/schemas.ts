@@ -19,6 +19,8 @@ const intentFields = {
   createdAt: instant,
   lastModifiedAt: instant,
   lastError: z.string().nullable(),
+  partition: z.int().min(0).describe('Executor partition, assigned at submit and kept: a hash of partitionKey, else of intentId, modulo EXECUTOR_PARTITIONS (0 with one partition)'),
+  partitionKey: z.string().nullable().describe('The submitted partitionKey (null: none; the partition then follows from intentId)'),
 };
 
 export const intentViewSchema = z.strictObject({

@@ -11,6 +11,7 @@ import { MssqlExecutionStore } from './executionStore.js';
 import { MssqlOpsStore } from './opsStore.js';
 import { MssqlRedriveStore } from './redriveStore.js';
 import { MssqlInsightStore } from './insightStore.js';
+import { MssqlPartitionStore } from './partitionStore.js';
 import { migrateMssqlIfNeeded } from './migrate.js';
 import { warnIfRcsiOff } from './rcsi.js';
 
@@ -27,6 +28,7 @@ export function createMssqlStores(db: MssqlDatabase, opts: { openMigrationDb?: (
     ops: new MssqlOpsStore(db),
     redrive: new MssqlRedriveStore(db),
     insights: new MssqlInsightStore(db),
+    partitions: new MssqlPartitionStore(db),
     // No LISTEN/NOTIFY on SQL Server: a new intent is picked up by the leader's next refresh (≤ the interval).
     notices: null,
     migrate: () => migrateMssqlIfNeeded(db, opts.openMigrationDb, undefined, { lockTimeoutMs: opts.migrationLockTimeoutMs }),

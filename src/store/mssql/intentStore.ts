@@ -5,6 +5,7 @@ import { NEXT_VERSION } from './executionQueries.js';
 import { isStoreError } from '../ports.js';
 import type { MssqlRunner } from './db.js';
 import { p, type SqlQuery } from './params.js';
+import { PARTITION_KEY_MAX_LENGTH } from '../partitionPorts.js';
 import { ATTEMPT_COLS, intentCols, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
 export const intentQueries = {
@@ -22,9 +23,9 @@ DECLARE @now datetime2(7) = SYSUTCDATETIME();
 DECLARE @created int;
 BEGIN TRANSACTION;
 INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
-  max_attempts, next_attempt_at, created_at, last_modified_at)
+  max_attempts, next_attempt_at, created_at, last_modified_at, partition_no, partition_key)
 SELECT @intent_id, @idempotency_key, @request_hash, @contract, 'scheduled', 0,
-       @max_attempts, COALESCE(@not_before, @now), @now, @now
+       @max_attempts, COALESCE(@not_before, @now), @now, @now, @partition_no, @partition_key
  WHERE @idempotency_key IS NULL
     OR NOT EXISTS (SELECT 1 FROM submission_intents WITH (UPDLOCK, SERIALIZABLE)
                     WHERE idempotency_key = @idempotency_key AND idempotency_key IS NOT NULL);
@@ -45,6 +46,8 @@ END;`,
         p.nvarcharMax('contract', JSON.stringify(n.contract)),
         p.int('max_attempts', n.maxAttempts),
         p.datetime2('not_before', n.notBefore),
+        p.int('partition_no', n.partition ?? 0),
+        p.nvarchar('partition_key', 2 * PARTITION_KEY_MAX_LENGTH, n.partitionKey ?? null), // code points → UTF-16 units
       ],
     };
   },

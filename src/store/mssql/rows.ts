@@ -6,7 +6,7 @@ import { attemptBudgetSql } from '../attemptBudget.js';
 export const modifiedText = (col: string) => `CONVERT(char(27), ${col}, 121)`;
 
 const INTENT_COL_NAMES = ['intent_id', 'idempotency_key', 'request_hash', 'contract', 'status', 'attempt_count', 'max_attempts',
-  'next_attempt_at', 'created_at', 'last_modified_at', 'last_error', 'last_epoch'] as const;
+  'next_attempt_at', 'created_at', 'last_modified_at', 'last_error', 'last_epoch', 'partition_no', 'partition_key'] as const;
 
 /** Intent columns, optionally qualified (`inserted.` in an OUTPUT clause, `i.` in a join). */
 export const intentCols = (prefix = '') => INTENT_COL_NAMES.map((c) => `${prefix}${c}`).join(', ');

@@ -10,6 +10,7 @@ import { MysqlExecutionStore } from './executionStore.js';
 import { MysqlOpsStore } from './opsStore.js';
 import { MysqlRedriveStore } from './redriveStore.js';
 import { MysqlInsightStore } from './insightStore.js';
+import { MysqlPartitionStore } from './partitionStore.js';
 import { migrateMysqlIfNeeded } from './migrate.js';
 
 export { openMysqlPool, type MyDatabase } from './db.js';
@@ -24,6 +25,7 @@ export function createMysqlStores(db: MyDatabase, opts: { openMigrationDb?: () =
     ops: new MysqlOpsStore(db),
     redrive: new MysqlRedriveStore(db),
     insights: new MysqlInsightStore(db),
+    partitions: new MysqlPartitionStore(db),
     // No notices on MySQL: a new intent is picked up by the leader's next refresh (≤ the interval).
     notices: null,
     migrate: () => migrateMysqlIfNeeded(db, opts.openMigrationDb, undefined, { lockTimeoutMs: opts.migrationLockTimeoutMs }),

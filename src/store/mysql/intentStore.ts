@@ -7,8 +7,8 @@ import { dbTime, type MyDatabase, type MyQueryable } from './db.js';
 import { ATTEMPT_COLS, INTENT_COLS, NEXT_MODIFIED, NOW, idParam, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
 const INSERT = `INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
-  max_attempts, next_attempt_at, created_at, last_modified_at)
-VALUES (?, ?, ?, ?, 'scheduled', 0, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW}), ${NOW}, ${NOW})`;
+  max_attempts, next_attempt_at, created_at, last_modified_at, partition_no, partition_key)
+VALUES (?, ?, ?, ?, 'scheduled', 0, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW}), ${NOW}, ${NOW}, ?, ?)`;
 
 const BY_ID = `SELECT ${INTENT_COLS} FROM submission_intents WHERE intent_id = ?`;
 
@@ -26,7 +26,7 @@ export class MysqlIntentStore implements IntentStore {
     const id = idParam(n.intentId);
     try {
       await this.db.query(INSERT, [id, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
-        n.notBefore ? dbTime(n.notBefore) : null]);
+        n.notBefore ? dbTime(n.notBefore) : null, n.partition ?? 0, n.partitionKey ?? null]);
     } catch (e) {
       // The key is taken (the INSERT waited for the other writer's commit): return the stored intent.
       if (!(isStoreError(e) && e.kind === 'conflict' && n.idempotencyKey !== null)) throw e;

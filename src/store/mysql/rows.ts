@@ -16,7 +16,7 @@ export const minusMs = (base: string, ms: string) => `DATE_SUB(${base}, INTERVAL
 export const NEXT_MODIFIED = (col = 'last_modified_at') => `GREATEST(${NOW}, ${col} + INTERVAL 1 MICROSECOND)`;
 
 export const INTENT_COLS = `intent_id, idempotency_key, request_hash, contract, status, attempt_count, max_attempts,
-  next_attempt_at, created_at, last_modified_at, last_error, last_epoch`;
+  next_attempt_at, created_at, last_modified_at, last_error, last_epoch, partition_no, partition_key`;
 
 export const intentCols = (a: string) => INTENT_COLS.split(',').map((c) => `${a}.${c.trim()}`).join(', ');
 

@@ -7,6 +7,7 @@ import { PgExecutionStore } from './executionStore.js';
 import { PgOpsStore } from './opsStore.js';
 import { PgRedriveStore } from './redriveStore.js';
 import { PgInsightStore } from './insightStore.js';
+import { PgPartitionStore } from './partitionStore.js';
 import { migratePostgresIfNeeded } from './migrate.js';
 import { DueNotifier, dueNotices } from './notices.js';
 
@@ -26,6 +27,7 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
     redrive: new PgRedriveStore(db, notify),
     notices: on ? dueNotices(db) : null,
     insights: new PgInsightStore(db),
+    partitions: new PgPartitionStore(db),
     migrate: () => migratePostgresIfNeeded(db, opts.openMigrationDb),
     ping: async () => {
       await db.query('SELECT 1');

@@ -7,11 +7,11 @@ import { INTENT_COLS, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow }
 // Returns only what the database decides (its clock); the rest of the new row is what we sent. A prepared
 // (named) statement: parsed and planned once per connection (PGlite ignores the name).
 const INSERT = {
-  name: 'sm_intent_insert_v1',
+  name: 'sm_intent_insert_v2',
   text: `
 INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
-  max_attempts, next_attempt_at, created_at, last_modified_at)
-SELECT $1, $2, $3, $4::jsonb, 'scheduled', 0, $5, COALESCE($6::timestamptz, n.t), n.t, n.t
+  max_attempts, next_attempt_at, created_at, last_modified_at, partition_no, partition_key)
+SELECT $1, $2, $3, $4::jsonb, 'scheduled', 0, $5, COALESCE($6::timestamptz, n.t), n.t, n.t, $7, $8
   FROM (SELECT clock_timestamp() AS t) n
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING next_attempt_at, created_at`,
@@ -27,7 +27,7 @@ export class PgIntentStore implements IntentStore {
 
   async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
     const params = [n.intentId, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
-      n.notBefore ? n.notBefore.toISOString() : null];
+      n.notBefore ? n.notBefore.toISOString() : null, n.partition ?? 0, n.partitionKey ?? null];
     const r = await this.db.query<{ next_attempt_at: Date; created_at: Date }>(INSERT.text, params, INSERT.name);
     const made = r.rows[0];
     if (made) {
@@ -39,6 +39,7 @@ export class PgIntentStore implements IntentStore {
           intentId: n.intentId, idempotencyKey: n.idempotencyKey, requestHash: n.requestHash, contract: n.contract,
           status: 'scheduled', attemptCount: 0, maxAttempts: n.maxAttempts, nextAttemptAt: made.next_attempt_at,
           createdAt, lastModifiedAt: createdAt, lastError: null, lastEpoch: null,
+          partition: n.partition ?? 0, partitionKey: n.partitionKey ?? null,
         },
       };
     }

@@ -8,7 +8,7 @@ export const utcText = (expr: string) => `to_char((${expr}) AT TIME ZONE 'UTC', 
 export const MODIFIED_TEXT = utcText('last_modified_at');
 
 export const INTENT_COLS = `intent_id, idempotency_key, request_hash, contract, status, attempt_count, max_attempts,
-  next_attempt_at, created_at, last_modified_at, last_error, last_epoch`;
+  next_attempt_at, created_at, last_modified_at, last_error, last_epoch, partition_no, partition_key`;
 
 /** The attempt budget's SQL (the rule is defined once, in ../attemptBudget.ts). */
 export const BUDGET = attemptBudgetSql('count(*)::int');

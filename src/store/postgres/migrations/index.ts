@@ -7,6 +7,7 @@ import { m005Handover } from './m005Handover.js';
 import { m006ScheduledIndex } from './m006ScheduledIndex.js';
 import { m007ProviderState } from './m007ProviderState.js';
 import { m008MaintenanceState } from './m008MaintenanceState.js';
+import { m009Partitions } from './m009Partitions.js';
 
 export interface Migration {
   id: number;
@@ -23,4 +24,5 @@ export const migrations: readonly Migration[] = [
   { id: 6, name: 'scheduled_index', sql: m006ScheduledIndex },
   { id: 7, name: 'provider_state', sql: m007ProviderState },
   { id: 8, name: 'maintenance_state', sql: m008MaintenanceState },
+  { id: 9, name: 'partitions', sql: m009Partitions },
 ];
