@@ -1,5 +1,6 @@
 // The pg pool wrapper on the real server: URL options are kept beside ours, statements are bounded,
 // driver errors map to the neutral kinds once, and a killed backend does not poison the pool.
+import net from 'node:net';
 import { describe, expect, inject, it } from 'vitest';
 import { openPgPool } from '../../src/store/postgres/db.js';
 import { StoreError } from '../../src/store/ports.js';
@@ -36,4 +37,70 @@ describe('pg pool (PostgreSQL server)', () => {
       await db.close();
     }
   });
+
+  // A backend terminated right as its connection is set up (pg_terminate_backend in a chaos run, 1 crash in 18 runs):
+  // its FATAL can arrive in the same TCP read as the ReadyForQuery that hands the new client out. pg-pool takes its
+  // idle listener off before the hand-out, and ours is attached a microtask later, so the FATAL was an 'error' event
+  // with no listener: the process died. A proxy staging exactly that read: the statement fails, the process lives.
+  it('a FATAL in the same read as a new connection\'s ReadyForQuery fails the statement, not the process', async (t) => {
+    const skip = inject('pgUnavailable');
+    if (skip) return t.skip(skip);
+    const target = new URL(PG_TEST_URL);
+    const fatal = errorPacket({ S: 'FATAL', V: 'FATAL', C: '57P01', M: 'terminating connection due to administrator command' });
+    const proxy = net.createServer((client) => {
+      const server = net.connect(Number(target.port || 5432), target.hostname);
+      client.pipe(server);
+      let buffered = Buffer.alloc(0);
+      server.on('data', (chunk: Buffer) => {
+        buffered = Buffer.concat([buffered, chunk]);
+        const z = readyForQueryEnd(buffered);
+        if (z < 0) return; // still in the startup exchange: hold it back, so the hand-out and the FATAL share one read
+        client.end(Buffer.concat([buffered.subarray(0, z), fatal]));
+        server.destroy();
+      });
+      server.on('error', () => client.destroy());
+      client.on('error', () => server.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const url = new URL(PG_TEST_URL);
+    url.host = `127.0.0.1:${(proxy.address() as net.AddressInfo).port}`;
+    const db = openPgPool({ url: url.toString(), max: 2, statementTimeoutMs: 1_000, applicationName: 'pool-fatal-test' }, () => {});
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const failed = await db.query('SELECT 1').catch((e: unknown) => e);
+        expect(failed).toBeInstanceOf(StoreError);
+        expect(failed).toMatchObject({ kind: 'transient' });
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await db.close();
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
+  });
 });
+
+/** A backend ErrorResponse ('E') with the given fields. */
+function errorPacket(fields: Record<string, string>): Buffer {
+  const body = Buffer.concat([...Object.entries(fields).map(([k, v]) => Buffer.from(`${k}${v}\0`)), Buffer.from([0])]);
+  const head = Buffer.alloc(5);
+  head.write('E', 0);
+  head.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([head, body]);
+}
+
+/** The end offset of the first ReadyForQuery ('Z') message in `b` (-1: not there yet). */
+function readyForQueryEnd(b: Buffer): number {
+  let at = 0;
+  while (at + 5 <= b.length) {
+    const len = b.readInt32BE(at + 1);
+    if (at + 1 + len > b.length) return -1;
+    if (b[at] === 0x5a) return at + 1 + len;
+    at += 1 + len;
+  }
+  return -1;
+}

@@ -94,6 +94,10 @@ export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void
   const pool = new pg.Pool({ ...connection, max: opts.max });
   // An idle client whose backend is killed emits 'error' on the pool; without a listener the process dies.
   pool.on('error', (e) => onIdleError?.(e));
+  // Every client keeps a listener of its own for life: a FATAL read together with the ReadyForQuery that hands a new
+  // client out arrives after pg-pool removed its idle listener and before ours is attached (a microtask later). The
+  // statement then sees a client that is not queryable and fails as transient; the process lives.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const deadlineMs = opts.clientDeadlineMs ?? opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
   return { ...fromPgPool(pool, deadlineMs), listen: listenOnOwnConnection(connection, deadlineMs) };
 }
