@@ -227,10 +227,8 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
     return { rows: rows.rows, count: count.rows, indexes: indexes.rows };
   }
 
-  const EXPECTED_INDEXES = [
-    { name: 'ix_intents_partition_due', def: expect.stringMatching(/\(partition_no, status, next_attempt_at\)$/) },
-    { name: 'ix_intents_partition_modified', def: expect.stringMatching(/\(partition_no, last_modified_at, intent_id\)$/) },
-  ];
+  // No partition-first index yet: the per-partition executor's migration brings them (m009's header says why).
+  const EXPECTED_INDEXES: unknown[] = [];
 
   it('pglite: on a database without intents no count is recorded (the first process records its own)', async () => {
     const db = fromPglite(await PGlite.create());

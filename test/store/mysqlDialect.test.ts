@@ -144,10 +144,7 @@ describe('mysql dialect', () => {
       expect(after.rows.map((r) => ({ ...r, n: Number(r.n) }))).toEqual([{ p: 0, k: null, n: 20 }]);
       expect(after.count).toEqual([{ c: 1, by: 'migration' }]);
       expect(after.columns).toMatchObject([{ c: 'partition_key', t: 'varchar(128)', n: 'YES' }, { c: 'partition_no', t: 'smallint(6)'.replace('(6)', (await db.server()).flavor === 'mysql' ? '' : '(6)'), n: 'NO', d: '0' }]);
-      expect(after.indexes).toEqual([
-        { i: 'ix_intents_partition_due', cols: 'partition_no,status,next_attempt_at' },
-        { i: 'ix_intents_partition_modified', cols: 'partition_no,last_modified_at,intent_id' },
-      ]);
+      expect(after.indexes).toEqual([]); // none yet: the per-partition executor's migration brings them
       // An interrupted migration runs again in full (no transactions for DDL here): every statement is idempotent.
       await db.session(async (x) => {
         for (const stmt of splitStatements(migrations.find((m) => m.id === 4)!.sql)) await x.query(stmt);

@@ -2,8 +2,8 @@
 // every existing row partition 0 as a metadata-only change (no CHECK: it would scan the table under its lock);
 // partition_key keeps the key it was hashed from (128 characters: up to 256 UTF-16 units, nvarchar's measure),
 // compared byte-wise (BIN2) like the other identifiers. Each
-// column is its own batch, before the batches that index it (a batch is compiled whole). The refresh and due
-// indexes gain partition-first twins; the partition count is one row, 1 where intents exist already.
+// column is its own batch (a batch is compiled whole). No partition-first indexes yet (see the PostgreSQL m009);
+// the partition count is one row, 1 where intents exist already.
 export const m009Partitions = `
 IF COL_LENGTH(N'submission_intents', N'partition_no') IS NULL
   ALTER TABLE submission_intents ADD partition_no smallint NOT NULL CONSTRAINT df_intents_partition_no DEFAULT (0);
@@ -11,14 +11,6 @@ GO
 
 IF COL_LENGTH(N'submission_intents', N'partition_key') IS NULL
   ALTER TABLE submission_intents ADD partition_key nvarchar(256) COLLATE Latin1_General_100_BIN2 NULL;
-GO
-
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_intents_partition_modified' AND object_id = OBJECT_ID(N'submission_intents'))
-  CREATE INDEX ix_intents_partition_modified ON submission_intents (partition_no, last_modified_at, intent_id);
-GO
-
-IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'ix_intents_partition_due' AND object_id = OBJECT_ID(N'submission_intents'))
-  CREATE INDEX ix_intents_partition_due ON submission_intents (partition_no, status, next_attempt_at);
 GO
 
 IF OBJECT_ID(N'submission_manager_partition_count', N'U') IS NULL

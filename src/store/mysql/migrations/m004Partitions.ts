@@ -2,12 +2,11 @@
 // has), so each change is built as text only when information_schema lacks it and run as a prepared statement
 // ('DO 0' otherwise): the migration stays idempotent when interrupted half-way. The column is `partition_no`
 // (PARTITION is a reserved word here). Its constant default makes existing rows partition 0 without a table copy
-// (INSTANT / in place; no CHECK, which would copy the table); each index is built in place, writes going on.
-/** Run `ddl` unless information_schema shows that `object` of submission_intents exists already. */
-const unless = (object: { column: string } | { index: string }, ddl: string) => {
-  const [view, name, value] = 'column' in object ? ['columns', 'column_name', object.column] : ['statistics', 'index_name', object.index];
-  return `SET @sm_ddl = IF(EXISTS(SELECT 1 FROM information_schema.${view} WHERE table_schema = DATABASE()
-    AND table_name = 'submission_intents' AND ${name} = '${value}'), 'DO 0', '${ddl}');
+// (INSTANT / in place; no CHECK, which would copy the table). No partition-first indexes yet (see the PostgreSQL m009).
+/** Run `ddl` unless information_schema shows that `object.column` of submission_intents exists already. */
+const unless = (object: { column: string }, ddl: string) => {
+  return `SET @sm_ddl = IF(EXISTS(SELECT 1 FROM information_schema.columns WHERE table_schema = DATABASE()
+    AND table_name = 'submission_intents' AND column_name = '${object.column}'), 'DO 0', '${ddl}');
 PREPARE sm_stmt FROM @sm_ddl;
 EXECUTE sm_stmt;
 DEALLOCATE PREPARE sm_stmt;
@@ -17,9 +16,6 @@ DEALLOCATE PREPARE sm_stmt;
 export const m004Partitions = `
 ${unless({ column: 'partition_no' }, 'ALTER TABLE submission_intents ADD COLUMN partition_no SMALLINT NOT NULL DEFAULT 0')}
 ${unless({ column: 'partition_key' }, 'ALTER TABLE submission_intents ADD COLUMN partition_key VARCHAR(128) NULL')}
-${unless({ index: 'ix_intents_partition_modified' },
-    'CREATE INDEX ix_intents_partition_modified ON submission_intents (partition_no, last_modified_at, intent_id)')}
-${unless({ index: 'ix_intents_partition_due' }, 'CREATE INDEX ix_intents_partition_due ON submission_intents (partition_no, status, next_attempt_at)')}
 CREATE TABLE IF NOT EXISTS submission_manager_partition_count (
   id               SMALLINT     NOT NULL PRIMARY KEY,
   partition_count  SMALLINT     NOT NULL,
