@@ -24,8 +24,8 @@ import { callProvider, type ProviderCallDeps } from './providerCall.js';
 import { startDue } from './starts.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
-/** Pause between two completion-write attempts while closing. */
-const SETTLE_RETRY_MS = 100;
+/** Pause between two completion-write attempts within the closing window. */
+const CLOSE_WRITE_RETRY_MS = 100;
 
 /** What every batch of this executor uses, built once. */
 export interface BatchDeps {
@@ -80,7 +80,7 @@ export class Batch {
 
   /** RUNNING until a stop reason, then CLOSING; resolves with the stop reason once everything begun has ended. */
   async run(): Promise<string> {
-    this.d.state.inFlight.watch(this.signal);
+    this.d.state.watchCalls(this.signal);
     try {
       while (this.stop === null) {
         this.woken = false;
@@ -92,7 +92,7 @@ export class Batch {
       }
       return await this.close();
     } finally {
-      this.d.state.inFlight.watch(null);
+      this.d.state.watchCalls(null);
     }
   }
 
@@ -130,7 +130,7 @@ export class Batch {
 
   private fenceLost(): void {
     this.fenceRefused = true;
-    this.d.faults.fenceRefused(this.token, this.sum);
+    this.d.faults.fenceRefusedLeading(this.token, this.sum);
     this.stop ??= 'lease_lost';
   }
 
@@ -152,8 +152,8 @@ export class Batch {
     else if (this.renewing && lease.renewDue() && !(await this.renewWriting())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
 
-    const { inFlight, cadence } = this.d.state;
-    const step = cadence.take(now, refresher.reconciling);
+    const { state } = this.d;
+    const step = state.takeRefreshStep(now);
     if (step === 'refresh') {
       const stats = await refresher.refresh(this.deadline());
       await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
@@ -175,11 +175,12 @@ export class Batch {
     }
     if (this.stop !== null) return;
 
-    if (!this.flushing && this.d.state.flushDue) {
+    if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const free = s.concurrency - inFlight.size;
-    const canStart = !this.starting && free > 0 && (free >= s.startBatch || inFlight.size === 0) && ops.mayStart();
+    const inFlight = state.callsInFlight;
+    const free = s.concurrency - inFlight;
+    const canStart = !this.starting && free > 0 && (free >= s.startBatch || inFlight === 0) && ops.mayStart();
     let held = false;
     if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
@@ -195,7 +196,7 @@ export class Batch {
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
       : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
-    const untilStep = cadence.untilNextMs(this.d.clock.nowMs(), refresher.reconciling);
+    const untilStep = state.untilRefreshStepMs(this.d.clock.nowMs());
     const untilRenew = this.renewing ? this.d.lease.renewDueInMs() : Infinity; // renewed on time while idle too
     const waitMs = Math.max(1, Math.min(untilStep, untilDue, untilRenew, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
@@ -209,7 +210,7 @@ export class Batch {
   /** Fenced start (starts.ts): a started attempt's call joins the calls in flight (a finished one wakes us). */
   private start(granted: number): Promise<void> {
     return startDue(this.d, this.token, granted, this.sum,
-      { call: (a) => this.d.state.inFlight.add(this.attempt(a)), refused: () => this.fenceLost() });
+      { call: (a) => this.d.state.track(this.attempt(a)), refused: () => this.fenceLost() });
   }
 
   /** The gate just before the call, the call, its result (providerCall.ts). */
@@ -235,7 +236,7 @@ export class Batch {
     const renew = { done: false, ok: false };
     const renewal = this.d.lease.renew().then((ok) => Object.assign(renew, { done: true, ok }), () => (renew.done = true));
     while (!renew.done) {
-      if (!this.flushing && this.d.state.completions.size > 0) this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
+      if (!this.flushing && this.d.state.pending > 0) this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
       const woke = new Promise<void>((r) => (this.wake = r)); // a finished call or flush
       await Promise.race([renewal, woke]);
     }
@@ -252,10 +253,10 @@ export class Batch {
    *  under the fence). */
   private async close(): Promise<string> {
     const carry = this.carriesCalls;
-    // In order: a start still in flight adds its calls to inFlight only when it returns.
+    // In order: a start still in flight adds its calls to the calls in flight only when it returns.
     await this.keepingLease((async () => {
       await this.starting;
-      if (!carry) await this.d.state.inFlight.settled();
+      if (!carry) await this.d.state.settled();
       await this.flushing;
     })());
     const { clock, settings } = this.d;
@@ -263,16 +264,16 @@ export class Batch {
     // it is still good, also past the local deadline: a write under a valid fence is always safe); what is
     // left stays buffered: the executor's settler goes on writing it after the tick, and the row is kept meanwhile.
     const until = clock.nowMs() + (settings.settleWindowMs ?? 1_000);
-    while (this.d.state.completions.size > 0 && !this.fenceRefused) {
+    while (this.d.state.pending > 0 && !this.fenceRefused) {
       try {
         await this.flush();
       } catch (e) {
         this.fail(e);
-        if (clock.nowMs() + SETTLE_RETRY_MS >= until) break;
-        await clock.sleep(SETTLE_RETRY_MS);
+        if (clock.nowMs() + CLOSE_WRITE_RETRY_MS >= until) break;
+        await clock.sleep(CLOSE_WRITE_RETRY_MS);
       }
     }
-    if (this.stop === 'handover' && this.failure === null && !this.fenceRefused && this.d.state.completions.size === 0) {
+    if (this.stop === 'handover' && this.failure === null && !this.fenceRefused && this.d.state.pending === 0) {
       const req = this.d.ops.handoverRequest();
       // In-flight work is written: report it, then hand the row back (no stand-down: anyone may acquire).
       if (req) await this.d.ops.handoverCompleted(this.token, req.requestId);

@@ -1,38 +1,38 @@
-// What the executor's leader work keeps across ticks, bridges and epochs of this process, with one owner:
-// provider calls in flight, completions not yet written, the stalls seen while calls are out, the refresh cadence,
+// What the executor's leader work keeps across ticks, bridges and epochs of this process, with one owner and named
+// operations (its parts are private): provider calls in flight, completions not yet written, the refresh cadence,
 // and the counts of work between ticks. Guarantees:
-//  - every completion write goes through write(): one fenced road, whose written rows return to the schedule in
-//    releaseWritten() (a schedule dropped with leadership ignores them) and whose counts go to the summary given;
+//  - every completion is recorded here (record) and every completion write goes through write(): one fenced road,
+//    whose written rows return to the schedule in releaseWritten() (a schedule dropped with leadership ignores
+//    them) and whose counts go to the summary given;
 //  - the lease row is never released while anything is unwritten (LeaseManager.holdReleaseWhile); before handing
 //    back an unseen epoch of ours, the lease manager has writeUnder() write what waits under it (the fence decides).
-import type { Clock } from '../lease/clock.js';
+// Due intents a fenced START skipped return to the schedule separately, in starts.ts: no attempt was started, so
+// there is no completion to write; only the schedule's claim goes back (with a short retry time), and the same rule
+// holds there (a reset schedule ignores it).
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
-import { RefreshCadence } from '../schedule/cadence.js';
+import { RefreshCadence, type CadenceStep } from '../schedule/cadence.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
-import type { CompletedAttempt, ExecutionStore } from '../store/intentPorts.js';
+import type { AttemptCompletion, CompletedAttempt, ExecutionStore } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import { CompletionBuffer, countCompleted, type FlushOutcome } from './completions.js';
 import type { ExecutorOps } from './executorOps.js';
 import { InFlightCalls } from './inFlight.js';
-import { StallWatch } from './stallWatch.js';
-import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSummary.js';
+import { emptySummary, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 
 export class ExecutionState {
   /** Completions not yet written, kept across ticks and epochs of this process. */
-  readonly completions: CompletionBuffer;
+  private readonly completions: CompletionBuffer;
   /** Provider calls in flight, kept across ticks (counted against concurrency, awaited on a step-down). */
-  readonly inFlight = new InFlightCalls();
-  /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
-  readonly stalls: StallWatch;
+  private readonly inFlight = new InFlightCalls();
   /** Refresh, notice tail reads and reconcile (a notice between ticks is read at the next step). */
-  readonly cadence: RefreshCadence;
+  private readonly cadence: RefreshCadence;
   /** Counts of the work done between ticks (bridge, settler), added to the next tick's summary. */
-  readonly between: TickSummary;
+  private readonly between: TickSummary;
 
   constructor(lease: LeaseManager, private readonly store: ExecutionStore, private readonly refresher: ScheduleRefresher,
-    private readonly settings: ExecutorSettings, clock: Clock, private readonly log: Logger, ops: ExecutorOps) {
+    private readonly settings: ExecutorSettings, private readonly log: Logger, ops: ExecutorOps) {
     this.completions = new CompletionBuffer((rows) => this.releaseWritten(rows), (c, e) => {
       ops.completionUnwritable?.();
       log.error({ event: 'completion_unwritable', holder_id: lease.holderId, intent_id: c.intentId, attempt_no: c.attemptNo,
@@ -41,10 +41,43 @@ export class ExecutionState {
       log.warn({ event: 'completions_fence_refused', holder_id: token.holderId, lease_epoch: token.leaseEpoch, kept },
         'the fence refused our completions (that epoch ended): kept for this process\'s next epoch; the next leader may send them again');
     });
-    this.stalls = new StallWatch(clock);
     this.cadence = new RefreshCadence({ refreshIntervalMs: settings.refresh.intervalMs, reconcileIntervalMs: settings.reconcileIntervalMs });
     this.between = emptySummary(lease.holderId);
     lease.holdReleaseWhile(() => this.unwritten, (token) => this.writeUnder(token));
+  }
+
+  // --- calls in flight ---
+
+  /** Track a provider call; when it settles it leaves the calls in flight, then the watching batch is woken. */
+  track(call: Promise<void>): void {
+    this.inFlight.add(call);
+  }
+
+  /** The batch to wake when a call finishes (one at a time; null: none). */
+  watchCalls(listener: (() => void) | null): void {
+    this.inFlight.watch(listener);
+  }
+
+  /** Provider calls in flight now. */
+  get callsInFlight(): number {
+    return this.inFlight.size;
+  }
+
+  /** Resolves once no call is in flight (calls added meanwhile are awaited too). Never rejects. */
+  settled(): Promise<void> {
+    return this.inFlight.settled();
+  }
+
+  // --- completions ---
+
+  /** A completion (provider result or abort) to write under the fence; kept until written. */
+  record(c: AttemptCompletion): void {
+    this.completions.push(c);
+  }
+
+  /** Completions not yet written (pending, or on the wire now). */
+  get pending(): number {
+    return this.completions.size;
   }
 
   /** Results not yet written: calls in flight or completions waiting for the fence. */
@@ -64,16 +97,43 @@ export class ExecutionState {
     return this.completions.flush(this.store, token, (batch, rows) => countCompleted(sum, batch, rows));
   }
 
-  /** CARRY: completions left by an earlier tick (step-down, SQL error) are written before anything else —
-   *  in particular before orphan recovery, which would otherwise abandon their attempts and send them again.
-   *  `sameEpoch`: logged at debug if the schedule is still this epoch's once written (info otherwise). */
-  async carry(token: LeaseToken, sum: TickSummary, sameEpoch: () => boolean): Promise<'ok' | 'leaseLost'> {
-    if (this.completions.size === 0) return 'ok';
-    const n = this.completions.size;
-    const out = await this.write(token, sum);
-    if (out === 'ok') this.log[sameEpoch() ? 'debug' : 'info']({ event: 'completions_carried', holder_id: token.holderId, lease_epoch: token.leaseEpoch, count: n },
-      'completions of an earlier tick written under this fence');
-    return out === 'leaseLost' ? 'leaseLost' : 'ok';
+  /** write() between ticks (the settler): counted in the counts between ticks. */
+  writeBetweenTicks(token: LeaseToken): Promise<FlushOutcome> {
+    return this.write(token, this.between);
+  }
+
+  // --- the counts between ticks ---
+
+  /** Where a bridge batch counts its work (the next tick's summary takes it). */
+  get betweenTicks(): TickSummary {
+    return this.between;
+  }
+
+  /** Add the work done since the last tick (bridge, settler) to the tick's summary `sum`, and start counting anew. */
+  takeBetweenTicks(sum: TickSummary): void {
+    takeBetweenTicks(sum, this.between);
+  }
+
+  // --- the refresh cadence (one across ticks and the bridge) ---
+
+  /** A due-intent notice arrived (between ticks too): a tail read at the next step. */
+  noticed(): void {
+    this.cadence.noticed();
+  }
+
+  /** A full load finished at `nowMs`: refresh and reconcile count from here. */
+  loaded(nowMs: number): void {
+    this.cadence.loaded(nowMs);
+  }
+
+  /** The refresh step to run now, recorded as begun (RefreshCadence.take; a reconcile in progress: its next page). */
+  takeRefreshStep(nowMs: number): CadenceStep {
+    return this.cadence.take(nowMs, this.refresher.reconciling);
+  }
+
+  /** How long an idle batch may sleep before takeRefreshStep() has a step (0: now). */
+  untilRefreshStepMs(nowMs: number): number {
+    return this.cadence.untilNextMs(nowMs, this.refresher.reconciling);
   }
 
   /** The one road back to the schedule: written rows (and a dropped completion's claim) release their claim,
@@ -85,7 +145,7 @@ export class ExecutionState {
   /** Before the lease manager hands back an unseen epoch of ours: write what waits under it (never throws). */
   private async writeUnder(token: LeaseToken): Promise<void> {
     try {
-      await this.write(token, this.between);
+      await this.writeBetweenTicks(token);
     } catch (e) {
       this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e),
         pending: this.completions.size }, 'completions not written under our unseen epoch; its row is kept');

@@ -25,17 +25,16 @@ import type { Provider } from '../provider/provider.js';
 import { ScheduleRefresher } from '../schedule/refresher.js';
 import type { ExecutionStore } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
-import { emptySummary, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
+import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 import { NO_OPS, type ExecutorOps } from './executorOps.js';
 import { Batch, type BatchDeps } from './batch.js';
 import { TickBridge } from './tickBridge.js';
 import type { ProviderGuard } from '../provider/guard.js';
-import type { CompletionBuffer } from './completions.js';
-import type { InFlightCalls } from './inFlight.js';
 import { ExecutionState } from './executionState.js';
 import { LeaderFaults } from './leaderFaults.js';
 import { Settler } from './settler.js';
 import { DueNoticeListener, type DueNotices } from './dueNotices.js';
+import { StallWatch } from './stallWatch.js';
 
 export type { ExecutorSettings, TickSummary };
 
@@ -44,8 +43,11 @@ export class Executor {
   private epoch: number | null = null;
   /** The epoch whose orphans were recovered and whose rebuild has begun (it may span ticks). */
   private rebuildEpoch: number | null = null;
-  /** Calls in flight, unwritten completions, stalls, the cadence and the counts between ticks: one owner. */
+  /** Calls in flight, unwritten completions, the cadence and the counts between ticks: one owner. */
   private readonly state: ExecutionState;
+  /** Read-only views (tests): completions not yet written, and provider calls in flight, of this process. */
+  readonly completions: { readonly size: number };
+  readonly inFlight: { readonly size: number; settled(): Promise<void> };
   private readonly faults: LeaderFaults;
   /** Writes what is unwritten between ticks (settler.ts). */
   private readonly settler: Settler;
@@ -72,13 +74,16 @@ export class Executor {
     readonly guard: ProviderGuard | null = null,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
-    this.state = new ExecutionState(lease, store, this.refresher, settings, clock, log, ops); // holds the row while unwritten
+    this.state = new ExecutionState(lease, store, this.refresher, settings, log, ops); // holds the row while unwritten
+    const { state } = this;
+    this.completions = { get size() { return state.pending; } };
+    this.inFlight = { get size() { return state.callsInFlight; }, settled: () => state.settled() };
     this.faults = new LeaderFaults(lease, log);
-    this.settler = new Settler(this.state, this.faults, lease, clock, log, () => this.batch !== null);
+    this.settler = new Settler(state, this.faults, lease, clock, () => this.batch !== null);
     this.bridge = new TickBridge(lease, clock, log, this.faults);
-    const { completions, stalls } = this.state;
-    this.deps = { lease, store, settings, clock, ops, refresher: this.refresher, guard, state: this.state, faults: this.faults,
-      calls: { provider, settings, clock, random, lease, guard, stalls, ops, completions } };
+    // The stall watch belongs to the provider calls (the only ones who read it), one for this process.
+    this.deps = { lease, store, settings, clock, ops, refresher: this.refresher, guard, state, faults: this.faults,
+      calls: { provider, settings, clock, random, lease, guard, stalls: new StallWatch(clock), ops, state } };
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
     lease.onChange((c) => {
       if (c.kind === 'lost') {
@@ -87,16 +92,6 @@ export class Executor {
         void this.notices?.stop();
       }
     });
-  }
-
-  /** Completions not yet written, kept across ticks and epochs of this process. */
-  get completions(): CompletionBuffer {
-    return this.state.completions;
-  }
-
-  /** Provider calls in flight, kept across ticks of this process. */
-  get inFlight(): InFlightCalls {
-    return this.state.inFlight;
   }
 
   /** Wake the leader when intents become due (PostgreSQL LISTEN/NOTIFY), listening only while this process
@@ -112,7 +107,7 @@ export class Executor {
 
   /** Intents became due: refresh at once if a tick runs, else at the start of the next one. */
   nudged(): void {
-    this.state.cadence.noticed();
+    this.state.noticed();
     this.batch?.interrupt();
   }
 
@@ -141,14 +136,15 @@ export class Executor {
     };
     await bounded(this.running);
     await bounded(this.bridge.ended()); // a bridge sees the stop request and closes like a tick
-    await bounded(this.inFlight.settled()); // calls carried past the last tick
+    await bounded(this.state.settled()); // calls carried past the last tick
     await bounded(this.settler.settleNewest()); // … and the writes of their completions
     await bounded(this.ops.maintenance?.settled()); // a maintenance statement the last tick did not wait for
     this.settler.stop();
     await this.notices?.stop();
-    const written = this.inFlight.size === 0 && this.completions.size === 0;
+    const written = !this.state.unwritten;
     if (!written) {
-      this.log.warn({ event: 'drain_unwritten', holder_id: this.lease.holderId, completions: this.completions.size, in_flight: this.inFlight.size },
+      const { pending: completions, callsInFlight: in_flight } = this.state;
+      this.log.warn({ event: 'drain_unwritten', holder_id: this.lease.holderId, completions, in_flight },
         'results not written by the shutdown bound: the lease row is kept (not released); it expires, and the next leader may send them again');
     }
     return written;
@@ -193,7 +189,7 @@ export class Executor {
   /** BRIDGE (tickBridge.ts): between two timer ticks the leader goes on refreshing and executing; its counts go to
    *  the counts between ticks, the next tick's summary. */
   private startBridge(token: LeaseToken, renewsUntilMs: number): void {
-    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.state.between, renewsUntilMs);
+    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.state.betweenTicks, renewsUntilMs);
     this.batch = batch;
     this.bridge.start(token, batch, () => {
       if (this.batch === batch) this.batch = null;
@@ -219,8 +215,7 @@ export class Executor {
 
   private async lead(token: LeaseToken, budgetEnd: number, sum: TickSummary): Promise<string> {
     try {
-      const sameEpoch = () => this.epoch === token.leaseEpoch;
-      if ((await this.state.carry(token, sum, sameEpoch)) === 'leaseLost') return this.faults.fenceRefused(token, sum);
+      if ((await this.carry(token, sum)) === 'leaseLost') return this.faults.fenceRefusedLeading(token, sum);
       if (this.epoch !== token.leaseEpoch || this.refresher.rebuilding) {
         const built = await this.rebuild(token, budgetEnd, sum);
         if (built !== 'done') return built;
@@ -238,7 +233,7 @@ export class Executor {
       }
       if (maintenance && slice > 0 && reason === 'deadline' && this.lease.ensureEpoch(token.leaseEpoch)) {
         if (this.state.unwritten) this.settler.settle(token); // carried calls' completions are written meanwhile
-        if ((await maintenance.run(token, sum, this.deadline(budgetEnd))) === 'leaseLost') return this.faults.fenceRefused(token, sum);
+        if ((await maintenance.run(token, sum, this.deadline(budgetEnd))) === 'leaseLost') return this.faults.fenceRefusedLeading(token, sum);
       }
       return reason;
     } catch (e) {
@@ -248,11 +243,23 @@ export class Executor {
     }
   }
 
+  /** CARRY: completions left by an earlier tick (step-down, SQL error) are written before anything else — in
+   *  particular before orphan recovery, which would otherwise abandon their attempts and send them again. Logged at
+   *  debug if the schedule is still this epoch's once written (info otherwise: a new epoch carried them). */
+  private async carry(token: LeaseToken, sum: TickSummary): Promise<'ok' | 'leaseLost'> {
+    const n = this.state.pending;
+    if (n === 0) return 'ok';
+    const out = await this.state.write(token, sum);
+    if (out === 'ok') this.log[this.epoch === token.leaseEpoch ? 'debug' : 'info']({ event: 'completions_carried', holder_id: token.holderId,
+      lease_epoch: token.leaseEpoch, count: n }, 'completions of an earlier tick written under this fence');
+    return out === 'leaseLost' ? 'leaseLost' : 'ok';
+  }
+
   /** REBUILD: orphan recovery once per epoch, then the full load until done or the tick deadline. */
   private async rebuild(token: LeaseToken, budgetEnd: number, sum: TickSummary): Promise<'done' | string> {
     if (this.rebuildEpoch !== token.leaseEpoch && !this.refresher.rebuilding) {
       const rec = await this.store.fencedRecoverOrphans(token);
-      if (rec.kind === 'leaseLost') return this.faults.fenceRefused(token, sum);
+      if (rec.kind === 'leaseLost') return this.faults.fenceRefusedLeading(token, sum);
       sum.recovered = rec.value.recovered;
       await this.refresher.beginRebuild();
       this.rebuildEpoch = token.leaseEpoch;
@@ -267,12 +274,12 @@ export class Executor {
     }
     if (!done) return 'rebuilding'; // resumed by the next tick of this epoch
     this.epoch = token.leaseEpoch;
-    this.state.cadence.loaded(this.clock.nowMs());
+    this.state.loaded(this.clock.nowMs());
     return 'done';
   }
 
   private finish(sum: TickSummary, t0: number, stopReason: string): TickSummary {
-    takeBetweenTicks(sum, this.state.between); // the bridge's and the settler's work since the last tick
+    this.state.takeBetweenTicks(sum); // the bridge's and the settler's work since the last tick
     sum.stopReason = stopReason;
     if (stopReason === 'lease_lost') sum.leaseLost = true; // whichever check noticed first (fence, renew, gate)
     sum.durationMs = Math.round(this.clock.nowMs() - t0);

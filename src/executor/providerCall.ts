@@ -1,5 +1,5 @@
 // One attempt's provider call: the gate just before it (an attempt whose call was not sent is aborted, and its
-// guard permit goes back), the call clipped to the lease deadline, its result for the guard and the buffer.
+// guard permit goes back), the call clipped to the lease deadline, its result for the guard and the execution state.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { ProviderGuard } from '../provider/guard.js';
@@ -7,7 +7,7 @@ import type { Provider, ProviderResult } from '../provider/provider.js';
 import { aborted, decide } from '../provider/retryPolicy.js';
 import type { AttemptCompletion, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
-import type { CompletionBuffer } from './completions.js';
+import type { ExecutionState } from './executionState.js';
 import type { ExecutorOps } from './executorOps.js';
 import type { StallWatch } from './stallWatch.js';
 import type { ExecutorSettings } from './tickSummary.js';
@@ -30,19 +30,19 @@ export interface ProviderCallDeps {
   /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
   stalls: StallWatch;
   ops: Pick<ExecutorOps, 'blockedNotLeader'>;
-  /** Where the attempt's completion waits to be written under the fence. */
-  completions: Pick<CompletionBuffer, 'push'>;
+  /** Where the attempt's completion is recorded, to be written under the fence. */
+  state: Pick<ExecutionState, 'record'>;
 }
 
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
   const { lease, settings: s, clock, random } = d;
-  const push = (c: AttemptCompletion) => d.completions.push({ ...c, attemptEpoch: token.leaseEpoch });
+  const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
   const leaseLeftMs = lease.remainingMs();
   const timeoutMs = Math.min(s.providerTimeoutMs, leaseLeftMs);
   if (!leading() || timeoutMs < MIN_CALL_MS) {
     d.ops.blockedNotLeader();
     d.guard?.release(1); // not sent: the permit goes back
-    return push(aborted(a, 'leadership lost before the provider call'));
+    return record(aborted(a, 'leadership lost before the provider call'));
   }
   const t = clock.nowMs();
   const unwatch = d.stalls.watch();
@@ -68,11 +68,11 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   if (result.kind === 'notSent') { // not written: the permit goes back, and decide() records it as aborted
     d.ops.blockedNotLeader();
     d.guard?.release(1);
-    return push(decide(result, { ...a, durationMs: 0 }, a.contract.retry, random));
+    return record(decide(result, { ...a, durationMs: 0 }, a.contract.retry, random));
   }
   const stalled = result.kind === 'retryable' && result.httpStatus === null
     && (elapsed > timeoutMs + STALL_MS || (lost > 0 && elapsed - lost < timeoutMs));
   if (stalled) d.guard?.onInconclusive();
   else d.guard?.onResult(result);
-  push(decide(result, { ...a, durationMs }, a.contract.retry, random));
+  record(decide(result, { ...a, durationMs }, a.contract.retry, random));
 }

@@ -6,15 +6,13 @@
 // end of the settler's deferral hands back a row dropped meanwhile.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
-import type { Logger } from '../observability/logger.js';
-import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { ExecutionState } from './executionState.js';
 import type { LeaderFaults } from './leaderFaults.js';
 
-/** Pause between two attempts to write unwritten completions between ticks, doubling up to SETTLE_MAX_RETRY_MS. */
-const SETTLE_RETRY_MS = 100;
-const SETTLE_MAX_RETRY_MS = 1_000;
+/** Pause between two attempts to write unwritten completions between ticks, doubling up to SETTLER_MAX_RETRY_MS. */
+const SETTLER_FIRST_RETRY_MS = 100;
+const SETTLER_MAX_RETRY_MS = 1_000;
 
 export class Settler {
   /** The task writing unwritten results (drain awaits it), and the newest token this process led under. */
@@ -25,7 +23,7 @@ export class Settler {
 
   /** `batchRunning`: a batch runs now (it writes the results itself; the settler's loop yields to it). */
   constructor(private readonly state: ExecutionState, private readonly faults: LeaderFaults, private readonly lease: LeaseManager,
-    private readonly clock: Clock, private readonly log: Logger, private readonly batchRunning: () => boolean) {}
+    private readonly clock: Clock, private readonly batchRunning: () => boolean) {}
 
   /** This process leads under `token`: the newest, which the settler writes under from now on. */
   ledUnder(token: LeaseToken): void {
@@ -39,7 +37,7 @@ export class Settler {
     const releaseDeferred = this.lease.deferRelease();
     this.task = (async () => {
       try {
-        await this.state.inFlight.settled();
+        await this.state.settled();
         await this.writeUnwritten();
       } finally {
         this.task = null;
@@ -59,22 +57,20 @@ export class Settler {
     this.stopped = true;
   }
 
-  /** The loop: an SQL error drops leadership at once (as on any leader path) and is retried. */
+  /** The loop: an SQL error drops leadership at once while that token leads (LeaderFaults) and is retried. */
   private async writeUnwritten(): Promise<void> {
-    let pauseMs = SETTLE_RETRY_MS;
-    while (!this.stopped && !this.batchRunning() && this.state.completions.size > 0) {
+    let pauseMs = SETTLER_FIRST_RETRY_MS;
+    while (!this.stopped && !this.batchRunning() && this.state.pending > 0) {
       const token = this.token!;
       try {
-        if ((await this.state.write(token, this.state.between)) === 'leaseLost') {
-          this.faults.fenceRefused(token, null);
+        if ((await this.state.writeBetweenTicks(token)) === 'leaseLost') {
+          this.faults.fenceRefusedSettling(token);
           return; // kept for this process's next epoch
         }
       } catch (e) {
-        this.log.warn({ event: 'carried_flush_failed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, sql_error: sqlErrorField(e),
-          pending: this.state.completions.size }, 'completions not written; retrying under the same fence (the lease row is kept meanwhile)');
-        if (this.lease.ensureEpoch(token.leaseEpoch)) this.lease.drop('sql_error', e);
+        this.faults.settlerSqlError(token, e, this.state.pending);
         await this.clock.sleep(pauseMs);
-        pauseMs = Math.min(2 * pauseMs, SETTLE_MAX_RETRY_MS);
+        pauseMs = Math.min(2 * pauseMs, SETTLER_MAX_RETRY_MS);
       }
     }
   }

@@ -7,7 +7,7 @@ import type { DueEntry } from '../schedule/dueHeap.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
 import type { ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
-import type { CompletionBuffer } from './completions.js';
+import type { ExecutionState } from './executionState.js';
 import type { TickSummary } from './tickSummary.js';
 
 /** A start the database skipped (intent changed, not yet due) is queued again this long after now (or after its
@@ -18,7 +18,8 @@ export interface StartDeps {
   store: ExecutionStore;
   refresher: ScheduleRefresher;
   guard: ProviderGuard | null;
-  state: { completions: Pick<CompletionBuffer, 'push'> };
+  /** Where a START whose reply was lost records its attempts as aborted. */
+  state: Pick<ExecutionState, 'record'>;
 }
 
 /** What becomes of the started attempts (`call`: run the provider call) and of a refused fence (`refused`);
@@ -54,7 +55,7 @@ export async function startDue(d: StartDeps, token: LeaseToken, granted: number,
  *  fence before this process's next orphan recovery, an attempt that was never sent is never charged as sent. */
 function startUnknown(d: StartDeps, token: LeaseToken, due: DueEntry[]): void {
   for (const x of due) {
-    d.state.completions.push({ ...aborted({ intentId: x.intentId, attemptNo: x.attemptCount + 1 }, 'the start\'s reply was lost'),
+    d.state.record({ ...aborted({ intentId: x.intentId, attemptNo: x.attemptCount + 1 }, 'the start\'s reply was lost'),
       attemptEpoch: token.leaseEpoch });
   }
 }

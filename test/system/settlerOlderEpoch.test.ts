@@ -1,7 +1,7 @@
 // Review of 2a08e64 (#24, executor part): the settler writes under the newest token this process led under, while
 // the next tick may already lead a newer epoch. A write under the older token that was on the wire when the newer
-// epoch began comes back refused: that refusal must not step down the newer epoch (LeaderFaults.fenceRefused with
-// no summary: a step-down only while that token still leads), and the tick's CARRY writes the result under the new
+// epoch began comes back refused: that refusal must not step down the newer epoch (LeaderFaults.fenceRefusedSettling:
+// a step-down only while that token still leads), and the tick's CARRY writes the result under the new
 // fence. Fails if the settler's refusal drops unconditionally (the tick ends 'lease_lost').
 import { describe, expect, it } from 'vitest';
 import { executorDialects, type DialectContext } from '../support/dialects.js';

@@ -33,7 +33,7 @@ describe('LeaderFaults', () => {
     const h = harness();
     const token = (await h.lease.tryAcquireOrRenew())!;
     const sum = emptySummary('A');
-    expect(h.faults.fenceRefused(token, sum)).toBe('lease_lost');
+    expect(h.faults.fenceRefusedLeading(token, sum)).toBe('lease_lost');
     expect(sum.leaseLost).toBe(true);
     expect(h.lease.requireLeader()).toBeNull();
     expect(h.lost()).toEqual(['fence_failed#1']);
@@ -42,7 +42,7 @@ describe('LeaderFaults', () => {
   it('the settler\'s refusal under the epoch that still leads steps down', async () => {
     const h = harness();
     const token = (await h.lease.tryAcquireOrRenew())!;
-    h.faults.fenceRefused(token, null);
+    h.faults.fenceRefusedSettling(token);
     expect(h.lease.requireLeader()).toBeNull();
     expect(h.lost()).toEqual(['fence_failed#1']);
   });
@@ -53,9 +53,31 @@ describe('LeaderFaults', () => {
     expect(await h.lease.release()).toBe(true);
     const current = (await h.lease.tryAcquireOrRenew())!;
     expect(current.leaseEpoch).toBe(old.leaseEpoch + 1);
-    h.faults.fenceRefused(old, null);
+    h.faults.fenceRefusedSettling(old);
     expect(h.lease.requireLeader()).toEqual(current);
     expect(h.lost()).toEqual(['released#1']);
+  });
+
+  it('the settler\'s SQL error under the epoch that still leads: warned with what is pending, and a step-down', async () => {
+    const h = harness();
+    const token = (await h.lease.tryAcquireOrRenew())!;
+    h.faults.settlerSqlError(token, new StoreError('transient', 'connection reset', 'ECONNRESET'), 3);
+    expect(h.lease.requireLeader()).toBeNull();
+    expect(h.lost()).toEqual(['sql_error#1']);
+    const line = h.lines.find((l) => l.event === 'carried_flush_failed');
+    expect(line).toMatchObject({ level: 'warn', holder_id: 'A', lease_epoch: 1, pending: 3 });
+    expect(line!.sql_error).toBeTruthy();
+  });
+
+  it('the settler\'s SQL error under an older epoch is warned and leaves the newer epoch this process leads alone', async () => {
+    const h = harness();
+    const old = (await h.lease.tryAcquireOrRenew())!;
+    expect(await h.lease.release()).toBe(true);
+    const current = (await h.lease.tryAcquireOrRenew())!;
+    h.faults.settlerSqlError(old, new StoreError('transient', 'connection reset', 'ECONNRESET'), 1);
+    expect(h.lease.requireLeader()).toEqual(current);
+    expect(h.lost()).toEqual(['released#1']);
+    expect(h.lines.filter((l) => l.event === 'carried_flush_failed')).toMatchObject([{ level: 'warn', lease_epoch: 1, pending: 1 }]);
   });
 
   it('an SQL error on the leader path is logged with its token and drops leadership', async () => {
