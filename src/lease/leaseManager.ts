@@ -5,11 +5,13 @@
 // so a transient fault costs a tick instead of a lease; renew_refused / fence_failed (the row is not ours) do not.
 // Never while results are unwritten (holdReleaseWhile): a released row lets another instance recover their
 // attempts as orphans and send them again, so the row is kept (to be written under its fence) or left to expire.
+// When and how a row of ours is handed back (deferrals, retries, an unseen epoch) is handBack.ts.
 // Query-named methods (requireLeader, ensureEpoch, remainingMs, renewDueInMs, status) have no side effects.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
 import type { Clock } from './clock.js';
+import { HandBack } from './handBack.js';
 import type { LeaderGate } from './leaderGate.js';
 import { RepeatLog } from './repeatLog.js';
 import type { Config } from '../config.js';
@@ -21,21 +23,8 @@ export type LeadershipChange =
   | { kind: 'acquired'; token: LeaseToken; expiresAt: Date }
   | { kind: 'lost'; token: LeaseToken; reason: string };
 
-/** Local step-downs after which the row may still be ours: release it (conditional, harmless otherwise). */
-const RELEASE_ON_DROP = new Set(['sql_error', 'renew_error', 'local_deadline']);
-
-/** A failed best-effort release is retried this often, at most RELEASE_ATTEMPTS times in all. */
-const RELEASE_RETRY_MS = 100;
-const RELEASE_ATTEMPTS = 4;
 /** A follower refused by the same holder and epoch says so at info once a minute (debug in between). */
 const REFUSAL_INFO_EVERY_MS = 60_000;
-
-/** A row to hand back, and (monotonic) how long a retry is surely useful: the row does not expire before the last
- *  acquire/renew's send time + duration (it counts from that statement's arrival). */
-interface Dropped {
-  token: LeaseToken;
-  untilMs: number;
-}
 
 interface Held {
   token: LeaseToken;
@@ -54,22 +43,13 @@ export class LeaseManager implements LeaderGate {
    *  -Infinity = no wait: the monotonic clock has an arbitrary origin and may be negative. */
   private retryAtMs = Number.NEGATIVE_INFINITY;
   private readonly listeners = new Set<(c: LeadershipChange) => void>();
-  /** While > 0 (an executor tick finishing in-flight work), releases after a drop wait in `deferred`. */
-  private deferrals = 0;
-  private deferred: Dropped[] = [];
-  /** True while results (provider calls, completions) are unwritten: no row is released then, not even on shutdown. */
-  private unwritten: () => boolean = () => false;
-  /** Writes what is unwritten under a token of ours (an unseen epoch, before it is handed back); must not throw. */
-  private writeUnder: (token: LeaseToken) => Promise<void> = async () => {};
+  /** Rows of ours to hand back: after a step-down (deferred while results are unwritten), an unseen epoch. */
+  private readonly handBack: HandBack;
   /** A renew on the wire: the deadline timer leaves the decision to it. The gate is closed meanwhile (requireLeader
    *  is past the deadline); a success counts from its send time, which is before the deadline, so it is safe. */
   private renewing: Held | null = null;
   /** `leader_acquire_failed` (held): a new holder/epoch at info, the same again at debug but at info once a minute. */
   private readonly refusals = new RepeatLog(REFUSAL_INFO_EVERY_MS);
-  /** The highest epoch this manager ever led, and whether an acquire of ours may have committed unseen (its reply
-   *  was lost: client deadline, reset after commit). Cleared by the next acquire that succeeds. */
-  private knownEpoch = 0;
-  private acquireUnseen = false;
 
   constructor(
     private readonly store: LeaseStore,
@@ -77,7 +57,9 @@ export class LeaseManager implements LeaderGate {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly random: () => number = Math.random,
-  ) {}
+  ) {
+    this.handBack = new HandBack(store, settings.holderId, clock, log);
+  }
 
   get holderId(): string {
     return this.settings.holderId;
@@ -114,22 +96,13 @@ export class LeaseManager implements LeaderGate {
    * waits for a later deferral to end, or never runs (the row expires).
    */
   deferRelease(): () => Promise<void> {
-    this.deferrals++;
-    let done = false;
-    return async () => {
-      if (done) return;
-      done = true;
-      if (--this.deferrals > 0 || this.unwritten()) return;
-      const dropped = this.deferred.splice(0);
-      await Promise.all(dropped.map((d) => this.releaseQuietly(d)));
-    };
+    return this.handBack.defer();
   }
 
   /** Set once by the executor: while `unwritten()` is true, no row is released (neither after a step-down nor by
    *  release()). Results are written under the fence first; only a refused fence loses them. */
   holdReleaseWhile(unwritten: () => boolean, writeUnder: (token: LeaseToken) => Promise<void> = async () => {}): void {
-    this.unwritten = unwritten;
-    this.writeUnder = writeUnder;
+    this.handBack.holdWhile(unwritten, writeUnder);
   }
 
   /** Status for /readyz and /lease: what this instance believes (its database view is in the store). */
@@ -178,7 +151,7 @@ export class LeaseManager implements LeaderGate {
     let sentAtMs = this.clock.nowMs();
     try {
       let out = await this.store.tryAcquire(name, holderId, durationMs);
-      if (!out.acquired && (await this.releaseUnseenAcquire(out.current))) {
+      if (!out.acquired && (await this.handBack.releaseUnseen(out.current))) {
         sentAtMs = this.clock.nowMs();
         out = await this.store.tryAcquire(name, holderId, durationMs); // at once, not after the row's expiry
       }
@@ -197,7 +170,7 @@ export class LeaseManager implements LeaderGate {
         current_holder_id: out.current?.holderId, expires_at: out.current?.expiresAt.toISOString(), repeats }, 'lease held by another instance');
       return false;
     } catch (e) {
-      this.acquireUnseen = true; // it may have committed: a row of ours with an epoch we never saw is released
+      this.handBack.acquireMayHaveCommitted(); // a row of ours with an epoch we never saw is released
       this.retryAtMs = this.clock.nowMs() + this.jitter() + Math.min(this.settings.acquireIntervalMs, 1_000);
       this.log.warn({ event: 'leader_acquire_failed', holder_id: holderId, sql_error: sqlErrorField(e) }, 'lease acquire failed');
       return false;
@@ -215,7 +188,7 @@ export class LeaseManager implements LeaderGate {
       if (this.held !== held) {
         // Dropped while the statement ran (local deadline): the row we just extended would block every
         // other instance for a whole lease; hand it back (best effort; the fence protects either way).
-        if (row) this.releaseOrDefer({ token: held.token, untilMs: sentAtMs + this.settings.durationMs });
+        if (row) this.handBack.releaseOrDefer({ token: held.token, untilMs: sentAtMs + this.settings.durationMs });
         return false;
       }
       if (!row) {
@@ -240,33 +213,14 @@ export class LeaseManager implements LeaderGate {
     }
   }
 
-  /** A live row held by our holder id with an epoch we never led, after an acquire whose reply was lost: that acquire
-   *  committed. No token of that epoch ever existed here, so nothing was (or can be) written under it: hand it back,
-   *  conditional on that epoch, so that we (or anyone) acquire at once instead of after its expiry. Adopting it instead
-   *  would need a local deadline counted from the lost statement's arrival, which we cannot bound from here.
-   *  Without a lost reply such a row is another process with our holder id (misconfigured): left alone.
-   *  Results of an earlier epoch still unwritten are written under it first (the fence makes that safe: nobody else
-   *  held that epoch); while any stay unwritten the row is kept (released at a later try, or it expires), since
-   *  another instance acquiring in the gap would recover their attempts and send them again. */
-  private async releaseUnseenAcquire(current: LeaseRow | null): Promise<boolean> {
-    if (!this.acquireUnseen || !current || current.holderId !== this.settings.holderId || current.leaseEpoch <= this.knownEpoch) return false;
-    const token = { leaseName: current.leaseName, holderId: current.holderId, leaseEpoch: current.leaseEpoch };
-    if (this.unwritten()) await this.writeUnder(token);
-    if (this.unwritten()) return false;
-    const released = await this.store.release(token);
-    this.log.warn({ event: 'leader_unseen_acquire_released', holder_id: token.holderId, lease_epoch: token.leaseEpoch, released },
-      'an acquire of ours committed but its reply was lost: that epoch was never used and is handed back');
-    return released;
-  }
-
   /** Graceful release (shutdown, drain): expire the row in place so a follower takes over at once — unless results
    *  are unwritten (then the step-down keeps the row: it expires, or is released once they are written). */
   async release(): Promise<boolean> {
     const held = this.held;
     if (!held) return false;
-    if (this.unwritten()) {
+    if (this.handBack.unwritten) {
       this.drop('stopped_unwritten');
-      this.deferred.push({ token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
+      this.handBack.keep({ token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
       return false;
     }
     this.drop('released');
@@ -278,28 +232,6 @@ export class LeaseManager implements LeaderGate {
     }
   }
 
-  /** Conditional release (holder + epoch, not expired): harmless when the row is no longer ours. A failure is retried
-   *  in the background while the row is surely valid: the fault behind the step-down (sessions terminated) often
-   *  leaves a dead pooled connection for the first release, and then everyone waited out the lease. The caller
-   *  awaits only the first attempt (a tick's bound is unchanged). */
-  private async releaseQuietly({ token, untilMs }: Dropped, attempt = 1): Promise<void> {
-    const fields = { holder_id: token.holderId, lease_epoch: token.leaseEpoch };
-    try {
-      const released = await this.store.release(token);
-      this.log.info({ event: 'leader_released_after_step_down', ...fields, released, attempt },
-        released ? 'lease row handed back after a local step-down' : 'lease row was no longer ours');
-    } catch (e) {
-      const retry = attempt < RELEASE_ATTEMPTS && this.clock.nowMs() + RELEASE_RETRY_MS < untilMs;
-      this.log.debug({ event: 'leader_release_failed', ...fields, attempt, retry, sql_error: sqlErrorField(e) }, 'late release failed');
-      if (retry) void this.clock.sleep(RELEASE_RETRY_MS).then(() => this.releaseQuietly({ token, untilMs }, attempt + 1));
-    }
-  }
-
-  private releaseOrDefer(dropped: Dropped): void {
-    if (this.deferrals > 0 || this.unwritten()) this.deferred.push(dropped);
-    else void this.releaseQuietly(dropped);
-  }
-
   /** Step down now: the gate closes at once; the row is handed back best-effort when the reason allows. */
   drop(reason: string, sqlError?: unknown): void {
     const held = this.held;
@@ -309,7 +241,7 @@ export class LeaseManager implements LeaderGate {
     this.retryAtMs = Number.NEGATIVE_INFINITY;
     this.log.warn({ event: 'leader_lost', reason, ...this.fields(held), sql_error: sqlErrorField(sqlError) }, 'leadership lost');
     this.emit({ kind: 'lost', token: held.token, reason });
-    if (RELEASE_ON_DROP.has(reason)) this.releaseOrDefer({ token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
+    this.handBack.steppedDown(reason, { token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
   }
 
   /** A command's guard: past the local deadline (the timer may not have fired yet) → step down. */
@@ -333,7 +265,7 @@ export class LeaseManager implements LeaderGate {
   private becomeLeader(lease: LeaseRow, sentAtMs: number): void {
     const token = { leaseName: lease.leaseName, holderId: lease.holderId, leaseEpoch: lease.leaseEpoch };
     // A release still waiting for an older step-down's results must never hit the row we now hold.
-    this.deferred = this.deferred.filter((d) => d.token.leaseEpoch !== token.leaseEpoch);
+    this.handBack.led(token.leaseEpoch);
     this.held = {
       token,
       expiresAt: lease.expiresAt,
@@ -342,8 +274,6 @@ export class LeaseManager implements LeaderGate {
       timer: new AbortController(),
     };
     this.refusals.reset();
-    this.knownEpoch = Math.max(this.knownEpoch, token.leaseEpoch);
-    this.acquireUnseen = false;
     this.armDeadline(this.held);
     this.log.info({ event: 'leader_acquired', ...this.fields(this.held) }, 'lease acquired');
     this.emit({ kind: 'acquired', token, expiresAt: lease.expiresAt });
