@@ -17,7 +17,8 @@ export const ROOMS = {
   'observability/': { imports: [] },
   'azureDatabase.ts': { imports: [] },
   'limits.ts': { imports: [] },
-  'config.ts': { imports: ['limits.ts', 'azureDatabase.ts'] },
+  'configSchema.ts': { imports: ['azureDatabase.ts'] },
+  'config.ts': { imports: ['configSchema.ts', 'limits.ts', 'azureDatabase.ts'] },
   'store/': { imports: ['limits.ts', 'config.ts', 'azureDatabase.ts', 'observability/'] },
   'lease/': { imports: ['config.ts', 'store/', 'observability/'] },
   'intents/': { imports: ['config.ts', 'store/', 'observability/'] },
@@ -27,7 +28,7 @@ export const ROOMS = {
   'instrument/': { imports: ['config.ts', 'lease/', 'provider/', 'store/', 'observability/'] },
   'http/': { imports: ['config.ts', 'intents/', 'lease/', 'store/', 'observability/'] },
   'app.ts': { imports: ['config.ts', 'lease/', 'executor/', 'provider/', 'store/', 'observability/', 'instrument/', 'http/'] },
-  'local/': { imports: ['app.ts', 'config.ts', 'provider/', 'store/', 'observability/'] },
+  'local/': { imports: ['app.ts', 'config.ts', 'configSchema.ts', 'provider/', 'store/', 'observability/'] },
 };
 
 /** Circles another issue removes; each entry is the sorted file list of one circle. Nothing else may join. */

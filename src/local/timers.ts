@@ -1,7 +1,7 @@
 // Timer functions on their 6-field NCRONTAB schedule (croner, seconds first, UTC as in Azure). By default
 // (`singleton`) as the Functions host runs them: each timer function on one instance at a time, the holder of
 // its listener lock (listenerLock.ts); `every-instance` runs them on every instance (adversarial test mode).
-// `%NAME%` schedules resolve from the environment, falling back to the setting's default in src/config.ts; an
+// `%NAME%` schedules resolve from the environment, falling back to the setting's default in src/configSchema.ts; an
 // invalid schedule fails at start naming the setting. One instance's invocations of a timer never overlap: an
 // occurrence that falls while the previous one still runs is skipped and the next invocation reports
 // isPastDue. runOnStartup is honoured (when the listener starts). Stopping awaits running invocations.
@@ -9,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { Cron } from 'croner';
 import type { InvocationContext, Timer } from '@azure/functions';
 import { runWithApp } from '../app.js';
-import { ConfigError, settingsSchema } from '../config.js';
+import { ConfigError } from '../config.js';
+import { settingsSchema } from '../configSchema.js';
 import type { RegisteredFunction } from './functionsCore.js';
 import type { HostInstance } from './instances.js';
 import type { SingletonSettings } from './hostJson.js';

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
-import { settingsSchema } from '../../src/config.js';
+import { settingsSchema } from '../../src/configSchema.js';
 import { LOCAL_SETTING_NAMES } from '../../src/local/localSettings.js';
 import { projectRoot } from '../support/projectRoot.js';
 

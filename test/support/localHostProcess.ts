@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { settingsSchema } from '../../src/config.js';
+import { settingsSchema } from '../../src/configSchema.js';
 import { LOCAL_SETTING_NAMES } from '../../src/local/localSettings.js';
 import { PG_ADMIN_URL } from './pgServer.js';
 import { projectRoot } from './projectRoot.js';

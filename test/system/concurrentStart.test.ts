@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, rmSync, symlinkSync, utimesSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { settingsSchema } from '../../src/config.js';
+import { settingsSchema } from '../../src/configSchema.js';
 import { LOCAL_SETTING_NAMES } from '../../src/local/localSettings.js';
 import { createPgDatabase, FAST_ENV, ROOT, tmpDir, type PgTestDatabase } from '../support/localHostProcess.js';
 
