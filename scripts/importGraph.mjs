@@ -17,7 +17,7 @@ export const ROOMS = {
   'observability/': { imports: [] },
   'azureDatabase.ts': { imports: [] },
   'limits.ts': { imports: [] },
-  'configSchema.ts': { imports: ['azureDatabase.ts'] },
+  'configSchema.ts': { imports: ['azureDatabase.ts', 'limits.ts'] },
   'config.ts': { imports: ['configSchema.ts', 'limits.ts', 'azureDatabase.ts'] },
   'store/': { imports: ['limits.ts', 'config.ts', 'azureDatabase.ts', 'observability/'] },
   'lease/': { imports: ['config.ts', 'store/', 'observability/'] },

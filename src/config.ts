@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import {
+  LEASE_NAME_MAX_LENGTH, partitionLeaseName, partitionSuffixLength,
   DEFAULT_MAINTENANCE, INVOCATION_MARGIN_MS, MIN_TICK_BUDGET_MS, PROVIDER_POOL_CONNECTIONS, closingReserveMs, shortestPeriodMs,
   type GuardSettings, type MaintenanceSettings,
 } from './limits.js';
@@ -221,10 +222,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     `EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}) must not exceed the provider connection pool ` +
       `(PROVIDER_POOL_CONNECTIONS, ${PROVIDER_POOL_CONNECTIONS} sockets per origin): calls beyond it would queue inside ` +
       'the pool, unseen by the gate, and could be sent after it closed');
-  check(s.DB_POOL_MAX >= LEADER_DB_CONNECTIONS,
-    `DB_POOL_MAX (${s.DB_POOL_MAX}) must be at least ${LEADER_DB_CONNECTIONS}: the leader holds that many connections at ` +
+  // One process may lead every partition at once (a listener lock per timer function; every-instance's fair share).
+  const partitions = s.EXECUTOR_PARTITIONS;
+  const leaderConnections = LEADER_DB_CONNECTIONS * partitions;
+  const poolMax = s.DB_POOL_MAX ?? Math.max(10, leaderConnections + 1);
+  check(poolMax >= leaderConnections,
+    `DB_POOL_MAX (${poolMax}) must be at least ${leaderConnections}` +
+      (partitions > 1 ? ` (${LEADER_DB_CONNECTIONS} per partition × EXECUTOR_PARTITIONS ${partitions}, as one process may lead them all)` : '') +
+      `: a leader holds ${LEADER_DB_CONNECTIONS} connections at ` +
       'once (the lease renew, a START or COMPLETE, the maintenance purge); with fewer, one waits for another and the ' +
       'leader steps down on the pool\'s checkout timeout');
+  const suffix = partitionSuffixLength(partitions);
+  check(s.LEASE_NAME.length + suffix <= LEASE_NAME_MAX_LENGTH,
+    `LEASE_NAME ("${s.LEASE_NAME}", ${s.LEASE_NAME.length} characters) is too long for EXECUTOR_PARTITIONS (${partitions}): ` +
+      `partition lease names add up to ${suffix} characters ("${partitionLeaseName(s.LEASE_NAME, partitions - 1)}") and may have at most ${LEASE_NAME_MAX_LENGTH}`);
   let providerUrl: string | null = null;
   if (s.PROVIDER_URL) {
     try {
@@ -271,7 +282,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       retryAfterMaxMs: s.PROVIDER_RETRY_AFTER_MAX_MS,
     },
     retry: { baseDelayMs: s.RETRY_BASE_DELAY_MS, maxDelayMs: s.RETRY_MAX_DELAY_MS, defaultMaxAttempts: s.DEFAULT_MAX_ATTEMPTS },
-    db: { poolMax: s.DB_POOL_MAX, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS, migrationTimeoutMs: s.DB_MIGRATION_TIMEOUT_MS },
+    db: { poolMax, statementTimeoutMs: s.DB_STATEMENT_TIMEOUT_MS, migrationTimeoutMs: s.DB_MIGRATION_TIMEOUT_MS },
     logLevel: s.LOG_LEVEL,
     retention: { days: s.RETENTION_DAYS, olderThanMs: s.RETENTION_DAYS * 86_400_000, batchSize: 1_000, maxBatchesPerTick: 5, intervalMs: 60_000 },
     maintenance: { ...DEFAULT_MAINTENANCE },

@@ -1,8 +1,9 @@
 // The settings schema: every environment setting of the app, its type, bounds and default, and what it means
 // (one zod schema). src/config.ts reads process.env through it and resolves the relational rules between settings.
-// May import: `azureDatabase.ts` (the engines DATABASE_ENGINE accepts).
+// May import: `azureDatabase.ts` (the engines DATABASE_ENGINE accepts), `limits.ts` (a leaf: widths the settings share).
 import { z } from 'zod';
 import { DATABASE_ENGINES } from './azureDatabase.js';
+import { LEASE_NAME_MAX_LENGTH } from './limits.js';
 
 /** EXECUTOR_PARTITIONS at most. Each partition will be a lease row renewed on its own, a timer function with its own
  *  listener lock on Azure and a leader holding up to LEADER_DB_CONNECTIONS (config.ts) connections: 64 partitions are already
@@ -34,7 +35,7 @@ export const settingsSchema = z.object({
   /** The database user mapped to the AZURE_CLIENT_ID identity (infra/: the identity's name). */
   DATABASE_USER: z.string().trim().min(1).optional(),
   /** Lease row name; one executor per name. Default `submission-manager-executor`. */
-  LEASE_NAME: z.string().trim().min(1).max(64).default('submission-manager-executor'),
+  LEASE_NAME: z.string().trim().min(1).max(LEASE_NAME_MAX_LENGTH).default('submission-manager-executor'),
   /** This instance's identity. Default `hostname-pid-random`. */
   HOLDER_ID: z.string().trim().min(1).max(128).optional(),
   /** Lease duration (default 60 000 ms). */
@@ -103,7 +104,8 @@ export const settingsSchema = z.object({
   /** Default max attempts when a submit does not say (default 5, 1..50). */
   DEFAULT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(5),
   /** Database pool size per process (default 10; at least LEADER_DB_CONNECTIONS, 3). */
-  DB_POOL_MAX: intMs(10, 1),
+  /** Default: max(10, 3 × EXECUTOR_PARTITIONS + 1), so a process leading every partition has its connections (config.ts). */
+  DB_POOL_MAX: z.coerce.number().int().min(1).optional(),
   /** Statement and idle-in-transaction timeout for our sessions (default 3 000 ms). */
   DB_STATEMENT_TIMEOUT_MS: intMs(3_000, 100),
   /** Migrations run on their own connection with this statement timeout (default 120 000 ms); a cold start

@@ -62,3 +62,29 @@ export function closingReserveMs(o: { providerTimeoutMs: number; statementTimeou
   const dbCallMs = Math.max(1_000, o.statementTimeoutMs) + o.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
   return Math.max(o.providerTimeoutMs, dbCallMs) + settleWindowMs(o.statementTimeoutMs) + 5 * dbCallMs;
 }
+
+// Lease names of executor partitions (issue 25): each partition has its own lease row, epoch, events and fence.
+// Partition 0 keeps LEASE_NAME itself, so with EXECUTOR_PARTITIONS=1 the lease row, the routes and every figure are
+// today's; partition k > 0 is `LEASE_NAME#k`. Config keeps LEASE_NAME short enough for the suffix.
+
+/** Width of lease_name in every dialect's lease table. */
+export const LEASE_NAME_MAX_LENGTH = 64;
+
+/** The separator between LEASE_NAME and a partition number (never in a partition-0 name by construction). */
+export const PARTITION_SEPARATOR = '#';
+
+/** The lease name of `partition` (0..count−1) under the base LEASE_NAME. */
+export function partitionLeaseName(base: string, partition: number): string {
+  if (!Number.isInteger(partition) || partition < 0) throw new RangeError(`partition must be a non-negative integer, got ${partition}`);
+  return partition === 0 ? base : `${base}${PARTITION_SEPARATOR}${partition}`;
+}
+
+/** Lease names of partitions 0..count−1, in partition order. */
+export function partitionLeaseNames(base: string, count: number): string[] {
+  return Array.from({ length: count }, (_, p) => partitionLeaseName(base, p));
+}
+
+/** The longest suffix a partition adds to LEASE_NAME with `count` partitions (0 for one partition). */
+export function partitionSuffixLength(count: number): number {
+  return count <= 1 ? 0 : PARTITION_SEPARATOR.length + String(count - 1).length;
+}

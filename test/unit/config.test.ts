@@ -102,6 +102,24 @@ describe('EXECUTOR_PARTITIONS (issue 25)', () => {
     expect(err.message).toContain('EXECUTOR_PARTITIONS');
     expect(err.message).toContain('1 to 64');
   });
+  it('the pool default grows with the partitions one process may lead (3 connections each)', () => {
+    expect(loadConfig({}).db.poolMax).toBe(10);
+    expect(loadConfig({ EXECUTOR_PARTITIONS: '3' }).db.poolMax).toBe(10);
+    expect(loadConfig({ EXECUTOR_PARTITIONS: '4' }).db.poolMax).toBe(13);
+    expect(loadConfig({ EXECUTOR_PARTITIONS: '4', DB_POOL_MAX: '12' }).db.poolMax).toBe(12);
+  });
+  it('an explicit pool too small for every partition is refused, naming both settings', () => {
+    const err = configError({ EXECUTOR_PARTITIONS: '4', DB_POOL_MAX: '11' });
+    expect(err.message).toContain('DB_POOL_MAX (11)');
+    expect(err.message).toContain('EXECUTOR_PARTITIONS 4');
+  });
+  it('LEASE_NAME leaves room for the partition suffix (`#63` with 64 partitions), naming both settings', () => {
+    expect(loadConfig({ LEASE_NAME: 'x'.repeat(64) }).lease.name).toHaveLength(64);
+    expect(loadConfig({ LEASE_NAME: 'x'.repeat(61), EXECUTOR_PARTITIONS: '64', DB_POOL_MAX: '192' }).lease.name).toHaveLength(61);
+    const err = configError({ LEASE_NAME: 'x'.repeat(62), EXECUTOR_PARTITIONS: '64', DB_POOL_MAX: '192' });
+    expect(err.message).toContain('LEASE_NAME');
+    expect(err.message).toContain('EXECUTOR_PARTITIONS (64)');
+  });
 });
 
 describe('bad settings are rejected with a ConfigError naming the setting(s)', () => {

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { assignPartition, partitionHash, partitionOf } from '../../src/intents/partition.js';
 import { uuidv7 } from '../../src/intents/ids.js';
+import { partitionLeaseName, partitionLeaseNames, partitionSuffixLength } from '../../src/limits.js';
 import { normaliseSubmit, requestHash } from '../../src/intents/contract.js';
 
 // key → first 4 bytes of SHA-256(UTF-8 key) as an unsigned big-endian integer, and its partition for 2, 3, 4, 7, 16, 64.
@@ -65,5 +66,17 @@ describe('partitionKey in the request hash (idempotent replay)', () => {
     const h = (partitionKey?: string) => requestHash(normaliseSubmit(partitionKey === undefined ? body : { ...body, partitionKey }, 5));
     expect(new Set([h(), h('a'), h('A'), h('a ')]).size).toBe(4);
     expect(h('a')).toBe(h('a'));
+  });
+});
+
+describe('partition lease names (issue 25)', () => {
+  it('partition 0 keeps LEASE_NAME (one partition is today\'s lease row); partition k is LEASE_NAME#k', () => {
+    expect(partitionLeaseName('submission-manager-executor', 0)).toBe('submission-manager-executor');
+    expect(partitionLeaseName('submission-manager-executor', 3)).toBe('submission-manager-executor#3');
+    expect(partitionLeaseNames('L', 3)).toEqual(['L', 'L#1', 'L#2']);
+    expect(partitionSuffixLength(1)).toBe(0);
+    expect(partitionSuffixLength(10)).toBe(2);
+    expect(partitionSuffixLength(11)).toBe(3);
+    expect(() => partitionLeaseName('L', -1)).toThrow(RangeError);
   });
 });
