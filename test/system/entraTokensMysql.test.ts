@@ -4,7 +4,8 @@
 // password. Through several rotations the pool (the app's own mysql2 options, token cache, bound password)
 // serves a steady load with no failed request, keeps its old connections and opens new ones with the new token;
 // the first token is refused at the end. Then the app itself starts with the mysql settings shape (host +
-// database + user + client id) on the mysql dialect and serves an intent.
+// database + user + client id) on the mysql dialect and serves an intent: with the stub, and with no credential
+// injected at all, its own ManagedIdentityCredential reaching a local identity endpoint.
 // MariaDB checks a password-user's password in the first handshake; Azure instead switches an Entra user to
 // mysql_clear_password, whose answer (the plugin) is checked by calling it.
 import { execFileSync } from 'node:child_process';
@@ -16,6 +17,7 @@ import { IN_CI } from '../support/pgServer.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EntraTokenSource } from '../../src/store/entraToken.js';
 import { bindTokenPassword, mysqlEntraPoolOptions } from '../../src/store/mysql/entraOptions.js';
+import { startIdentityEndpoint, withProcessEnv } from '../support/identityEndpoint.js';
 import { mariadbTlsUnavailable, startMariadbTls, type MariadbTlsServer } from '../support/mariadbTlsServer.js';
 import { projectRoot } from '../support/projectRoot.js';
 import {
@@ -101,6 +103,28 @@ describe('Entra token passwords on MariaDB (own server, TLS required)', () => {
     if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
     if (skip) return t.skip(skip);
     await expectAppServes('mysql', server!.port, database, user, rotatingCredential());
+  });
+
+  it('with no credential injected, the app asks the managed identity endpoint for a token for AZURE_CLIENT_ID', async (t) => {
+    if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
+    if (skip) return t.skip(skip);
+    const endpoint = await startIdentityEndpoint(async (token) => {
+      const admin = await server!.admin();
+      try {
+        await admin.query(`ALTER USER '${user}'@'%' IDENTIFIED BY '${token}'`);
+      } finally {
+        await admin.end();
+      }
+    });
+    try {
+      await withProcessEnv(endpoint.env, () => expectAppServes('mysql', server!.port, database, user, null));
+    } finally {
+      await endpoint.stop();
+    }
+    expect(endpoint.requests.length).toBeGreaterThanOrEqual(1);
+    for (const r of endpoint.requests) {
+      expect(r).toEqual({ apiVersion: '2019-08-01', resource: 'https://ossrdbms-aad.database.windows.net', clientId: TEST_CLIENT_ID, secret: true });
+    }
   });
 
   it('answers Azure\'s switch to mysql_clear_password with a valid token, NUL-terminated, and verifies TLS', async () => {

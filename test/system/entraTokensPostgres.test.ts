@@ -3,7 +3,8 @@
 // tokens and makes each new one the role's only valid password. Through several rotations the pool (the app's
 // own options, token cache and pg path) serves a steady load with no failed request, keeps its old connections
 // and opens new ones with the new token; the first token is refused at the end. Then the app itself starts with
-// the postgresql settings shape (host + database + user + client id) and serves an intent.
+// the postgresql settings shape (host + database + user + client id) and serves an intent: with the stub, and
+// with no credential injected at all, its own ManagedIdentityCredential reaching a local identity endpoint.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -19,6 +20,7 @@ import {
   trustTestCa, type Held,
 } from '../support/rotatingCredential.js';
 import { scramClusterUnavailable, startScramCluster, type ScramCluster } from '../support/pgScramCluster.js';
+import { startIdentityEndpoint, withProcessEnv } from '../support/identityEndpoint.js';
 
 const root = projectRoot(import.meta.url);
 
@@ -96,5 +98,27 @@ describe('Entra token passwords on PostgreSQL (own cluster, scram-sha-256 over T
     if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
     if (skip) return t.skip(skip);
     await expectAppServes('postgresql', cluster!.port, 'sm', user, rotatingCredential());
+  });
+
+  it('with no credential injected, the app asks the managed identity endpoint for a token for AZURE_CLIENT_ID', async (t) => {
+    if (skip && IN_CI) throw new Error(`required under CI=true: ${skip}`);
+    if (skip) return t.skip(skip);
+    const endpoint = await startIdentityEndpoint(async (token) => {
+      const admin = await cluster!.admin();
+      try {
+        await admin.query(`ALTER ROLE "${user}" PASSWORD '${token}'`);
+      } finally {
+        await admin.end();
+      }
+    });
+    try {
+      await withProcessEnv(endpoint.env, () => expectAppServes('postgresql', cluster!.port, 'sm', user, null));
+    } finally {
+      await endpoint.stop();
+    }
+    expect(endpoint.requests.length).toBeGreaterThanOrEqual(1);
+    for (const r of endpoint.requests) {
+      expect(r).toEqual({ apiVersion: '2019-08-01', resource: 'https://ossrdbms-aad.database.windows.net', clientId: TEST_CLIENT_ID, secret: true });
+    }
   });
 });
