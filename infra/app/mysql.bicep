@@ -1,6 +1,6 @@
 // Azure Database for MySQL flexible server with Microsoft Entra authentication only (aad_auth_only ON: MySQL
 // logins are refused) and the application database. The app's identity becomes a database user in
-// infra/scripts/postprovision-mysql.* (CREATE AADUSER): ARM cannot create users inside the server.
+// infra/scripts/postprovision-flexible.* (CREATE AADUSER): ARM cannot create users inside the server.
 // Entra on MySQL needs a server identity that may read Microsoft Graph (User.Read.All, GroupMember.Read.All,
 // Application.Read.All, or the Directory Readers role), which only a tenant administrator can grant: see
 // docs/deploy.md. No firewall rule: the app connects through a private endpoint (network.bicep).

@@ -1,6 +1,6 @@
 // Azure Database for PostgreSQL flexible server with Microsoft Entra authentication only (PostgreSQL's own
 // logins are disabled, so none exists) and the application database.
-// The app's identity becomes a database role in infra/scripts/postprovision-postgresql.* (pgaadauth_create_principal_with_oid):
+// The app's identity becomes a database role in infra/scripts/postprovision-flexible.* (pgaadauth_create_principal_with_oid):
 // ARM cannot create roles inside the server. No firewall rule: the app connects through a private endpoint
 // (network.bicep); the hook opens your own IP for its duration only.
 

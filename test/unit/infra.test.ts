@@ -2,11 +2,11 @@
 // read as text, so the checks are deliberately simple and aimed at the mistakes a reviewer would catch.
 // The database engines (DATABASE_ENGINE) have their own checks in infraEngines.test.ts.
 import { describe, it, expect } from 'vitest';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readdirSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import {
   appSettingNames, bicepFiles, blockAt, codeOnly, decoratorBlock, infraFiles, outputsOf, paramsOf, read, referencesTo, root,
-  topLevelKeys,
+  topLevelKeys, walk,
 } from '../support/bicepText.js';
 
 describe('infra: bicep parameters', () => {
@@ -169,6 +169,23 @@ describe('infra: azd wiring and security posture', () => {
     for (const hook of yaml.matchAll(/run: \.\/(infra\/scripts\/\S+)/g)) expect(existsSync(join(root, hook[1]!)), hook[1]).toBe(true);
     expect(yaml).toContain('./infra/scripts/postprovision.sh');
     expect(yaml).toContain('./infra/scripts/postprovision.ps1');
+  });
+
+  it('every infra/scripts/ file named in infra/, docs/, src/, test/, README.md and azure.yaml exists (`name.*`: one of its variants)', () => {
+    const files = [...infraFiles, ...walk('docs'), ...walk('src'), ...walk('test'), 'README.md', 'azure.yaml']
+      .filter((f) => /\.(bicep|sh|ps1|sql|md|ya?ml|ts|json)$/.test(f));
+    const missing: string[] = [];
+    for (const file of files) {
+      for (const m of read(file).matchAll(/infra\/scripts\/[\w./*-]*[\w*]/g)) {
+        const named = m[0];
+        const found = named.endsWith('.*')
+          ? existsSync(join(root, dirname(named))) &&
+            readdirSync(join(root, dirname(named))).some((f) => f.startsWith(`${basename(named, '.*')}.`))
+          : existsSync(join(root, named));
+        if (!found) missing.push(`${file}: ${named}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it('azure.yaml builds locally (remoteBuild false) and ships the staged production-only package', () => {
