@@ -21,7 +21,7 @@ const STALL_MS = 500;
 /** What a provider call uses, and nothing more (built once by the executor). */
 export interface ProviderCallDeps {
   provider: Provider;
-  settings: Pick<ExecutorSettings, 'providerTimeoutMs'>;
+  settings: Pick<ExecutorSettings, 'providerTimeoutMs' | 'partition'>;
   clock: Clock;
   random: () => number;
   /** The lease left: the call is clipped to it, and not sent with less than MIN_CALL_MS. */
@@ -50,7 +50,7 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   let durationMs = 0;
   try {
     result = await d.provider.submit(
-      { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, payload: a.contract.payload, url: a.contract.provider.url },
+      { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, partition: s.partition ?? 0, payload: a.contract.payload, url: a.contract.provider.url },
       { timeoutMs, sendWithinMs: leaseLeftMs - MIN_CALL_MS / 2 },
     );
     durationMs = clock.nowMs() - t;

@@ -16,6 +16,8 @@ export interface ExecutorSettings {
   /** Closing a batch retries an unwritten completion batch for at most this long (default 1 s); what is
    *  left is written after the tick by the executor's settler (the row is kept meanwhile). Part of the tick's margin. */
   settleWindowMs?: number;
+  /** The partition this executor leads (issue 25; default 0): sent to the provider as X-Lease-Partition beside the epoch. */
+  partition?: number;
 }
 
 export interface TickSummary {

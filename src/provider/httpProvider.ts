@@ -1,6 +1,6 @@
 // HTTP provider: POST {intentId, attemptNo, payload} with Idempotency-Key (the intent id, the same across
-// attempts, so a deduplicating provider sees one effect) and X-Lease-Epoch (so a provider that keeps the
-// highest epoch can reject a stale leader). Guarantees: one request per call (never retried in place: POSTs
+// attempts, so a deduplicating provider sees one effect), X-Lease-Epoch and X-Lease-Partition (so a provider that
+// keeps the highest epoch per partition can reject a stale leader: docs/provider-fencing.md). Guarantees: one request per call (never retried in place: POSTs
 // are not idempotent to undici, so none is pipelined or replayed), a hard per-call timeout that destroys the
 // connection of a call still running, and keep-alive connections, one undici Pool per origin (the
 // executor's concurrency bounds the calls in flight; `connections` bounds the sockets per origin).
@@ -53,6 +53,7 @@ export class HttpProvider implements Provider {
       'content-length': String(Buffer.byteLength(body)),
       'idempotency-key': req.intentId,
       'x-lease-epoch': String(req.leaseEpoch),
+      'x-lease-partition': String(req.partition ?? 0),
       'x-attempt-no': String(req.attemptNo),
     };
     if (url.authorization) headers.authorization = url.authorization;

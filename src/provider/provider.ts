@@ -5,6 +5,9 @@ export interface ProviderRequest {
   intentId: string;
   attemptNo: number;
   leaseEpoch: number;
+  /** The executor partition whose lease (and epoch) this attempt runs under (issue 25; 0 with one partition).
+   *  Epochs are per partition, so a provider that fences compares an epoch only with others of the same partition. */
+  partition?: number;
   payload: Record<string, unknown>;
   /** The contract's provider URL (null → the configured default). */
   url: string | null;

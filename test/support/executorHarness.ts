@@ -53,6 +53,8 @@ export async function buildExecutor(ctx: DialectContext, o: {
   reconcileMs?: number;
   /** Wake on due-intent notices (the stores' LISTEN/NOTIFY) as the composition root does (default false). */
   notices?: boolean;
+  /** ExecutorSettings.partition (default: unset, i.e. 0). */
+  partition?: number;
 }): Promise<Built> {
   const stores = o.stores ?? await ctx.openStores({ poolMax: 4 });
   const clock = new JumpClock();
@@ -68,6 +70,7 @@ export async function buildExecutor(ctx: DialectContext, o: {
     refresh: { intervalMs: o.refreshMs ?? 100, pageSize: 100, commitGraceMs: 500 },
     startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)),
     minLeaderWorkMs: 100,
+    ...(o.partition === undefined ? {} : { partition: o.partition }),
   };
   const store = o.wrapStore ? o.wrapStore(stores.execution, clock) : stores.execution;
   const base: Provider = new HttpProvider(o.providerUrl);

@@ -7,6 +7,8 @@ export interface ProviderCall {
   intentId: string;
   attemptNo: number;
   leaseEpoch: number;
+  /** X-Lease-Partition (NaN when absent). */
+  partition: number;
   arrivedAt: number;
   payload: unknown;
   /** The W3C traceparent header, if the call carried one. */
@@ -46,6 +48,7 @@ export async function startRecordingProvider(answer?: RecordingProvider['answer'
         intentId: String(req.headers['idempotency-key']),
         attemptNo: body.attemptNo,
         leaseEpoch: Number(req.headers['x-lease-epoch']),
+        partition: Number(req.headers['x-lease-partition']),
         arrivedAt: Date.now(),
         payload: body.payload,
         traceparent: (req.headers.traceparent as string | undefined) ?? null,

@@ -131,6 +131,14 @@ describe('HttpProvider (real HTTP server)', () => {
     expect(a.headers['idempotency-key']).toBe(b.headers['idempotency-key']);
   });
 
+  it('sends the partition as x-lease-partition beside x-lease-epoch (0 when the request names none)', async () => {
+    const p = provider();
+    await p.submit(req(url, { leaseEpoch: 4, partition: 3 }), { timeoutMs: 5_000 });
+    await p.submit(req(url, { leaseEpoch: 9 }), { timeoutMs: 5_000 });
+    expect(server.seen.map((s) => [s.headers['x-lease-partition'], s.headers['x-lease-epoch']])).toEqual([['3', '4'], ['0', '9']]);
+    expect(Object.keys(JSON.parse(server.seen[0]!.body))).toEqual(['intentId', 'attemptNo', 'payload']); // a header, not a body field
+  });
+
   it('keeps the query string of the target URL', async () => {
     const p = provider();
     await p.submit(req(`${url}?tenant=a&x=1`), { timeoutMs: 5_000 });
