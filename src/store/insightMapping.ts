@@ -1,9 +1,15 @@
 // Row mapping of the dashboard's reads, shared by both dialects (same column aliases).
-import type { AttemptMinute, IntentRedrive } from './insightPorts.js';
+import type { AttemptMinute, IntentRedrive, PartitionState } from './insightPorts.js';
 import type { LeaseEvent } from './ports.js';
 import { num } from './rowMapping.js';
 
 type Row = Record<string, unknown>;
+
+/** partitionStates reads at least one partition (its statement takes database now from a partition's row). */
+export function requirePartitions<T>(partitions: readonly T[]): readonly T[] {
+  if (partitions.length === 0) throw new RangeError('partitionStates: name at least one partition');
+  return partitions;
+}
 
 export const insightRows = {
   event: (r: Row): LeaseEvent => ({
@@ -15,6 +21,18 @@ export const insightRows = {
     dbNow: rows[0]!.db_now as Date,
     minutes: rows.filter((r) => r.minute !== null && r.minute !== undefined).map((r) => ({
       minute: r.minute as Date, started: num(r.started), errors: num(r.errors), succeeded: num(r.succeeded),
+    })),
+  }),
+  /** One row per partition asked for, each with db_now; a lease row's columns are null when it was never acquired. */
+  partitions: (rows: Row[]): { dbNow: Date; partitions: PartitionState[] } => ({
+    dbNow: rows[0]!.db_now as Date,
+    partitions: rows.map((r) => ({
+      partition: num(r.partition_no), leaseName: String(r.lease_name),
+      lease: r.holder_id === null || r.holder_id === undefined ? null : {
+        holderId: String(r.holder_id), leaseEpoch: num(r.lease_epoch), acquiredAt: r.acquired_at as Date,
+        renewedAt: r.renewed_at as Date, expiresAt: r.expires_at as Date,
+      },
+      scheduled: num(r.scheduled ?? 0), due: num(r.due ?? 0), lastAttemptAt: (r.last_attempt_at as Date | null | undefined) ?? null,
     })),
   }),
   redrive: (r: Row): IntentRedrive => ({

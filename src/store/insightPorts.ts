@@ -35,7 +35,33 @@ export interface IntentRedrive {
   attemptsBefore: number;
 }
 
+/** How many of the newest attempts (all partitions, by started_at on ix_attempts_started_at) `partitionStates` reads
+ *  to find each partition's latest start: a bounded read however large the attempts table is. A partition without
+ *  an attempt among them shows none (idle, or far behind the others). */
+export const PARTITION_ATTEMPT_SCAN = 10_000;
+
+/** A partition to read: its number and its lease row's name (src/limits.ts partitionLeaseName). */
+export interface PartitionRef {
+  partition: number;
+  leaseName: string;
+}
+
+/** One partition's lease row and work as the database holds them (GET /api/leases). */
+export interface PartitionState extends PartitionRef {
+  /** The lease row (null: never acquired); whether it is held is judged against `dbNow`. */
+  lease: { holderId: string; leaseEpoch: number; acquiredAt: Date; renewedAt: Date; expiresAt: Date } | null;
+  /** Scheduled intents of the partition, and those of them due (next_attempt_at ≤ database now). */
+  scheduled: number;
+  due: number;
+  /** The latest attempt start of the partition among the newest PARTITION_ATTEMPT_SCAN attempts (null: none there). */
+  lastAttemptAt: Date | null;
+}
+
 export interface InsightStore {
+  /** Each of `partitions` (at least one) in the given order, read in one statement with database now: the lease rows
+   *  by primary key, the backlog grouped by partition_no (the scheduled range of ix_intents_due), the latest starts
+   *  grouped by partition_no over the newest PARTITION_ATTEMPT_SCAN attempts. Never one query per partition. */
+  partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }>;
   /** The newest `limit` lease events of `leaseName`, newest first. */
   recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]>;
   /** Attempts per minute over the last `windowMs` of database time (minutes without attempts are absent), oldest first, with database now. */

@@ -5,6 +5,7 @@ import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
 import { uuidv7 } from '../../src/intents/ids.js';
+import { partitionLeaseNames } from '../../src/limits.js';
 
 const LEASE = 'insight-contract-lease';
 const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } };
@@ -51,6 +52,55 @@ describe.each(dialects)('insight store contract: $name', (dialect) => {
     const c = await intent(null, 'failed');
     expect((await s.insights.recentFailures(10)).map((r) => r.intentId)).toEqual([c, a]);
     expect((await s.insights.recentFailures(1)).map((r) => r.intentId)).toEqual([c]);
+  });
+
+  it('partitionStates: every partition asked for, in order, from one statement: lease row, backlog (due by database now), last start', async () => {
+    const names = partitionLeaseNames(LEASE, 4);
+    const refs = names.map((leaseName, partition) => ({ partition, leaseName }));
+    const at = async (partition: number, notBefore: Date | null, status: IntentStatus = 'scheduled') => {
+      const intentId = uuidv7();
+      await s.intents.insert({ intentId, idempotencyKey: null, requestHash: 'a'.repeat(64), contract, maxAttempts: 3, notBefore, partition });
+      if (status !== 'scheduled') await ctx.setIntentStatus(intentId, status);
+      return intentId;
+    };
+    const empty = await s.insights.partitionStates(refs);
+    expect(empty.partitions).toEqual(refs.map((r) => ({ ...r, lease: null, scheduled: 0, due: 0, lastAttemptAt: null })));
+
+    // Partition 1 held; partition 3 acquired briefly, then expired (the row stays); 0 and 2 never acquired.
+    const held = await s.lease.tryAcquire(names[1]!, 'holder-1', 60_000);
+    const brief = await s.lease.tryAcquire(names[3]!, 'holder-3', 50);
+    expect([held.acquired, brief.acquired]).toEqual([true, true]);
+    const future = new Date(Date.now() + 3_600_000);
+    await at(1, null);
+    await at(1, null);
+    await at(1, future);
+    await at(2, future);
+    const ran = await at(2, null, 'in_flight');
+    await at(3, null, 'failed'); // not scheduled: no backlog
+    await at(3, future, 'cancelled');
+    await ctx.insertAttempts([{ intentId: ran, attemptNo: 1, leaseEpoch: 1, holderId: 'x', outcome: 'started' }]);
+    await sleep(120);
+
+    const got = await s.insights.partitionStates(refs);
+    expect(got.partitions.map((p) => [p.partition, p.leaseName, p.scheduled, p.due])).toEqual([
+      [0, LEASE, 0, 0], [1, `${LEASE}#1`, 3, 2], [2, `${LEASE}#2`, 1, 0], [3, `${LEASE}#3`, 0, 0],
+    ]);
+    const [p0, p1, p2, p3] = got.partitions;
+    expect(p0!.lease).toBeNull();
+    expect(p2!.lease).toBeNull();
+    expect(p1!.lease).toMatchObject({ holderId: 'holder-1', leaseEpoch: 1 });
+    expect(p1!.lease!.expiresAt.getTime()).toBeGreaterThan(got.dbNow.getTime());
+    expect(p3!.lease).toMatchObject({ holderId: 'holder-3', leaseEpoch: 1 });
+    expect(p3!.lease!.expiresAt.getTime()).toBeLessThanOrEqual(got.dbNow.getTime()); // by database time
+    expect(p1!.lease!.acquiredAt.getTime()).toBeLessThanOrEqual(p1!.lease!.renewedAt.getTime());
+    // The last start is the partition's own: partition 2 ran one attempt, the others none.
+    expect(got.partitions.map((p) => p.lastAttemptAt === null)).toEqual([true, true, false, true]);
+    expect(got.dbNow.getTime() - p2!.lastAttemptAt!.getTime()).toBeGreaterThanOrEqual(0);
+    expect(got.dbNow.getTime() - p2!.lastAttemptAt!.getTime()).toBeLessThan(60_000);
+
+    // A subset, in the order asked (GET /api/leases/{partition} reads one).
+    const one = await s.insights.partitionStates([refs[2]!, refs[1]!]);
+    expect(one.partitions.map((p) => [p.partition, p.scheduled, p.due])).toEqual([[2, 1, 0], [1, 3, 2]]);
   });
 
   it('search: by id, idempotency key, status, created range; newest first; paged with `before`', async () => {

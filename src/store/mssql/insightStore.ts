@@ -1,8 +1,8 @@
 // SQL Server InsightStore: the dashboard's bounded, indexed reads (twin of postgres/insightStore.ts).
-import type { AttemptMinute, InsightStore, IntentRedrive, IntentSearch } from '../insightPorts.js';
+import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionRef, type PartitionState } from '../insightPorts.js';
 import type { IntentRow } from '../intentPorts.js';
 import type { LeaseEvent } from '../ports.js';
-import { insightRows } from '../insightMapping.js';
+import { insightRows, requirePartitions } from '../insightMapping.js';
 import type { MssqlRunner } from './db.js';
 import { p, type SqlQuery } from './params.js';
 import { intentCols, toIntent, type IntentDbRow } from './rows.js';
@@ -10,6 +10,35 @@ import { intentCols, toIntent, type IntentDbRow } from './rows.js';
 const EPOCH = "CAST('2000-01-01' AS datetime2(7))";
 
 export const insightQueries = {
+  /** One SELECT (one snapshot under RCSI), one @now: the partitions asked for as a VALUES table of typed parameters,
+   *  their lease rows by primary key, the backlog grouped by partition_no over the scheduled range of ix_intents_due,
+   *  the latest start per partition over the newest @scan attempts (ix_attempts_started_at, intents by primary key). */
+  partitionStates(partitions: readonly PartitionRef[]): SqlQuery {
+    requirePartitions(partitions);
+    const values = partitions.map((_, i) => `(@o${i}, @p${i}, @n${i})`).join(', ');
+    const nums = partitions.map((_, i) => `@p${i}`).join(', ');
+    return {
+      text: `SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+SELECT p.partition_no, p.lease_name, @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
+       ISNULL(b.scheduled, 0) AS scheduled, ISNULL(b.due, 0) AS due, a.last_attempt_at
+  FROM (VALUES ${values}) AS p (ord, partition_no, lease_name)
+  LEFT JOIN submission_manager_leases AS l ON l.lease_name = p.lease_name
+  LEFT JOIN (SELECT partition_no, COUNT_BIG(*) AS scheduled, SUM(CASE WHEN next_attempt_at <= @now THEN 1 ELSE 0 END) AS due
+               FROM submission_intents WHERE status = 'scheduled' AND partition_no IN (${nums}) GROUP BY partition_no) AS b
+    ON b.partition_no = p.partition_no
+  LEFT JOIN (SELECT i.partition_no, MAX(x.started_at) AS last_attempt_at
+               FROM (SELECT TOP (@scan) intent_id, started_at FROM submission_attempts ORDER BY started_at DESC) AS x
+               JOIN submission_intents AS i ON i.intent_id = x.intent_id GROUP BY i.partition_no) AS a
+    ON a.partition_no = p.partition_no
+ ORDER BY p.ord;`,
+      params: [
+        ...partitions.flatMap((x, i) => [p.int(`o${i}`, i), p.int(`p${i}`, x.partition), p.varchar(`n${i}`, 64, x.leaseName)]),
+        p.int('scan', PARTITION_ATTEMPT_SCAN),
+      ],
+    };
+  },
+
   recentLeaseEvents(leaseName: string, limit: number): SqlQuery {
     return {
       text: `SELECT TOP (@limit) seq, lease_name, lease_epoch, holder_id, [event] AS event, [at] AS at
@@ -73,6 +102,10 @@ export class MssqlInsightStore implements InsightStore {
   private async rows(q: SqlQuery): Promise<Record<string, unknown>[]> {
     const sets = await this.db.run<Record<string, unknown>>(q);
     return sets[sets.length - 1] ?? [];
+  }
+
+  async partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }> {
+    return insightRows.partitions(await this.rows(insightQueries.partitionStates(partitions)));
   }
 
   async recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]> {

@@ -1,8 +1,8 @@
 // MySQL / MariaDB InsightStore: the dashboard's bounded, indexed reads.
-import type { AttemptMinute, InsightStore, IntentRedrive, IntentSearch } from '../insightPorts.js';
+import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionRef, type PartitionState } from '../insightPorts.js';
 import type { IntentRow } from '../intentPorts.js';
 import type { LeaseEvent } from '../ports.js';
-import { insightRows } from '../insightMapping.js';
+import { insightRows, requirePartitions } from '../insightMapping.js';
 import { dbTimeOrNull, type MyDatabase } from './db.js';
 import { INTENT_COLS, NOW, idParam, minusMs, toIntent, type IntentDbRow } from './rows.js';
 
@@ -10,6 +10,31 @@ const MINUTE = "CAST(DATE_FORMAT(started_at, '%Y-%m-%d %H:%i:00') AS DATETIME)";
 
 export class MysqlInsightStore implements InsightStore {
   constructor(private readonly db: MyDatabase) {}
+
+  /** One statement, one snapshot: UTC_TIMESTAMP(6) is the statement's start wherever it appears, so the backlog's
+   *  due count and db_now are one database now. The partitions asked for are a derived table of parameters (no
+   *  arrays, no LATERAL in MariaDB); the backlog is grouped by partition_no over the scheduled range of ix_intents_due,
+   *  the latest start per partition over the newest PARTITION_ATTEMPT_SCAN attempts (ix_attempts_started_at). */
+  async partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }> {
+    requirePartitions(partitions);
+    const rows = partitions.map((_, i) => (i === 0 ? 'SELECT ? AS ord, ? AS partition_no, ? AS lease_name' : 'SELECT ?, ?, ?')).join(' UNION ALL ');
+    const nums = partitions.map(() => '?').join(', ');
+    const r = await this.db.query(`
+      SELECT p.partition_no, p.lease_name, ${NOW} AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
+             COALESCE(b.scheduled, 0) AS scheduled, COALESCE(b.due, 0) AS due, a.last_attempt_at
+        FROM (${rows}) AS p
+        LEFT JOIN submission_manager_leases AS l ON l.lease_name = p.lease_name
+        LEFT JOIN (SELECT partition_no, COUNT(*) AS scheduled, SUM(CASE WHEN next_attempt_at <= ${NOW} THEN 1 ELSE 0 END) AS due
+                     FROM submission_intents WHERE status = 'scheduled' AND partition_no IN (${nums}) GROUP BY partition_no) AS b
+          ON b.partition_no = p.partition_no
+        LEFT JOIN (SELECT i.partition_no, MAX(x.started_at) AS last_attempt_at
+                     FROM (SELECT intent_id, started_at FROM submission_attempts ORDER BY started_at DESC LIMIT ?) AS x
+                     JOIN submission_intents AS i ON i.intent_id = x.intent_id GROUP BY i.partition_no) AS a
+          ON a.partition_no = p.partition_no
+       ORDER BY p.ord`,
+    [...partitions.flatMap((x, i) => [i, x.partition, x.leaseName]), ...partitions.map((x) => x.partition), PARTITION_ATTEMPT_SCAN]);
+    return insightRows.partitions(r.rows);
+  }
 
   async recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]> {
     const r = await this.db.query(

@@ -1,13 +1,39 @@
 // PostgreSQL InsightStore: the dashboard's bounded, indexed reads.
-import type { AttemptMinute, InsightStore, IntentRedrive, IntentSearch } from '../insightPorts.js';
+import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionRef, type PartitionState } from '../insightPorts.js';
 import type { IntentRow } from '../intentPorts.js';
 import type { LeaseEvent } from '../ports.js';
-import { insightRows } from '../insightMapping.js';
+import { insightRows, requirePartitions } from '../insightMapping.js';
 import type { PgQueryable } from './db.js';
 import { INTENT_COLS, toIntent, type IntentDbRow } from './rows.js';
 
+// One statement, one snapshot, one database now: the partitions asked for (two parallel arrays), their lease rows by
+// primary key, the backlog grouped by partition_no (the scheduled range of ix_intents_due) and the latest start per
+// partition among the newest $3 attempts (ix_attempts_started_at, then the intents by primary key).
+const PARTITION_STATES = `
+WITH n AS (SELECT clock_timestamp() AS t),
+p AS (SELECT * FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS p(partition_no, lease_name, ord)),
+b AS (SELECT partition_no, count(*) AS scheduled, count(*) FILTER (WHERE next_attempt_at <= (SELECT t FROM n)) AS due
+        FROM submission_intents WHERE status = 'scheduled' AND partition_no = ANY($1::int[]) GROUP BY partition_no),
+a AS (SELECT i.partition_no, max(x.started_at) AS last_attempt_at
+        FROM (SELECT intent_id, started_at FROM submission_attempts ORDER BY started_at DESC LIMIT $3) x
+        JOIN submission_intents i ON i.intent_id = x.intent_id GROUP BY i.partition_no)
+SELECT p.partition_no, p.lease_name, n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
+       coalesce(b.scheduled, 0) AS scheduled, coalesce(b.due, 0) AS due, a.last_attempt_at
+  FROM p CROSS JOIN n
+  LEFT JOIN submission_manager_leases l ON l.lease_name = p.lease_name
+  LEFT JOIN b ON b.partition_no = p.partition_no
+  LEFT JOIN a ON a.partition_no = p.partition_no
+ ORDER BY p.ord`;
+
 export class PgInsightStore implements InsightStore {
   constructor(private readonly db: PgQueryable) {}
+
+  async partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }> {
+    requirePartitions(partitions);
+    const r = await this.db.query(PARTITION_STATES,
+      [partitions.map((x) => x.partition), partitions.map((x) => x.leaseName), PARTITION_ATTEMPT_SCAN]);
+    return insightRows.partitions(r.rows);
+  }
 
   async recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]> {
     const r = await this.db.query(
