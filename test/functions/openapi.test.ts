@@ -132,6 +132,12 @@ describe('OpenAPI document', () => {
     expect((await call(follower, 'getIntentAttempts', { method: 'GET', path: `intents/${id}/attempts`, params: { id } })).json.attempts).toHaveLength(1);
     expect((await call(follower, 'getIntentAttempts', { method: 'GET', path: 'intents/nope/attempts', params: { id: 'nope' } })).status).toBe(404);
     expect((await call(follower, 'getLease', { method: 'GET', path: 'lease' })).json.holderId).toBe('oa-leader');
+    // Per-partition leases (one partition here): the list, one partition, a non-integer (400), out of range (404).
+    expect((await call(follower, 'getLeases', { method: 'GET', path: 'leases' })).json.leases).toMatchObject([{ partition: 0, holderId: 'oa-leader' }]);
+    const partitionLease = (p: string) => call(follower, 'getPartitionLease', { method: 'GET', path: `leases/${p}`, params: { partition: p } });
+    expect((await partitionLease('0')).json).toMatchObject({ partition: 0, held: true, holderId: 'oa-leader', leaseEpoch: 1 });
+    expect((await partitionLease('zero')).status).toBe(400);
+    expect((await partitionLease('1')).status).toBe(404);
     expect((await call(follower, 'listIntents', { method: 'GET', path: 'intents?limit=2&status=succeeded' })).json.items).toHaveLength(1);
     expect((await call(follower, 'listIntents', { method: 'GET', path: 'intents?limit=0' })).status).toBe(400);
 

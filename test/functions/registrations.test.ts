@@ -19,6 +19,8 @@ describe('function registrations', () => {
     http('cancelIntent', ['POST'], 'intents/{id}/cancel', 'function'),
     http('rescheduleIntent', ['POST'], 'intents/{id}/reschedule', 'function'),
     http('getLease', ['GET'], 'lease', 'function'),
+    http('getLeases', ['GET'], 'leases', 'function'),
+    http('getPartitionLease', ['GET'], 'leases/{partition}', 'function'),
     http('healthz', ['GET'], 'healthz', 'anonymous'),
     http('readyz', ['GET'], 'readyz', 'anonymous'),
     http('metrics', ['GET'], 'metrics', 'function'),
@@ -44,7 +46,8 @@ describe('function registrations', () => {
 
   it('registers exactly these functions and an appTerminate hook', () => {
     expect(reg.functions.map((f) => f.name).sort()).toEqual([
-      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getIntent', 'getIntentAttempts', 'getLease', 'healthz', 'listIntents',
+      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getIntent', 'getIntentAttempts', 'getLease', 'getLeases',
+      'getPartitionLease', 'healthz', 'listIntents',
       'metrics', 'openapi', 'pauseExecution', 'postIntent', 'readyz', 'redriveIntents', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
     expect(reg.hooks.map((h) => h.name)).toEqual(['appTerminate']);
   });

@@ -33,6 +33,8 @@ function components(): Record<string, Json> {
   add('Attempt', S.attemptViewSchema);
   add('AttemptList', S.attemptListSchema);
   add('Lease', S.leaseViewSchema);
+  add('PartitionLease', S.partitionLeaseViewSchema);
+  add('PartitionLeaseList', S.partitionLeaseListSchema);
   add('Ready', S.readyViewSchema);
   add('FieldError', S.fieldErrorSchema);
   add('Problem', S.problemSchema);
@@ -130,6 +132,19 @@ export function buildOpenApiDocument(): Json {
       '/lease': {
         get: op('getLease', 'function', 'The lease as the database holds it (downstream fencing checks)', {
           responses: { 200: { description: 'The lease row', content: jsonContent('Lease') }, ...problems(404) },
+        }),
+      },
+      '/leases': {
+        get: op('getLeases', 'function', 'Every executor partition: lease row, holder, epoch, backlog, last attempt', {
+          description: 'One statement, read on any instance: each partition 0..EXECUTOR_PARTITIONS−1 with its lease row (held or not by database time), ' +
+            'its scheduled and due intents and its latest attempt start. With one partition the only entry is the row GET /lease shows.',
+          responses: { 200: { description: 'Every partition', content: jsonContent('PartitionLeaseList') }, ...problems() },
+        }),
+      },
+      '/leases/{partition}': {
+        get: op('getPartitionLease', 'function', 'One executor partition (downstream fencing checks per partition)', {
+          parameters: [{ name: 'partition', in: 'path', required: true, schema: { type: 'integer', minimum: 0 }, description: 'Partition number (0..EXECUTOR_PARTITIONS−1)' }],
+          responses: { 200: { description: 'The partition', content: jsonContent('PartitionLease') }, ...problems(400, 404) },
         }),
       },
       '/healthz': { get: op('healthz', 'anonymous', 'HTTP up (no database round trip)', { responses: { 200: text('ok') } }) },

@@ -60,6 +60,34 @@ export const leaseViewSchema = z.strictObject({
   expired: z.boolean().describe('expiresAt <= dbNow (judged by database time)'),
 }).describe('The lease row as the database holds it');
 
+export const partitionLeaseSchema = z.strictObject({
+  partition: z.int().min(0).describe('Executor partition (0..EXECUTOR_PARTITIONS−1)'),
+  leaseName: z.string().describe('Its lease row: LEASE_NAME for partition 0, LEASE_NAME#k for partition k'),
+  held: z.boolean().describe('The row is held now: acquired and expiresAt > dbNow (judged by database time)'),
+  holderId: z.string().nullable().describe('The holder while held (null: nobody leads this partition now)'),
+  lastHolderId: z.string().nullable().describe('The row\'s holder, held or not (null: never acquired)'),
+  leaseEpoch: z.int().min(0).describe('The newest epoch granted for this partition (0: never acquired); a provider fencing per partition keeps the highest it saw'),
+  acquiredAt: instant.nullable(),
+  renewedAt: instant.nullable(),
+  expiresAt: instant.nullable(),
+  backlog: z.strictObject({
+    scheduled: z.int().min(0).describe('Scheduled intents of this partition'),
+    due: z.int().min(0).describe('Of those, due now (next attempt at or before dbNow)'),
+  }),
+  lastAttemptAt: instant.nullable().describe('The latest attempt start in this partition among the newest 10 000 attempts of all partitions (null: none there)'),
+}).describe('One executor partition: its lease row, backlog and last attempt');
+
+export const partitionLeaseViewSchema = partitionLeaseSchema.extend({
+  dbNow: instant.describe('Database time of the read'),
+}).describe('One executor partition (downstream fencing checks per partition)');
+
+export const partitionLeaseListSchema = z.strictObject({
+  partitions: z.int().min(1).describe('EXECUTOR_PARTITIONS'),
+  dbNow: instant.describe('Database time of the read (one statement)'),
+  leases: z.array(partitionLeaseSchema).describe('Every partition, 0 first'),
+});
+export type PartitionLeaseView = z.infer<typeof partitionLeaseSchema>;
+
 export const readyViewSchema = z.strictObject({
   mode: z.enum(['leader', 'follower']),
   holderId: z.string(),
