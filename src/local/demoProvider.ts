@@ -5,7 +5,12 @@
 //   payload `"fail": "retryable"` → always 503 (the intent retries until its max attempts, then fails);
 // - otherwise 503 + Retry-After: 1 with probability DEMO_PROVIDER_FAILURE_RATE, else 200;
 // - deduplicates by Idempotency-Key: a repeated call for an intent that already succeeded answers 200
-//   with `"duplicate": true` and is not counted twice.
+//   with `"duplicate": true` and is not counted twice;
+// - with DEMO_PROVIDER_FENCE=on, keeps the highest X-Lease-Epoch seen per X-Lease-Partition and refuses a lower one
+//   with 409 problem+json (stale-epoch) before acting on it (docs/provider-fencing.md); either way it counts the
+//   stale requests it refused and those it accepted. The executor classifies 409 as permanent, and that is honest:
+//   a provider sees a higher epoch only once a newer lease was granted for the partition, so the sender's fence is
+//   gone and its completion write is refused; the new leader recovers the attempt and sends it with its own epoch.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpProvider } from '../provider/httpProvider.js';
@@ -17,6 +22,7 @@ export interface DemoCall {
   intentId: string;
   attemptNo: number;
   leaseEpoch: number;
+  partition: number;
   status: number;
   note: string;
 }
@@ -24,12 +30,21 @@ export interface DemoCall {
 export interface DemoProviderOptions {
   latencyMs: number;
   failureRate: number;
+  /** Refuse an epoch lower than the highest seen for its partition (409 stale-epoch); default false. */
+  fence?: boolean;
   onCall?: (call: DemoCall) => void;
   random?: () => number;
 }
 
+/** Requests whose epoch was lower than the highest already seen for their partition. */
+export interface StaleCounts {
+  refused: number;
+  accepted: number;
+}
+
 export interface DemoProvider {
   url: string;
+  stale(): StaleCounts;
   close(): Promise<void>;
 }
 
@@ -39,6 +54,8 @@ const MAX_REMEMBERED = 100_000;
 export async function startDemoProvider(opts: DemoProviderOptions): Promise<DemoProvider> {
   const random = opts.random ?? Math.random;
   const succeeded = new Set<string>();
+  const highest = new Map<number, number>(); // partition → highest epoch seen
+  const stale: StaleCounts = { refused: 0, accepted: 0 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -60,7 +77,24 @@ export async function startDemoProvider(opts: DemoProviderOptions): Promise<Demo
         return reply(400, { error: 'malformed JSON' });
       }
       const intentId = String(req.headers['idempotency-key'] ?? body.intentId ?? '');
-      const call = { intentId, attemptNo: Number(body.attemptNo ?? 0), leaseEpoch: Number(req.headers['x-lease-epoch'] ?? 0) };
+      const call = { intentId, attemptNo: Number(body.attemptNo ?? 0), leaseEpoch: Number(req.headers['x-lease-epoch'] ?? 0),
+        partition: Number(req.headers['x-lease-partition'] ?? 0) };
+      // Decided at arrival, before any effect: the epoch check and the raise of the highest are one step (one thread).
+      const seen = highest.get(call.partition) ?? 0;
+      if (call.leaseEpoch < seen) {
+        if (opts.fence) {
+          stale.refused++;
+          res.writeHead(409, { 'content-type': 'application/problem+json' });
+          res.end(JSON.stringify({ type: 'urn:submission-manager:problem:stale-epoch', title: 'Stale lease epoch', status: 409,
+            detail: `X-Lease-Epoch ${call.leaseEpoch} is lower than ${seen}, already seen for partition ${call.partition}: a newer leader exists`,
+            partition: call.partition, leaseEpoch: call.leaseEpoch, highestEpoch: seen }));
+          opts.onCall?.({ ...call, status: 409, note: `refused: stale epoch ${call.leaseEpoch} < ${seen} (partition ${call.partition})` });
+          return;
+        }
+        stale.accepted++;
+      } else {
+        highest.set(call.partition, call.leaseEpoch);
+      }
       setTimeout(() => {
         const fail = body.payload?.fail;
         let status = 200;
@@ -93,6 +127,7 @@ export async function startDemoProvider(opts: DemoProviderOptions): Promise<Demo
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}${DEMO_PROVIDER_PATH}`,
+    stale: () => ({ ...stale }),
     close: () => new Promise<void>((r) => {
       server.close(() => r());
       server.closeAllConnections();

@@ -20,6 +20,8 @@ const localSchema = z.object({
   DEMO_PROVIDER_LATENCY_MS: z.coerce.number().int().min(0).max(600_000).default(50),
   /** Demo provider: share of calls answered 503 + Retry-After: 1 (default 0.2). */
   DEMO_PROVIDER_FAILURE_RATE: z.coerce.number().min(0).max(1).default(0.2),
+  /** Demo provider: keep the highest X-Lease-Epoch per partition and refuse a lower one with 409 (default off). */
+  DEMO_PROVIDER_FENCE: z.enum(['on', 'off']).default('off'),
   /** Demo provider: print one line per call on stdout (default true). */
   DEMO_PROVIDER_VERBOSE: z.enum(['true', 'false', '1', '0']).default('true').transform((v) => v === 'true' || v === '1'),
   /** Where the pino JSON logs go: a file (default `.data/host.log`), or `-` / `stderr` for stderr. */
@@ -43,7 +45,7 @@ export interface LocalSettings {
   instances: number;
   functionKey: string | null;
   adminKey: string | null;
-  demoProvider: { latencyMs: number; failureRate: number; verbose: boolean };
+  demoProvider: { latencyMs: number; failureRate: number; verbose: boolean; fence: boolean };
   /** null → stderr. */
   logFile: string | null;
   timerMode: 'singleton' | 'every-instance' | 'off';
@@ -70,7 +72,8 @@ export function loadLocalSettings(env: Record<string, string | undefined>): Loca
     instances: s.INSTANCES,
     functionKey: s.FUNCTION_KEY ?? null,
     adminKey: s.ADMIN_KEY ?? null,
-    demoProvider: { latencyMs: s.DEMO_PROVIDER_LATENCY_MS, failureRate: s.DEMO_PROVIDER_FAILURE_RATE, verbose: s.DEMO_PROVIDER_VERBOSE },
+    demoProvider: { latencyMs: s.DEMO_PROVIDER_LATENCY_MS, failureRate: s.DEMO_PROVIDER_FAILURE_RATE, verbose: s.DEMO_PROVIDER_VERBOSE,
+      fence: s.DEMO_PROVIDER_FENCE === 'on' },
     logFile: s.LOG_FILE === '-' || s.LOG_FILE.toLowerCase() === 'stderr' ? null : s.LOG_FILE,
     timerMode: s.TIMER_MODE,
     storage: s.AzureWebJobsStorage ?? null,

@@ -58,7 +58,7 @@ async function main(): Promise<void> {
       demo = await startDemoProvider({
         ...local.demoProvider,
         onCall: local.demoProvider.verbose
-          ? (c) => print(`[demo-provider] intent ${c.intentId} attempt ${c.attemptNo} (epoch ${c.leaseEpoch}) → ${c.status} ${c.note}`)
+          ? (c) => print(`[demo-provider] intent ${c.intentId} attempt ${c.attemptNo} (partition ${c.partition} epoch ${c.leaseEpoch}) → ${c.status} ${c.note}`)
           : undefined,
       });
       demoRouting = new DemoRoutingProvider(demo.url);
@@ -114,6 +114,8 @@ async function main(): Promise<void> {
       await Promise.race([closed, new Promise((r) => setTimeout(r, 2_000))]);
       server.closeAllConnections();
       await terminate(cluster!, registry.hooks, demo, demoRouting);
+      const stale = demo?.stale(); // the counts outlive the server (the drain's last calls included)
+      if (stale) print(`[demo-provider] stale-epoch requests: ${stale.refused} refused, ${stale.accepted} accepted (DEMO_PROVIDER_FENCE=${local.demoProvider.fence ? 'on' : 'off'})`);
       print('[host] stopped');
       await sink.close();
     });
