@@ -50,6 +50,25 @@ function clean(): History {
 const checksOf = (h: History) => check(h).violations.map((v) => v.check);
 
 describe('chaos checker', () => {
+  it('fencing provider: a stale request it acted on is a violation (recomputed per partition from its record); one it refused is counted', () => {
+    const stale = (status: number, partition = 0) => {
+      const h = clean();
+      h.provider = h.provider.map((p) => ({ ...p, fenced: true, partition: 0 }));
+      h.provider.push({ key: A, attemptNo: 1, epoch: 1, arrivedAt: 13_060, status, delayMs: 0, staleEpoch: true, fenced: true, partition, refused: status === 409 });
+      return check(h);
+    };
+    const accepted = stale(200);
+    expect(accepted.violations.filter((v) => v.check === 'stale_accepted').map((v) => v.message)).toEqual([
+      `provider call ${A}#1: epoch 1 < 2 seen for partition 0, answered 200`]);
+    expect(accepted.stats).toMatchObject({ staleAccepted: 1, staleRefused: 0 });
+    const refused = stale(409);
+    expect(refused.violations.map((v) => v.check)).not.toContain('stale_accepted');
+    expect(refused.stats).toMatchObject({ staleAccepted: 0, staleRefused: 1 });
+    // Epochs are per partition: epoch 1 of partition 1 is not stale after epoch 2 of partition 0.
+    expect(stale(200, 1).stats).toMatchObject({ staleAccepted: 0, staleRefused: 0 });
+    expect(check(clean()).stats).toMatchObject({ staleAccepted: 0, staleRefused: 0 });
+  });
+
   it('passes a clean history and reports the abandoned re-delivery as a duplicate with its reason', () => {
     const { violations, stats } = check(clean());
     expect(violations).toEqual([]);

@@ -20,6 +20,10 @@ export interface RunStats {
   duplicateDeliveries: number;
   duplicatesByReason: Record<string, number>;
   staleEpochArrivals: number;
+  /** Requests with an epoch lower than one the provider had already seen for their partition (recomputed here from
+   *  its record, in arrival order) that it acted on, and that it refused (409 stale-epoch). Fencing on: accepted = 0. */
+  staleAccepted: number;
+  staleRefused: number;
   openAttemptsOfCancelled: number;
   replays: number;
   cancelsAcknowledged: number;
@@ -189,6 +193,21 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
   }
 
   const effects = providerEffects(h, attemptByNo, fail);
+
+  // Consumer-side fencing: recomputed from the provider's own record (appended at arrival, in arrival order), not
+  // taken from its flags. With the fencing provider no stale request may be acted on.
+  const highest = new Map<number, number>();
+  let staleAccepted = 0, staleRefused = 0;
+  for (const p of h.provider) {
+    const part = p.partition ?? 0;
+    if (p.epoch < (highest.get(part) ?? 0)) {
+      if (p.status === 409 && p.refused) staleRefused++;
+      else {
+        staleAccepted++;
+        if (p.fenced) fail('stale_accepted', `provider call ${p.key}#${p.attemptNo}: epoch ${p.epoch} < ${highest.get(part)} seen for partition ${part}, answered ${p.status}`);
+      }
+    } else highest.set(part, p.epoch);
+  }
   for (const t of h.leaderless) fail('liveness', `no live leader for 10 s up to ${new Date(t).toISOString()} (between faults)`);
 
   const byStatus: Record<string, number> = {};
@@ -200,7 +219,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     stats: {
       epochs: acquired.length, intentsAccepted: h.accepted.length, intentsInDb: h.intents.length, byStatus,
       attempts: h.attempts.length, byOutcome, providerRequests: h.provider.length, duplicateDeliveries, duplicatesByReason,
-      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, openAttemptsOfCancelled: openOfCancelled, resumes, ...effects,
+      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, staleAccepted, staleRefused, openAttemptsOfCancelled: openOfCancelled, resumes, ...effects,
       replays: h.replays.length, cancelsAcknowledged: h.cancels.filter((c) => c.answer === 200).length,
       worstResumeRatio: Math.max(0, ...resumes.map((r) => r.ratio ?? Number.POSITIVE_INFINITY)),
     },

@@ -172,7 +172,9 @@ export interface ProviderProcess { url: string; child: ChildProcess; stop(): Pro
 
 export async function startProviderProcess(out: string, seed: number, failureRate: number, latencyMs = 20): Promise<ProviderProcess> {
   const child = spawn(process.execPath, [PROVIDER_MAIN, '--out', out, '--seed', String(seed),
-    '--failure-rate', String(failureRate), '--latency-ms', String(latencyMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    '--failure-rate', String(failureRate), '--latency-ms', String(latencyMs),
+    // The campaign's provider fences by epoch per partition: the checker counts stale requests it accepted (must be 0).
+    '--fence', 'on'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));

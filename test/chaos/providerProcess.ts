@@ -3,6 +3,8 @@
 // Idempotency-Key, X-Lease-Epoch, X-Attempt-No, arrival time and the answer decided for it. Answers are
 // seeded: payload.mode "permanent" → 422; otherwise a share --failure-rate gets 503, the rest 200 after
 // --latency-ms (±50 %), and a share --slow-rate answers after --slow-ms (so calls are in flight at faults).
+// With --fence on (the campaign's setting) it is a consumer that fences: it keeps the highest X-Lease-Epoch seen per
+// X-Lease-Partition and refuses a lower one with 409 stale-epoch, recorded, before any effect (docs/provider-fencing.md).
 // Prints `listening <url>` on stdout once ready; SIGTERM closes it.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import http from 'node:http';
@@ -16,8 +18,14 @@ export interface ProviderRecord {
   arrivedAt: number;
   status: number;
   delayMs: number;
-  /** X-Lease-Epoch lower than the highest epoch this provider had already seen (informational). */
+  /** X-Lease-Epoch lower than the highest epoch this provider had already seen for the same partition. */
   staleEpoch: boolean;
+  /** X-Lease-Partition (absent in records of older runs: 0). */
+  partition?: number;
+  /** The provider fenced (--fence on): a stale request is refused (409), never acted on. */
+  fenced?: boolean;
+  /** This request was refused as stale (409 stale-epoch). */
+  refused?: boolean;
 }
 
 function arg(name: string, def: string): string {
@@ -35,8 +43,9 @@ const failureRate = Number(arg('failure-rate', '0.1'));
 const latencyMs = Number(arg('latency-ms', '20'));
 const slowRate = Number(arg('slow-rate', '0.03'));
 const slowMs = Number(arg('slow-ms', '300'));
+const fence = arg('fence', 'off') === 'on';
 const fd = openSync(out, 'a');
-let maxEpoch = 0;
+const maxEpoch = new Map<number, number>(); // partition → highest epoch seen
 
 const server = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
@@ -52,19 +61,26 @@ const server = http.createServer((req, res) => {
       mode = 'unparsable';
     }
     const epoch = Number(req.headers['x-lease-epoch']);
+    const partition = Number(req.headers['x-lease-partition'] ?? 0);
+    const staleEpoch = epoch < (maxEpoch.get(partition) ?? 0);
+    const refused = fence && staleEpoch;
     let status = 200;
-    if (mode === 'permanent' || mode === 'unparsable') status = 422;
+    if (refused) status = 409;
+    else if (mode === 'permanent' || mode === 'unparsable') status = 422;
     else if (rng.chance(failureRate)) status = 503;
     const delayMs = rng.chance(slowRate) ? slowMs : Math.round(latencyMs * (0.5 + rng.next()));
     const rec: ProviderRecord = {
       key: String(req.headers['idempotency-key'] ?? ''), attemptNo: Number(req.headers['x-attempt-no']), epoch,
-      arrivedAt, status, delayMs, staleEpoch: epoch < maxEpoch,
+      arrivedAt, status, delayMs, staleEpoch, partition, fenced: fence, refused,
     };
-    maxEpoch = Math.max(maxEpoch, epoch);
+    if (!staleEpoch) maxEpoch.set(partition, epoch);
     writeSync(fd, `${JSON.stringify(rec)}\n`); // before answering: the effect is recorded even if we die
     setTimeout(() => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(status === 200 ? '{"accepted":true}' : '{"error":"chaos provider"}');
+      if (refused) res.writeHead(409, { 'content-type': 'application/problem+json' });
+      else res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(status === 200 ? '{"accepted":true}' : refused
+        ? `{"type":"urn:submission-manager:problem:stale-epoch","status":409,"detail":"stale epoch ${epoch} for partition ${partition}"}`
+        : '{"error":"chaos provider"}');
     }, delayMs);
   });
 });

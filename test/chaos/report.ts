@@ -39,7 +39,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   const afterEnd: Record<string, number[]> = {};
   let resends = 0, resendsRefused = 0, unsent = 0, unsentKilled = 0;
   const excusedBy: Record<string, number> = {};
-  let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
+  let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, staleAccepted = 0, staleRefused = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
   let worst = { ratio: 0, what: '—' };
   const drains: number[] = [];
   const skipped = results.reduce((n, r) => n + (r.pgRestartsSkipped ?? 0), 0);
@@ -55,7 +55,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     const s = r.stats;
     if (!s) continue;
     accepted += s.intentsAccepted; attempts += s.attempts; requests += s.providerRequests; dups += s.duplicateDeliveries;
-    stale += s.staleEpochArrivals; replays += s.replays; cancels += s.cancelsAcknowledged; epochs += s.epochs; openCancelled += s.openAttemptsOfCancelled;
+    stale += s.staleEpochArrivals; staleAccepted += s.staleAccepted ?? 0; staleRefused += s.staleRefused ?? 0; replays += s.replays; cancels += s.cancelsAcknowledged; epochs += s.epochs; openCancelled += s.openAttemptsOfCancelled;
     add(status, s.byStatus); add(outcome, s.byOutcome); add(dupWhy, s.duplicatesByReason);
     resends += s.resendsAfter2xx ?? 0; resendsRefused += s.resendsAfterFenceRefusal ?? 0; add(excusedBy, s.resendsExcusedBy ?? {});
     unsent += s.chargedNotSent ?? 0; unsentKilled += s.chargedNotSentKilled ?? 0;
@@ -82,7 +82,8 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['attempts', `${attempts}: ${list(outcome)}`],
     ['provider requests', String(requests)],
     ['duplicate deliveries (2xx for a key already delivered)', `${dups}${dups ? `: ${list(dupWhy)}` : ''}`],
-    ['provider requests with an epoch older than one already seen', String(stale)],
+    ['provider requests with an epoch older than one already seen (per partition)', String(stale)],
+    ['stale requests accepted (the fencing provider: must be 0)', `${staleAccepted} (${staleRefused} refused with 409 stale-epoch)`],
     ['re-sends after a 2xx the executor received', `${resends} (besides ${resendsRefused} after the fence refused the result: its lease expired while ` +
       `a fault cut its leader off${resendsRefused ? `: ${list(excusedBy)}` : ''})`],
     ['attempts charged but never sent', `${unsent} (besides ${unsentKilled} whose process was killed or stopped while they were out)`],
