@@ -80,7 +80,7 @@ describe('local settings', () => {
   it('has zero-config defaults', () => {
     expect(loadLocalSettings({})).toEqual({
       port: 7071, instances: 3, functionKey: null, adminKey: null,
-      demoProvider: { latencyMs: 50, failureRate: 0.2, verbose: true }, logFile: '.data/host.log',
+      demoProvider: { latencyMs: 50, failureRate: 0.2, verbose: true, fence: false }, logFile: '.data/host.log',
       timerMode: 'singleton', storage: null, hostId: 'submission-manager',
     });
     expect(loadLocalSettings({ TIMER_MODE: 'every-instance', AzureWebJobsStorage: 'UseDevelopmentStorage=true' }))

@@ -130,7 +130,8 @@ describe('mssql ops query builders', () => {
   it.each(Object.keys(insightQueries))('%s (dashboard read): read-only and bounded by TOP', (name) => {
     const t = code(samples[name]!().text);
     expect(t).not.toMatch(/\b(INSERT|UPDATE|DELETE|BEGIN TRANSACTION)\b/);
-    expect(t).toMatch(/\bTOP \((@limit|\d+)\)|WHERE started_at >= @since/);
+    // partitionStates: the attempts read is TOP (@scan); its backlog is a grouped count, as the cluster overview's counts.
+    expect(t).toMatch(/\bTOP \((@limit|@scan|\d+)\)|WHERE started_at >= @since/);
   });
 
   it('redrive: one transaction; only failed rows (picked under UPDLOCK, re-checked by the UPDATE); recorded; results after COMMIT', () => {
