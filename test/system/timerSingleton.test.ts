@@ -1,17 +1,19 @@
 // The local host's default timer semantics, as the Functions host's: one instance at a time invokes
 // executorTimer, the holder of its listener lock. In one process (INSTANCES=3, in-process lock) and across
-// three processes on a real Azurite (blob leases, host.json singleton 15 s / 15 s) and a real PostgreSQL.
+// three processes on a real Azurite (blob leases, host.json singleton 15 s / 15 s) and each database server
+// (PostgreSQL, MySQL/MariaDB: test/support/serverDatabases.ts).
 // SIGKILL the lock holder: the lock moves only after its blob lease ran out, at a survivor's recovery poll,
 // and execution resumes within the documented budget (docs/flex.md):
 //   crash failover ≤ max(listenerLockPeriod + recoveryPoll + tick, sqlLease + tick) + overhead.
 // A drain POSTed to a follower process reaches the lock holder through SQL; followers report the cluster from SQL.
-import { afterEach, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAzurite, type Azurite } from '../support/azurite.js';
 import {
-  createPgDatabase, ensureBuilt, FAST_ENV, killAll, postIntent, startHost, waitFor, type HostProcess, type PgTestDatabase,
+  ensureBuilt, FAST_ENV, killAll, postIntent, startHost, waitFor, type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { lockEvents, overlappingInvocations, timerInvocations } from '../support/timerLog.js';
+import { serverDatabases } from '../support/serverDatabases.js';
 
 const LOCK_MS = 15_000; // host.json singleton.listenerLockPeriod
 const RECOVERY_MS = 15_000; // host.json singleton.listenerLockRecoveryPollingInterval
@@ -45,8 +47,8 @@ describe('timer singleton in one process (INSTANCES=3, in-process listener lock)
   }, 240_000);
 });
 
-describe('timer singleton across processes (Azurite blob leases, PostgreSQL server)', () => {
-  const skip = inject('pgUnavailable');
+describe.each(serverDatabases)('timer singleton across processes (Azurite blob leases, $name server)', (server) => {
+  const skip = server.unavailable();
   let db: PgTestDatabase;
   let provider: RecordingProvider;
   let azurite: Azurite;
@@ -55,7 +57,7 @@ describe('timer singleton across processes (Azurite blob leases, PostgreSQL serv
   beforeAll(() => ensureBuilt(), 120_000);
   beforeEach(async (t) => {
     if (skip) return t.skip(skip);
-    [db, provider, azurite] = await Promise.all([createPgDatabase(), startRecordingProvider(), startAzurite()]);
+    [db, provider, azurite] = await Promise.all([server.create(), startRecordingProvider(), startAzurite()]);
   }, 60_000);
   afterEach(async () => {
     await killAll(hosts.splice(0));
@@ -144,7 +146,7 @@ describe('timer singleton across processes (Azurite blob leases, PostgreSQL serv
     expect(resumedMs).toBeLessThan(200 + TICK_MS + 1_000); // refresh + one tick + 1 s
 
     await waitFor('all 40 succeeded', async () =>
-      (await db.sql<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status = 'succeeded'`))[0]!.n === 40, 30_000, 200);
+      Number((await db.sql<{ n: number | string }>(`SELECT COUNT(*) AS n FROM submission_intents WHERE status = 'succeeded'`))[0]!.n) === 40, 30_000, 200);
     const rows = await db.sql<{ intent_id: string; attempt_no: number; outcome: string }>('SELECT intent_id, attempt_no, outcome FROM submission_attempts ORDER BY intent_id, attempt_no');
     const byIntent = new Map<string, number[]>();
     for (const r of rows) byIntent.set(r.intent_id, [...(byIntent.get(r.intent_id) ?? []), Number(r.attempt_no)]);
