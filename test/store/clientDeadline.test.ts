@@ -1,11 +1,10 @@
-// Client-side deadlines on the PostgreSQL server, through a TCP proxy that can blackhole the connection (packets
-// silently dropped, no reset): a statement that gets no answer fails as a transient StoreError shortly after
-// statement timeout + margin instead of waiting for TCP, its connection is destroyed, and the pool recovers.
-// Also: a whole executor tick through a blackholed connection returns within budget + provider timeout + margin.
-import { randomBytes } from 'node:crypto';
+// Client-side deadlines through a TCP proxy that can blackhole the connection (packets silently dropped, no reset):
+// on the PostgreSQL server a statement that gets no answer fails as a transient StoreError shortly after statement
+// timeout + margin instead of waiting for TCP, its connection is destroyed, and the pool recovers (MySQL/MariaDB's
+// twin: test/store/mysqlDialect.test.ts). On every database server (serverDatabases): a whole executor tick through
+// a blackholed connection returns within budget + provider timeout + margin.
 import { describe, expect, inject, it } from 'vitest';
 import { openPgPool } from '../../src/store/postgres/db.js';
-import { createPostgresStores } from '../../src/store/postgres/index.js';
 import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/limits.js';
 import { LeaseManager } from '../../src/lease/leaseManager.js';
 import { systemClock } from '../../src/lease/clock.js';
@@ -16,17 +15,18 @@ import { PG_TEST_URL } from '../support/pgServer.js';
 import { TcpProxy } from '../chaos/tcpProxy.js';
 import { startRecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
+import { serverDatabases } from '../support/serverDatabases.js';
 
 const STATEMENT_MS = 400;
 
-async function proxied(schema?: string) {
+async function proxied() {
   const target = new URL(PG_TEST_URL);
   const proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
   await proxy.listen();
   const u = new URL(PG_TEST_URL);
   u.hostname = '127.0.0.1';
   u.port = String(proxy.port);
-  const db = openPgPool({ url: u.toString(), max: 2, statementTimeoutMs: STATEMENT_MS, applicationName: 'deadline-test', ...(schema ? { schema } : {}) }, () => {});
+  const db = openPgPool({ url: u.toString(), max: 2, statementTimeoutMs: STATEMENT_MS, applicationName: 'deadline-test' }, () => {});
   return { proxy, db };
 }
 
@@ -55,18 +55,26 @@ describe('client-side deadlines (PostgreSQL server through a TCP proxy)', () => 
       await proxy.close();
     }
   });
+});
 
+// The whole-tick bound on every database server (test/support/serverDatabases.ts), the proxy forwarding its wire unread.
+describe.each(serverDatabases)('client-side deadline of an executor tick ($name server through a TCP proxy)', (server) => {
   it('an executor tick whose connection is blackholed returns within budget + provider timeout + margin', async (t) => {
-    const skip = inject('pgUnavailable');
+    const skip = server.unavailable();
     if (skip) return t.skip(skip);
-    const schema = `d_${randomBytes(6).toString('hex')}`;
-    const admin = openPgPool({ url: PG_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
-    await admin.query(`CREATE SCHEMA ${schema}`);
+    const target = await server.create();
+    const setup = server.openStores(target.url, 10_000);
+    await setup.migrate().finally(() => setup.close());
+    const direct = new URL(target.url);
+    const port = Number(direct.port || ({ 'postgres:': 5432, 'postgresql:': 5432 } as Record<string, number>)[direct.protocol] || 3306);
+    const proxy = new TcpProxy(direct.hostname, port, 'raw');
+    await proxy.listen();
+    const via = new URL(target.url);
+    via.hostname = '127.0.0.1';
+    via.port = String(proxy.port);
     const provider = await startRecordingProvider(() => ({ status: 200, delayMs: 300 }));
-    const { proxy, db } = await proxied(schema);
-    const stores = createPostgresStores(db, 'postgres');
+    const stores = server.openStores(via.toString(), STATEMENT_MS);
     try {
-      await stores.migrate();
       const lease = new LeaseManager(stores.lease, { name: LEASE_NAME, holderId: 'bh-1', durationMs: 6_000, renewIntervalMs: 500,
         acquireIntervalMs: 6_000, safetyMarginMs: 1_000, acquireJitterMs: 10 }, systemClock, silentLogger);
       const budget = 1_500, providerMs = 800;
@@ -93,8 +101,7 @@ describe('client-side deadlines (PostgreSQL server through a TCP proxy)', () => 
       await stores.close();
       await proxy.close();
       await provider.close();
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.close();
+      await target.drop();
     }
   });
 });
