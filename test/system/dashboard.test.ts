@@ -1,22 +1,26 @@
 // The dashboard in a real browser: headless Chromium (or Chrome) driven by playwright-core against a local host
-// process (3 instances, PostgreSQL, ADMIN_KEY set so `?code=` is exercised) with intents in every state.
+// process (3 instances, ADMIN_KEY set so `?code=` is exercised) with intents in every state, on each database
+// server (PostgreSQL, MySQL/MariaDB: test/support/serverDatabases.ts).
 // Checks the leader, the counts and the charts; searches by idempotency key; opens an intent (payload
 // redacted until asked); redrives a failed one through the confirmation dialog and sees it succeed; pauses
 // and resumes. Screenshots are taken every run; they are written to docs/img/ (used by the README) with
-// UPDATE_SCREENSHOTS=1, else to a temporary folder, so `npm test` leaves the work tree clean.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+// UPDATE_SCREENSHOTS=1 (from the first server of the list only), else to a temporary folder, so `npm test` leaves
+// the work tree clean.
+import { afterAll, beforeAll, describe, expect, inject, it as vitestIt } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import {
-  FAST_ENV, ROOT, createPgDatabase, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
+  FAST_ENV, ROOT, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { serverDatabases } from '../support/serverDatabases.js';
 
 /** Found by test/support/browser.ts: BROWSER_PATH, else /usr/bin/chromium and the other usual places. */
 const BROWSER = inject('browserPath');
 const KEY = 'dash-admin-key';
-const IMG = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(ROOT, 'docs/img') : os.tmpdir();
+const DOCS_IMG = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(ROOT, 'docs/img') : os.tmpdir();
+let IMG = os.tmpdir();
 
 let db: PgTestDatabase;
 let provider: RecordingProvider;
@@ -34,14 +38,19 @@ async function submit(payload: Record<string, unknown>, key: string, extra: Reco
   expect(r.status).toBe(201);
   return ((await r.json()) as { intentId: string }).intentId;
 }
-const counts = async () => Object.fromEntries((await db.sql<{ status: string; n: number }>(
-  'SELECT status, count(*)::int AS n FROM submission_intents GROUP BY status')).map((r) => [r.status, r.n]));
+const counts = async () => Object.fromEntries((await db.sql<{ status: string; n: number | string }>(
+  'SELECT status, COUNT(*) AS n FROM submission_intents GROUP BY status')).map((r) => [r.status, Number(r.n)]));
 
-// Skipped without PostgreSQL or a browser (globalSetup printed why), required under CI=true.
-describe.skipIf(!BROWSER || inject('pgUnavailable'))('dashboard in Chromium', () => {
+// Skipped without the database server or a browser (globalSetup printed why), required under CI=true.
+describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) => {
+  const skip = !BROWSER || server.unavailable() !== null;
+  const it = vitestIt.skipIf(skip);
   beforeAll(async () => {
+    if (skip) return;
+    healed = false;
     ensureBuilt();
-    db = await createPgDatabase();
+    IMG = server === serverDatabases[0] ? DOCS_IMG : os.tmpdir();
+    db = await server.create();
     provider = await startRecordingProvider((c) => ((c.payload as { mode?: string }).mode === 'fail' && !healed
       ? { status: 400, body: '{"error":"order rejected: unknown SKU"}' } : { status: 200, delayMs: 20 }));
     host = await startHost({ ...FAST_ENV, DATABASE_URL: db.url, PROVIDER_URL: provider.url, INSTANCES: '3', ADMIN_KEY: KEY, FUNCTION_KEY: KEY });
@@ -60,6 +69,7 @@ describe.skipIf(!BROWSER || inject('pgUnavailable'))('dashboard in Chromium', ()
   }, 120_000);
 
   afterAll(async () => {
+    if (skip) return;
     await browser?.close();
     if (host) await killAll([host]);
     await provider?.close();

@@ -1,5 +1,5 @@
 // The README's test command on a new user's machine: vitest on the dashboard's browser test in a child process,
-// with the usual browser locations hidden (BROWSER_SEARCH_PATHS) or no PostgreSQL server. Locally the file
+// with the usual browser locations hidden (BROWSER_SEARCH_PATHS) or no database server. Locally the file
 // passes (skipped) with one line naming BROWSER_PATH; under CI=true a missing browser fails the run.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -50,10 +50,12 @@ describe('npm test on a machine without a browser', () => {
     expect(r.out).toContain('BROWSER_PATH=/nonexistent/chrome is not an executable file');
   }, 60_000);
 
-  it('without a PostgreSQL server (locally) the dashboard test is skipped, not failed', async () => {
-    const r = await vitestDashboard({ BROWSER_PATH: process.execPath, PG_TEST_ADMIN_URL: 'postgres://postgres@127.0.0.1:1/postgres' });
+  it('without database servers (locally) the dashboard test is skipped, not failed', async () => {
+    const r = await vitestDashboard({ BROWSER_PATH: process.execPath, PG_TEST_ADMIN_URL: 'postgres://postgres@127.0.0.1:1/postgres',
+      MYSQL_TEST_URL: 'mysql://root@127.0.0.1:1/test' });
     expect(r.code, r.out).toBe(0);
     expect(r.out).toMatch(/PostgreSQL server not reachable/);
+    expect(r.out).toMatch(/MySQL\/MariaDB server not reachable/);
     expect(r.out).toMatch(/Tests\s+\d+ skipped/);
   }, 60_000);
 });
