@@ -12,7 +12,7 @@ import { Executor } from './executor/executor.js';
 import { TickBudget } from './executor/tickBudget.js';
 import { executorSettingsFrom } from './executor/tickSummary.js';
 import { ExecutionOps } from './executor/executorOps.js';
-import { Maintenance, retentionTask } from './executor/maintenance.js';
+import { Maintenance, retentionTask, sqlMaintenanceRecorder } from './executor/maintenance.js';
 import { createIntentHandlers, type IntentHandlers } from './http/intents.js';
 import { createLogger, sqlErrorField, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
@@ -94,8 +94,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
   const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics)], config.maintenance, clock, logger, metrics,
     // Recorded in SQL so every instance's dashboard shows it; best effort, never blocks the executor.
-    (task, failures, lastError) => void stores.ops.recordMaintenance(config.lease.name, task, config.lease.holderId, failures, lastError)
-      .catch((e: unknown) => logger.warn({ event: 'maintenance_record_failed', task, sql_error: sqlErrorField(e) }, 'could not record the maintenance state')));
+    sqlMaintenanceRecorder(stores.ops, config.lease.name, config.lease.holderId, logger));
   const ops = new ExecutionOps(stores.ops, config.lease.name, maintenance, logger, metrics);
   // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
   const traced = traceAttempts(instrumentExecutionStore(stores.execution, metrics, clock), provider);

@@ -7,7 +7,10 @@
 //  - never while the cluster is paused; never a second run while one is still settling;
 //  - a failure is logged (`<task>_failed` with the SQL error), counted (maintenance_failures_total) and backed
 //    off exponentially (backoffBaseMs × 2^(n−1), at most backoffMaxMs); it never drops leadership — only a fence
-//    refusal (the lease is really lost) ends the tick as lease_lost.
+//    refusal (the lease is really lost) ends the tick as lease_lost;
+//  - its state is recorded in SQL for every instance's dashboard: each failure, and the success that ends a run of
+//    them — this instance's, or one recorded by an earlier leader (checked at the first success of each epoch: a
+//    leader that failed and then died or lost its lease never records its recovery).
 import type { Clock } from '../lease/clock.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
@@ -41,7 +44,9 @@ export interface MaintenanceTaskStatus {
 }
 
 export class Maintenance {
-  private readonly state = new Map<string, { failures: number; retryAtMs: number; lastError: string | null; runs: number; lastRunMs: number | null }>();
+  private readonly state = new Map<string, { failures: number; retryAtMs: number; lastError: string | null; runs: number; lastRunMs: number | null;
+    /** The lease epoch under which a success last cleared a recorded failure (null: none yet in this process). */
+    clearedEpoch: number | null }>();
   private running: Promise<unknown> | null = null;
 
   constructor(
@@ -50,11 +55,12 @@ export class Maintenance {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly metrics?: AppMetrics,
-    /** A failure, or the success that ends a run of them: recorded in SQL for every instance's dashboard (best
-     *  effort: it must not throw). */
-    private readonly recordState: (task: string, failures: number, lastError: string | null) => void = () => {},
+    /** A failure (failures > 0), or a success that ends a run of them (failures 0: clears a recorded failure, writes
+     *  nothing where none is recorded): in SQL for every instance's dashboard (best effort: it must not throw). */
+    private readonly recordState: MaintenanceRecorder = () => {},
   ) {
-    for (const t of tasks) this.state.set(t.name, { failures: 0, retryAtMs: Number.NEGATIVE_INFINITY, lastError: null, runs: 0, lastRunMs: null });
+    for (const t of tasks) this.state.set(t.name, { failures: 0, retryAtMs: Number.NEGATIVE_INFINITY, lastError: null, runs: 0, lastRunMs: null,
+      clearedEpoch: null });
   }
 
   /** The slice a tick of `budgetMs` should leave free at its end (0: nothing due, paused, or still settling). */
@@ -106,9 +112,11 @@ export class Maintenance {
       s.runs++;
       try {
         if ((await task.run(token, untilMs, sum)) === 'leaseLost') return 'leaseLost';
-        if (s.failures > 0) {
-          this.log.info({ event: `${task.name}_recovered`, after_failures: s.failures }, `${task.name} succeeded again`);
+        if (s.failures > 0) this.log.info({ event: `${task.name}_recovered`, after_failures: s.failures }, `${task.name} succeeded again`);
+        // Ours, or an earlier leader's failure still recorded (once per epoch: only a leader records, one per epoch).
+        if (s.failures > 0 || s.clearedEpoch !== token.leaseEpoch) {
           this.recordState(task.name, 0, null);
+          s.clearedEpoch = token.leaseEpoch;
         }
         Object.assign(s, { failures: 0, retryAtMs: Number.NEGATIVE_INFINITY, lastError: null });
       } catch (e) {
@@ -127,6 +135,20 @@ export class Maintenance {
     }
     return 'ok';
   }
+}
+
+/** Records a task's state for the dashboard: `failures` > 0 with the error, or 0 to clear a recorded failure. */
+export type MaintenanceRecorder = (task: string, failures: number, lastError: string | null) => void;
+
+/** The recorder over the ops store: a failure is upserted; a success (failures 0) is written only where a failure is
+ *  recorded, so a cluster that never failed keeps no row ("no failure recorded"). Best effort: a write that fails
+ *  is logged (maintenance_record_failed), never thrown. */
+export function sqlMaintenanceRecorder(ops: Pick<OpsStore, 'recordMaintenance' | 'listMaintenance'>, leaseName: string, holderId: string,
+  log: Logger): MaintenanceRecorder {
+  return (task, failures, lastError) => void (async () => {
+    if (failures === 0 && !(await ops.listMaintenance(leaseName)).some((m) => m.task === task && m.failures > 0)) return;
+    await ops.recordMaintenance(leaseName, task, holderId, failures, lastError);
+  })().catch((e: unknown) => log.warn({ event: 'maintenance_record_failed', task, sql_error: sqlErrorField(e) }, 'could not record the maintenance state'));
 }
 
 export interface RetentionSettings {

@@ -10,7 +10,7 @@ import type { Stores } from '../../src/store/stores.js';
 import { dialects, type DialectContext, itWhere } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
-import { metric, scrape, sleep, startApps, submitVia, testConfig, tickLoops, waitUntil } from '../support/apps.js';
+import { metric, scrape, sleep, startApps, submitVia, TEST_LEASE, testConfig, tickLoops, waitUntil } from '../support/apps.js';
 
 type Purge = Stores['ops']['fencedPurgeTerminal'];
 
@@ -86,6 +86,25 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
     for (const app of apps) {
       const [shown] = (await overview(app)).maintenance;
       expect(shown).toMatchObject({ task: 'retention', failures: r.failed.length, lastError: 'injected purge failure', holderId: r.leader.lease.holderId });
+    }
+  });
+
+  it('a failure recorded by an earlier leader (now gone) is cleared by the next leader\'s first successful purge; none is invented', async () => {
+    // A leader that failed and then died (or lost its lease) never records its recovery: the next leader must, or every
+    // dashboard shows the task FAILING for good. No recorded failure: the successful runs record nothing.
+    const clean = await run();
+    expect(clean.failed).toEqual([]);
+    expect((await overview(apps[0]!)).maintenance).toEqual([]);
+    for (const a of apps) await a.close();
+    apps = [];
+    await (await ctx.openStores()).ops.recordMaintenance(TEST_LEASE, 'retention', 'gone-leader', 3, 'an earlier leader\'s error');
+    const r = await run();
+    expectKeptLeading(r);
+    expect(r.failed).toEqual([]);
+    await waitUntil('the next leader clears the recorded failure', async () => (await overview(apps[1]!)).maintenance[0]?.failures === 0, 5_000);
+    for (const app of apps) {
+      expect((await overview(app)).maintenance).toEqual([expect.objectContaining({ task: 'retention', failures: 0, lastError: null,
+        holderId: r.leader.lease.holderId })]);
     }
   });
 

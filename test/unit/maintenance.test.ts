@@ -3,7 +3,7 @@
 // end (not awaited) and nothing runs again until it settles; a fence refusal is reported; paused = nothing runs.
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/lease/clock.js';
-import { createLogger } from '../../src/observability/logger.js';
+import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import { MetricsRegistry } from '../../src/observability/metrics.js';
 import { Maintenance, type MaintenanceTask } from '../../src/executor/maintenance.js';
 import { emptySummary } from '../../src/executor/tickSummary.js';
@@ -66,6 +66,30 @@ describe('Maintenance', () => {
     await m.run(TOKEN, emptySummary('h'), clock.nowMs() + 1_000);
     expect(m.status()[0]).toMatchObject({ failures: 0, lastError: null, retryInMs: 0 });
     expect(m.sliceMs(10_000, false)).toBe(1_000);
+  });
+
+  it('recorded state: each failure; the first success of each epoch and the one ending a run of failures clear it (an earlier leader\'s too)', async () => {
+    let fail = false;
+    const clock = new FakeClock();
+    const recorded: [string, number, string | null][] = [];
+    const m = new Maintenance([{ name: 'retention', due: () => true, run: async () => {
+      if (fail) throw new Error('boom');
+      return 'ok';
+    } }], { ...SETTINGS, backoffBaseMs: 1, backoffMaxMs: 1 }, clock, silentLogger, undefined, (...a) => void recorded.push(a));
+    const runAs = async (epoch: number) => {
+      clock.advance(10);
+      await m.run({ ...TOKEN, leaseEpoch: epoch }, emptySummary('h'), clock.nowMs() + 1_000);
+    };
+    await runAs(7); // first success of epoch 7: clears whatever an earlier leader recorded
+    await runAs(7); // nothing new
+    fail = true;
+    await runAs(7);
+    fail = false;
+    await runAs(7); // ends our run of failures
+    await runAs(7);
+    await runAs(8); // a new epoch (another leader may have failed meanwhile): cleared again, once
+    await runAs(8);
+    expect(recorded).toEqual([['retention', 0, null], ['retention', 1, 'boom'], ['retention', 0, null], ['retention', 0, null]]);
   });
 
   it('a slow task is cut at the slice end (not awaited); nothing runs again until it settles', async () => {
