@@ -32,8 +32,7 @@ export async function writeAudit(tx: MyQueryable, token: LeaseToken, action: str
 /** `tx` with every statement capped at `timeoutMs` (lock waits included) on MariaDB (SET STATEMENT … FOR: that
  *  statement only, the pooled session keeps its own). MySQL has no such per-statement form: its session
  *  timeout (max_execution_time, SELECTs only) and innodb_lock_wait_timeout stay in force (docs/mysql.md). */
-async function capped(db: MyDatabase, tx: MyQueryable, timeoutMs: number | undefined): Promise<MyQueryable> {
-  if (timeoutMs === undefined || (await db.server()).flavor !== 'mariadb') return tx;
+function capped(tx: MyQueryable, timeoutMs: number): MyQueryable {
   const prefix = `SET STATEMENT max_statement_time = ${Math.max(1, Math.ceil(timeoutMs)) / 1000} FOR `;
   return { query: (text, params) => tx.query(prefix + text, params) };
 }
@@ -50,7 +49,12 @@ export function fencedTransaction<T>(
   timeoutMs?: number,
 ): Promise<Fenced<T>> {
   return runFenced<MyQueryable, T>({
-    transaction: (body) => db.transaction(async (tx) => body(await capped(db, tx, timeoutMs))),
+    transaction: async (body) => {
+      // The flavour before the transaction takes its connection: db.server() checks one out of the pool, so asked
+      // inside, a pool with no other free connection waits for the one this transaction holds (until its deadline).
+      const cap = timeoutMs !== undefined && (await db.server()).flavor === 'mariadb' ? timeoutMs : null;
+      return db.transaction(async (tx) => body(cap === null ? tx : capped(tx, cap)));
+    },
     fence: async (tx) => (await tx.query(FENCE, [token.leaseName, token.holderId, token.leaseEpoch])).rows.length > 0,
     audit: (tx, rows) => writeAudit(tx, token, action, rows),
   }, fn);
