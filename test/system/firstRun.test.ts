@@ -1,13 +1,20 @@
 // The README's test command on a new user's machine: vitest on the dashboard's browser test in a child process,
 // with the usual browser locations hidden (BROWSER_SEARCH_PATHS) or no database server. Locally the file
-// passes (skipped) with one line naming BROWSER_PATH; under CI=true a missing browser fails the run.
+// passes (skipped) with one line naming BROWSER_PATH; under CI=true a missing browser fails the run. The dashboard
+// test is the only one that drives a browser (checked below), so what holds for it holds for the whole suite.
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { findBrowser } from '../support/browser.js';
 import { ROOT } from '../support/localHostProcess.js';
 
 const NOWHERE = '/nonexistent/chromium:/nonexistent/google-chrome';
+
+/** What drives or names a browser: a playwright import, the browser the global setup found, a browser binary. */
+const USES_BROWSER = /['"](playwright[\w/-]*|puppeteer[\w/-]*)['"]|inject\(\s*['"]browserPath|findBrowser\(|chromium(-browser)?['"]|google-chrome/;
+/** The files allowed to: the dashboard test, the lookup and the global setup that runs it, and this file. */
+const MAY_USE_BROWSER = ['test/system/dashboard.test.ts', 'test/support/browser.ts', 'test/support/globalSetup.ts', 'test/system/firstRun.test.ts'];
 
 /** `vitest run test/system/dashboard.test.ts` as `npm test` runs it, without this run's vitest and CI settings. */
 function vitestDashboard(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
@@ -27,6 +34,21 @@ describe('npm test on a machine without a browser', () => {
     expect(findBrowser({ BROWSER_PATH: process.execPath, BROWSER_SEARCH_PATHS: NOWHERE }).path).toBe(process.execPath);
     expect(findBrowser({ BROWSER_SEARCH_PATHS: NOWHERE })).toMatchObject({ path: null, misconfigured: false });
     expect(findBrowser({ BROWSER_PATH: '/nonexistent/chrome' })).toMatchObject({ path: null, misconfigured: true });
+  });
+
+  it('only the dashboard test drives a browser: without one, every other file of npm test runs as before', () => {
+    const files = ['src', 'test', 'bench', 'functions', 'scripts'].flatMap((dir) => {
+      try {
+        return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
+          .filter((e) => e.isFile() && /\.(ts|mjs|js)$/.test(e.name)).map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)));
+      } catch {
+        return [];
+      }
+    });
+    expect(files).toContain('test/system/dashboard.test.ts');
+    const users = files.filter((f) => USES_BROWSER.test(readFileSync(path.join(ROOT, f), 'utf8')));
+    expect(users.filter((f) => !MAY_USE_BROWSER.includes(f))).toEqual([]);
+    expect(users).toContain('test/system/dashboard.test.ts');
   });
 
   it('locally: the dashboard test is skipped and one line says how to get a browser, naming BROWSER_PATH', async () => {
