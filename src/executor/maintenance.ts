@@ -177,7 +177,8 @@ export function retentionTask(store: Pick<OpsStore, 'fencedPurgeTerminal'>, r: R
         for (let i = 0; i < r.maxBatchesPerTick && !caughtUp && (i === 0 || clock.nowMs() < untilMs); i++) {
           // Capped at what is left of the slice: a purge cut off by the server frees its connection (and the fence's
           // lock) by the tick's end instead of outliving it (a pool of one would otherwise starve the next tick).
-          const out = await store.fencedPurgeTerminal(token, r.olderThanMs, r.batchSize, Math.max(1, untilMs - clock.nowMs()));
+          // Partition 0 until the per-partition runtime passes each partition's own (issue 25).
+          const out = await store.fencedPurgeTerminal(token, 0, r.olderThanMs, r.batchSize, Math.max(1, untilMs - clock.nowMs()));
           if (out.kind === 'leaseLost') {
             lost = true; // batches committed before the loss still count below
             break;

@@ -144,21 +144,34 @@ export interface CompletedAttempt {
   row: ScheduleRow | null;
 }
 
-/** Leader-side persistence. Each fenced* call is one transaction that first locks the lease row to commit. */
+/**
+ * Leader-side persistence of ONE executor partition (issue 25; `Stores.executionFor(partition)`, partition 0 =
+ * `Stores.execution`). Each fenced* call is one transaction that first locks the lease row named in its token to
+ * commit: the caller passes its partition's token (lease `partitionLeaseName(LEASE_NAME, partition)`), so each
+ * partition's writes are fenced by its own lease and epoch, and a lost lease of one partition stops only its writes.
+ * Every read and write below is limited to intents whose partition_no is this store's partition (and to their
+ * attempts): a partition's leader never sees, starts, completes, recovers or purges another partition's intents.
+ */
 export interface ExecutionStore {
-  /** Database time now and the cursor a fresh schedule starts from: (db_now − grace, ''). */
+  /** Database time now and the cursor a fresh schedule starts from: (db_now − grace, ''). Partition-independent. */
   rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }>;
-  /** Scheduled intents ordered by intent_id after `afterId` (paged full rebuild). */
+  /** Scheduled intents of this partition ordered by intent_id after `afterId` (paged full rebuild). */
   loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]>;
+  /** Rows of this partition after `cursor`: the cursor is per partition (another partition's rows never move it). */
   refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage>;
-  /** in_flight intents whose started attempt is from an older epoch: attempt → abandoned, intent → scheduled now
-   *  (or failed when attempts are exhausted). */
+  /** in_flight intents of this partition whose started attempt is from an older epoch of the token's lease:
+   *  attempt → abandoned, intent → scheduled now (or failed when attempts are exhausted). Epochs of different
+   *  partitions are unrelated numbers, so only this partition's intents (and their attempts) are compared with the
+   *  token's epoch: another partition's in-flight intent, whatever its epoch, is left alone. */
   fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>>;
   /** Inserts attempt rows and bumps attempt_count for every request whose optimistic predicate holds and is due,
-   *  while attempt_count − aborted attempts < max_attempts (an abort never reached the provider). */
+   *  while attempt_count − aborted attempts < max_attempts (an abort never reached the provider). An intent of
+   *  another partition is not started (as if its predicate failed: absent from the result), so an intent moved to
+   *  another partition (issue 26) is never started by its former partition's leader. */
   fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>>;
-  /** Closes each attempt (still `started`, same holder, its attemptEpoch ≤ the token's) and moves its intent on
-   *  if it did not change meanwhile. */
+  /** Closes each attempt (still `started`, same holder, its attemptEpoch ≤ the token's) of an intent of this
+   *  partition and moves its intent on if it did not change meanwhile; a completion of another partition's intent
+   *  writes nothing (`applied` false, row null). */
   fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>>;
 }
 

@@ -104,13 +104,14 @@ export interface OpsStore {
   setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl>;
   /**
    * Fenced by `token` (lease row locked to commit, audited as `purge_retention`): delete up to `limit`
-   * intents whose status is terminal (succeeded, failed, cancelled) and whose last_modified_at is older than
-   * database now − `olderThanMs`, oldest first, with their attempts, in one statement. Never touches a
-   * scheduled or in_flight intent. `timeoutMs` (default: the session's statement timeout) caps each statement of
+   * intents of executor partition `partition` whose status is terminal (succeeded, failed, cancelled) and whose
+   * last_modified_at is older than database now − `olderThanMs`, oldest first, with their attempts, in one
+   * statement. Retention is per partition (issue 25): `token` is that partition's lease, and another partition's
+   * rows are never touched (each partition's leader purges its own). Never touches a scheduled or in_flight intent. `timeoutMs` (default: the session's statement timeout) caps each statement of
    * the transaction, lock waits included, so a purge never holds its connection and the fence's lock longer than
    * the maintenance slice (the server cancels it: a failure, rolled back).
    */
-  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>>;
+  fencedPurgeTerminal(token: LeaseToken, partition: number, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>>;
   /**
    * Record a handover request for `leaseName` (database time). At most one is pending per lease name: while one
    * is, this returns it (`created` false) instead of adding another.

@@ -10,7 +10,11 @@ export interface Stores {
   dialect: 'postgres' | 'pglite' | 'mssql' | 'mysql';
   lease: LeaseStore;
   intents: IntentStore;
+  /** Partition 0's execution store (`executionFor(0)`): the whole executor when EXECUTOR_PARTITIONS = 1. */
   execution: ExecutionStore;
+  /** The execution store of executor partition `partition` (0..count−1; issue 25): it reads and writes only that
+   *  partition's intents (guarantees in intentPorts.ts, ExecutionStore). The same object for the same partition. */
+  executionFor(partition: number): ExecutionStore;
   /** Execution control (pause/resume) and retention purge. */
   ops: OpsStore;
   /** Failed intents back to scheduled with a fresh budget (recorded per call). */
@@ -26,4 +30,15 @@ export interface Stores {
   /** Cheap round trip for readiness checks. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** One object per partition, made on first use (`executionFor`): a partition is a non-negative integer. */
+export function perPartition<T>(make: (partition: number) => T): (partition: number) => T {
+  const made = new Map<number, T>();
+  return (partition) => {
+    if (!Number.isInteger(partition) || partition < 0) throw new RangeError(`partition must be a non-negative integer, got ${partition}`);
+    let x = made.get(partition);
+    if (x === undefined) made.set(partition, (x = make(partition)));
+    return x;
+  };
 }

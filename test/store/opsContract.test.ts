@@ -142,7 +142,7 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
 
     const batches: { intents: number; attempts: number }[] = [];
     for (;;) {
-      const out = await s.ops.fencedPurgeTerminal(token, horizonMs, 10, 30_000); // capped (the maintenance slice): same result
+      const out = await s.ops.fencedPurgeTerminal(token, 0, horizonMs, 10, 30_000); // capped (the maintenance slice): same result
       if (out.kind !== 'ok') throw new Error('lease lost');
       batches.push(out.value);
       if (out.value.intents < 10) break;
@@ -160,7 +160,7 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     expect(audit).toHaveLength(3);
     expect(audit.every((a) => a.leaseEpoch === token.leaseEpoch)).toBe(true);
     // Nothing older than the cutoff is left to purge.
-    const done = await s.ops.fencedPurgeTerminal(token, horizonMs, 10);
+    const done = await s.ops.fencedPurgeTerminal(token, 0, horizonMs, 10);
     expect(done).toEqual({ kind: 'ok', value: { intents: 0, attempts: 0 } });
   });
 
@@ -191,7 +191,7 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     const ids = [await intent('succeeded'), await intent('failed')];
     await sleep(300);
     await ctx.stealLease(LEASE, 'thief');
-    expect(await s.ops.fencedPurgeTerminal(token, 100, 1_000)).toEqual({ kind: 'leaseLost' });
+    expect(await s.ops.fencedPurgeTerminal(token, 0, 100, 1_000)).toEqual({ kind: 'leaseLost' });
     expect((await ctx.intentRows()).map((r) => r.intentId).sort()).toEqual([...ids].sort());
     expect(await ctx.attemptRows()).toHaveLength(2);
   });

@@ -47,7 +47,7 @@ describe.each(dialects.filter((d) => d.runsHere && SLOW_DELETE[d.name]))('a purg
     // The delete sleeps 5 s in the trigger: only the 300 ms budget can make the purge fail (uncapped, it resolves
     // after 5 s having purged the intent). Rolled back: the intent is still there.
     const t0 = Date.now();
-    await expect(stores.ops.fencedPurgeTerminal(token, 1, 50, 300)).rejects.toThrow();
+    await expect(stores.ops.fencedPurgeTerminal(token, 0, 1, 50, 300)).rejects.toThrow();
     expect(Date.now() - t0).toBeLessThan(5_000); // cut by the budget, not by the trigger's end or the session's timeout
     expect(await ctx.countIntents()).toBe(1);
   }, 30_000);

@@ -19,7 +19,7 @@ const samples: Record<string, () => SqlQuery> = {
   getExecutionControl: () => opsQueries.getExecutionControl(token.leaseName),
   setPaused: () => opsQueries.setPaused(token.leaseName, true, 'admin@host-1', 'maintenance'),
   recordProviderBreaker: () => opsQueries.recordProviderBreaker(token.leaseName, 'open', 'host-1-abc'),
-  purgeTerminal: () => opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000),
+  purgeTerminal: () => opsQueries.purgeTerminal(token, 0, 30 * 86_400_000, 1_000),
   recordMaintenance: () => opsQueries.recordMaintenance('L', 'retention', 'h', 3, 'permission denied'),
   listMaintenance: () => opsQueries.listMaintenance('L'),
   redrive: () => redriveQueries.redrive(redriveSample),
@@ -91,7 +91,7 @@ describe('mssql ops query builders', () => {
   });
 
   it('purgeTerminal: fenced first (HOLDLOCK), only terminal statuses, oldest first, bounded by TOP, 30 days without int overflow', () => {
-    const q = opsQueries.purgeTerminal(token, 30 * 86_400_000, 1_000);
+    const q = opsQueries.purgeTerminal(token, 0, 30 * 86_400_000, 1_000);
     const t = code(q.text);
     expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeGreaterThan(0);
     expect(t.indexOf('WITH (HOLDLOCK, ROWLOCK)')).toBeLessThan(t.indexOf('DELETE'));
@@ -117,7 +117,7 @@ describe('mssql ops query builders', () => {
 
   // Issue 13: DATEADD(second, …) overflowed int from ~24,856 days; RETENTION_DAYS allows 36,500.
   it.each([[1, 1, 0], [24_856, 24_856, 0], [36_500, 36_500, 0], [0.5, 0, 43_200_000]])('retention of %s days → int parameters (%s days, %s ms)', (days, d, rest) => {
-    const q = opsQueries.purgeTerminal(token, days * 86_400_000, 1_000);
+    const q = opsQueries.purgeTerminal(token, 0, days * 86_400_000, 1_000);
     const byName = new Map(q.params.map((x) => [x.name, x]));
     expect(byName.get('older_than_days')).toMatchObject({ value: d });
     expect(byName.get('older_than_rest_ms')).toMatchObject({ value: rest });

@@ -2,6 +2,8 @@
 // as one JSON parameter read with OPENJSON(@batch) WITH (…), so K starts (or completions) are one statement.
 // The refresh cursor travels as CONVERT(char(27), last_modified_at, 121) text and is cast back server-side
 // with CONVERT(datetime2(7), @cursor_modified_at, 121): no JS Date (milliseconds) ever touches it.
+// Partitions (issue 25): every builder takes the store's executor partition (@partition_no, smallint like the
+// column); each read and write is limited to that partition's intents and their attempts.
 import type { AttemptCompletion, RefreshCursor, StartRequest } from '../intentPorts.js';
 import type { LeaseToken } from '../ports.js';
 import { buildFencedBatch } from './fence.js';
@@ -27,20 +29,21 @@ SELECT @now AS db_now, ${modifiedText('DATEADD(millisecond, -@commit_grace_ms, @
     };
   },
 
-  loadScheduled(afterId: string | null, limit: number): SqlQuery {
+  loadScheduled(afterId: string | null, limit: number, partition = 0): SqlQuery {
     return {
       text: `SELECT TOP (@limit) ${scheduleCols()} FROM submission_intents
- WHERE status = 'scheduled' AND intent_id > @after_id ORDER BY intent_id;`,
-      params: [p.uuid('after_id', afterId ?? NIL_UUID), p.int('limit', limit)],
+ WHERE partition_no = @partition_no AND status = 'scheduled' AND intent_id > @after_id ORDER BY intent_id;`,
+      params: [p.uuid('after_id', afterId ?? NIL_UUID), p.int('limit', limit), p.smallint('partition_no', partition)],
     };
   },
 
   /**
    * Rows after (t, id) in (last_modified_at, intent_id) order. `last_modified_at >= @t AND (… > @t OR id > @id)`
-   * is the spec's `(m > t) OR (m = t AND id > id0)` written so the (last_modified_at, intent_id) index seeks.
+   * is the spec's `(m > t) OR (m = t AND id > id0)` written so the (partition_no, last_modified_at, intent_id)
+   * index seeks.
    * Result set 0: db_now (also when no row follows); result set 1: the page.
    */
-  refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): SqlQuery {
+  refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number, partition = 0): SqlQuery {
     return {
       text: `SET NOCOUNT ON;
 DECLARE @now datetime2(7) = SYSUTCDATETIME();
@@ -49,20 +52,21 @@ SELECT @now AS db_now;
 SELECT TOP (@limit) ${scheduleCols()},
        CASE WHEN last_modified_at < DATEADD(millisecond, -@commit_grace_ms, @now) THEN CAST(1 AS bit) ELSE CAST(0 AS bit) END AS settled
   FROM submission_intents
- WHERE last_modified_at >= @t AND (last_modified_at > @t OR intent_id > @cursor_intent_id)
+ WHERE partition_no = @partition_no AND last_modified_at >= @t AND (last_modified_at > @t OR intent_id > @cursor_intent_id)
  ORDER BY last_modified_at, intent_id;`,
       params: [
         p.cursorText('cursor_modified_at', cursor.modifiedAt),
         p.uuid('cursor_intent_id', cursor.intentId),
         p.int('limit', limit),
         p.int('commit_grace_ms', commitGraceMs),
+        p.smallint('partition_no', partition),
       ],
     };
   },
 
   /** in_flight intents whose current attempt was started by an older epoch: attempt → abandoned,
    *  intent → scheduled now (failed when attempts are exhausted). Result: recovered (intents updated). */
-  recoverOrphans(token: LeaseToken): SqlQuery {
+  recoverOrphans(token: LeaseToken, partition = 0): SqlQuery {
     return buildFencedBatch(token, 'recover_orphans', {
       declare: `DECLARE @now datetime2(7);
 DECLARE @settled int;
@@ -73,14 +77,14 @@ INSERT INTO @orphan (intent_id, attempt_no, lease_epoch)
 SELECT a.intent_id, a.attempt_no, a.lease_epoch
   FROM submission_intents AS i
   JOIN submission_attempts AS a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
- WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch;
+ WHERE i.partition_no = @partition_no AND i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch;
 -- Older-epoch attempts left 'started' on intents that moved on (cancelled mid-call, then the leader died).
 UPDATE a
    SET outcome = 'abandoned', finished_at = @now,
        error = CONCAT(N'abandoned: leader epoch ', a.lease_epoch, N' lost its lease before completing the attempt; it may have been sent')
   FROM submission_attempts AS a
   JOIN submission_intents AS i ON i.intent_id = a.intent_id
- WHERE a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch AND i.status <> 'in_flight';
+ WHERE i.partition_no = @partition_no AND a.outcome = 'started' AND a.lease_epoch < @fence_lease_epoch AND i.status <> 'in_flight';
 SET @settled = @@ROWCOUNT;
 UPDATE a
    SET outcome = 'abandoned', finished_at = @now,
@@ -100,12 +104,12 @@ SET @recovered = @@ROWCOUNT;
 -- Both kinds are writes of this epoch: the settled ones alone still leave an audit row.
 SET @rows_written = @recovered + @settled;`,
       results: 'SELECT @recovered AS recovered;',
-      params: [],
+      params: [p.smallint('partition_no', partition)],
     });
   },
 
   /** Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget). */
-  startAttempts(token: LeaseToken, requests: StartRequest[]): SqlQuery {
+  startAttempts(token: LeaseToken, requests: StartRequest[], partition = 0): SqlQuery {
     const batch = requests.map((r) => ({ intentId: uuidText('batch.intentId', r.intentId), expected: r.expectedAttemptCount }));
     return buildFencedBatch(token, 'start_attempts', {
       declare: `DECLARE @now datetime2(7);
@@ -120,7 +124,7 @@ OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, insert
   JOIN OPENJSON(@batch) WITH (intent_id char(36) '$.intentId', expected int '$.expected') AS r
     ON i.intent_id = r.intent_id COLLATE ${BIN2}
  WHERE i.attempt_count = r.expected AND i.status = 'scheduled'
-   AND i.next_attempt_at <= @now
+   AND i.next_attempt_at <= @now AND i.partition_no = @partition_no
    AND ${BUDGET.mayStart('i')};
 INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
 SELECT intent_id, attempt_count, @fence_lease_epoch, @fence_holder_id, @now, 'started' FROM @started;
@@ -129,15 +133,16 @@ SET @rows_written = @@ROWCOUNT;`,
       results: `SELECT s.intent_id, s.attempt_count, s.max_attempts, s.contract, s.version,
        ${BUDGET.abortedBefore('s.attempt_count', 's.intent_id')} AS aborted_before
   FROM @started AS s;`,
-      params: [p.nvarcharMax('batch', JSON.stringify(batch))],
+      params: [p.nvarcharMax('batch', JSON.stringify(batch)), p.smallint('partition_no', partition)],
     });
   },
 
   /** The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that
    *  holder: a completion carried across a step-down); the intent moves on only if it did not change
    *  meanwhile and this batch closed its attempt (an aborted record of a START whose reply was lost may name an
-   *  attempt another epoch started). Result: one row per completion, in request order. */
-  completeAttempts(token: LeaseToken, completions: AttemptCompletion[]): SqlQuery {
+   *  attempt another epoch started). Only attempts of this partition's intents are closed. Result: one row per
+   *  completion, in request order. */
+  completeAttempts(token: LeaseToken, completions: AttemptCompletion[], partition = 0): SqlQuery {
     const batch = completions.map((c, ord) => ({
       ord,
       intentId: uuidText('batch.intentId', c.intentId),
@@ -170,6 +175,7 @@ UPDATE a
 OUTPUT inserted.intent_id, inserted.attempt_no INTO @closed
   FROM submission_attempts AS a
   JOIN @c AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
+  JOIN submission_intents AS pi ON pi.intent_id = a.intent_id AND pi.partition_no = @partition_no
  WHERE a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= @fence_lease_epoch
    AND a.holder_id = @fence_holder_id;
 SET @rows_written = @@ROWCOUNT;
@@ -188,7 +194,7 @@ SET @rows_written = @rows_written + @@ROWCOUNT;`,
       results: `SELECT c.intent_id AS req_id, u.intent_id, u.status, u.next_attempt_at, u.attempt_count, u.max_attempts, u.version
   FROM @c AS c LEFT JOIN @upd AS u ON u.intent_id = c.intent_id
  ORDER BY c.ord;`,
-      params: [p.nvarcharMax('batch', JSON.stringify(batch))],
+      params: [p.nvarcharMax('batch', JSON.stringify(batch)), p.smallint('partition_no', partition)],
     });
   },
 };

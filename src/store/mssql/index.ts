@@ -2,7 +2,7 @@
 // one ConnectionPool, the stores built on it.
 import type { Config, DatabaseTarget } from '../../config.js';
 import { sqlErrorField, type Logger } from '../../observability/logger.js';
-import type { Stores } from '../stores.js';
+import { perPartition, type Stores } from '../stores.js';
 import type { MssqlDatabase } from './db.js';
 import { openMssqlPool } from './pool.js';
 import { MssqlLeaseStore } from './leaseStore.js';
@@ -20,11 +20,13 @@ export { fromMssqlPool, type MssqlDatabase } from './db.js';
 
 /** `openMigrationDb`: a dedicated connection for migrations (own timeout), opened only when some are missing. */
 export function createMssqlStores(db: MssqlDatabase, opts: { openMigrationDb?: () => Promise<MssqlDatabase>; migrationLockTimeoutMs?: number } = {}): Stores {
+  const executionFor = perPartition((partition) => new MssqlExecutionStore(db, partition));
   return {
     dialect: 'mssql',
     lease: new MssqlLeaseStore(db),
     intents: new MssqlIntentStore(db),
-    execution: new MssqlExecutionStore(db),
+    execution: executionFor(0),
+    executionFor,
     ops: new MssqlOpsStore(db),
     redrive: new MssqlRedriveStore(db),
     insights: new MssqlInsightStore(db),

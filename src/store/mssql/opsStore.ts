@@ -119,12 +119,12 @@ ${SELECT_CONTROL}`,
     };
   },
 
-  /** Oldest terminal intents first (ix_intents_modified), READPAST so a concurrent writer is never waited for;
+  /** Oldest terminal intents of the partition first (ix_intents_modified: partition_no, last_modified_at, intent_id), READPAST so a concurrent writer is never waited for;
    *  attempts first (foreign key), then the intents, re-checking the terminal status. READCOMMITTEDLOCK beside
    *  READPAST: under READ_COMMITTED_SNAPSHOT ON (Azure SQL's default) a READ COMMITTED statement may not use READPAST
    *  without it (Microsoft, "Table hints (Transact-SQL)", READPAST: "…add the READCOMMITTEDLOCK table hint…";
    *  learn.microsoft.com/sql/t-sql/queries/hints-transact-sql-table); with RCSI OFF it changes nothing. */
-  purgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): SqlQuery {
+  purgeTerminal(token: LeaseToken, partition: number, olderThanMs: number, limit: number, timeoutMs?: number): SqlQuery {
     return buildFencedBatch(token, 'purge_retention', {
       declare: `DECLARE @cutoff datetime2(7);
 DECLARE @purged_intents int = 0;
@@ -135,7 +135,7 @@ DECLARE @victim TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL PRIMARY KEY);
       body: `SET @cutoff = DATEADD(millisecond, -@older_than_rest_ms, DATEADD(day, -@older_than_days, SYSUTCDATETIME()));
 INSERT INTO @victim (intent_id)
 SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, READPAST, READCOMMITTEDLOCK, ROWLOCK)
- WHERE status IN ${TERMINAL_SQL_LIST} AND last_modified_at < @cutoff
+ WHERE partition_no = @partition_no AND status IN ${TERMINAL_SQL_LIST} AND last_modified_at < @cutoff
  ORDER BY last_modified_at, intent_id;
 DELETE a FROM submission_attempts AS a JOIN @victim AS v ON a.intent_id = v.intent_id;
 SET @purged_attempts = @@ROWCOUNT;
@@ -144,7 +144,7 @@ DELETE i FROM submission_intents AS i JOIN @victim AS v ON i.intent_id = v.inten
 SET @purged_intents = @@ROWCOUNT;
 SET @rows_written = @purged_intents + @purged_attempts;`,
       results: 'SELECT @purged_intents AS intents, @purged_attempts AS attempts;',
-      params: [...retentionCutoffParams(olderThanMs), p.int('limit', limit)],
+      params: [...retentionCutoffParams(olderThanMs), p.int('limit', limit), p.smallint('partition_no', partition)],
       lockTimeoutMs: timeoutMs,
     });
   },
@@ -181,8 +181,8 @@ export class MssqlOpsStore implements OpsStore {
     return toControl(leaseName, sets[sets.length - 1]![0]!);
   }
 
-  async fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
-    const out = await runFencedBatch(this.db, opsQueries.purgeTerminal(token, olderThanMs, limit, timeoutMs));
+  async fencedPurgeTerminal(token: LeaseToken, partition: number, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
+    const out = await runFencedBatch(this.db, opsQueries.purgeTerminal(token, partition, olderThanMs, limit, timeoutMs));
     if (out.kind === 'leaseLost') return out;
     const row = out.value[0]?.[0] ?? {};
     return { kind: 'ok', value: { intents: Number(row.intents ?? 0), attempts: Number(row.attempts ?? 0) } };

@@ -66,6 +66,9 @@ export const p = {
     ({ name, type: sql.Char(36), value: value === null ? null : uuidText(name, value) }),
   int: (name: string, value: number | null): SqlParam =>
     ({ name, type: sql.Int(), value: integer(name, value, -2_147_483_648, 2_147_483_647) }),
+  /** partition_no (smallint): typed as the column, so a comparison with it stays an index seek. */
+  smallint: (name: string, value: number | null): SqlParam =>
+    ({ name, type: sql.SmallInt(), value: integer(name, value, -32_768, 32_767) }),
   bigint: (name: string, value: number | null): SqlParam =>
     ({ name, type: sql.BigInt(), value: integer(name, value, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) }),
   datetime2: (name: string, value: Date | null): SqlParam => {

@@ -5,6 +5,8 @@
 // function in a multi-table UPDATE), plus a redundant `intent_id IN (…)` so each batch is found by primary key.
 // Intents are locked in id order, as the redrive locks them (no deadlock between the two).
 // last_modified_at is always strictly newer than the previous value, so "newer state wins" in the schedule.
+// Partitions (issue 25): one store per executor partition; every read and write names its partition_no, so a
+// partition's store never reads or changes another partition's intents or their attempts.
 import type {
   AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
 } from '../intentPorts.js';
@@ -27,24 +29,26 @@ const COMPLETION = jsonRows(`ord INT PATH '$.ord', intent_id ${ID} PATH '$.id', 
   duration_ms INT PATH '$.durationMs', next_status VARCHAR(16) PATH '$.nextStatus', delay_ms BIGINT PATH '$.delayMs',
   attempt_epoch BIGINT PATH '$.attemptEpoch'`);
 
-// Rows after (t, id) in (last_modified_at, intent_id) order, served by ix_intents_modified; db_now comes with
+// Rows of the partition after (t, id) in (last_modified_at, intent_id) order, served by the partition-first
+// ix_intents_modified (005: partition_no, last_modified_at, intent_id); db_now comes with
 // them (also when none follows). The cursor is cast back from database text server-side (no JS Date).
 const REFRESH = `
 SELECT n.t AS db_now, p.* FROM (SELECT ${NOW} AS t) AS n LEFT JOIN (
   SELECT ${scheduleCols()}, last_modified_at AS modified, last_modified_at < ${minusMs(NOW, '?')} AS settled
     FROM submission_intents
-   WHERE last_modified_at > CAST(? AS DATETIME(6)) OR (last_modified_at = CAST(? AS DATETIME(6)) AND intent_id > ?)
+   WHERE partition_no = ?
+     AND (last_modified_at > CAST(? AS DATETIME(6)) OR (last_modified_at = CAST(? AS DATETIME(6)) AND intent_id > ?))
    ORDER BY last_modified_at, intent_id
    LIMIT ?) AS p ON 1 = 1
  ORDER BY p.modified, p.intent_id`;
 
 const LOAD_SCHEDULED = `SELECT ${scheduleCols()} FROM submission_intents
-  WHERE status = 'scheduled' AND intent_id > ? ORDER BY intent_id LIMIT ?`;
+  WHERE partition_no = ? AND status = 'scheduled' AND intent_id > ? ORDER BY intent_id LIMIT ?`;
 
 const ORPHANS = `
 SELECT a.intent_id, a.attempt_no FROM submission_intents AS i
   JOIN submission_attempts AS a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
- WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < ?
+ WHERE i.partition_no = ? AND i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < ?
  FOR UPDATE`;
 
 const abandonedError = (epoch: string) =>
@@ -55,7 +59,7 @@ const abandonedError = (epoch: string) =>
 const CLOSE_SETTLED = `
 UPDATE submission_attempts AS a JOIN submission_intents AS i ON i.intent_id = a.intent_id
    SET a.outcome = 'abandoned', a.finished_at = ${NOW}, a.error = ${abandonedError('a.lease_epoch')}
- WHERE a.outcome = 'started' AND a.lease_epoch < ? AND i.status <> 'in_flight'`;
+ WHERE i.partition_no = ? AND a.outcome = 'started' AND a.lease_epoch < ? AND i.status <> 'in_flight'`;
 
 const CLOSE_ORPHANS = `
 UPDATE submission_attempts SET outcome = 'abandoned', finished_at = ${NOW}, error = ${abandonedError('lease_epoch')}
@@ -73,7 +77,7 @@ UPDATE submission_intents AS i
 const START_PICK = `
 SELECT i.intent_id FROM submission_intents AS i JOIN ${START_REQ} AS r ON i.intent_id = r.intent_id
  WHERE i.intent_id IN (?) AND i.attempt_count = r.expected AND i.status = 'scheduled' AND i.next_attempt_at <= ${NOW}
-   AND ${BUDGET.mayStart('i')}
+   AND i.partition_no = ? AND ${BUDGET.mayStart('i')}
  ORDER BY i.intent_id
  FOR UPDATE`;
 
@@ -93,16 +97,20 @@ SELECT i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.la
 
 // The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that holder):
 // picked (locked) first, so the intents below move on only where this transaction closed the attempt (an aborted
-// record of a START whose reply was lost may name an attempt number another epoch started).
+// record of a START whose reply was lost may name an attempt number another epoch started). Only attempts of this
+// partition's intents (MINE: the intent's partition_no, read by primary key).
+const MINE = 'EXISTS (SELECT 1 FROM submission_intents AS pi WHERE pi.intent_id = a.intent_id AND pi.partition_no = ?)';
 const CLOSE_PICK = `
 SELECT a.intent_id FROM submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
  WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?
+   AND ${MINE}
  FOR UPDATE`;
 
 const CLOSE_ATTEMPTS = `
 UPDATE submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
    SET a.outcome = c.outcome, a.finished_at = ${NOW}, a.http_status = c.http_status, a.error = c.error, a.duration_ms = c.duration_ms
- WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?`;
+ WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?
+   AND ${MINE}`;
 
 // The intent moves on only if it did not change meanwhile (still in flight with this attempt) and its attempt was
 // closed here (the ids passed are those CLOSE_PICK found).
@@ -123,7 +131,8 @@ UPDATE submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent
 const SCHEDULE_ROWS = `SELECT ${scheduleCols()} FROM submission_intents WHERE intent_id IN (?)`;
 
 export class MysqlExecutionStore implements ExecutionStore {
-  constructor(private readonly db: MyDatabase) {}
+  /** `partition`: the executor partition this store reads and writes (0 with EXECUTOR_PARTITIONS = 1). */
+  constructor(private readonly db: MyDatabase, private readonly partition = 0) {}
 
   async rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }> {
     const r = await this.db.query<{ db_now: Date; cursor_text: string }>(
@@ -133,22 +142,22 @@ export class MysqlExecutionStore implements ExecutionStore {
   }
 
   async loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]> {
-    const r = await this.db.query<ScheduleDbRow>(LOAD_SCHEDULED, [idParam(afterId ?? NIL_UUID), limit]);
+    const r = await this.db.query<ScheduleDbRow>(LOAD_SCHEDULED, [this.partition, idParam(afterId ?? NIL_UUID), limit]);
     return r.rows.map(toScheduleRow);
   }
 
   async refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage> {
     const r = await this.db.query<ScheduleDbRow & { db_now: Date; settled: number | null }>(REFRESH,
-      [commitGraceMs, cursor.modifiedAt, cursor.modifiedAt, idParam(cursor.intentId), limit]);
+      [commitGraceMs, this.partition, cursor.modifiedAt, cursor.modifiedAt, idParam(cursor.intentId), limit]);
     const rows = r.rows.filter((x) => x.intent_id !== null).map((x) => ({ ...toScheduleRow(x), settled: Number(x.settled) === 1 }));
     return { rows, dbNow: r.rows[0]!.db_now };
   }
 
   fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>> {
     return fencedTransaction(this.db, token, 'recover_orphans', async (tx) => {
-      const orphans = (await tx.query<{ intent_id: string; attempt_no: number }>(ORPHANS, [token.leaseEpoch])).rows;
+      const orphans = (await tx.query<{ intent_id: string; attempt_no: number }>(ORPHANS, [this.partition, token.leaseEpoch])).rows;
       // Attempts closed on intents that moved on are writes of this epoch too: alone they still leave an audit row.
-      const settled = (await tx.query(CLOSE_SETTLED, [token.leaseEpoch])).affectedRows;
+      const settled = (await tx.query(CLOSE_SETTLED, [this.partition, token.leaseEpoch])).affectedRows;
       if (orphans.length === 0) return { value: { recovered: 0 }, rowsWritten: settled };
       await tx.query(CLOSE_ORPHANS, [orphans.map((o) => [o.intent_id, o.attempt_no])]);
       await tx.query(RESCHEDULE_ORPHANS, [token.leaseEpoch, orphans.map((o) => o.intent_id)]);
@@ -161,7 +170,7 @@ export class MysqlExecutionStore implements ExecutionStore {
     const batch = JSON.stringify(requests.map((q, i) => ({ id: ids[i], expected: q.expectedAttemptCount })));
     return fencedTransaction(this.db, token, 'start_attempts', async (tx) => {
       if (ids.length === 0) return { value: [], rowsWritten: 0 };
-      const picked = (await tx.query<{ intent_id: string }>(START_PICK, [batch, ids])).rows.map((r) => r.intent_id);
+      const picked = (await tx.query<{ intent_id: string }>(START_PICK, [batch, ids, this.partition])).rows.map((r) => r.intent_id);
       if (picked.length === 0) return { value: [], rowsWritten: 0 };
       await tx.query(START_UPDATE, [token.leaseEpoch, picked]);
       await tx.query(START_ATTEMPTS, [token.leaseEpoch, token.holderId, picked]);
@@ -179,8 +188,8 @@ export class MysqlExecutionStore implements ExecutionStore {
       delayMs: c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null, attemptEpoch: c.attemptEpoch ?? token.leaseEpoch,
     })));
     return fencedTransaction(this.db, token, 'complete_attempts', async (tx) => {
-      const closing = (await tx.query<{ intent_id: string }>(CLOSE_PICK, [batch, ids, token.leaseEpoch, token.holderId])).rows.map((r) => r.intent_id);
-      const closed = await tx.query(CLOSE_ATTEMPTS, [batch, ids, token.leaseEpoch, token.holderId]);
+      const closing = (await tx.query<{ intent_id: string }>(CLOSE_PICK, [batch, ids, token.leaseEpoch, token.holderId, this.partition])).rows.map((r) => r.intent_id);
+      const closed = await tx.query(CLOSE_ATTEMPTS, [batch, ids, token.leaseEpoch, token.holderId, this.partition]);
       const picked = closing.length === 0 ? []
         : (await tx.query<{ intent_id: string }>(COMPLETE_PICK, [batch, closing])).rows.map((r) => r.intent_id);
       let rows = new Map<string, ScheduleDbRow>();

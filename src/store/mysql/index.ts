@@ -2,7 +2,7 @@
 // mysql2 pool, the stores built on it.
 import type { Config } from '../../config.js';
 import type { Logger } from '../../observability/logger.js';
-import type { Stores } from '../stores.js';
+import { perPartition, type Stores } from '../stores.js';
 import { openMysqlPool, type MyDatabase, type MysqlConnection } from './db.js';
 import { MysqlLeaseStore } from './leaseStore.js';
 import { MysqlIntentStore } from './intentStore.js';
@@ -17,11 +17,13 @@ export { openMysqlPool, type MyDatabase } from './db.js';
 
 /** `openMigrationDb`: a dedicated connection for migrations (own timeout), opened only when some are missing. */
 export function createMysqlStores(db: MyDatabase, opts: { openMigrationDb?: () => Promise<MyDatabase>; migrationLockTimeoutMs?: number } = {}): Stores {
+  const executionFor = perPartition((partition) => new MysqlExecutionStore(db, partition));
   return {
     dialect: 'mysql',
     lease: new MysqlLeaseStore(db),
     intents: new MysqlIntentStore(db),
-    execution: new MysqlExecutionStore(db),
+    execution: executionFor(0),
+    executionFor,
     ops: new MysqlOpsStore(db),
     redrive: new MysqlRedriveStore(db),
     insights: new MysqlInsightStore(db),

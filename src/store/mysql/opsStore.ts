@@ -37,12 +37,12 @@ const FLIP_CONTROL = `
 UPDATE submission_manager_execution_control SET paused = ?, changed_at = ${NOW}, changed_by = ?, reason = ?
  WHERE lease_name = ? AND paused <> ?`;
 
-// Oldest terminal intents first (the (last_modified_at, intent_id) index), locked, skipping rows another
+// Oldest terminal intents of the partition first (ix_intents_modified: partition_no, last_modified_at, intent_id), locked, skipping rows another
 // transaction holds. Attempts first (the foreign key is checked per row), then the intents, re-checking that
 // they are terminal (final: cancel/reschedule refuse them; orphan recovery touches only in_flight).
 const PURGE_PICK = `
 SELECT intent_id FROM submission_intents
- WHERE status IN ${TERMINAL_SQL_LIST} AND last_modified_at < ${minusMs(NOW, '?')}
+ WHERE partition_no = ? AND status IN ${TERMINAL_SQL_LIST} AND last_modified_at < ${minusMs(NOW, '?')}
  ORDER BY last_modified_at, intent_id
  LIMIT ?
  FOR UPDATE SKIP LOCKED`;
@@ -97,9 +97,9 @@ export class MysqlOpsStore implements OpsStore {
     return this.getExecutionControl(leaseName);
   }
 
-  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
+  fencedPurgeTerminal(token: LeaseToken, partition: number, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
     return fencedTransaction(this.db, token, 'purge_retention', async (tx) => {
-      const ids = (await tx.query<{ intent_id: string }>(PURGE_PICK, [Math.max(0, Math.round(olderThanMs)), limit])).rows.map((r) => r.intent_id);
+      const ids = (await tx.query<{ intent_id: string }>(PURGE_PICK, [partition, Math.max(0, Math.round(olderThanMs)), limit])).rows.map((r) => r.intent_id);
       if (ids.length === 0) return { value: { intents: 0, attempts: 0 }, rowsWritten: 0 };
       const attempts = await tx.query('DELETE FROM submission_attempts WHERE intent_id IN (?)', [ids]);
       const intents = await tx.query(`DELETE FROM submission_intents WHERE intent_id IN (?) AND status IN ${TERMINAL_SQL_LIST}`, [ids]);

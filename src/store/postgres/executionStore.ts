@@ -4,6 +4,8 @@
 // A leading `/* sm:<kind> */` names a write on the wire (pg_stat_activity; the chaos proxy loses its reply).
 // last_modified_at is always strictly newer than the previous value (PGlite's clock ticks per millisecond), so
 // "newer state wins" in the schedule can rely on it.
+// Partitions (issue 25): one store per executor partition; every read and write names its partition_no (the last
+// parameter of each statement), so a partition's store never reads or changes another partition's intents.
 import type {
   AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
 } from '../intentPorts.js';
@@ -23,7 +25,7 @@ SELECT n.t AS db_now, i.*
   LEFT JOIN LATERAL (
     SELECT ${SCHEDULE_COLS}, last_modified_at < n.t - $4 * interval '1 millisecond' AS settled
       FROM submission_intents
-     WHERE (last_modified_at, intent_id) > ($1::timestamp AT TIME ZONE 'UTC', $2::uuid)
+     WHERE partition_no = $5 AND (last_modified_at, intent_id) > ($1::timestamp AT TIME ZONE 'UTC', $2::uuid)
      ORDER BY last_modified_at, intent_id
      LIMIT $3
   ) i ON true`;
@@ -34,7 +36,7 @@ orphan AS (
   SELECT a.intent_id, a.attempt_no, a.lease_epoch
     FROM submission_intents i
     JOIN submission_attempts a ON a.intent_id = i.intent_id AND a.attempt_no = i.attempt_count
-   WHERE i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < $1
+   WHERE i.partition_no = $2 AND i.status = 'in_flight' AND a.outcome = 'started' AND a.lease_epoch < $1
 ),
 -- Attempts of older epochs left 'started' on intents that moved on meanwhile (cancelled while the call was
 -- in flight, then the leader died): closed too, so the attempt log never keeps a 'started' row forever.
@@ -43,7 +45,7 @@ settled AS (
      SET outcome = 'abandoned', finished_at = now.t,
          error = 'abandoned: leader epoch ' || a.lease_epoch || ' lost its lease before completing the attempt; it may have been sent'
     FROM submission_intents i, now
-   WHERE a.intent_id = i.intent_id AND a.outcome = 'started' AND a.lease_epoch < $1 AND i.status <> 'in_flight'
+   WHERE a.intent_id = i.intent_id AND i.partition_no = $2 AND a.outcome = 'started' AND a.lease_epoch < $1 AND i.status <> 'in_flight'
   RETURNING a.intent_id
 ),
 abandoned AS (
@@ -67,9 +69,10 @@ RETURNING i.intent_id
 -- Both kinds are writes of this epoch: the settled ones alone still leave an audit row.
 SELECT (SELECT count(*) FROM recovered)::int AS recovered, (SELECT count(*) FROM settled)::int AS settled`;
 
-/** A rebuild page: an index-only range scan of ix_intents_scheduled (006) once the visibility map is set. */
+/** A rebuild page: an index-only range scan of ix_intents_scheduled (006; partition-first since 010) once the
+ *  visibility map is set. */
 export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_intents
-  WHERE status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`;
+  WHERE partition_no = $3 AND status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`;
 
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget).
 // Plan: the batch's intents are found by primary key (`= ANY($4)`, estimated exactly from the unique index),
@@ -86,7 +89,7 @@ started AS (
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM req, now, fence
    WHERE i.intent_id = req.intent_id AND i.intent_id = ANY($4::uuid[]) AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
-     AND (i.next_attempt_at <= now.t) IS TRUE
+     AND (i.next_attempt_at <= now.t) IS TRUE AND i.partition_no = $6
      AND ${BUDGET.mayStart('i')}
   RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
             ${BUDGET.abortedBefore('i.attempt_count', 'i.intent_id')} AS aborted_before
@@ -105,11 +108,13 @@ SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOI
 // entry for every attempt started since the last vacuum); attempts by their primary key, one probe per
 // (intent_id, attempt_no) of the batch (the redundant `IN (unnest …)` makes that the obvious plan; without it,
 // and without statistics, the planner scanned the whole table or every dead entry of ix_attempts_started).
+// Only attempts of this partition's intents are closed (`mine`: the batch's intents by primary key, $13).
 const COMPLETE = `/* sm:complete */
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 c AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int[], $10::text[], $11::int8[], $12::int8[])
         AS c(intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms, attempt_epoch)),
+mine AS (SELECT intent_id FROM submission_intents WHERE intent_id = ANY($4::uuid[]) AND partition_no = $13),
 att AS (
   UPDATE submission_attempts a
      SET outcome = c.outcome, finished_at = now.t, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
@@ -117,6 +122,7 @@ att AS (
    WHERE (a.intent_id, a.attempt_no) IN (SELECT * FROM unnest($4::uuid[], $5::int[]))
      AND a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND (a.outcome = 'started') IS TRUE
      AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= $3 AND a.holder_id = $2
+     AND a.intent_id IN (SELECT intent_id FROM mine)
   RETURNING a.intent_id, a.attempt_no
 ),
 upd AS (
@@ -127,6 +133,7 @@ upd AS (
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM c, now, fence
    WHERE i.intent_id = c.intent_id AND i.intent_id = ANY($4::uuid[]) AND (i.status = 'in_flight') IS TRUE AND i.attempt_count = c.attempt_no
+     AND i.partition_no = $13
      AND EXISTS (SELECT 1 FROM att WHERE att.intent_id = c.intent_id AND att.attempt_no = c.attempt_no)
   RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${utcText('i.last_modified_at')} AS version
 ),
@@ -136,7 +143,8 @@ SELECT f.fenced, c.intent_id AS req_id, upd.*
   CROSS JOIN c LEFT JOIN upd ON upd.intent_id = c.intent_id`;
 
 export class PgExecutionStore implements ExecutionStore {
-  constructor(private readonly db: PgDatabase) {}
+  /** `partition`: the executor partition this store reads and writes (0 with EXECUTOR_PARTITIONS = 1). */
+  constructor(private readonly db: PgDatabase, private readonly partition = 0) {}
 
   async rebuildStart(commitGraceMs: number): Promise<{ dbNow: Date; cursor: RefreshCursor }> {
     const r = await this.db.query<{ db_now: Date; cursor: string }>(
@@ -147,20 +155,20 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   async loadScheduled(afterId: string | null, limit: number): Promise<ScheduleRow[]> {
-    const r = await this.db.query<ScheduleDbRow>(LOAD_SCHEDULED, [afterId ?? NIL_UUID, limit]);
+    const r = await this.db.query<ScheduleDbRow>(LOAD_SCHEDULED, [afterId ?? NIL_UUID, limit, this.partition]);
     return r.rows.map(toScheduleRow);
   }
 
   async refreshPage(cursor: RefreshCursor, limit: number, commitGraceMs: number): Promise<RefreshPage> {
     const r = await this.db.query<ScheduleDbRow & { db_now: Date; settled: boolean | null }>(
-      REFRESH, [cursor.modifiedAt, cursor.intentId, limit, commitGraceMs]);
+      REFRESH, [cursor.modifiedAt, cursor.intentId, limit, commitGraceMs, this.partition]);
     const rows = r.rows.filter((x) => x.intent_id !== null).map((x) => ({ ...toScheduleRow(x), settled: x.settled === true }));
     return { rows, dbNow: r.rows[0]!.db_now };
   }
 
   fencedRecoverOrphans(token: LeaseToken): Promise<Fenced<{ recovered: number }>> {
     return fencedTransaction(this.db, token, 'recover_orphans', async (tx) => {
-      const r = await tx.query<{ recovered: number; settled: number }>(RECOVER_ORPHANS, [token.leaseEpoch]);
+      const r = await tx.query<{ recovered: number; settled: number }>(RECOVER_ORPHANS, [token.leaseEpoch, this.partition]);
       const { recovered, settled } = r.rows[0]!;
       return { value: { recovered }, rowsWritten: recovered + settled };
     });
@@ -169,7 +177,7 @@ export class PgExecutionStore implements ExecutionStore {
   // One statement each (fence + write + audit): one round trip and one commit per batch.
   async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
     const out = await fencedStatement<StartedDbRow>(this.db, token, START, [
-      requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount)]);
+      requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount), this.partition]);
     if (out.kind === 'leaseLost') return out;
     // The LEFT JOIN yields one all-null row when nothing started (the fence row is always there).
     return { kind: 'ok', value: out.value.filter((x) => x.intent_id !== null).map(toStartedAttempt) };
@@ -187,6 +195,7 @@ export class PgExecutionStore implements ExecutionStore {
       completions.map((c) => c.next.status),
       completions.map((c) => (c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null)),
       completions.map((c) => c.attemptEpoch ?? token.leaseEpoch),
+      this.partition,
     ]);
     if (out.kind === 'leaseLost') return out;
     return { kind: 'ok', value: out.value.map(toCompletedAttempt) };

@@ -1,5 +1,5 @@
 // PostgreSQL dialect (pg server and embedded PGlite share it).
-import type { Stores } from '../stores.js';
+import { perPartition, type Stores } from '../stores.js';
 import type { PgDatabase } from './db.js';
 import { PgLeaseStore } from './leaseStore.js';
 import { PgIntentStore } from './intentStore.js';
@@ -18,11 +18,13 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
   const on = opts.dueNotices !== false;
   const notifier = on ? new DueNotifier(db) : null;
   const notify = () => notifier?.notify();
+  const executionFor = perPartition((partition) => new PgExecutionStore(db, partition));
   return {
     dialect,
     lease: new PgLeaseStore(db),
     intents: new PgIntentStore(db, notify),
-    execution: new PgExecutionStore(db),
+    execution: executionFor(0),
+    executionFor,
     ops: new PgOpsStore(db),
     redrive: new PgRedriveStore(db, notify),
     notices: on ? dueNotices(db) : null,

@@ -39,14 +39,14 @@ ON CONFLICT (lease_name) DO UPDATE
   WHERE c.paused IS DISTINCT FROM EXCLUDED.paused
 RETURNING c.lease_name`;
 
-// Oldest terminal intents first (the (last_modified_at, intent_id) index), locked so a concurrent purge by a
+// Oldest terminal intents of the partition first (ix_intents_modified: partition_no, last_modified_at, intent_id), locked so a concurrent purge by a
 // stale leader could not pick the same rows (it is fenced anyway). Attempts and intents go in one statement:
 // the foreign key is checked at the end of the statement, when both deletes are done. Terminal statuses are
 // final (cancel/reschedule refuse them; orphan recovery touches only in_flight), and the delete re-checks it.
 const PURGE = `
 WITH victim AS (
   SELECT intent_id FROM submission_intents
-   WHERE status IN ${TERMINAL_SQL_LIST}
+   WHERE partition_no = $3 AND status IN ${TERMINAL_SQL_LIST}
      AND last_modified_at < clock_timestamp() - $1::float8 * interval '1 millisecond'
    ORDER BY last_modified_at, intent_id
    LIMIT $2
@@ -108,9 +108,9 @@ export class PgOpsStore implements OpsStore {
     return this.getExecutionControl(leaseName);
   }
 
-  fencedPurgeTerminal(token: LeaseToken, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
+  fencedPurgeTerminal(token: LeaseToken, partition: number, olderThanMs: number, limit: number, timeoutMs?: number): Promise<Fenced<PurgeResult>> {
     return fencedTransaction(this.db, token, 'purge_retention', async (tx) => {
-      const r = await tx.query<{ intents: number; attempts: number }>(PURGE, [Math.max(0, Math.round(olderThanMs)), limit]);
+      const r = await tx.query<{ intents: number; attempts: number }>(PURGE, [Math.max(0, Math.round(olderThanMs)), limit, partition]);
       const value = { intents: Number(r.rows[0]?.intents ?? 0), attempts: Number(r.rows[0]?.attempts ?? 0) };
       return { value, rowsWritten: value.intents + value.attempts };
     }, timeoutMs);
