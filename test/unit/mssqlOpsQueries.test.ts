@@ -38,7 +38,7 @@ const handoverSamples: Record<string, () => SqlQuery> = {
 };
 const all = Object.entries({ ...samples, ...handoverSamples }).map(([n, f]) => [n, f()] as [string, SqlQuery]);
 
-const ALLOWED = new Set<unknown>([sql.VarChar, sql.NVarChar, sql.Char, sql.Int, sql.BigInt, sql.DateTime2]);
+const ALLOWED = new Set<unknown>([sql.VarChar, sql.NVarChar, sql.Char, sql.Int, sql.SmallInt, sql.BigInt, sql.DateTime2]);
 const code = (text: string) => text.replace(/'(?:[^']|'')*'/g, "''").replace(/--.*$/gm, '');
 const declared = (text: string) => new Set([...code(text).matchAll(/\bDECLARE\s+@(\w+)/gi)].map((m) => m[1]!.toLowerCase()));
 const referenced = (text: string) => new Set([...code(text).matchAll(/(?<![@\w])@(\w+)/g)].map((m) => m[1]!.toLowerCase()));
@@ -162,5 +162,13 @@ describe('READPAST is valid under READ_COMMITTED_SNAPSHOT ON (issue 21)', () => 
     const hints = files.flatMap((f) => [...readFileSync(new URL(f, dir), 'utf8').matchAll(/WITH \(([^)]*\bREADPAST\b[^)]*)\)/g)].map((m) => `${f}: ${m[1]}`));
     expect(hints.length).toBeGreaterThan(0);
     for (const h of hints) expect(h).toMatch(/\bREADCOMMITTEDLOCK\b/);
+  });
+});
+
+describe('mssql retention purge: one partition', () => {
+  it('picks only the partition\'s terminal intents (@partition_no, smallint)', () => {
+    const q = opsQueries.purgeTerminal(token, 2, 30 * 86_400_000, 1_000);
+    expect(q.text).toMatch(/WHERE partition_no = @partition_no AND status IN/);
+    expect(q.params.filter((x) => x.name === 'partition_no').map((x) => [x.type?.type, x.value])).toEqual([[sql.SmallInt, 2]]);
   });
 });

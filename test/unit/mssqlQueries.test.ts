@@ -66,7 +66,7 @@ const modules: Record<string, Record<string, unknown>> = { leaseQueries, intentQ
 const all: [string, SqlQuery][] = Object.entries(samples).flatMap(([m, fns]) => Object.entries(fns).map(([n, f]) => [`${m}.${n}`, f()] as [string, SqlQuery]));
 
 const ALLOWED_TYPES = new Map<unknown, string>([
-  [sql.VarChar, 'VarChar'], [sql.NVarChar, 'NVarChar'], [sql.Char, 'Char'], [sql.Int, 'Int'], [sql.BigInt, 'BigInt'], [sql.DateTime2, 'DateTime2'],
+  [sql.VarChar, 'VarChar'], [sql.NVarChar, 'NVarChar'], [sql.Char, 'Char'], [sql.Int, 'Int'], [sql.SmallInt, 'SmallInt'], [sql.BigInt, 'BigInt'], [sql.DateTime2, 'DateTime2'],
 ]);
 const TIMESTAMP_TEXT = /^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}/;
 /** SQL with string literals and comments blanked, so @names and keywords are found only in code. */
@@ -105,7 +105,7 @@ describe('mssql query builders: typed parameters', () => {
         expect(x.value === null || x.value instanceof Date).toBe(true);
       }
       if (x.value instanceof Date) expect(kind, `Date @${x.name} bound as DateTime2(7)`).toBe('DateTime2');
-      if (typeof x.value === 'number') expect(['Int', 'BigInt']).toContain(kind);
+      if (typeof x.value === 'number') expect(['Int', 'SmallInt', 'BigInt']).toContain(kind);
       if (typeof x.value === 'string' && TIMESTAMP_TEXT.test(x.value)) {
         // Timestamp text is only ever the cursor, cast back server-side at full precision.
         expect(kind).toBe('VarChar');
@@ -274,7 +274,7 @@ describe('mssql query shapes', () => {
   it('refresh: composite cursor cast back server-side, ordered, settled flag from database time', () => {
     const q = t(samples.executionQueries!.refreshPage!);
     expect(q).toMatch(/DECLARE @t datetime2\(7\) = CONVERT\(datetime2\(7\), @cursor_modified_at, 121\)/);
-    expect(q).toMatch(/WHERE last_modified_at >= @t AND \(last_modified_at > @t OR intent_id > @cursor_intent_id\)/);
+    expect(q).toMatch(/WHERE partition_no = @partition_no AND last_modified_at >= @t AND \(last_modified_at > @t OR intent_id > @cursor_intent_id\)/);
     expect(q).toMatch(/ORDER BY last_modified_at, intent_id/);
     expect(q).toMatch(/last_modified_at < DATEADD\(millisecond, -@commit_grace_ms, @now\)/);
     expect(q).toMatch(/CONVERT\(char\(27\), last_modified_at, 121\) AS version/);
@@ -314,5 +314,29 @@ describe('mssql query shapes', () => {
   it('buildFencedBatch reserves fence_* names and the audit action is a bound varchar', () => {
     const q = buildFencedBatch(token, 'probe', { declare: '', body: 'SET @rows_written = 0;', results: '', params: [] });
     expect(q.params.map((x) => x.name)).toEqual(['fence_lease_name', 'fence_holder_id', 'fence_lease_epoch', 'fence_action']);
+  });
+});
+
+// Partitioned execution (issue 25): the contract suite runs only where SQL Server does, so the partition filter of
+// every execution statement is pinned here too (the same guarantees as the PostgreSQL and MySQL stores).
+describe('mssql execution queries: one partition each', () => {
+  const completion = { intentId: ID, attemptNo: 1, outcome: 'succeeded' as const, httpStatus: 200, error: null, durationMs: 1,
+    next: { status: 'succeeded' as const } };
+  const cursor = { modifiedAt: '2024-01-01 00:00:00.0000000', intentId: ID };
+  const built: [string, SqlQuery, number][] = [
+    ['loadScheduled', executionQueries.loadScheduled(null, 10, 3), 1],
+    ['refreshPage', executionQueries.refreshPage(cursor, 10, 0, 3), 1],
+    // the orphans and the older-epoch attempts on intents that moved on: both of the partition
+    ['recoverOrphans', executionQueries.recoverOrphans(token, 3), 2],
+    ['startAttempts', executionQueries.startAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }], 3), 1],
+    // attempts closed only on the partition's intents (the intent update requires a closed attempt)
+    ['completeAttempts', executionQueries.completeAttempts(token, [completion], 3), 1],
+  ];
+  it.each(built)('%s filters on @partition_no (smallint, the store\'s partition)', (_n, q, filters) => {
+    expect(code(q.text).match(/partition_no = @partition_no/g)).toHaveLength(filters);
+    expect(q.params.filter((x) => x.name === 'partition_no').map((x) => [x.type?.type, x.value])).toEqual([[sql.SmallInt, 3]]);
+  });
+  it('the partition defaults to 0 (stores.execution)', () => {
+    expect(executionQueries.loadScheduled(null, 10).params.find((x) => x.name === 'partition_no')?.value).toBe(0);
   });
 });
