@@ -8,6 +8,7 @@ import { m006ScheduledIndex } from './m006ScheduledIndex.js';
 import { m007ProviderState } from './m007ProviderState.js';
 import { m008MaintenanceState } from './m008MaintenanceState.js';
 import { m009Partitions } from './m009Partitions.js';
+import { m010PartitionIndexes } from './m010PartitionIndexes.js';
 
 export interface Migration {
   id: number;
@@ -25,4 +26,5 @@ export const migrations: readonly Migration[] = [
   { id: 7, name: 'provider_state', sql: m007ProviderState },
   { id: 8, name: 'maintenance_state', sql: m008MaintenanceState },
   { id: 9, name: 'partitions', sql: m009Partitions },
+  { id: 10, name: 'partition_indexes', sql: m010PartitionIndexes },
 ];
