@@ -174,19 +174,21 @@ describe('npm run migrate (CLI)', () => {
 
   // The store's own statement: every column it reads is in the index (status as a constant), so a page is an
   // index-only scan — no heap read per row once the visibility map is set (1 M pending: 16.5 s → 5.8 s of reads).
-  it('pglite: loadScheduled pages are an index-only range scan on ix_intents_scheduled with no sort', async () => {
+  it('pglite: loadScheduled pages are an index-only range scan on ix_intents_partition_scheduled with no sort', async () => {
     const db = fromPglite(await PGlite.create());
     await migratePostgres(db);
     await db.exec(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at, created_at, last_modified_at)
       SELECT gen_random_uuid(), repeat('0', 64), '{}'::jsonb, CASE WHEN g % 10 = 0 THEN 'scheduled' ELSE 'succeeded' END, 0, 3, now(), now(), now()
         FROM generate_series(1, 2000) g`);
+    await db.exec('UPDATE submission_intents SET partition_no = 1 WHERE intent_id < \'80000000-0000-0000-0000-000000000000\'');
     await db.exec('VACUUM ANALYZE submission_intents');
     const plan = await db.transaction(async (tx) => {
       await tx.query('SET LOCAL enable_seqscan = off');
-      const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${LOAD_SCHEDULED}`, [NIL_UUID, 1000]);
+      const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${LOAD_SCHEDULED}`, [NIL_UUID, 1000, 1]);
       return r.rows.map((x) => x['QUERY PLAN']).join('\n');
     });
-    expect(plan).toMatch(/Index Only Scan using ix_intents_scheduled/);
+    expect(plan).toMatch(/Index Only Scan using ix_intents_partition_scheduled/);
+    expect(plan).toMatch(/Index Cond: \(\(partition_no = '?1'?(::smallint)?\) AND \(intent_id >/);
     expect(plan).not.toMatch(/\bSort\b/);
     await db.close();
   });
@@ -218,7 +220,7 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
           next_attempt_at, created_at, last_modified_at)
         SELECT gen_random_uuid(), repeat('0', 64), '{}'::jsonb, 'scheduled', 0, 3, now(), now(), now() FROM generate_series(1, $1::int)`, [n]);
     }
-    expect((await migratePostgres(db)).applied).toEqual([9]);
+    expect((await migratePostgres(db, migrations.filter((m) => m.id <= 9))).applied).toEqual([9]);
     const rows = await db.query<{ p: number; k: string | null; n: number }>(
       'SELECT partition_no AS p, partition_key AS k, count(*)::int AS n FROM submission_intents GROUP BY 1, 2');
     const count = await db.query<{ c: number; by: string }>('SELECT partition_count AS c, recorded_by AS by FROM submission_manager_partition_count');
@@ -227,7 +229,7 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
     return { rows: rows.rows, count: count.rows, indexes: indexes.rows };
   }
 
-  // No partition-first index yet: the per-partition executor's migration brings them (m009's header says why).
+  // No partition-first index yet: migration 10 brings them (m009's header says why).
   const EXPECTED_INDEXES: unknown[] = [];
 
   it('pglite: on a database without intents no count is recorded (the first process records its own)', async () => {
@@ -250,6 +252,28 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
       expect(out.count).toEqual([{ c: 1, by: 'migration' }]);
       expect(out.indexes).toEqual(EXPECTED_INDEXES);
       expect((await createPostgresStores(db, 'postgres').partitions.recordPartitionCount(4, 'new-process')).count).toBe(1);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('migration 10 (partition indexes, issue 25)', () => {
+  it('pglite: replaces the refresh, rebuild and due indexes (no twins beside them)', async () => {
+    const db = fromPglite(await PGlite.create());
+    try {
+      const indexes = async () => (await db.query<{ name: string; def: string }>(
+        `SELECT indexname AS name, regexp_replace(indexdef, '^.* USING btree ', '') AS def FROM pg_indexes
+          WHERE schemaname = current_schema() AND tablename = 'submission_intents' AND indexname LIKE 'ix_intents%' ORDER BY 1`)).rows;
+      await migratePostgres(db, migrations.filter((m) => m.id < 10));
+      expect((await indexes()).map((r) => r.name)).toEqual(['ix_intents_due', 'ix_intents_modified', 'ix_intents_scheduled']);
+      expect((await migratePostgres(db)).applied).toEqual([10]);
+      expect(await indexes()).toEqual([
+        { name: 'ix_intents_partition_modified', def: '(partition_no, last_modified_at, intent_id)' },
+        { name: 'ix_intents_partition_scheduled',
+          def: "(partition_no, intent_id) INCLUDE (next_attempt_at, attempt_count, max_attempts, last_modified_at) WHERE ((status)::text = 'scheduled'::text)" },
+        { name: 'ix_intents_status_partition_due', def: '(status, partition_no, next_attempt_at)' },
+      ]);
     } finally {
       await db.close();
     }

@@ -109,16 +109,16 @@ describe('mysql dialect', () => {
     });
   });
 
-  it('the refresh cursor (a > x OR (a = x AND b > y)) reads a range of ix_intents_modified', async (t) => {
+  it('the refresh cursor (p = k AND (a > x OR (a = x AND b > y))) reads a range of ix_intents_partition_modified', async (t) => {
     if (skip()) return t.skip(skip());
     await withDatabase((name) => using(open(name), async (db) => {
       await migrateMysql(db);
       const plan = (await db.query<Record<string, unknown>>(
         `EXPLAIN SELECT intent_id FROM submission_intents
-          WHERE last_modified_at > CAST(? AS DATETIME(6)) OR (last_modified_at = CAST(? AS DATETIME(6)) AND intent_id > ?)
+          WHERE partition_no = ? AND (last_modified_at > CAST(? AS DATETIME(6)) OR (last_modified_at = CAST(? AS DATETIME(6)) AND intent_id > ?))
           ORDER BY last_modified_at, intent_id LIMIT 10`,
-        ['2026-01-01 00:00:00.000000', '2026-01-01 00:00:00.000000', '00000000-0000-0000-0000-000000000000'])).rows;
-      expect(plan[0]).toMatchObject({ key: 'ix_intents_modified' });
+        [1, '2026-01-01 00:00:00.000000', '2026-01-01 00:00:00.000000', '00000000-0000-0000-0000-000000000000'])).rows;
+      expect(plan[0]).toMatchObject({ key: 'ix_intents_partition_modified' });
       expect(String(plan[0]!.Extra ?? '')).not.toMatch(/filesort/);
     }));
   });
@@ -131,7 +131,7 @@ describe('mysql dialect', () => {
         await db.query(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts,
             next_attempt_at, created_at, last_modified_at) VALUES (UUID(), REPEAT('0', 64), '{}', 'scheduled', 0, 3, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`);
       }
-      expect((await migrateMysql(db)).applied).toEqual([4]);
+      expect((await migrateMysql(db, migrations.filter((m) => m.id <= 4))).applied).toEqual([4]);
       const state = async () => ({
         rows: (await db.query('SELECT partition_no AS p, partition_key AS k, COUNT(*) AS n FROM submission_intents GROUP BY 1, 2')).rows,
         count: (await db.query('SELECT partition_count AS c, recorded_by AS `by` FROM submission_manager_partition_count')).rows,
@@ -144,13 +144,35 @@ describe('mysql dialect', () => {
       expect(after.rows.map((r) => ({ ...r, n: Number(r.n) }))).toEqual([{ p: 0, k: null, n: 20 }]);
       expect(after.count).toEqual([{ c: 1, by: 'migration' }]);
       expect(after.columns).toMatchObject([{ c: 'partition_key', t: 'varchar(128)', n: 'YES' }, { c: 'partition_no', t: 'smallint(6)'.replace('(6)', (await db.server()).flavor === 'mysql' ? '' : '(6)'), n: 'NO', d: '0' }]);
-      expect(after.indexes).toEqual([]); // none yet: the per-partition executor's migration brings them
+      expect(after.indexes).toEqual([]); // none yet: migration 5 brings them
       // An interrupted migration runs again in full (no transactions for DDL here): every statement is idempotent.
       await db.session(async (x) => {
         for (const stmt of splitStatements(migrations.find((m) => m.id === 4)!.sql)) await x.query(stmt);
       });
       expect(await state()).toEqual(after);
       expect((await createMysqlStores(db).partitions.recordPartitionCount(4, 'new-process')).count).toBe(1);
+    }));
+  });
+
+  it('migration 5 (partition indexes) replaces the refresh, rebuild and due indexes (no twins); run again it changes nothing', async (t) => {
+    if (skip()) return t.skip(skip());
+    await withDatabase((name) => using(open(name), async (db) => {
+      await migrateMysql(db, migrations.filter((m) => m.id < 5));
+      const indexes = async () => (await db.query<{ i: string; cols: string }>(`SELECT index_name AS i, GROUP_CONCAT(column_name ORDER BY seq_in_index) AS cols
+          FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'submission_intents' AND index_name LIKE 'ix_intents%'
+          GROUP BY 1 ORDER BY 1`)).rows;
+      expect((await indexes()).map((r) => r.i)).toEqual(['ix_intents_due', 'ix_intents_modified', 'ix_intents_scheduled']);
+      expect((await migrateMysql(db)).applied).toEqual([5]);
+      const after = await indexes();
+      expect(after).toEqual([
+        { i: 'ix_intents_partition_modified', cols: 'partition_no,last_modified_at,intent_id' },
+        { i: 'ix_intents_partition_scheduled', cols: 'partition_no,status,intent_id,next_attempt_at,attempt_count,max_attempts,last_modified_at' },
+        { i: 'ix_intents_status_partition_due', cols: 'status,partition_no,next_attempt_at' },
+      ]);
+      await db.session(async (x) => {
+        for (const stmt of splitStatements(migrations.find((m) => m.id === 5)!.sql)) await x.query(stmt);
+      });
+      expect(await indexes()).toEqual(after);
     }));
   });
 

@@ -52,7 +52,22 @@ describe('SQL Server migrations', () => {
   const alters = all.filter(([, b]) => /\bALTER TABLE\b/i.test(stripSqlComments(b)) && !isColumnAdd(b));
   const columnAdds = all.filter(([, b]) => isColumnAdd(b));
   const data = all.filter(([, b]) => isData(b));
-  const creating = all.filter(([, b]) => !/\bALTER TABLE\b/i.test(stripSqlComments(b)) && !isData(b));
+  const isIndexDrop = (b: string) => /\bDROP INDEX\b/i.test(stripSqlComments(b));
+  const indexDrops = all.filter(([, b]) => isIndexDrop(b));
+  const creating = all.filter(([, b]) => !/\bALTER TABLE\b/i.test(stripSqlComments(b)) && !isData(b) && !isIndexDrop(b));
+
+  it.each(indexDrops)('migration %i: an index drop is one DROP INDEX guarded by sys.indexes on that index, and its replacement comes first', (id, batch) => {
+    const code = stripSqlComments(batch);
+    expect(code).not.toMatch(/\bCREATE\b/i);
+    expect(code.match(/\bDROP\b/gi)).toHaveLength(1);
+    const m = /^\s*IF EXISTS \(SELECT 1 FROM sys\.indexes WHERE name = N'(\w+)' AND object_id = OBJECT_ID\(N'(\w+)'\)\)\s+DROP INDEX (\w+) ON (\w+);\s*$/.exec(code);
+    expect(m, 'guarded DROP INDEX').not.toBeNull();
+    expect([m![3], m![4]]).toEqual([m![1], m![2]]);
+    // Replaced, not lost: the same migration created another index on that table in an earlier batch.
+    const batches = all.filter(([i]) => i === id).map(([, b]) => stripSqlComments(b));
+    const at = batches.indexOf(code);
+    expect(batches.slice(0, at).some((b) => new RegExp(`\\bCREATE INDEX \\w+ ON ${m![2]}\\b`).test(b))).toBe(true);
+  });
 
   it.each(columnAdds)('migration %i: a new column is one ALTER TABLE … ADD guarded by COL_LENGTH on that column', (_id, batch) => {
     const code = stripSqlComments(batch);

@@ -9,6 +9,7 @@ import { m006ScheduledIndex } from './m006ScheduledIndex.js';
 import { m007ProviderState } from './m007ProviderState.js';
 import { m008MaintenanceState } from './m008MaintenanceState.js';
 import { m009Partitions } from './m009Partitions.js';
+import { m010PartitionIndexes } from './m010PartitionIndexes.js';
 
 export interface MssqlMigration {
   id: number;
@@ -26,4 +27,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 7, name: 'provider_state', sql: m007ProviderState },
   { id: 8, name: 'maintenance_state', sql: m008MaintenanceState },
   { id: 9, name: 'partitions', sql: m009Partitions },
+  { id: 10, name: 'partition_indexes', sql: m010PartitionIndexes },
 ];

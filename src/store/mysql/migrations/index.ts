@@ -3,6 +3,7 @@ import { m001Initial } from './m001Initial.js';
 import { m002Operations } from './m002Operations.js';
 import { m003MaintenanceState } from './m003MaintenanceState.js';
 import { m004Partitions } from './m004Partitions.js';
+import { m005PartitionIndexes } from './m005PartitionIndexes.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -12,4 +13,5 @@ export const migrations: readonly Migration[] = [
   { id: 2, name: 'operations', sql: m002Operations },
   { id: 3, name: 'maintenance_state', sql: m003MaintenanceState },
   { id: 4, name: 'partitions', sql: m004Partitions },
+  { id: 5, name: 'partition_indexes', sql: m005PartitionIndexes },
 ];
