@@ -77,7 +77,8 @@ export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_int
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget).
 // Plan: the batch's intents are found by primary key (`= ANY($4)`, estimated exactly from the unique index),
 // O(batch) per statement whatever the statistics say. The status and due tests are written `(…) IS TRUE`
-// (the same result in a WHERE clause) so the planner cannot scan ix_intents_due instead: without fresh
+// (the same result in a WHERE clause) so the planner cannot scan ix_intents_status_partition_due instead (nor, for the
+// partition test, a whole partition of ix_intents_partition_modified): without fresh
 // statistics (right after a burst of intents) it otherwise read every due entry of that index per batch.
 const START = `/* sm:start */
 WITH ${FENCE_CTE},
@@ -89,7 +90,7 @@ started AS (
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM req, now, fence
    WHERE i.intent_id = req.intent_id AND i.intent_id = ANY($4::uuid[]) AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
-     AND (i.next_attempt_at <= now.t) IS TRUE AND i.partition_no = $6
+     AND (i.next_attempt_at <= now.t) IS TRUE AND (i.partition_no = $6) IS TRUE
      AND ${BUDGET.mayStart('i')}
   RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
             ${BUDGET.abortedBefore('i.attempt_count', 'i.intent_id')} AS aborted_before
@@ -104,17 +105,18 @@ SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOI
 // The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile and this
 // statement closed its attempt (an aborted record of a START whose reply was lost names an attempt that may never
 // have been created: the same attempt number started later by another epoch is not ours to move on).
-// Plan: intents by primary key as in START (not by the in_flight range of ix_intents_due, which holds an
+// Plan: intents by primary key as in START (not by the in_flight range of ix_intents_status_partition_due, which holds an
 // entry for every attempt started since the last vacuum); attempts by their primary key, one probe per
 // (intent_id, attempt_no) of the batch (the redundant `IN (unnest …)` makes that the obvious plan; without it,
 // and without statistics, the planner scanned the whole table or every dead entry of ix_attempts_started).
-// Only attempts of this partition's intents are closed (`mine`: the batch's intents by primary key, $13).
+// Only attempts of this partition's intents ($13) are closed: the intent's partition is a scalar subquery per closed
+// attempt (never flattened into a join, so always a primary-key probe: as a join or a CTE, a plan without statistics
+// scanned the table or a whole partition-first index per batch); the intent update tests it `(…) IS TRUE`, as its status.
 const COMPLETE = `/* sm:complete */
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 c AS (SELECT * FROM unnest($4::uuid[], $5::int[], $6::text[], $7::int[], $8::text[], $9::int[], $10::text[], $11::int8[], $12::int8[])
         AS c(intent_id, attempt_no, outcome, http_status, error, duration_ms, next_status, delay_ms, attempt_epoch)),
-mine AS (SELECT intent_id FROM submission_intents WHERE intent_id = ANY($4::uuid[]) AND partition_no = $13),
 att AS (
   UPDATE submission_attempts a
      SET outcome = c.outcome, finished_at = now.t, http_status = c.http_status, error = c.error, duration_ms = c.duration_ms
@@ -122,7 +124,7 @@ att AS (
    WHERE (a.intent_id, a.attempt_no) IN (SELECT * FROM unnest($4::uuid[], $5::int[]))
      AND a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no AND (a.outcome = 'started') IS TRUE
      AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= $3 AND a.holder_id = $2
-     AND a.intent_id IN (SELECT intent_id FROM mine)
+     AND (SELECT pi.partition_no FROM submission_intents pi WHERE pi.intent_id = a.intent_id) = $13
   RETURNING a.intent_id, a.attempt_no
 ),
 upd AS (
@@ -133,7 +135,7 @@ upd AS (
          last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
     FROM c, now, fence
    WHERE i.intent_id = c.intent_id AND i.intent_id = ANY($4::uuid[]) AND (i.status = 'in_flight') IS TRUE AND i.attempt_count = c.attempt_no
-     AND i.partition_no = $13
+     AND (i.partition_no = $13) IS TRUE
      AND EXISTS (SELECT 1 FROM att WHERE att.intent_id = c.intent_id AND att.attempt_no = c.attempt_no)
   RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${utcText('i.last_modified_at')} AS version
 ),
