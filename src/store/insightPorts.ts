@@ -1,6 +1,7 @@
 // Insight port: the read-only queries behind the operator dashboard (any instance; SQL only, never in-memory
 // state). Every query is bounded (LIMIT / TOP) and reads an index: lease events by their sequence, attempts by
-// ix_attempts_started_at, intents by primary key, idempotency key, ix_intents_modified or ix_intents_due.
+// ix_attempts_started_at, intents by primary key, idempotency key, ix_intents_status_partition_due, or each
+// partition's range of ix_intents_partition_modified merged (recent failures: partition-first since issue 25).
 import type { IntentRow, IntentStatus } from './intentPorts.js';
 import type { LeaseEvent } from './ports.js';
 

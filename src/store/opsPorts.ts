@@ -68,8 +68,9 @@ export interface OverviewLease {
 
 /**
  * A cluster's state from one statement (one snapshot, one database instant): what /api/metrics, /api/readyz
- * and the dashboard show. Every figure comes from an index: the lease primary key, per-status counts and the
- * due range on ix_intents_due (status, next_attempt_at), the newest attempt on ix_attempts_started_at.
+ * and the dashboard show. Every figure comes from an index: the lease primary key, per-status counts on
+ * ix_intents_status_partition_due (status, partition_no, next_attempt_at), the due figures over every partition
+ * (each partition's due range of that index, summed), the newest attempt on ix_attempts_started_at.
  */
 export interface ClusterOverview {
   leaseName: string;

@@ -141,4 +141,26 @@ describe.each(dialects)('partitioned execution contract: $name', (dialect) => {
     expect(await s.ops.fencedPurgeTerminal(t0, 0, 10, 100)).toEqual({ kind: 'ok', value: { intents: 2, attempts: 0 } });
     expect(await ctx.countIntents()).toBe(0);
   });
+
+  // The cluster-wide readers read each partition's range of a partition-first index and merge (migration 010 / 005):
+  // they must still see every partition, in the same order as one range would give.
+  it('cluster-wide readers see every partition: overview due figures, recent failures, redrive oldest first', async () => {
+    const due = [await put(0), await put(2), await put(2)]; // partition 1 has none: an empty partition in between
+    const failed = [await put(2), await put(0), await put(1), await put(2)]; // failed in this order (oldest first)
+    for (const id of failed) {
+      await ctx.setIntentStatus(id, 'failed');
+    }
+    // setIntentStatus leaves last_modified_at as inserted, so the failures are ordered by insert (uuidv7) order.
+    const o = await s.ops.getClusterOverview(LEASE_NAME);
+    expect(o.intentsByStatus).toMatchObject({ scheduled: due.length, failed: failed.length });
+    expect(o.dueNow).toBe(due.length);
+    const first = await s.intents.get(due[0]!);
+    expect(o.oldestDueAt?.getTime()).toBe(first!.nextAttemptAt.getTime());
+    expect((await s.insights.recentFailures(3)).map((r) => r.intentId)).toEqual([...failed].reverse().slice(0, 3));
+    const r = await s.redrive.redrive({ ids: null, failedFrom: null, failedTo: null, errorContains: null, limit: 3,
+      redriveId: uuidv7(), requestedBy: 'test', reason: null });
+    expect(r.redriven.map((x) => x.intentId).sort()).toEqual(failed.slice(0, 3).sort());
+    expect(await status(failed[3]!)).toBe('failed');
+  });
 });
+

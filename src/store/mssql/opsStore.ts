@@ -43,8 +43,10 @@ IF @@ROWCOUNT = 0
 COMMIT TRANSACTION;`;
 
 export const opsQueries = {
-  /** One SELECT (one snapshot under RCSI), one @now: counts and the due range on ix_intents_due, the newest
-   *  attempt on ix_attempts_started_at, the lease row by primary key. */
+  /** One SELECT (one snapshot under RCSI), one @now: counts and the due range on ix_intents_status_partition_due
+   *  (m010: status leading, so both stay seeks; the due range now spans each partition's entries, not yet summed
+   *  per partition as on PostgreSQL and MySQL), the newest attempt on ix_attempts_started_at, the lease row by
+   *  primary key. */
   clusterOverview(leaseName: string): SqlQuery {
     return {
       text: `SET NOCOUNT ON;

@@ -7,7 +7,7 @@ import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRo
 import type { MyDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
 import * as handover from './handover.js';
-import { NOW, minusMs } from './rows.js';
+import { NOW, PARTITIONS_CTE, minusMs } from './rows.js';
 
 // Always one row: database now, joined with the control row when there is one.
 const GET = `
@@ -48,14 +48,17 @@ SELECT intent_id FROM submission_intents
  FOR UPDATE SKIP LOCKED`;
 
 const count = (status: string) => `(SELECT COUNT(*) FROM submission_intents WHERE status = '${status}')`;
-// One statement, one instant: per-status counts and the due range on ix_intents_due, the newest attempt on
-// ix_attempts_started_at, the lease row by primary key.
+// One statement, one instant: per-status counts on ix_intents_status_partition_due (status leading), the due
+// figures per partition (its (status, partition_no) range of that index; NOW is one instant per statement) summed,
+// the newest attempt on ix_attempts_started_at, the lease row by primary key.
+const duePer = (agg: string, expr: string) => `(SELECT ${agg}((SELECT ${expr} FROM submission_intents AS d
+  WHERE d.status = 'scheduled' AND d.partition_no = parts.p AND d.next_attempt_at <= ${NOW})) FROM parts)`;
 const OVERVIEW = `
+WITH RECURSIVE ${PARTITIONS_CTE}
 SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
        ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
        ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
-       (SELECT COUNT(*) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS due_now,
-       (SELECT MIN(next_attempt_at) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS oldest_due_at,
+       COALESCE(${duePer('SUM', 'COUNT(*)')}, 0) AS due_now, ${duePer('MIN', 'MIN(d.next_attempt_at)')} AS oldest_due_at,
        (SELECT MAX(started_at) FROM submission_attempts) AS last_attempt_at
   FROM (SELECT ${NOW} AS t) AS n
   LEFT JOIN submission_manager_leases AS l ON l.lease_name = ?`;

@@ -7,6 +7,15 @@ export const utcText = (expr: string) => `DATE_FORMAT(${expr}, '%Y-%m-%d %H:%i:%
 /** Database now, microseconds. UTC_TIMESTAMP(6) is fixed for the duration of one statement (one instant). */
 export const NOW = 'UTC_TIMESTAMP(6)';
 
+/**
+ * `parts(p)`: 0 … the highest partition_no in use (MAX of ix_intents_partition_modified's first column: one index
+ * probe), for cluster-wide readers that read each partition's range of a partition-first index and merge. A
+ * recursive CTE (`WITH RECURSIVE` at the head of the statement); a partition without intents costs one empty probe.
+ * (Not a loose index scan by `MIN(partition_no) > p`: MariaDB 10.11 runs that correlated probe as a full index scan.)
+ */
+export const PARTITIONS_CTE = `parts(p) AS (
+  SELECT 0 UNION ALL SELECT p + 1 FROM parts WHERE p < (SELECT MAX(partition_no) FROM submission_intents))`;
+
 /** `base` plus `ms` milliseconds (an SQL expression). Never `NOW() + n`, which is numeric addition. */
 export const plusMs = (base: string, ms: string) => `DATE_ADD(${base}, INTERVAL (${ms}) * 1000 MICROSECOND)`;
 export const minusMs = (base: string, ms: string) => `DATE_SUB(${base}, INTERVAL (${ms}) * 1000 MICROSECOND)`;

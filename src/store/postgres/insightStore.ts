@@ -4,7 +4,16 @@ import type { IntentRow } from '../intentPorts.js';
 import type { LeaseEvent } from '../ports.js';
 import { insightRows, requirePartitions } from '../insightMapping.js';
 import type { PgQueryable } from './db.js';
-import { INTENT_COLS, toIntent, type IntentDbRow } from './rows.js';
+import { INTENT_COLS, PARTITIONS_CTE, toIntent, type IntentDbRow } from './rows.js';
+
+// The newest failures: the newest of each partition (a backward range of ix_intents_partition_modified, stopping
+// after $1 failed rows), merged. A status-only plan would sort every failed intent on each call.
+const RECENT_FAILURES = `WITH RECURSIVE ${PARTITIONS_CTE}
+SELECT f.* FROM parts CROSS JOIN LATERAL (
+  SELECT ${INTENT_COLS} FROM submission_intents
+   WHERE partition_no = parts.p AND status = 'failed' ORDER BY last_modified_at DESC, intent_id DESC LIMIT $1) f
+ WHERE parts.p IS NOT NULL
+ ORDER BY f.last_modified_at DESC, f.intent_id DESC LIMIT $1`;
 
 // One statement, one snapshot, one database now: the partitions asked for (two parallel arrays), their lease rows by
 // primary key, the backlog grouped by partition_no (the scheduled range of ix_intents_due) and the latest start per
@@ -55,8 +64,7 @@ export class PgInsightStore implements InsightStore {
   }
 
   async recentFailures(limit: number): Promise<IntentRow[]> {
-    const r = await this.db.query<IntentDbRow>(
-      `SELECT ${INTENT_COLS} FROM submission_intents WHERE status = 'failed' ORDER BY last_modified_at DESC, intent_id DESC LIMIT $1`, [limit]);
+    const r = await this.db.query<IntentDbRow>(RECENT_FAILURES, [limit]);
     return r.rows.map(toIntent);
   }
 

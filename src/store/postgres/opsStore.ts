@@ -3,6 +3,7 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
+import { PARTITIONS_CTE } from './rows.js';
 import type { PgDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
 import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow } from '../rowMapping.js';
@@ -62,17 +63,22 @@ del AS (
 )
 SELECT (SELECT count(*) FROM del)::int AS intents, (SELECT count(*) FROM att)::int AS attempts`;
 
-// One statement, one snapshot: per-status counts and the due range on ix_intents_due, the newest attempt on
-// ix_attempts_started_at, the lease row by primary key.
+// One statement, one snapshot: per-status counts on ix_intents_status_partition_due (status leading), the due
+// figures summed over the partitions (each partition's due range of that index: the oldest is its first entry), the
+// newest attempt on ix_attempts_started_at, the lease row by primary key.
 const count = (status: string) => `(SELECT count(*) FROM submission_intents WHERE status = '${status}')`;
 const OVERVIEW = `
+WITH RECURSIVE now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+${PARTITIONS_CTE},
+due AS (SELECT d.n, d.m FROM parts CROSS JOIN LATERAL (
+  SELECT count(*) AS n, min(next_attempt_at) AS m FROM submission_intents
+   WHERE status = 'scheduled' AND partition_no = parts.p AND next_attempt_at <= (SELECT t FROM now)) d WHERE parts.p IS NOT NULL)
 SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
        ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
        ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
-       (SELECT count(*) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS due_now,
-       (SELECT min(next_attempt_at) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= n.t) AS oldest_due_at,
+       (SELECT COALESCE(sum(n), 0)::int8 FROM due) AS due_now, (SELECT min(m) FROM due) AS oldest_due_at,
        (SELECT max(started_at) FROM submission_attempts) AS last_attempt_at
-  FROM (SELECT clock_timestamp() AS t) n
+  FROM now n
   LEFT JOIN submission_manager_leases l ON l.lease_name = $1`;
 
 export class PgOpsStore implements OpsStore {

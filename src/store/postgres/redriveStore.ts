@@ -4,18 +4,28 @@
 import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from '../redrivePorts.js';
 import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
 import type { PgQueryable } from './db.js';
-import { BUDGET } from './rows.js';
+import { BUDGET, PARTITIONS_CTE } from './rows.js';
 
 
-const REDRIVE = `
-WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
-pick AS (
-  SELECT intent_id FROM submission_intents
-   WHERE status = 'failed'
+// The selector's failed intents, oldest first: the oldest $5 of each partition (a range of
+// ix_intents_partition_modified each, stopping after $5 matches) are the candidates, of which the oldest $5 are
+// locked and moved, found by primary key (`= ANY (ARRAY(…))`; a status-only plan would sort every failed intent).
+// The selector is tested again on the locked rows (FOR UPDATE re-checks the latest version).
+const SELECTOR = `status = 'failed'
      AND ($1::uuid[] IS NULL OR intent_id = ANY ($1::uuid[]))
      AND ($2::timestamptz IS NULL OR last_modified_at >= $2::timestamptz)
      AND ($3::timestamptz IS NULL OR last_modified_at < $3::timestamptz)
-     AND ($4::text IS NULL OR strpos(lower(last_error), lower($4::text)) > 0)
+     AND ($4::text IS NULL OR strpos(lower(last_error), lower($4::text)) > 0)`;
+
+const REDRIVE = `
+WITH RECURSIVE now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+${PARTITIONS_CTE},
+pick AS (
+  SELECT intent_id FROM submission_intents
+   WHERE intent_id = ANY (ARRAY(SELECT c.intent_id FROM parts CROSS JOIN LATERAL (
+           SELECT intent_id FROM submission_intents WHERE partition_no = parts.p AND ${SELECTOR}
+            ORDER BY last_modified_at, intent_id LIMIT $5) c WHERE parts.p IS NOT NULL))
+     AND ${SELECTOR}
    ORDER BY last_modified_at, intent_id
    LIMIT $5
    FOR UPDATE

@@ -10,6 +10,18 @@ export const MODIFIED_TEXT = utcText('last_modified_at');
 export const INTENT_COLS = `intent_id, idempotency_key, request_hash, contract, status, attempt_count, max_attempts,
   next_attempt_at, created_at, last_modified_at, last_error, last_epoch, partition_no, partition_key`;
 
+/**
+ * `parts(p)`: the partition numbers that hold intents, found by a loose index scan of ix_intents_partition_modified
+ * (partition_no leading, migration 010): one probe per partition, P + 1 in all, the last row NULL (readers filter
+ * `parts.p IS NOT NULL`). For cluster-wide readers with no partition filter whose order needs a partition-first
+ * index: they read each partition's range (LATERAL) and merge, instead of scanning every row of a status. Needs
+ * `WITH RECURSIVE` at the head of the statement. (No dependence on the recorded count: rows of any partition count.)
+ */
+export const PARTITIONS_CTE = `parts(p) AS (
+  SELECT min(partition_no) FROM submission_intents
+  UNION ALL
+  SELECT (SELECT min(i.partition_no) FROM submission_intents i WHERE i.partition_no > parts.p) FROM parts WHERE parts.p IS NOT NULL)`;
+
 /** The attempt budget's SQL (the rule is defined once, in ../attemptBudget.ts). */
 export const BUDGET = attemptBudgetSql('count(*)::int');
 
