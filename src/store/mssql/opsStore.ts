@@ -121,7 +121,7 @@ ${SELECT_CONTROL}`,
     };
   },
 
-  /** Oldest terminal intents of the partition first (ix_intents_modified: partition_no, last_modified_at, intent_id), READPAST so a concurrent writer is never waited for;
+  /** Oldest terminal intents of the partition first (ix_intents_partition_modified: partition_no, last_modified_at, intent_id), READPAST so a concurrent writer is never waited for;
    *  attempts first (foreign key), then the intents, re-checking the terminal status. READCOMMITTEDLOCK beside
    *  READPAST: under READ_COMMITTED_SNAPSHOT ON (Azure SQL's default) a READ COMMITTED statement may not use READPAST
    *  without it (Microsoft, "Table hints (Transact-SQL)", READPAST: "…add the READCOMMITTEDLOCK table hint…";

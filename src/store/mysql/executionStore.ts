@@ -30,12 +30,13 @@ const COMPLETION = jsonRows(`ord INT PATH '$.ord', intent_id ${ID} PATH '$.id', 
   attempt_epoch BIGINT PATH '$.attemptEpoch'`);
 
 // Rows of the partition after (t, id) in (last_modified_at, intent_id) order, served by the partition-first
-// ix_intents_modified (005: partition_no, last_modified_at, intent_id); db_now comes with
+// ix_intents_partition_modified (005: partition_no, last_modified_at, intent_id; forced: on (partition_no) alone
+// MariaDB may prefer the covering ix_intents_partition_scheduled and sort the whole partition); db_now comes with
 // them (also when none follows). The cursor is cast back from database text server-side (no JS Date).
-const REFRESH = `
+export const REFRESH = `
 SELECT n.t AS db_now, p.* FROM (SELECT ${NOW} AS t) AS n LEFT JOIN (
   SELECT ${scheduleCols()}, last_modified_at AS modified, last_modified_at < ${minusMs(NOW, '?')} AS settled
-    FROM submission_intents
+    FROM submission_intents FORCE INDEX (ix_intents_partition_modified)
    WHERE partition_no = ?
      AND (last_modified_at > CAST(? AS DATETIME(6)) OR (last_modified_at = CAST(? AS DATETIME(6)) AND intent_id > ?))
    ORDER BY last_modified_at, intent_id

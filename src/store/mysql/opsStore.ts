@@ -37,11 +37,12 @@ const FLIP_CONTROL = `
 UPDATE submission_manager_execution_control SET paused = ?, changed_at = ${NOW}, changed_by = ?, reason = ?
  WHERE lease_name = ? AND paused <> ?`;
 
-// Oldest terminal intents of the partition first (ix_intents_modified: partition_no, last_modified_at, intent_id), locked, skipping rows another
+// Oldest terminal intents of the partition first (ix_intents_partition_modified: partition_no, last_modified_at, intent_id;
+// forced, as the refresh's), locked, skipping rows another
 // transaction holds. Attempts first (the foreign key is checked per row), then the intents, re-checking that
 // they are terminal (final: cancel/reschedule refuse them; orphan recovery touches only in_flight).
 const PURGE_PICK = `
-SELECT intent_id FROM submission_intents
+SELECT intent_id FROM submission_intents FORCE INDEX (ix_intents_partition_modified)
  WHERE partition_no = ? AND status IN ${TERMINAL_SQL_LIST} AND last_modified_at < ${minusMs(NOW, '?')}
  ORDER BY last_modified_at, intent_id
  LIMIT ?

@@ -40,7 +40,7 @@ ON CONFLICT (lease_name) DO UPDATE
   WHERE c.paused IS DISTINCT FROM EXCLUDED.paused
 RETURNING c.lease_name`;
 
-// Oldest terminal intents of the partition first (ix_intents_modified: partition_no, last_modified_at, intent_id), locked so a concurrent purge by a
+// Oldest terminal intents of the partition first (ix_intents_partition_modified: partition_no, last_modified_at, intent_id), locked so a concurrent purge by a
 // stale leader could not pick the same rows (it is fenced anyway). Attempts and intents go in one statement:
 // the foreign key is checked at the end of the statement, when both deletes are done. Terminal statuses are
 // final (cancel/reschedule refuse them; orphan recovery touches only in_flight), and the delete re-checks it.
