@@ -60,8 +60,9 @@ export interface PartitionState extends PartitionRef {
 
 export interface InsightStore {
   /** Each of `partitions` (at least one) in the given order, read in one statement with database now: the lease rows
-   *  by primary key, the backlog grouped by partition_no (the scheduled range of ix_intents_due), the latest starts
-   *  grouped by partition_no over the newest PARTITION_ATTEMPT_SCAN attempts. Never one query per partition. */
+   *  by primary key, the backlog grouped by partition_no (each partition's scheduled range of
+   *  ix_intents_status_partition_due), the latest starts grouped by partition_no over the newest
+   *  PARTITION_ATTEMPT_SCAN attempts. Never one query per partition. */
   partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }>;
   /** The newest `limit` lease events of `leaseName`, newest first. */
   recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]>;

@@ -11,7 +11,8 @@ const EPOCH = "CAST('2000-01-01' AS datetime2(7))";
 
 export const insightQueries = {
   /** One SELECT (one snapshot under RCSI), one @now: the partitions asked for as a VALUES table of typed parameters,
-   *  their lease rows by primary key, the backlog grouped by partition_no over the scheduled range of ix_intents_due,
+   *  their lease rows by primary key, the backlog grouped by partition_no over the scheduled range of
+   *  ix_intents_status_partition_due,
    *  the latest start per partition over the newest @scan attempts (ix_attempts_started_at, intents by primary key). */
   partitionStates(partitions: readonly PartitionRef[]): SqlQuery {
     requirePartitions(partitions);

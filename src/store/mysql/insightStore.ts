@@ -19,7 +19,7 @@ export class MysqlInsightStore implements InsightStore {
 
   /** One statement, one snapshot: UTC_TIMESTAMP(6) is the statement's start wherever it appears, so the backlog's
    *  due count and db_now are one database now. The partitions asked for are a derived table of parameters (no
-   *  arrays, no LATERAL in MariaDB); the backlog is grouped by partition_no over the scheduled range of ix_intents_due,
+   *  arrays, no LATERAL in MariaDB); the backlog is grouped by partition_no over the scheduled range of ix_intents_status_partition_due,
    *  the latest start per partition over the newest PARTITION_ATTEMPT_SCAN attempts (ix_attempts_started_at). */
   async partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }> {
     requirePartitions(partitions);

@@ -69,7 +69,7 @@ RETURNING i.intent_id
 -- Both kinds are writes of this epoch: the settled ones alone still leave an audit row.
 SELECT (SELECT count(*) FROM recovered)::int AS recovered, (SELECT count(*) FROM settled)::int AS settled`;
 
-/** A rebuild page: an index-only range scan of ix_intents_scheduled (006; partition-first since 010) once the
+/** A rebuild page: an index-only range scan of ix_intents_partition_scheduled (010; 006 before) once the
  *  visibility map is set. */
 export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_intents
   WHERE partition_no = $3 AND status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`;

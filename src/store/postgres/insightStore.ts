@@ -16,7 +16,7 @@ SELECT f.* FROM parts CROSS JOIN LATERAL (
  ORDER BY f.last_modified_at DESC, f.intent_id DESC LIMIT $1`;
 
 // One statement, one snapshot, one database now: the partitions asked for (two parallel arrays), their lease rows by
-// primary key, the backlog grouped by partition_no (the scheduled range of ix_intents_due) and the latest start per
+// primary key, the backlog grouped by partition_no (the scheduled range of ix_intents_status_partition_due) and the latest start per
 // partition among the newest $3 attempts (ix_attempts_started_at, then the intents by primary key).
 const PARTITION_STATES = `
 WITH n AS (SELECT clock_timestamp() AS t),

@@ -28,7 +28,7 @@ export const BUDGET = attemptBudgetSql('count(*)::int');
 const scheduleCols = (status: string) => `intent_id, ${status} AS status, next_attempt_at, attempt_count, max_attempts, ${MODIFIED_TEXT} AS version`;
 export const SCHEDULE_COLS = scheduleCols('status');
 /** The same columns for a query that reads only `status = 'scheduled'` rows: status as a constant, so the rebuild's
- *  pages are index-only scans of ix_intents_scheduled (migration 006 covers every other column; a status column
+ *  pages are index-only scans of ix_intents_partition_scheduled (migration 010 covers every other column; a status column
  *  read from the row would fetch the heap for each row — 1 M random heap reads in a 1 M-intent rebuild). */
 export const SCHEDULED_ONLY_COLS = scheduleCols("'scheduled'::varchar");
 
