@@ -5,6 +5,7 @@ import type { OpsStore } from './opsPorts.js';
 import type { RedriveStore } from './redrivePorts.js';
 import type { InsightStore } from './insightPorts.js';
 import type { PartitionStore } from './partitionPorts.js';
+import type { InstanceStore } from './instancePorts.js';
 
 export interface Stores {
   dialect: 'postgres' | 'pglite' | 'mssql' | 'mysql';
@@ -23,6 +24,8 @@ export interface Stores {
   insights: InsightStore;
   /** The partition count the database records (checked at start against EXECUTOR_PARTITIONS). */
   partitions: PartitionStore;
+  /** Instance heartbeat rows (holder, version, roles, partitions led): fair share and the dashboard's instances. */
+  instances: InstanceStore;
   /** Due-intent notices for the leader (PostgreSQL LISTEN/NOTIFY); null where the dialect has none (SQL Server, MySQL). */
   notices: DueNotices | null;
   /** Apply numbered migrations idempotently (safe with concurrent migrators). */

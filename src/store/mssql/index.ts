@@ -12,6 +12,7 @@ import { MssqlOpsStore } from './opsStore.js';
 import { MssqlRedriveStore } from './redriveStore.js';
 import { MssqlInsightStore } from './insightStore.js';
 import { MssqlPartitionStore } from './partitionStore.js';
+import { MssqlInstanceStore } from './instanceStore.js';
 import { migrateMssqlIfNeeded } from './migrate.js';
 import { warnIfRcsiOff } from './rcsi.js';
 
@@ -31,6 +32,7 @@ export function createMssqlStores(db: MssqlDatabase, opts: { openMigrationDb?: (
     redrive: new MssqlRedriveStore(db),
     insights: new MssqlInsightStore(db),
     partitions: new MssqlPartitionStore(db),
+    instances: new MssqlInstanceStore(db),
     // No LISTEN/NOTIFY on SQL Server: a new intent is picked up by the leader's next refresh (≤ the interval).
     notices: null,
     migrate: () => migrateMssqlIfNeeded(db, opts.openMigrationDb, undefined, { lockTimeoutMs: opts.migrationLockTimeoutMs }),

@@ -11,6 +11,7 @@ import { MysqlOpsStore } from './opsStore.js';
 import { MysqlRedriveStore } from './redriveStore.js';
 import { MysqlInsightStore } from './insightStore.js';
 import { MysqlPartitionStore } from './partitionStore.js';
+import { MysqlInstanceStore } from './instanceStore.js';
 import { migrateMysqlIfNeeded } from './migrate.js';
 
 export { openMysqlPool, type MyDatabase } from './db.js';
@@ -28,6 +29,7 @@ export function createMysqlStores(db: MyDatabase, opts: { openMigrationDb?: () =
     redrive: new MysqlRedriveStore(db),
     insights: new MysqlInsightStore(db),
     partitions: new MysqlPartitionStore(db),
+    instances: new MysqlInstanceStore(db),
     // No notices on MySQL: a new intent is picked up by the leader's next refresh (≤ the interval).
     notices: null,
     migrate: () => migrateMysqlIfNeeded(db, opts.openMigrationDb, undefined, { lockTimeoutMs: opts.migrationLockTimeoutMs }),

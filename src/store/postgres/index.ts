@@ -8,6 +8,7 @@ import { PgOpsStore } from './opsStore.js';
 import { PgRedriveStore } from './redriveStore.js';
 import { PgInsightStore } from './insightStore.js';
 import { PgPartitionStore } from './partitionStore.js';
+import { PgInstanceStore } from './instanceStore.js';
 import { migratePostgresIfNeeded } from './migrate.js';
 import { DueNotifier, dueNotices } from './notices.js';
 
@@ -30,6 +31,7 @@ export function createPostgresStores(db: PgDatabase, dialect: 'postgres' | 'pgli
     notices: on ? dueNotices(db) : null,
     insights: new PgInsightStore(db),
     partitions: new PgPartitionStore(db),
+    instances: new PgInstanceStore(db),
     migrate: () => migratePostgresIfNeeded(db, opts.openMigrationDb),
     ping: async () => {
       await db.query('SELECT 1');

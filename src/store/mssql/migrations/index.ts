@@ -10,6 +10,7 @@ import { m007ProviderState } from './m007ProviderState.js';
 import { m008MaintenanceState } from './m008MaintenanceState.js';
 import { m009Partitions } from './m009Partitions.js';
 import { m010PartitionIndexes } from './m010PartitionIndexes.js';
+import { m011Instances } from './m011Instances.js';
 
 export interface MssqlMigration {
   id: number;
@@ -28,4 +29,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 8, name: 'maintenance_state', sql: m008MaintenanceState },
   { id: 9, name: 'partitions', sql: m009Partitions },
   { id: 10, name: 'partition_indexes', sql: m010PartitionIndexes },
+  { id: 11, name: 'instances', sql: m011Instances },
 ];

@@ -4,6 +4,7 @@ import { m002Operations } from './m002Operations.js';
 import { m003MaintenanceState } from './m003MaintenanceState.js';
 import { m004Partitions } from './m004Partitions.js';
 import { m005PartitionIndexes } from './m005PartitionIndexes.js';
+import { m006Instances } from './m006Instances.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -14,4 +15,5 @@ export const migrations: readonly Migration[] = [
   { id: 3, name: 'maintenance_state', sql: m003MaintenanceState },
   { id: 4, name: 'partitions', sql: m004Partitions },
   { id: 5, name: 'partition_indexes', sql: m005PartitionIndexes },
+  { id: 6, name: 'instances', sql: m006Instances },
 ];

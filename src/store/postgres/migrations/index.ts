@@ -9,6 +9,7 @@ import { m007ProviderState } from './m007ProviderState.js';
 import { m008MaintenanceState } from './m008MaintenanceState.js';
 import { m009Partitions } from './m009Partitions.js';
 import { m010PartitionIndexes } from './m010PartitionIndexes.js';
+import { m011Instances } from './m011Instances.js';
 
 export interface Migration {
   id: number;
@@ -27,4 +28,5 @@ export const migrations: readonly Migration[] = [
   { id: 8, name: 'maintenance_state', sql: m008MaintenanceState },
   { id: 9, name: 'partitions', sql: m009Partitions },
   { id: 10, name: 'partition_indexes', sql: m010PartitionIndexes },
+  { id: 11, name: 'instances', sql: m011Instances },
 ];
