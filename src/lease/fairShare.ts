@@ -1,0 +1,164 @@
+// Fair share of the partitions in `every-instance` timer mode (issue 25): every instance tries every partition, but
+// takes at most share = ceil(P ÷ live instances), and one above its share hands ONE partition back per decision
+// through the handover path (drain, then release) — never stealing: a partition moves only after its holder let it go.
+// Pure: no SQL, no clock. The live instances come from the heartbeat rows (store/instancePorts.ts), each with the
+// partitions it reported leading; this instance's own holdings are what it knows, not what its row says.
+//
+// Hand back the highest-numbered partition held when held > share, or when held − the fewest any other live instance
+// holds ≥ 2, nothing is free and this instance is the first (by holder id) of those holding the most — only once that
+// held on `confirmations` consecutive decisions (default 2; hysteresis). Take free partitions only while holding no
+// more than any other live instance, up to floor(P ÷ n) (up to the share for the first P mod n by holder id), so a
+// freed partition goes to the instance that needs it whatever the order; one free for `patience` decisions (default
+// 3) may be taken by any instance below its share. Converges to max − min ≤ 1 (test/unit/fairShare.test.ts simulates
+// joins and leaves). With no list (the heartbeat never read, or its read is older than the liveness window) there is
+// no cap: the lease alone keeps execution single.
+
+/** A live instance as its heartbeat row reports it. Only instances that may lead (run the timer) belong here. */
+export interface LiveInstance {
+  holderId: string;
+  /** The partitions it reported leading at its last beat (may be one beat stale). */
+  partitions: readonly number[];
+}
+
+export interface FairShareInput {
+  /** P (EXECUTOR_PARTITIONS). */
+  partitionCount: number;
+  /** This instance's holder id (counted live whether or not its own row is in `live`). */
+  self: string;
+  /** The partitions this instance holds now (those it is handing back included). */
+  held: readonly number[];
+  /** Partitions of `held` being handed back (draining, not yet released): counted as gone; while any is, no other
+   *  hand-back starts (one at a time). */
+  draining?: readonly number[];
+  /** The live instances (from the heartbeat rows), or null when unknown: then no cap. */
+  live: readonly LiveInstance[] | null;
+}
+
+export type FairShareReason =
+  /** No live list: try every partition not held, no cap. */
+  | 'unknown'
+  /** Below the share: try the candidates, at most `acquireMax` of them. */
+  | 'under'
+  /** At the share, nothing to do. */
+  | 'balanced'
+  /** A hand-back is due but waits for its confirmation (hysteresis). */
+  | 'confirming'
+  /** A hand-back is still draining: nothing else is decided until it is released. */
+  | 'draining'
+  /** Above the share: one partition handed back. */
+  | 'over-share'
+  /** At most the share, but 2 or more above another live instance with nothing free: one handed back. */
+  | 'imbalanced';
+
+export interface FairShareDecision {
+  /** Live instances counted (this one included); 0 when unknown. */
+  liveInstances: number;
+  /** ceil(P ÷ liveInstances); P when unknown. */
+  share: number;
+  /** Partitions to try, in order (free ones first); stop after `acquireMax` acquired. Empty when none may be taken. */
+  acquire: number[];
+  acquireMax: number;
+  /** The one partition to hand back now (drain, then release), or null. */
+  handBack: number | null;
+  reason: FairShareReason;
+}
+
+export interface FairShareState {
+  /** Consecutive decisions on which a hand-back was due. */
+  due: number;
+  /** Partitions free at the last decision → on how many consecutive decisions they were seen free. */
+  freeFor: ReadonlyMap<number, number>;
+}
+
+export const INITIAL_FAIR_SHARE_STATE: FairShareState = { due: 0, freeFor: new Map() };
+
+export interface FairShareOptions {
+  /** Consecutive decisions a hand-back must be due before it happens (≥ 1; default 2). */
+  confirmations?: number;
+  /** Decisions a partition must be seen free before an instance that is not among the fewest may take it (default 3). */
+  patience?: number;
+}
+
+/** FNV-1a of the holder id: where this instance starts its walk over the partitions (spreads concurrent starters). */
+function offsetOf(holderId: string, p: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < holderId.length; i++) h = Math.imul(h ^ holderId.charCodeAt(i), 0x01000193) >>> 0;
+  return h % p;
+}
+
+/** One decision and the state for the next. */
+export function decideFairShare(input: FairShareInput, state: FairShareState = INITIAL_FAIR_SHARE_STATE, opts: FairShareOptions = {}):
+{ decision: FairShareDecision; state: FairShareState } {
+  const confirmations = Math.max(1, opts.confirmations ?? 2);
+  const patience = Math.max(1, opts.patience ?? 3);
+  const p = input.partitionCount;
+  const inRange = (x: number) => Number.isInteger(x) && x >= 0 && x < p;
+  const draining = new Set(input.draining ?? []);
+  const held = [...new Set(input.held.filter((x) => inRange(x) && !draining.has(x)))].sort((a, b) => a - b);
+  const mine = new Set(input.held);
+  const start = offsetOf(input.self, Math.max(1, p));
+  const walk = (want: (x: number) => boolean) => Array.from({ length: p }, (_, i) => (start + i) % p).filter(want);
+
+  if (input.live === null) {
+    const acquire = walk((x) => !mine.has(x));
+    return { decision: { liveInstances: 0, share: p, acquire, acquireMax: acquire.length, handBack: null, reason: 'unknown' },
+      state: { due: 0, freeFor: new Map() } };
+  }
+
+  const others = new Map<string, Set<number>>();
+  for (const i of input.live) if (i.holderId !== input.self) others.set(i.holderId, new Set(i.partitions.filter(inRange)));
+  const liveInstances = others.size + 1;
+  const share = Math.ceil(p / liveInstances);
+  const claimed = new Set(mine);
+  for (const s of others.values()) for (const x of s) claimed.add(x);
+  const freeNow = walk((x) => !claimed.has(x));
+  const freeFor = new Map(freeNow.map((x) => [x, (state.freeFor.get(x) ?? 0) + 1]));
+  const result = (d: Omit<FairShareDecision, 'liveInstances' | 'share'>, due = 0) =>
+    ({ decision: { liveInstances, share, ...d }, state: { due, freeFor } });
+
+  if (draining.size > 0) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'draining' });
+
+  // Hand one back?
+  const counts = [...others.entries()].map(([holderId, s]) => ({ holderId, n: s.size }));
+  const fewest = counts.length ? Math.min(...counts.map((c) => c.n)) : held.length;
+  const most = Math.max(held.length, ...counts.map((c) => c.n));
+  const firstOfMost = held.length === most && counts.every((c) => c.n < most || c.holderId > input.self);
+  const over = held.length > share;
+  const imbalanced = !over && held.length - fewest >= 2 && freeNow.length === 0 && firstOfMost;
+  if (over || imbalanced) {
+    const due = state.due + 1;
+    if (due < confirmations) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'confirming' }, due);
+    return result({ acquire: [], acquireMax: 0, handBack: held[held.length - 1]!, reason: over ? 'over-share' : 'imbalanced' });
+  }
+
+  // Take some?
+  if (held.length >= share) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'balanced' });
+  // Fill up to floor(P ÷ n); only P mod n instances go to the share: those already there, then the first by holder id
+  // of those below it. So free partitions spread over the instances that need them, whatever their order.
+  const base = Math.floor(p / liveInstances);
+  const slots = (p % liveInstances) - counts.filter((c) => c.n > base).length;
+  const rank = counts.filter((c) => c.n <= base && c.holderId < input.self).length;
+  const target = slots > rank ? share : base;
+  const amongFewest = held.length <= fewest;
+  const patient = freeNow.filter((x) => (freeFor.get(x) ?? 0) >= patience);
+  if (!amongFewest || held.length >= target) {
+    // Not the one that needs them most: only partitions nobody took for `patience` decisions, up to the share.
+    return result({ acquire: patient, acquireMax: patient.length ? share - held.length : 0, handBack: null, reason: 'under' });
+  }
+  // Partitions others report are tried after the free ones (a report may be a beat stale; an acquire never steals).
+  const acquire = [...freeNow, ...walk((x) => !mine.has(x) && claimed.has(x))];
+  return result({ acquire, acquireMax: target - held.length, handBack: null, reason: 'under' });
+}
+
+/** The policy with its state kept between decisions: one per instance, asked once per timer round. */
+export class FairShare {
+  private state: FairShareState = INITIAL_FAIR_SHARE_STATE;
+
+  constructor(private readonly opts: FairShareOptions = {}) {}
+
+  decide(input: FairShareInput): FairShareDecision {
+    const out = decideFairShare(input, this.state, this.opts);
+    this.state = out.state;
+    return out.decision;
+  }
+}
