@@ -3,6 +3,9 @@
 // start with a message that names the setting(s).
 // May import: `configSchema.ts`, `limits.ts` (the limits its relational checks relate), `azureDatabase.ts`.
 import { hostname } from 'node:os';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import {
   LEASE_NAME_MAX_LENGTH, partitionLeaseName, partitionSuffixLength,
@@ -48,6 +51,8 @@ export interface Config {
   provider: { url: string | null; timeoutMs: number };
   /** EXECUTOR_PARTITIONS: intents are assigned partitions 0..count−1; the database records the count. */
   partitions: { count: number };
+  /** The instance heartbeat (INSTANCE_HEARTBEAT_MS, INSTANCE_LIVE_WINDOW_MS) and the app version its row reports. */
+  instances: { heartbeatMs: number; liveWindowMs: number; version: string };
   /** Provider protection (see src/provider/guard.ts); maxInFlight resolved (never 0). */
   providerGuard: GuardSettings;
   retry: { baseDelayMs: number; maxDelayMs: number; defaultMaxAttempts: number };
@@ -73,6 +78,23 @@ export const AZURE_APP_SETTINGS: readonly string[] = [
   'EXECUTOR_CONCURRENCY', 'PROVIDER_URL', 'PROVIDER_TIMEOUT_MS', 'LOG_LEVEL',
   'RETENTION_DAYS',
 ];
+
+/** package.json's `version` (the first package.json above this file: src/ under the tests, dist/src/ when built, the
+ *  deployed package on Azure), or `unknown` when none is readable. Read once. */
+let version: string | null = null;
+export function appVersion(): string {
+  if (version !== null) return version;
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4 && version === null; i++, dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version?: unknown };
+      version = typeof pkg.version === 'string' ? pkg.version.slice(0, 64) : 'unknown';
+    } catch {
+      // no package.json here: one folder up
+    }
+  }
+  return (version ??= 'unknown');
+}
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -236,6 +258,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   check(s.LEASE_NAME.length + suffix <= LEASE_NAME_MAX_LENGTH,
     `LEASE_NAME ("${s.LEASE_NAME}", ${s.LEASE_NAME.length} characters) is too long for EXECUTOR_PARTITIONS (${partitions}): ` +
       `partition lease names add up to ${suffix} characters ("${partitionLeaseName(s.LEASE_NAME, partitions - 1)}") and may have at most ${LEASE_NAME_MAX_LENGTH}`);
+  const minLiveWindowMs = 2 * s.INSTANCE_HEARTBEAT_MS + s.DB_STATEMENT_TIMEOUT_MS;
+  const liveWindowMs = s.INSTANCE_LIVE_WINDOW_MS ?? Math.max(15_000, minLiveWindowMs);
+  check(liveWindowMs >= minLiveWindowMs,
+    `INSTANCE_LIVE_WINDOW_MS (${liveWindowMs}) must be at least 2 × INSTANCE_HEARTBEAT_MS (${s.INSTANCE_HEARTBEAT_MS}) + ` +
+      `DB_STATEMENT_TIMEOUT_MS (${s.DB_STATEMENT_TIMEOUT_MS}): a live instance may miss one beat and its next may take a statement ` +
+      'timeout, or it drops out of the live list (and the fair share) while it runs');
   let providerUrl: string | null = null;
   if (s.PROVIDER_URL) {
     try {
@@ -276,6 +304,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     provider: { url: providerUrl, timeoutMs: s.PROVIDER_TIMEOUT_MS },
     partitions: { count: s.EXECUTOR_PARTITIONS },
+    instances: { heartbeatMs: s.INSTANCE_HEARTBEAT_MS, liveWindowMs, version: appVersion() },
     providerGuard: {
       ratePerSec: s.PROVIDER_RATE_LIMIT_PER_SEC, maxInFlight: s.PROVIDER_MAX_IN_FLIGHT || s.EXECUTOR_CONCURRENCY,
       breakerThreshold: s.PROVIDER_BREAKER_THRESHOLD, breakerCooldownMs: s.PROVIDER_BREAKER_COOLDOWN_MS,

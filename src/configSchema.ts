@@ -81,6 +81,13 @@ export const settingsSchema = z.object({
     .int(`must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
     .min(1, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
     .max(MAX_EXECUTOR_PARTITIONS, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`).default(1),
+  /** Every instance upserts its heartbeat row (holder, version, roles, partitions led) this often (default 5 000 ms):
+   *  `every-instance` timers count the live rows for their fair share of the partitions; the dashboard lists them. */
+  INSTANCE_HEARTBEAT_MS: intMs(5_000, 100),
+  /** An instance counts as live while its last beat is at most this old, by database time (at least
+   *  2 × INSTANCE_HEARTBEAT_MS + DB_STATEMENT_TIMEOUT_MS: one beat may be missed and the next may be slow; default the
+   *  larger of that and 15 000 ms). */
+  INSTANCE_LIVE_WINDOW_MS: z.coerce.number().int().min(1).optional(),
   /** Provider calls in flight at once (default 16; at most the provider pool's PROVIDER_POOL_CONNECTIONS, 256). */
   EXECUTOR_CONCURRENCY: intMs(16, 1),
   /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */

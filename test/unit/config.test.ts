@@ -122,6 +122,20 @@ describe('EXECUTOR_PARTITIONS (issue 25)', () => {
   });
 });
 
+describe('instance heartbeat settings (issue 25)', () => {
+  it('defaults: a beat every 5 s, live for 15 s (or 2 beats + a statement timeout when that is longer); the package version', () => {
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+    expect(loadConfig({}).instances).toEqual({ heartbeatMs: 5_000, liveWindowMs: 15_000, version });
+    expect(loadConfig({ INSTANCE_HEARTBEAT_MS: '7000' }).instances.liveWindowMs).toBe(17_000);
+    expect(loadConfig({ INSTANCE_HEARTBEAT_MS: '200', INSTANCE_LIVE_WINDOW_MS: '3400' }).instances).toMatchObject({ heartbeatMs: 200, liveWindowMs: 3_400 });
+  });
+  it('a window shorter than two beats and a statement timeout is refused, naming the settings', () => {
+    const err = configError({ INSTANCE_HEARTBEAT_MS: '5000', INSTANCE_LIVE_WINDOW_MS: '12999' });
+    for (const n of ['INSTANCE_LIVE_WINDOW_MS (12999)', 'INSTANCE_HEARTBEAT_MS (5000)', 'DB_STATEMENT_TIMEOUT_MS (3000)']) expect(err.message).toContain(n);
+    expect(configError({ INSTANCE_HEARTBEAT_MS: '99' }).message).toContain('INSTANCE_HEARTBEAT_MS');
+  });
+});
+
 describe('bad settings are rejected with a ConfigError naming the setting(s)', () => {
   const table: Array<[string, Env, string[]]> = [
     ['non-numeric duration', { LEASE_DURATION_MS: 'sixty' }, ['LEASE_DURATION_MS']],

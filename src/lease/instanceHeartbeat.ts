@@ -1,0 +1,119 @@
+// This instance's heartbeat row (issue 25): every INSTANCE_HEARTBEAT_MS one upsert (holder, version, roles, the
+// partitions it leads, database time) and one read of the live rows, kept for the fair share (fairShare.ts) of
+// `every-instance` timers. Best effort by design: a failed beat or read is logged at warn and retried at the next
+// interval, never thrown into the caller; a list older than the liveness window (by the monotonic clock) reads as
+// unknown (null), and the fair share then puts no cap (the leases alone keep execution single). stop() removes the row,
+// best effort: a row left behind drops out of the live list after the window and is pruned by the others.
+import type { Logger } from '../observability/logger.js';
+import { sqlErrorField } from '../observability/logger.js';
+import type { InstanceRow, InstanceStore } from '../store/instancePorts.js';
+import type { Clock } from './clock.js';
+import type { LiveInstance } from './fairShare.js';
+import { RepeatLog } from './repeatLog.js';
+
+/** Rows not seen for this long are deleted (by any instance, on its first beat and every PRUNE_EVERY_BEATS). */
+export const INSTANCE_PRUNE_AFTER_MS = 3_600_000;
+const PRUNE_EVERY_BEATS = 60;
+/** The role of an instance whose timer may lead partitions (the fair share counts only those). */
+export const TIMER_ROLE = 'timer';
+
+export interface InstanceHeartbeatSettings {
+  holderId: string;
+  version: string;
+  /** e.g. ['http', 'timer']; only instances with `timer` count for the fair share. */
+  roles: readonly string[];
+  heartbeatMs: number;
+  liveWindowMs: number;
+}
+
+export class InstanceHeartbeat {
+  private list: { rows: InstanceRow[]; atMs: number } | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private inFlight: Promise<void> | null = null;
+  private beats = 0;
+  private failing = false;
+  /** A failure is logged at warn when it is news, then once a minute (with the repeats), at debug in between. */
+  private readonly failures = new RepeatLog(60_000);
+  private stopped = false;
+
+  private constructor(
+    private readonly store: InstanceStore,
+    private readonly settings: InstanceHeartbeatSettings,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly partitions: () => readonly number[],
+  ) {}
+
+  /** The first beat (and read) before it resolves, so the first timer round has a list; then every heartbeatMs.
+   *  `partitions`: the partitions this instance leads now (read at every beat). Never rejects. */
+  static async start(store: InstanceStore, settings: InstanceHeartbeatSettings, clock: Clock, logger: Logger,
+    partitions: () => readonly number[] = () => []): Promise<InstanceHeartbeat> {
+    const hb = new InstanceHeartbeat(store, settings, clock, logger, partitions);
+    await hb.beat();
+    hb.schedule();
+    return hb;
+  }
+
+  /** The live instances of the last read (this one included once its row is written), or null when there is none
+   *  younger than the liveness window. */
+  live(): InstanceRow[] | null {
+    if (!this.list || this.clock.nowMs() - this.list.atMs > this.settings.liveWindowMs) return null;
+    return this.list.rows;
+  }
+
+  /** live() narrowed to the instances that may lead (role `timer`), as the fair share takes them. */
+  liveLeaders(): LiveInstance[] | null {
+    const rows = this.live();
+    return rows && rows.filter((r) => r.roles.includes(TIMER_ROLE)).map((r) => ({ holderId: r.holderId, partitions: r.partitions }));
+  }
+
+  /** One beat now (also used after a partition was taken or handed back, so the others see it sooner). Never rejects;
+   *  a beat already running is awaited instead of overlapping it. */
+  beat(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.inFlight ??= this.beatOnce().finally(() => (this.inFlight = null));
+    return this.inFlight;
+  }
+
+  /** Stops beating and removes the row (best effort: logged at warn on failure). Never rejects. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.inFlight;
+    try {
+      await this.store.remove(this.settings.holderId);
+    } catch (e) {
+      this.logger.warn({ event: 'instance_remove_failed', holder_id: this.settings.holderId, sql_error: sqlErrorField(e) },
+        'instance heartbeat row not removed (it drops out of the live list after INSTANCE_LIVE_WINDOW_MS)');
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.beat().finally(() => this.schedule()), this.settings.heartbeatMs);
+    this.timer.unref?.();
+  }
+
+  private async beatOnce(): Promise<void> {
+    const s = this.settings;
+    try {
+      await this.store.heartbeat({ holderId: s.holderId, version: s.version, roles: s.roles, partitions: this.partitions() });
+      const startedMs = this.clock.nowMs();
+      const { instances } = await this.store.listLive(s.liveWindowMs);
+      this.list = { rows: instances, atMs: startedMs };
+      if (this.beats++ % PRUNE_EVERY_BEATS === 0) await this.store.prune(INSTANCE_PRUNE_AFTER_MS);
+      if (this.failing) this.logger.info({ event: 'instance_heartbeat_recovered', holder_id: s.holderId }, 'instance heartbeat written again');
+      this.failing = false;
+      this.failures.reset();
+    } catch (e) {
+      const sqlError = sqlErrorField(e);
+      const { level, repeats } = this.failures.next(sqlError?.message ?? String(e), this.clock.nowMs());
+      const fields = { event: 'instance_heartbeat_failed', holder_id: s.holderId, sql_error: sqlError, ...(repeats ? { repeats } : {}) };
+      if (level === 'info') this.logger.warn(fields, 'instance heartbeat failed (retried every INSTANCE_HEARTBEAT_MS; no fair-share cap once the last list is older than INSTANCE_LIVE_WINDOW_MS)');
+      else this.logger.debug(fields, 'instance heartbeat still failing');
+      this.failing = true;
+    }
+  }
+}
