@@ -7,9 +7,9 @@ import type { Stores } from '../store/stores.js';
 import type { ClusterViewCache } from './clusterView.js';
 
 export interface HttpContext {
-  config: { lease: { name: string }; partitions: { count: number } };
+  config: { lease: { name: string }; partitions: { count: number }; instances: { liveWindowMs: number } };
   logger: Logger;
-  stores: Pick<Stores, 'intents' | 'ops' | 'redrive' | 'insights'>;
+  stores: Pick<Stores, 'intents' | 'ops' | 'redrive' | 'insights' | 'instances'>;
   /** This instance's own lease state (its role says nothing about the cluster on Flex: see `cluster`). */
   lease: Pick<LeaseManager, 'holderId' | 'status'>;
   /** The cluster's leader as SQL holds it (cached ≤ 1 s). */

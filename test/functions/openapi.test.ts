@@ -138,6 +138,10 @@ describe('OpenAPI document', () => {
     expect((await partitionLease('0')).json).toMatchObject({ partition: 0, held: true, holderId: 'oa-leader', leaseEpoch: 1 });
     expect((await partitionLease('zero')).status).toBe(400);
     expect((await partitionLease('1')).status).toBe(404);
+    // The instances' heartbeat rows (one written here, whether or not the apps beat themselves).
+    await follower.stores.instances.heartbeat({ holderId: 'oa-probe', version: '0.1.0', roles: ['http', 'timer'], partitions: [0] });
+    expect((await call(follower, 'getInstances', { method: 'GET', path: 'instances' })).json.instances)
+      .toContainEqual(expect.objectContaining({ holderId: 'oa-probe', roles: ['http', 'timer'], partitions: [0], live: true }));
     expect((await call(follower, 'listIntents', { method: 'GET', path: 'intents?limit=2&status=succeeded' })).json.items).toHaveLength(1);
     expect((await call(follower, 'listIntents', { method: 'GET', path: 'intents?limit=0' })).status).toBe(400);
 
@@ -205,7 +209,7 @@ describe('OpenAPI document', () => {
     expect((await call(follower, 'getExecution', { method: 'GET', path: 'ops/execution' })).json.pendingHandoverId).toBe(requested.json.requestId);
 
     // The database is unreachable: 503 problem+json (documented on every route that needs it).
-    for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }],
+    for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }], ['getInstances', { method: 'GET', path: 'instances' }],
       ['pauseExecution', { method: 'POST', path: 'ops/execution/pause' }], ['listIntents', { method: 'GET', path: 'intents' }],
       ['redriveIntents', { method: 'POST', path: 'ops/intents/redrive', body: '{"filter":{}}', headers: J }]] as [string, Call][]) {
       expect((await call(broken, name, c)).status, name).toBe(503);

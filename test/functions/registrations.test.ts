@@ -21,6 +21,7 @@ describe('function registrations', () => {
     http('getLease', ['GET'], 'lease', 'function'),
     http('getLeases', ['GET'], 'leases', 'function'),
     http('getPartitionLease', ['GET'], 'leases/{partition}', 'function'),
+    http('getInstances', ['GET'], 'instances', 'function'),
     http('healthz', ['GET'], 'healthz', 'anonymous'),
     http('readyz', ['GET'], 'readyz', 'anonymous'),
     http('metrics', ['GET'], 'metrics', 'function'),
@@ -46,7 +47,7 @@ describe('function registrations', () => {
 
   it('registers exactly these functions and an appTerminate hook', () => {
     expect(reg.functions.map((f) => f.name).sort()).toEqual([
-      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getIntent', 'getIntentAttempts', 'getLease', 'getLeases',
+      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getInstances', 'getIntent', 'getIntentAttempts', 'getLease', 'getLeases',
       'getPartitionLease', 'healthz', 'listIntents',
       'metrics', 'openapi', 'pauseExecution', 'postIntent', 'readyz', 'redriveIntents', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
     expect(reg.hooks.map((h) => h.name)).toEqual(['appTerminate']);

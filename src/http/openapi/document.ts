@@ -43,6 +43,7 @@ function components(): Record<string, Json> {
   add('RedriveResult', S.redriveResultSchema);
   add('HandoverRequest', S.handoverRequestSchema);
   add('HandoverList', S.handoverListSchema);
+  add('InstanceList', S.instanceListSchema);
   const out = z.toJSONSchema(reg, { ...jsonSchemaOptions, io: 'output', uri: (id) => `#/components/schemas/${id}` });
   const schemas: Record<string, Json> = {};
   for (const [id, s] of Object.entries(out.schemas)) {
@@ -145,6 +146,14 @@ export function buildOpenApiDocument(): Json {
         get: op('getPartitionLease', 'function', 'One executor partition (downstream fencing checks per partition)', {
           parameters: [{ name: 'partition', in: 'path', required: true, schema: { type: 'integer', minimum: 0 }, description: 'Partition number (0..EXECUTOR_PARTITIONS−1)' }],
           responses: { 200: { description: 'The partition', content: jsonContent('PartitionLease') }, ...problems(400, 404) },
+        }),
+      },
+      '/instances': {
+        get: op('getInstances', 'function', 'The instances as their heartbeat rows report them (holder, version, roles, last seen, partitions led)', {
+          description: 'From SQL, so any instance answers the same. Every instance upserts its row every INSTANCE_HEARTBEAT_MS and deletes it ' +
+            'when it stops; `live` = seen within INSTANCE_LIVE_WINDOW_MS (database time). In `every-instance` timer mode the live ones with ' +
+            'the timer role divide the partitions: each takes at most ceil(P ÷ live).',
+          responses: { 200: { description: 'The instances, by holder id', content: jsonContent('InstanceList') }, ...problems() },
         }),
       },
       '/healthz': { get: op('healthz', 'anonymous', 'HTTP up (no database round trip)', { responses: { 200: text('ok') } }) },

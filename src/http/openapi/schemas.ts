@@ -104,6 +104,23 @@ export const readyViewSchema = z.strictObject({
   }).describe("The cluster's leader, read from SQL: the same answer on every instance"),
 }).describe("This instance's own role and the cluster's leader");
 
+export const instanceViewSchema = z.strictObject({
+  holderId: z.string(),
+  version: z.string().describe('The app version it runs (package.json)'),
+  roles: z.array(z.string()).describe('What it runs: http, timer'),
+  startedAt: instant.describe('Its first heartbeat (database time)'),
+  lastSeenAt: instant.describe('Its last heartbeat (database time)'),
+  lastSeenAgeMs: z.number().int().min(0),
+  live: z.boolean().describe('Last seen within INSTANCE_LIVE_WINDOW_MS'),
+  partitions: z.array(z.number().int().min(0)).describe('The partitions it reported leading at its last heartbeat'),
+}).describe('An instance as its heartbeat row reports it');
+
+export const instanceListSchema = z.strictObject({
+  dbNow: instant,
+  liveWindowMs: z.number().int(),
+  instances: z.array(instanceViewSchema).describe('By holder id: live ones and those seen within 20 liveness windows'),
+});
+
 export const fieldErrorSchema = z.strictObject({ path: z.string(), message: z.string() });
 
 export const problemSchema = z.looseObject({
