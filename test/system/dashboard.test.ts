@@ -107,6 +107,21 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
     await page.screenshot({ path: path.join(IMG, 'dashboard-overview.png'), fullPage: true });
   });
 
+  it('instances: the heartbeat rows with version, roles, last seen and partitions led; a gone one greyed', async () => {
+    // Rows as instances write them (InstanceStore.heartbeat), one of an instance that stopped beating a minute ago.
+    await db.sql(`INSERT INTO submission_manager_instances (holder_id, version, roles, started_at, last_seen_at, partitions_led) VALUES
+      ('dash-inst-a', '0.1.0', 'http,timer', clock_timestamp() - interval '5 minutes', clock_timestamp(), '0,2'),
+      ('dash-inst-z', '0.0.9', 'http', clock_timestamp() - interval '1 hour', clock_timestamp() - interval '60 seconds', '')`);
+    await page.goto(`${host.api}/dashboard?code=${KEY}`);
+    await page.waitForSelector('#instances-table tr[data-holder="dash-inst-z"]');
+    const row = async (h: string) => (await page.locator(`#instances-table tr[data-holder="${h}"] td`).allTextContents());
+    expect(await row('dash-inst-a')).toEqual(['dash-inst-a', '0.1.0', 'http, timer', expect.stringMatching(/ago$/), '0, 2', expect.any(String)]);
+    expect(await row('dash-inst-z')).toEqual(['dash-inst-z', '0.0.9', 'http', expect.stringMatching(/^(59|6\d)\.\d s ago \(gone\)$/), '—', expect.any(String)]);
+    expect(await page.getAttribute('#instances-table tr[data-holder="dash-inst-z"]', 'class')).toBe('gone');
+    expect(await page.textContent('#instances-summary')).toMatch(/\b1 gone · live = a heartbeat within 15\.0 s/);
+    await page.locator('#instances').screenshot({ path: path.join(IMG, 'dashboard-instances.png') });
+  });
+
   it('search by idempotency key, open the intent: payload redacted until asked, attempt log', async () => {
     await page.fill('#search-key', 'dash-fail-1');
     await page.click('#btn-search');

@@ -155,6 +155,24 @@ export function dashboardClient(): void {
     $('#served').textContent = 'database time ' + when(o.dbNow) + ' · served by ' + o.servedBy + ' · cluster ' + o.leaseName;
   }
 
+  // Instances: their heartbeat rows (GET instances); live = seen within INSTANCE_LIVE_WINDOW_MS (database time).
+  function renderInstances(r) {
+    const box = $('#instances');
+    if (!r.ok) { box.replaceChildren(el('div', { class: 'err' }, 'instances: ' + summary(r.json))); return; }
+    const list = r.json.instances;
+    const live = list.filter((i) => i.live);
+    $('#instances-summary').textContent = live.length + ' live' + (list.length > live.length ? ', ' + (list.length - live.length) + ' gone' : '')
+      + ' · live = a heartbeat within ' + ago(r.json.liveWindowMs);
+    box.replaceChildren(list.length === 0
+      ? el('div', { class: 'muted' }, 'no instance has written a heartbeat yet')
+      : el('table', { id: 'instances-table' },
+        el('tr', {}, ...['holder', 'version', 'roles', 'last seen', 'partitions led', 'started'].map((h) => el('th', {}, h))),
+        ...list.map((i) => el('tr', { class: i.live ? 'live' : 'gone', 'data-holder': i.holderId },
+          el('td', {}, i.holderId), el('td', {}, i.version), el('td', {}, i.roles.join(', ') || '—'),
+          el('td', { class: i.live ? 'ok' : 'err' }, ago(i.lastSeenAgeMs) + ' ago' + (i.live ? '' : ' (gone)')),
+          el('td', {}, i.partitions.length ? i.partitions.join(', ') : '—'), el('td', {}, when(i.startedAt))))));
+  }
+
   async function runSearch(ev) {
     if (ev) ev.preventDefault();
     const f = new FormData($('#search'));
@@ -209,6 +227,7 @@ export function dashboardClient(): void {
     const r = await api('GET', 'dashboard?data=overview');
     if (r.ok) renderOverview(r.json);
     else showResult('Overview', r);
+    renderInstances(await api('GET', 'instances'));
     document.body.dataset.loaded = 'true';
     timer = setTimeout(route, 5000);
   }

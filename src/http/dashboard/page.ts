@@ -17,7 +17,7 @@ main { padding: 16px 20px; max-width: 1400px; }
 .card { background: #fff; border: 1px solid #e5e7eb; border-radius: 8px; padding: 12px 16px; min-width: 280px; flex: 1; }
 .card h3 { margin: 0 0 8px; font-size: 13px; text-transform: uppercase; color: #6b7280; }
 .big { font-size: 20px; font-weight: 600; } .muted { color: #6b7280; font-size: 12px; }
-.ok { color: #15803d; } .err { color: #b91c1c; }
+.ok { color: #15803d; } .err { color: #b91c1c; } tr.gone td { color: #9ca3af; }
 #counts { display: flex; gap: 10px; flex-wrap: wrap; }
 .count { background: #f9fafb; border: 1px solid #e5e7eb; border-radius: 6px; padding: 6px 12px; text-align: center; min-width: 80px; }
 .count .n { font-size: 22px; font-weight: 700; } .count .n.small { font-size: 12px; font-weight: 400; padding: 8px 0; }
@@ -48,6 +48,7 @@ const BODY = `
       <div class="card"><h3>Execution</h3><div id="execution">…</div></div>
       <div class="card" style="flex:2"><h3>Intents</h3><div id="counts">…</div></div>
     </div>
+    <div class="card" style="margin-bottom:16px"><h3>Instances <span class="muted" id="instances-summary" style="text-transform:none"></span></h3><div id="instances"></div></div>
     <div class="card"><div id="charts"><div id="chart-attempts"></div><div id="chart-errors"></div></div></div>
     <div class="cards" style="margin-top:16px">
       <div class="card" style="flex:2"><h3>Recent failures <button id="btn-redrive-filter" class="secondary">Redrive failed…</button></h3><div id="failures"></div></div>
