@@ -267,7 +267,7 @@ describe('migration 10 (partition indexes, issue 25)', () => {
           WHERE schemaname = current_schema() AND tablename = 'submission_intents' AND indexname LIKE 'ix_intents%' ORDER BY 1`)).rows;
       await migratePostgres(db, migrations.filter((m) => m.id < 10));
       expect((await indexes()).map((r) => r.name)).toEqual(['ix_intents_due', 'ix_intents_modified', 'ix_intents_scheduled']);
-      expect((await migratePostgres(db)).applied).toEqual([10]);
+      expect((await migratePostgres(db, migrations.filter((m) => m.id <= 10))).applied).toEqual([10]);
       expect(await indexes()).toEqual([
         { name: 'ix_intents_partition_modified', def: '(partition_no, last_modified_at, intent_id)' },
         { name: 'ix_intents_partition_scheduled',

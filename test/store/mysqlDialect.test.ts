@@ -162,7 +162,7 @@ describe('mysql dialect', () => {
           FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = 'submission_intents' AND index_name LIKE 'ix_intents%'
           GROUP BY 1 ORDER BY 1`)).rows;
       expect((await indexes()).map((r) => r.i)).toEqual(['ix_intents_due', 'ix_intents_modified', 'ix_intents_scheduled']);
-      expect((await migrateMysql(db)).applied).toEqual([5]);
+      expect((await migrateMysql(db, migrations.filter((m) => m.id <= 5))).applied).toEqual([5]);
       const after = await indexes();
       expect(after).toEqual([
         { i: 'ix_intents_partition_modified', cols: 'partition_no,last_modified_at,intent_id' },
