@@ -157,6 +157,7 @@ export class Batch {
     if (step === 'refresh') {
       const stats = await refresher.refresh(this.deadline());
       await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
+      state.refreshRead(this.d.clock.nowMs()); // how overdue its rows are: the cadence begins the next one that early
       this.sum.refreshedRows += stats.rows;
       this.sum.refreshes++;
     } else if (step === 'tail') {
@@ -208,9 +209,13 @@ export class Batch {
   }
 
   /** Fenced start (starts.ts): a started attempt's call joins the calls in flight (a finished one wakes us). */
-  private start(granted: number): Promise<void> {
-    return startDue(this.d, this.token, granted, this.sum,
-      { call: (a) => this.d.state.track(this.attempt(a)), refused: () => this.fenceLost() });
+  private async start(granted: number): Promise<void> {
+    const { state, clock } = this.d;
+    const t0 = clock.nowMs();
+    let calls = 0;
+    await startDue(this.d, this.token, granted, this.sum,
+      { call: (a) => { calls++; state.track(this.attempt(a)); }, refused: () => this.fenceLost() });
+    if (calls > 0) state.startTook(clock.nowMs() - t0); // part of the pickup overhead the refresh cadence covers
   }
 
   /** The gate just before the call, the call, its result (providerCall.ts). */

@@ -131,6 +131,21 @@ export class ExecutionState {
     return this.cadence.take(nowMs, this.refresher.reconciling);
   }
 
+  /** The interval refresh takeRefreshStep() returned has been read, with the control row (RefreshCadence.refreshRead). */
+  refreshRead(nowMs: number): void {
+    this.cadence.refreshRead(nowMs);
+  }
+
+  /** A fenced START that started attempts took `ms` (RefreshCadence.startTook). */
+  startTook(ms: number): void {
+    this.cadence.startTook(ms);
+  }
+
+  /** How early each interval refresh begins, to cover the leader's measured pickup overhead (RefreshCadence). */
+  get refreshLeadMs(): number {
+    return this.cadence.refreshLeadMs;
+  }
+
   /** How long an idle batch may sleep before takeRefreshStep() has a step (0: now). */
   untilRefreshStepMs(nowMs: number): number {
     return this.cadence.untilNextMs(nowMs, this.refresher.reconciling);

@@ -284,6 +284,7 @@ export class Executor {
     if (stopReason === 'lease_lost') sum.leaseLost = true; // whichever check noticed first (fence, renew, gate)
     sum.durationMs = Math.round(this.clock.nowMs() - t0);
     sum.scheduleSize = this.refresher.schedule.size;
+    sum.refreshLeadMs = Math.round(this.state.refreshLeadMs);
     this.ops.tickFinished(sum);
     return sum;
   }

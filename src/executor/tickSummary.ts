@@ -43,6 +43,8 @@ export interface TickSummary {
   /** Terminal intents deleted by the retention purge in this tick. */
   purgedIntents: number;
   scheduleSize: number;
+  /** How early the interval refresh begins now, to cover the leader's measured pickup overhead (src/schedule/cadence.ts). */
+  refreshLeadMs: number;
   durationMs: number;
   stopReason: string;
 }
@@ -51,7 +53,7 @@ export function emptySummary(holderId: string): TickSummary {
   return {
     role: 'follower', holderId, leaseEpoch: null, rebuilt: false, recovered: 0, refreshes: 0, nudgedRefreshes: 0, refreshedRows: 0,
     started: 0, succeeded: 0, retried: 0, failed: 0, aborted: 0, skipped: 0, leaseLost: false, paused: false, purgedIntents: 0, scheduleSize: 0,
-    durationMs: 0, stopReason: '',
+    refreshLeadMs: 0, durationMs: 0, stopReason: '',
   };
 }
 

@@ -15,6 +15,7 @@ import type { App } from '../../src/app.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor } from '../support/executorHarness.js';
 import { until, withReplyFaults } from '../support/replyFaults.js';
+import { LEAD_CAP_SHARE } from '../../src/schedule/cadence.js';
 
 /** testConfig's refresh interval; the bound allows a loaded 2-core machine a few intervals more. */
 const REFRESH_MS = 100;
@@ -60,6 +61,9 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     const next = await leader.executor.tick(100, 200);
     expect(next).toMatchObject({ role: 'leader', started: 3, succeeded: 3 });
     expect(next.refreshes).toBeGreaterThan(0);
+    // The leader measured its own pickup overhead (reads, STARTs) and begins each refresh that much early, capped.
+    expect(next.refreshLeadMs).toBeGreaterThan(0);
+    expect(next.refreshLeadMs).toBeLessThanOrEqual(LEAD_CAP_SHARE * REFRESH_MS);
   });
 
   it('EXECUTOR_MAX_ATTEMPTS_PER_TICK (ignored now) does not leave the leader idle: a burst past it is sent at once', async () => {
