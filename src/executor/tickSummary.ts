@@ -43,7 +43,7 @@ export interface TickSummary {
   /** Terminal intents deleted by the retention purge in this tick. */
   purgedIntents: number;
   scheduleSize: number;
-  /** How early the interval refresh begins now, to cover the leader's measured pickup overhead (src/schedule/cadence.ts). */
+  /** How early (ms, to 0.1) the interval refresh begins now, to cover the leader's measured pickup overhead (src/schedule/cadence.ts). */
   refreshLeadMs: number;
   durationMs: number;
   stopReason: string;
