@@ -1,15 +1,19 @@
 // Composition root: builds config, logger, pool/stores, clock, lease manager, executor and handlers once
 // per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
 // Everything else receives these as parameters. Imported by functions/*.ts and local/ only.
-// May import: `config.ts`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
+// May import: `limits.ts`, `config.ts`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ClusterViewCache } from './http/clusterView.js';
 import type { HttpContext } from './http/context.js';
 import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
+import { InstanceHeartbeat } from './lease/instanceHeartbeat.js';
+import { PartitionShare } from './lease/partitionShare.js';
 import { Executor } from './executor/executor.js';
 import { TickBudget } from './executor/tickBudget.js';
+import { runTimerInvocation } from './executor/timerInvocation.js';
 import { executorSettingsFrom } from './executor/tickSummary.js';
 import { ExecutionOps } from './executor/executorOps.js';
 import { Maintenance, retentionTask, sqlMaintenanceRecorder } from './executor/maintenance.js';
@@ -25,6 +29,7 @@ import type { Stores } from './store/stores.js';
 import type { PartitionStore } from './store/partitionPorts.js';
 import { openStores } from './store/open.js';
 import { installTracing } from './observability/tracing.js';
+import { partitionLeaseName } from './limits.js';
 import type { TokenCredential } from '@azure/identity';
 import { traceAttempts } from './instrument/attemptTracing.js';
 
@@ -47,8 +52,27 @@ export interface App extends HttpContext {
   cluster: ClusterViewCache;
   /** Intents in this instance's schedule (0 on followers), for /readyz. */
   scheduleSize(): number;
+  /** One executor per partition (EXECUTOR_PARTITIONS), each with its own lease row, fence and schedule; partition 0
+   *  is `lease`, `executor` and `ops` above. The timer function of partition k runs partitions[k]. */
+  partitions: PartitionRuntime[];
+  /** The fair share of partitions (every-instance mode with more than one partition), else null. */
+  share: PartitionShare | null;
   /** Release the lease (graceful handover) and, if this app owns them, close the stores. */
   close(): Promise<void>;
+}
+
+/** What one partition's timer function runs: its own lease manager, executor (own schedule, buffer, bridge) and
+ *  operations flags, all keyed by the partition's lease name (partitionLeaseName). */
+export interface PartitionRuntime {
+  partition: number;
+  leaseName: string;
+  lease: LeaseManager;
+  executor: Executor;
+  ops: ExecutionOps;
+  /** The app's logger, with `partition` on every record when there is more than one. */
+  logger: Logger;
+  /** The instance's metrics, with a `partition` label when there is more than one. */
+  metrics: AppMetrics;
 }
 
 export interface CreateAppOptions {
@@ -67,6 +91,10 @@ export interface CreateAppOptions {
   /** Where Entra tokens for a flexible server come from (DATABASE_ENGINE postgresql/mysql). Default: the
    *  managed identity AZURE_CLIENT_ID names; tests swap only this. */
   credential?: TokenCredential;
+  /** How this process runs the timer functions (local host: TIMER_MODE). `singleton` (default: Azure's) spreads
+   *  partitions by the listener locks; `every-instance` also caps each instance at its fair share of the partitions
+   *  (heartbeats in SQL); `off`: HTTP only (the heartbeat says so, and the fair share does not count it). */
+  timerMode?: 'singleton' | 'every-instance' | 'off';
 }
 
 export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
@@ -89,15 +117,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const ownsMetrics = !opts.metrics;
   const metricsRegistry = opts.metrics ?? (await metricsRegistryFor(config));
   const metrics = metricsRegistry.forInstance(config.lease.holderId);
-  const lease = new LeaseManager(instrumentLeaseStore(stores.lease, metrics, clock), config.lease, clock, logger);
-  bindLeaseMetrics(lease, metrics);
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
-  const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics)], config.maintenance, clock, logger, metrics,
-    // Recorded in SQL so every instance's dashboard shows it; best effort, never blocks the executor.
-    sqlMaintenanceRecorder(stores.ops, config.lease.name, config.lease.holderId, logger));
-  const ops = new ExecutionOps(stores.ops, config.lease.name, maintenance, logger, metrics);
-  // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
-  const traced = traceAttempts(instrumentExecutionStore(stores.execution, metrics, clock), provider);
+  // One guard per process: a breaker opened by one partition's calls holds back every partition of this process.
   const guard = new ProviderGuard(config.providerGuard, clock, (state) => {
     metrics.breakerChanged(state);
     logger.warn({ event: 'provider_breaker', state }, `provider circuit breaker ${state}`);
@@ -105,21 +126,41 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
     stores.ops.recordProviderBreaker(config.lease.name, state, config.lease.holderId).catch((e: unknown) =>
       logger.warn({ event: 'provider_breaker_record_failed', sql_error: sqlErrorField(e) }, 'could not record the breaker state'));
   });
-  const executor = new Executor(lease, traced.store, traced.provider,
-    executorSettingsFrom(config), clock, logger, Math.random, ops, guard);
-  if (stores.notices && config.executor.dueNotices) executor.wakeOn(stores.notices);
+  // every-instance mode with several partitions: each instance takes at most its fair share (set below, once the
+  // partitions' lease managers exist; they ask it only to acquire).
+  let share: PartitionShare | null = null;
+  const partitions = Array.from({ length: config.partitions.count }, (_, k) =>
+    buildPartition(k, { config, stores, logger, clock, provider, guard, mayAcquire: () => share?.mayAcquire(k) ?? true,
+      // With several partitions, every series of a partition's lease and executor carries its `partition` label.
+      metrics: config.partitions.count > 1 ? metricsRegistry.forInstance(config.lease.holderId, { partition: String(k) }) : metrics }));
+  const { lease, executor, ops } = partitions[0]!;
+  const timerMode = opts.timerMode ?? 'singleton';
+  // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
+  const heartbeat = await InstanceHeartbeat.start(stores.instances, { holderId: config.lease.holderId, version: config.instances.version,
+    roles: timerMode === 'off' ? ['http'] : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
+  clock, logger, () => partitions.flatMap((p) => (p.lease.requireLeader() ? [p.partition] : [])));
+  if (timerMode === 'every-instance' && partitions.length > 1) {
+    share = new PartitionShare(partitions.map((p) => p.lease), heartbeat, async (k) => {
+      const p = partitions[k]!;
+      await stores.ops.requestHandover(p.leaseName, randomUUID(), config.lease.holderId, 'fair share: this instance holds more than its share');
+    }, config.lease.holderId, config.executor.periodMs, clock, logger);
+  }
   const tickBudget = new TickBudget(config.executor.schedule, config.executor.tickBudgetMs, config.executor.handoffMs);
-  const scheduleSize = () => executor.refresher.schedule.size;
-  const unregisterGauges = metrics.gauges({
+  const scheduleSize = () => partitions.reduce((n, p) => n + p.executor.refresher.schedule.size, 0);
+  // One partition: one source, today's series. Several: the guard's gauges per instance, the executor's per partition.
+  const executorGauges = (p: PartitionRuntime) => ({
     leadership: () => {
-      const token = lease.requireLeader();
-      return token ? { epoch: token.leaseEpoch, remainingMs: lease.remainingMs() } : null;
+      const token = p.lease.requireLeader();
+      return token ? { epoch: token.leaseEpoch, remainingMs: p.lease.remainingMs() } : null;
     },
-    scheduleSize,
-    oldestDueLagMs: () => executor.refresher.schedule.oldestDueLagMs(executor.refresher.dbNowMs()),
-    paused: () => ops.paused,
-    providerGuard: () => guard.state(),
+    scheduleSize: () => p.executor.refresher.schedule.size,
+    oldestDueLagMs: () => p.executor.refresher.schedule.oldestDueLagMs(p.executor.refresher.dbNowMs()),
+    paused: () => p.ops.paused,
   });
+  const unregisters = partitions.length === 1
+    ? [metrics.gauges({ ...executorGauges(partitions[0]!), providerGuard: () => guard.state() })]
+    : [metrics.gauges({ providerGuard: () => guard.state() }), ...partitions.map((p) => p.metrics.gauges(executorGauges(p)))];
+  const unregisterGauges = () => unregisters.forEach((u) => u());
   const handlers = createIntentHandlers({
     intents: stores.intents, lease: stores.lease, leaseName: config.lease.name, config, logger,
     metrics: (e) => {
@@ -129,20 +170,55 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const cluster = new ClusterViewCache(stores.lease, config.lease.name, () => clock.nowMs());
   let closed = false;
   return {
-    config, logger, stores, lease, executor, tickBudget, handlers, metrics, metricsRegistry, ops, cluster, scheduleSize,
+    config, logger, stores, lease, executor, tickBudget, handlers, metrics, metricsRegistry, ops, cluster, scheduleSize, partitions,
+    partitionLeases: () => partitions.map((p) => p.lease), share,
     async close() {
       if (closed) return;
       closed = true;
       unregisterGauges();
       // The running tick finishes and what is unwritten is written (under the fence) before we let go, bounded by
       // functionTimeout less a margin; the row is released only if nothing is left unwritten (else it expires).
-      await executor.drain(clock.nowMs() + config.executor.invocationLimitMs);
-      await lease.release();
+      // The heartbeat row goes first: the others then count one instance fewer when the partitions are released, and
+      // take exactly their new share of them (a stale count would let one take more and hand it back: a needless move).
+      await heartbeat.stop();
+      const drainBy = clock.nowMs() + config.executor.invocationLimitMs;
+      await Promise.all(partitions.map(async (p) => {
+        await p.executor.drain(drainBy);
+        await p.lease.release();
+      }));
       if (provider instanceof HttpProvider) provider.close();
       if (ownsStores) await stores.close();
       if (ownsMetrics) await metricsRegistry.shutdown();
     },
   };
+}
+
+interface PartitionDeps {
+  config: Config; stores: Stores; logger: Logger; clock: Clock; metrics: AppMetrics; provider: Provider; guard: ProviderGuard;
+  /** Whether this partition may be acquired now (the fair share). */
+  mayAcquire: () => boolean;
+}
+
+/** Partition k's lease manager, maintenance, operations flags and executor, keyed by its lease name. */
+function buildPartition(k: number, d: PartitionDeps): PartitionRuntime {
+  const { config, stores, clock, metrics } = d;
+  const leaseName = partitionLeaseName(config.lease.name, k);
+  // With one partition, logs are exactly today's; with more, every record says which partition it is about.
+  const logger = config.partitions.count > 1 ? d.logger.child({ partition: k }) : d.logger;
+  const lease = new LeaseManager(instrumentLeaseStore(stores.lease, metrics, clock), { ...config.lease, name: leaseName }, clock, logger,
+    Math.random, d.mayAcquire);
+  bindLeaseMetrics(lease, metrics);
+  const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics, k)], config.maintenance, clock, logger, metrics,
+    // Recorded in SQL so every instance's dashboard shows it; best effort, never blocks the executor.
+    sqlMaintenanceRecorder(stores.ops, leaseName, config.lease.holderId, logger));
+  const ops = new ExecutionOps(stores.ops, leaseName, maintenance, logger, metrics);
+  // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
+  // (`stores.execution` is partition 0's by the port's contract; a caller may wrap it.)
+  const traced = traceAttempts(instrumentExecutionStore(k === 0 ? stores.execution : stores.executionFor(k), metrics, clock), d.provider);
+  const executor = new Executor(lease, traced.store, traced.provider,
+    { ...executorSettingsFrom(config), partition: k }, clock, logger, Math.random, ops, d.guard);
+  if (stores.notices && config.executor.dueNotices) executor.wakeOn(stores.notices);
+  return { partition: k, leaseName, lease, executor, ops, logger, metrics };
 }
 
 /** The partition count is the database's (issue 25): the first process on a fresh database records its
@@ -167,6 +243,19 @@ async function metricsRegistryFor(config: Config): Promise<MetricsRegistry> {
   if (!cs) return MetricsRegistry.standalone();
   const { azureMonitorRegistry } = await import('./observability/azureMonitor.js');
   return azureMonitorRegistry(cs, config.telemetry.aad);
+}
+
+/** One invocation of partition k's executor timer: its executor ticks with the app's tick budget. A timer function
+ *  whose partition this app does not have (the count changed under it) goes idle, with one line saying so. */
+export async function runPartitionTimer(app: App, partition: number, isPastDue: boolean): Promise<void> {
+  const p = app.partitions[partition];
+  if (!p) {
+    app.logger.warn({ event: 'partition_timer_idle', partition, partitions: app.partitions.length },
+      `timer of partition ${partition} is idle: EXECUTOR_PARTITIONS is ${app.partitions.length}`);
+    return;
+  }
+  app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
+  await runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
 }
 
 const current = new AsyncLocalStorage<App>();

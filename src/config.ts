@@ -43,6 +43,8 @@ export interface Config {
   schedule: { refreshIntervalMs: number; pageSize: number; commitGraceMs: number; reconcileIntervalMs: number };
   /** tickBudgetMs caps a tick; handoffMs: a tick ends this long before the schedule's next occurrence. */
   executor: { schedule: string; tickBudgetMs: number; handoffMs: number; concurrency: number;
+    /** The schedule's shortest period between occurrences. */
+    periodMs: number;
     /** One invocation (and a shutdown) ends within this (host.json functionTimeout less a margin); a tick may run
      *  closingReserveMs past its budget. */
     invocationLimitMs: number; closingReserveMs: number;
@@ -159,6 +161,20 @@ function parseAppInsightsAuth(value: string | undefined): { clientId: string | n
 export function loadTelemetryConfig(env: Record<string, string | undefined> = process.env): Config['telemetry'] {
   const cs = env.APPLICATIONINSIGHTS_CONNECTION_STRING?.trim() || null;
   return { appInsightsConnectionString: cs, aad: parseAppInsightsAuth(env.APPLICATIONINSIGHTS_AUTHENTICATION_STRING?.trim() || undefined) };
+}
+
+/** EXECUTOR_PARTITIONS alone, for registering the executor timer functions before the app starts. An invalid value
+ *  gives 1 here: the app then refuses to start on its first invocation, naming the setting (loadConfig). */
+export function partitionCountSetting(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.EXECUTOR_PARTITIONS?.trim();
+  const parsed = settingsSchema.shape.EXECUTOR_PARTITIONS.safeParse(raw === '' ? undefined : raw);
+  return parsed.success ? parsed.data : 1;
+}
+
+/** The executor timer function of each partition: partition 0 keeps `executorTimer` (one partition registers exactly
+ *  today's function), partition k is `executorTimer-k`. Each has its own listener lock on Azure and on the local host. */
+export function executorTimerFunctions(count: number): { name: string; partition: number }[] {
+  return Array.from({ length: count }, (_, k) => ({ name: k === 0 ? 'executorTimer' : `executorTimer-${k}`, partition: k }));
 }
 
 /** Hide credentials before a URL reaches an error message or a log line. */
@@ -295,6 +311,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     executor: {
       schedule: s.EXECUTOR_SCHEDULE,
+      periodMs,
       tickBudgetMs,
       handoffMs: s.EXECUTOR_TICK_HANDOFF_MS,
       invocationLimitMs,

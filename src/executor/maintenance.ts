@@ -161,8 +161,9 @@ export interface RetentionSettings {
 
 /** Retention: up to maxBatchesPerTick fenced purge statements of batchSize; a full last batch leaves the rest for
  *  the next tick (no interval wait), a partial one means caught up until the next interval. */
+/** Retention of one partition's terminal intents, fenced by that partition's lease (each partition's leader purges its own). */
 export function retentionTask(store: Pick<OpsStore, 'fencedPurgeTerminal'>, r: RetentionSettings, clock: Clock, log: Logger,
-  metrics?: AppMetrics): MaintenanceTask {
+  metrics?: AppMetrics, partition = 0): MaintenanceTask {
   let lastPurgeMs = Number.NEGATIVE_INFINITY;
   return {
     name: 'retention',
@@ -178,7 +179,7 @@ export function retentionTask(store: Pick<OpsStore, 'fencedPurgeTerminal'>, r: R
           // Capped at what is left of the slice: a purge cut off by the server frees its connection (and the fence's
           // lock) by the tick's end instead of outliving it (a pool of one would otherwise starve the next tick).
           // Partition 0 until the per-partition runtime passes each partition's own (issue 25).
-          const out = await store.fencedPurgeTerminal(token, 0, r.olderThanMs, r.batchSize, Math.max(1, untilMs - clock.nowMs()));
+          const out = await store.fencedPurgeTerminal(token, partition, r.olderThanMs, r.batchSize, Math.max(1, untilMs - clock.nowMs()));
           if (out.kind === 'leaseLost') {
             lost = true; // batches committed before the loss still count below
             break;

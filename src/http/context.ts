@@ -12,6 +12,8 @@ export interface HttpContext {
   stores: Pick<Stores, 'intents' | 'ops' | 'redrive' | 'insights' | 'instances'>;
   /** This instance's own lease state (its role says nothing about the cluster on Flex: see `cluster`). */
   lease: Pick<LeaseManager, 'holderId' | 'status'>;
+  /** This instance's lease state per partition (partition k at index k; index 0 is `lease`). */
+  partitionLeases(): Pick<LeaseManager, 'status'>[];
   /** The cluster's leader as SQL holds it (cached ≤ 1 s). */
   cluster: Pick<ClusterViewCache, 'get'>;
   /** This instance's series, rendered as Prometheus text. */

@@ -26,13 +26,18 @@ export function readyz(app: HttpContext): ApiHandler {
   return async (req) => {
     const s = app.lease.status();
     const cluster = clusterJson(await app.cluster.get());
+    const leases = app.partitionLeases().map((l) => l.status());
+    // With partitions, an instance is a leader when it leads any partition; `partitions` says which (one partition:
+    // today's view exactly, lease fields of partition 0).
+    const led = leases.flatMap((l, k) => (l.mode === 'leader' ? [{ partition: k, leaseEpoch: l.leaseEpoch, leaseExpiresAt: l.expiresAt?.toISOString() ?? null }] : []));
     const view = {
-      mode: s.mode,
+      mode: leases.length > 1 ? (led.length > 0 ? 'leader' : 'follower') : s.mode,
       holderId: s.holderId,
       leaseEpoch: s.leaseEpoch,
       leaseExpiresAt: s.expiresAt?.toISOString() ?? null,
       scheduleSize: app.scheduleSize(),
       cluster,
+      ...(leases.length > 1 ? { partitions: led } : {}),
     };
     if ((req.headers.get('accept') ?? '').includes('application/json')) {
       return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' }, body: JSON.stringify(view) };
@@ -41,8 +46,9 @@ export function readyz(app: HttpContext): ApiHandler {
     const clusterText = cluster.error ? ' cluster_leader=unknown'
       : leader ? ` cluster_leader=${leader.holderId} cluster_epoch=${leader.leaseEpoch} cluster_expires_at=${leader.expiresAt} cluster_renewed_at=${leader.renewedAt}`
         : ` cluster_leader=none${cluster.lastEpoch !== null ? ` cluster_last_epoch=${cluster.lastEpoch}` : ''}`;
-    const text = `mode=${s.mode} holder_id=${s.holderId}` +
-      (s.mode === 'leader' ? ` lease_epoch=${s.leaseEpoch} lease_expires_at=${view.leaseExpiresAt}` : '') + clusterText;
+    const text = `mode=${view.mode} holder_id=${s.holderId}` +
+      (s.mode === 'leader' ? ` lease_epoch=${s.leaseEpoch} lease_expires_at=${view.leaseExpiresAt}` : '') +
+      (leases.length > 1 ? ` partitions_led=${led.map((l) => l.partition).join(',') || 'none'}` : '') + clusterText;
     return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, body: text };
   };
 }

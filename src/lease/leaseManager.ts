@@ -57,6 +57,9 @@ export class LeaseManager implements LeaderGate {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly random: () => number = Math.random,
+    /** Whether this instance may try to acquire now (the fair share of partitions in every-instance mode; default:
+     *  always). Asked only while not leading: a held lease renews regardless. */
+    private readonly mayAcquire: () => boolean = () => true,
   ) {
     this.handBack = new HandBack(store, settings.holderId, clock, log);
   }
@@ -147,6 +150,7 @@ export class LeaseManager implements LeaderGate {
   async tryAcquire(): Promise<boolean> {
     this.dropIfPastDeadline();
     if (this.requireLeader()) return true;
+    if (!this.mayAcquire()) return false;
     const { name, holderId, durationMs } = this.settings;
     let sentAtMs = this.clock.nowMs();
     try {

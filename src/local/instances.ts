@@ -33,6 +33,8 @@ export interface ClusterOptions {
   provider?: Provider;
   /** Readable output (stdout). */
   print: (line: string) => void;
+  /** TIMER_MODE: the apps' heartbeat roles, and the fair share of partitions in every-instance mode. */
+  timerMode?: 'singleton' | 'every-instance' | 'off';
 }
 
 /** PGlite is a single-process database: refuse to open a data directory another live host is using. */
@@ -76,14 +78,19 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
       const label = `inst-${i}`;
       const config: Config = { ...o.config, lease: { ...o.config.lease, holderId } };
       const logger = createLogger(o.config.logLevel, routingDestination(o.sink), { holder_id: holderId });
-      const app = await createApp({ config, stores, logger, migrate: false, ...(o.provider ? { provider: o.provider } : {}) });
-      app.lease.onChange((c) => {
-        if (c.kind === 'acquired') {
-          o.print(`[${label}] leader (epoch ${c.token.leaseEpoch}, expires ${c.expiresAt.toISOString()}, holder ${holderId})`);
-        } else {
-          o.print(`[${label}] follower (reason ${c.reason}, was epoch ${c.token.leaseEpoch})`);
-        }
-      });
+      const app = await createApp({ config, stores, logger, migrate: false, ...(o.provider ? { provider: o.provider } : {}),
+        ...(o.timerMode ? { timerMode: o.timerMode } : {}) });
+      // With partitions, each partition's leadership is its own line ("leader of partition 2"); one partition prints as before.
+      for (const p of app.partitions) {
+        const of = app.partitions.length > 1 ? ` of partition ${p.partition}` : '';
+        p.lease.onChange((c) => {
+          if (c.kind === 'acquired') {
+            o.print(`[${label}] leader${of} (epoch ${c.token.leaseEpoch}, expires ${c.expiresAt.toISOString()}, holder ${holderId})`);
+          } else {
+            o.print(`[${label}] follower${of} (reason ${c.reason}, was epoch ${c.token.leaseEpoch})`);
+          }
+        });
+      }
       instances.push({ label, holderId, app });
     }
   } catch (e) {

@@ -64,7 +64,8 @@ async function main(): Promise<void> {
       demoRouting = new DemoRoutingProvider(demo.url);
       appConfig = { ...config, provider: { ...config.provider, url: demo.url } };
     }
-    cluster = await startCluster({ config: appConfig, count: local.instances, sink, print, ...(demoRouting ? { provider: demoRouting } : {}) });
+    cluster = await startCluster({ config: appConfig, count: local.instances, sink, print, timerMode: local.timerMode,
+      ...(demoRouting ? { provider: demoRouting } : {}) });
     const instances = cluster.instances;
     for (const inst of instances) {
       for (const h of registry.hooks.filter((x) => x.name === 'appStart')) {

@@ -25,12 +25,15 @@ export class PullMetricReader extends MetricReader {
 /** What the gauges read from one instance at collection time. */
 export interface GaugeSource {
   holderId: string;
+  /** Labels besides holder_id on every point of this source (`partition` with more than one partition). */
+  labels?: Attributes;
+  // The executor's gauges (absent from the instance-wide source when each partition has its own source).
   /** Current leadership (epoch) or null when following; remaining ms before the local deadline. */
-  leadership(): { epoch: number; remainingMs: number } | null;
-  scheduleSize(): number;
-  oldestDueLagMs(): number;
+  leadership?: () => { epoch: number; remainingMs: number } | null;
+  scheduleSize?: () => number;
+  oldestDueLagMs?: () => number;
   /** Last pause flag this instance read from SQL (null = not read yet: only leaders read it). */
-  paused(): boolean | null;
+  paused?: () => boolean | null;
   /** Provider protection as this instance's executor sees it (absent in apps without an executor guard). */
   providerGuard?: () => GuardGauges;
 }
@@ -95,21 +98,21 @@ export class MetricsRegistry {
       meter.createObservableGauge(name, { description }).addCallback((r: ObservableResult) => {
         for (const s of this.sources) {
           const v = read(s);
-          if (v !== null) r.observe(v, { holder_id: s.holderId });
+          if (v !== null) r.observe(v, { holder_id: s.holderId, ...s.labels });
         }
       });
-    gauge('is_leader', '1 while this instance leads (before its local deadline), else 0', (s) => (s.leadership() ? 1 : 0));
-    gauge('leader_epoch', 'Epoch this instance leads with (absent while following)', (s) => s.leadership()?.epoch ?? null);
-    gauge('lease_remaining_ms', 'Milliseconds before the local lease deadline (0 while following)', (s) => s.leadership()?.remainingMs ?? 0);
-    gauge('schedule_size', 'Intents in the leader schedule (0 on followers)', (s) => s.scheduleSize());
-    gauge('schedule_oldest_due_lag_ms', 'How far the oldest due intent is behind database time (0 = nothing overdue)', (s) => s.oldestDueLagMs());
+    gauge('is_leader', '1 while this instance leads (before its local deadline), else 0', (s) => (s.leadership ? (s.leadership() ? 1 : 0) : null));
+    gauge('leader_epoch', 'Epoch this instance leads with (absent while following)', (s) => s.leadership?.()?.epoch ?? null);
+    gauge('lease_remaining_ms', 'Milliseconds before the local lease deadline (0 while following)', (s) => (s.leadership ? s.leadership()?.remainingMs ?? 0 : null));
+    gauge('schedule_size', 'Intents in the leader schedule (0 on followers)', (s) => s.scheduleSize?.() ?? null);
+    gauge('schedule_oldest_due_lag_ms', 'How far the oldest due intent is behind database time (0 = nothing overdue)', (s) => s.oldestDueLagMs?.() ?? null);
     const BREAKER = { closed: 0, half_open: 1, open: 2 } as const;
     gauge('provider_breaker_state', 'Provider circuit breaker: 0 closed, 1 half-open (one probe), 2 open (sending nothing)',
       (s) => (s.providerGuard ? BREAKER[s.providerGuard().breaker] : null));
     gauge('provider_paused_ms', 'Milliseconds left of a provider-wide Retry-After pause (0 when none)', (s) => s.providerGuard?.().pausedForMs ?? null);
     gauge('provider_calls_in_flight', 'Provider calls in flight (permits held) on this instance', (s) => s.providerGuard?.().inFlight ?? null);
     gauge('execution_paused', '1 when the cluster-wide pause flag was set at the last read (leaders read it)', (s) => {
-      const p = s.paused();
+      const p = s.paused?.() ?? null;
       return p === null ? null : p ? 1 : 0;
     });
   }
@@ -121,9 +124,9 @@ export class MetricsRegistry {
     return new MetricsRegistry(provider, reader, provider);
   }
 
-  /** Instruments bound to one instance. */
-  forInstance(holderId: string): AppMetrics {
-    return new AppMetrics(this.ins, holderId, (s) => {
+  /** Instruments bound to one instance, and to `labels` besides holder_id (e.g. `{ partition: '2' }`). */
+  forInstance(holderId: string, labels: Attributes = {}): AppMetrics {
+    return new AppMetrics(this.ins, holderId, labels, (s) => {
       this.sources.add(s);
       return () => this.sources.delete(s);
     });
@@ -145,8 +148,9 @@ export class AppMetrics {
   private readonly base: Attributes;
   private readonly submitAttrs = new Map<string, Attributes>();
 
-  constructor(private readonly i: Instruments, readonly holderId: string, private readonly register: (s: GaugeSource) => () => void) {
-    this.base = { holder_id: holderId };
+  constructor(private readonly i: Instruments, readonly holderId: string, private readonly labels: Attributes,
+    private readonly register: (s: GaugeSource) => () => void) {
+    this.base = { holder_id: holderId, ...labels };
     // Every counter series for its known label values exists from the start at 0 (rates and absence alerts need
     // a zero, not a missing series).
     for (const c of [i.leaderAcquired, i.blockedNotLeader, i.attemptsStarted, i.handovers, i.completionsUnwritable]) c.add(0, this.base);
@@ -162,7 +166,7 @@ export class AppMetrics {
   }
 
   gauges(source: Omit<GaugeSource, 'holderId'>): () => void {
-    return this.register({ ...source, holderId: this.holderId });
+    return this.register({ ...source, holderId: this.holderId, labels: this.labels });
   }
 
   acquireAttempt(result: 'acquired' | 'held' | 'error', ms: number): void {

@@ -66,16 +66,17 @@ export function metric(text: string, name: string, labels: Record<string, string
 }
 
 /** Timer-like loops: every app ticks (budget `budgetMs`), then sleeps `gapMs`, until stop(). */
+/** Every partition's executor of every app ticks in its own loop, like its timer function (one partition: one loop per app). */
 export function tickLoops(apps: App[], budgetMs = 400, gapMs = 50) {
   let stopped = false;
-  const summaries: { app: App; at: number; sum: TickSummary }[] = [];
-  const loops = apps.map(async (app) => {
+  const summaries: { app: App; partition: number; at: number; sum: TickSummary }[] = [];
+  const loops = apps.flatMap((app) => app.partitions.map(async ({ partition, executor }) => {
     while (!stopped) {
-      const sum = await app.executor.tick(budgetMs);
-      summaries.push({ app, at: Date.now(), sum });
+      const sum = await executor.tick(budgetMs);
+      summaries.push({ app, partition, at: Date.now(), sum });
       await new Promise((r) => setTimeout(r, gapMs));
     }
-  });
+  }));
   return {
     summaries,
     async stop() {

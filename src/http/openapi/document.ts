@@ -71,6 +71,8 @@ const problems = (...statuses: number[]) => Object.fromEntries([...statuses, 500
 
 const FUNCTION_KEY = [{ functionKey: [] }, { functionKeyQuery: [] }];
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'Intent id' };
+const partitionParam = { name: 'partition', in: 'query', required: false, schema: { type: 'integer', minimum: 0 },
+  description: 'One executor partition (0 to EXECUTOR_PARTITIONS − 1); absent: every partition (reads: partition 0)' };
 
 function op(operationId: string, auth: 'anonymous' | 'function' | 'admin', summary: string, spec: Json): Json {
   return { operationId, summary, 'x-auth-level': auth, security: auth === 'anonymous' ? [] : FUNCTION_KEY, ...spec };
@@ -180,21 +182,24 @@ export function buildOpenApiDocument(): Json {
             'The leader sees the request within one schedule refresh: it starts nothing more, finishes and fences what is in flight, marks the ' +
             'request completed and releases the lease; any instance may acquire at its next tick, the same one included. ' +
             'While a request is pending, another POST returns it instead of adding one.',
+          parameters: [partitionParam],
           requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
           responses: { 202: { description: 'The recorded (or already pending) request', content: jsonContent('HandoverRequest') }, ...problems(400, 413, 415) },
         }),
         get: op('getHandovers', 'admin', 'Handover requests: the pending one and the newest completed', {
-          parameters: [{ name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } }],
+          parameters: [{ name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } }, partitionParam],
           responses: { 200: { description: 'Requests, newest first', content: jsonContent('HandoverList') }, ...problems(400) },
         }),
       },
       '/ops/execution': {
         get: op('getExecution', 'admin', 'The cluster-wide execution control row', {
+          parameters: [partitionParam],
           responses: { 200: { description: 'Control row', content: jsonContent('ExecutionControl') }, ...problems() },
         }),
       },
       ...Object.fromEntries((['pause', 'resume'] as const).map((k) => [`/ops/execution/${k}`, {
         post: op(`${k}Execution`, 'admin', k === 'pause' ? 'Pause execution cluster-wide (leaders start nothing)' : 'Resume execution cluster-wide', {
+          parameters: [partitionParam],
           requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
           responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') }, ...problems(400, 413, 415) },
         }),

@@ -101,7 +101,9 @@ export const readyViewSchema = z.strictObject({
     lastEpoch: z.int().min(1).nullable().describe('The newest epoch ever granted (null: never acquired)'),
     readAt: instant.nullable().describe('Database time of the read (cached at most 1 s)'),
     error: z.string().nullable().describe('Why the cluster view could not be read'),
-  }).describe("The cluster's leader, read from SQL: the same answer on every instance"),
+  }).describe("The cluster's leader (of partition 0), read from SQL: the same answer on every instance"),
+  partitions: z.array(z.strictObject({ partition: z.int().min(0), leaseEpoch: z.int().min(1).nullable(), leaseExpiresAt: instant.nullable() }))
+    .optional().describe('With EXECUTOR_PARTITIONS > 1: the partitions this instance leads (mode is leader when it leads any)'),
 }).describe("This instance's own role and the cluster's leader");
 
 export const instanceViewSchema = z.strictObject({
@@ -138,7 +140,7 @@ export const executionChangeBodySchema = z.strictObject(
   { error: (i) => (i.code === 'unrecognized_keys' ? undefined : 'the body must be a JSON object') },
 );
 
-export const executionControlSchema = z.strictObject({
+const executionControlRow = z.strictObject({
   leaseName: z.string(),
   paused: z.boolean(),
   changedAt: instant.nullable(),
@@ -146,9 +148,13 @@ export const executionControlSchema = z.strictObject({
   reason: z.string().nullable(),
   dbNow: instant,
   pendingHandoverId: z.string().nullable().describe('A handover request the leader has not completed yet'),
-}).describe('The cluster-wide execution control row (no row = running)');
+});
+export const executionControlSchema = executionControlRow.extend({
+  partitions: z.array(executionControlRow).optional()
+    .describe('With EXECUTOR_PARTITIONS > 1 and no ?partition=: every partition\'s row (the fields above are partition 0\'s)'),
+}).describe('The execution control row (no row = running); one per partition lease');
 
-export const handoverRequestSchema = z.strictObject({
+const handoverRequestRow = z.strictObject({
   requestId: z.string(),
   leaseName: z.string(),
   status: z.enum(['pending', 'completed']),
@@ -159,12 +165,16 @@ export const handoverRequestSchema = z.strictObject({
   completedAt: instant.nullable().describe('When the leader had finished its in-flight work, just before it released the lease'),
   completedEpoch: z.int().min(1).nullable().describe('The epoch that drained; the next leader gets a higher one'),
   completedBy: z.string().nullable(),
+});
+export const handoverRequestSchema = handoverRequestRow.extend({
+  partitions: z.array(handoverRequestRow).optional()
+    .describe('With EXECUTOR_PARTITIONS > 1 and no ?partition=: every partition\'s request (the fields above are partition 0\'s)'),
 }).describe('A request that the leader hand over (recorded in SQL by any instance)');
 
 export const handoverListSchema = z.strictObject({
   leaseName: z.string(),
-  pending: handoverRequestSchema.nullable(),
-  requests: z.array(handoverRequestSchema).describe('Newest first (pending and completed)'),
+  pending: handoverRequestRow.nullable(),
+  requests: z.array(handoverRequestRow).describe('Newest first (pending and completed)'),
 });
 
 /** POST /ops/intents/redrive: the body (it validates the request) and the result. */

@@ -1,0 +1,75 @@
+// The fair share of partitions for one instance in `every-instance` timer mode (issue 25): every instance ticks every
+// partition, but takes at most its share (fairShare.ts decides, from the heartbeat's live list). One owner per app:
+// it decides at most once per half timer period (the policy's hysteresis counts decisions, not partition ticks),
+// gates each partition's acquire (a leading partition renews regardless: the gate is asked only to acquire), and
+// hands one partition back through the handover path — a request recorded in SQL that the partition's own leader
+// reads at its next refresh: it starts nothing more, finishes and fences what is in flight, then releases. Never a
+// stolen lease: a partition moves only after its holder let it go.
+import type { Clock } from './clock.js';
+import type { LeaseManager } from './leaseManager.js';
+import type { Logger } from '../observability/logger.js';
+import { FairShare, type FairShareDecision } from './fairShare.js';
+import type { InstanceHeartbeat } from './instanceHeartbeat.js';
+
+export class PartitionShare {
+  private readonly policy = new FairShare();
+  private decision: FairShareDecision | null = null;
+  private decidedAtMs = Number.NEGATIVE_INFINITY;
+  /** Partitions whose hand-back was requested and which this instance still leads. */
+  private readonly handingBack = new Set<number>();
+
+  constructor(
+    private readonly leases: readonly Pick<LeaseManager, 'requireLeader' | 'onChange'>[],
+    private readonly heartbeat: Pick<InstanceHeartbeat, 'liveLeaders' | 'beat'>,
+    /** Record a handover request for partition k (the handover path); failures are logged and retried next decision. */
+    private readonly requestHandBack: (partition: number) => Promise<void>,
+    private readonly holderId: string,
+    private readonly periodMs: number,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    leases.forEach((lease, k) => lease.onChange((c) => {
+      if (c.kind !== 'acquired') this.handingBack.delete(k);
+      void this.heartbeat.beat(); // the others see the change at once, not a heartbeat later
+    }));
+  }
+
+  /** The partitions this instance leads now. */
+  held(): number[] {
+    return this.leases.flatMap((l, k) => (l.requireLeader() ? [k] : []));
+  }
+
+  /** A partition's timer fired: decide again if the last decision is older than half a period (a hand-back due is
+   *  requested here, so an instance leading all its partitions still gives one back). */
+  onTick(): void {
+    this.current();
+  }
+
+  /** May partition k try to acquire now? (Only asked while not leading k.) */
+  mayAcquire(k: number): boolean {
+    // Only the decision's first acquireMax candidates (free ones first): partition timers ticking at once can never
+    // take more than the share, and a partition just freed goes to the instance whose turn it is, not the quickest.
+    const d = this.current();
+    return d.acquire.slice(0, d.acquireMax).includes(k);
+  }
+
+  private current(): FairShareDecision {
+    const now = this.clock.nowMs();
+    if (this.decision && now - this.decidedAtMs < this.periodMs / 2) return this.decision;
+    const d = this.policy.decide({ partitionCount: this.leases.length, self: this.holderId, held: this.held(),
+      draining: [...this.handingBack], live: this.heartbeat.liveLeaders() });
+    this.decision = d;
+    this.decidedAtMs = now;
+    if (d.handBack !== null && !this.handingBack.has(d.handBack)) {
+      const k = d.handBack;
+      this.handingBack.add(k);
+      this.log.info({ event: 'partition_hand_back', partition: k, share: d.share, live_instances: d.liveInstances, reason: d.reason },
+        `handing partition ${k} back (fair share ${d.share} of ${this.leases.length} over ${d.liveInstances} live instances)`);
+      this.requestHandBack(k).catch((e: unknown) => {
+        this.handingBack.delete(k);
+        this.log.warn({ event: 'partition_hand_back_failed', partition: k, err: (e as Error).message }, 'hand-back request not recorded: the next decision retries');
+      });
+    }
+    return d;
+  }
+}
