@@ -15,7 +15,7 @@ import { PG_TEST_URL } from '../support/pgServer.js';
 import { TcpProxy } from '../chaos/tcpProxy.js';
 import { startRecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
-import { serverDatabases } from '../support/serverDatabases.js';
+import { serverDatabases } from '../support/dialects.js';
 
 const STATEMENT_MS = 400;
 
@@ -57,7 +57,7 @@ describe('client-side deadlines (PostgreSQL server through a TCP proxy)', () => 
   });
 });
 
-// The whole-tick bound on every database server (test/support/serverDatabases.ts), the proxy forwarding its wire unread.
+// The whole-tick bound on every database server (test/support/dialects.ts), the proxy forwarding its wire unread.
 describe.each(serverDatabases)('client-side deadline of an executor tick ($name server through a TCP proxy)', (server) => {
   it('an executor tick whose connection is blackholed returns within budget + provider timeout + margin', async (t) => {
     const skip = server.unavailable();

@@ -151,7 +151,7 @@ describe.each(dialects)('redrive store contract: $name', (dialect) => {
     expect((await s.redrive.redrive(byIds(ids, 3))).redriven).toEqual([]);
   });
 
-  itWhere(dialect.name !== 'pglite')('concurrent redrives of the same intents: each intent redriven exactly once', async () => {
+  itWhere(dialect.manySessions)('concurrent redrives of the same intents: each intent redriven exactly once', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) ids.push(await failed(`e${i}`, 1));
     const others = await Promise.all([1, 2, 3].map(() => ctx.openStores({ poolMax: 1 })));

@@ -10,6 +10,7 @@ import { createMysqlStores } from '../../src/store/mysql/index.js';
 import { fencedTransaction, nextSeq, writeAudit } from '../../src/store/mysql/fence.js';
 import { ATTEMPT_COLS, INTENT_COLS, NOW, toAttempt, toIntent, utcText, type AttemptDbRow, type IntentDbRow } from '../../src/store/mysql/rows.js';
 import type { DialectContext, DialectHarness } from './dialects.js';
+import type { PgTestDatabase } from './localHostProcess.js';
 import { MYSQL_TEST_URL } from './mysqlServer.js';
 
 const STATEMENT_TIMEOUT_MS = 10_000;
@@ -36,12 +37,47 @@ async function adminQuery(text: string): Promise<void> {
   }
 }
 
+/** A fresh database on the MySQL / MariaDB test server, for the process-level tests (the hosts migrate it). */
+export async function createMysqlDatabase(): Promise<PgTestDatabase> {
+  const name = `sm_proc_${randomBytes(5).toString('hex')}`;
+  const admin = openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(MYSQL_TEST_URL);
+  url.pathname = `/${name}`;
+  const db = openMysqlPool({ url: url.toString(), max: 2, statementTimeoutMs: 10_000 });
+  return {
+    url: url.toString(),
+    sql: async (text, params) => {
+      const p = positional(text, params);
+      return (await db.query(p.text, p.params)).rows as never[];
+    },
+    async drop() {
+      await db.close().catch(() => {});
+      await admin.query(`DROP DATABASE IF EXISTS ${name}`).catch(() => {});
+      await admin.close();
+    },
+  };
+}
+
 export const mysql: DialectHarness = {
   name: 'mysql',
   notices: false,
   runsHere: true,
   manySessions: true,
   unavailable: () => inject('mysqlUnavailable') || null,
+  server: {
+    create: createMysqlDatabase,
+    openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
+  },
+  sqlFaults: {
+    // Row triggers (MySQL has no statement triggers): per deleted row.
+    slowDelete: (seconds) => [`CREATE TRIGGER t_slow_delete BEFORE DELETE ON submission_intents FOR EACH ROW SET @slept = SLEEP(${seconds})`],
+    // SQLSTATE 42000 (MySQL reports its own error number for a SIGNAL, so no fixed code to compare).
+    refuseDelete: {
+      statements: [`CREATE TRIGGER t_refuse_delete BEFORE DELETE ON submission_intents FOR EACH ROW
+        SIGNAL SQLSTATE '42000' SET MESSAGE_TEXT = 'permission denied: retention disabled by the test'`],
+    },
+  },
   async createContext(): Promise<DialectContext> {
     const dbName = `t_${randomBytes(6).toString('hex')}`; // generated, safe to inline
     await adminQuery(`CREATE DATABASE ${dbName} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);

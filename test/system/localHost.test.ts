@@ -10,7 +10,7 @@ import {
   ensureBuilt, FAST_ENV, findLeader, intentStatus, killAll, postIntent, readyz, startHost, tmpDir, waitFor,
   type HostProcess, type PgTestDatabase, type ReadyView,
 } from '../support/localHostProcess.js';
-import { serverDatabases } from '../support/serverDatabases.js';
+import { serverDatabases } from '../support/dialects.js';
 
 const KEY = 'local-test-key';
 const hosts: HostProcess[] = [];

@@ -122,9 +122,7 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
 
   itWhere(dialect.name === 'postgres')('a purge the database makes slower than its slice (0.4 s in a trigger, holding its fence): cut off by the server at the slice\'s end; execution goes on under one lease', async () => {
     // A real slow statement on the server (PGlite is one connection: a sleep there stalls everything by design).
-    await ctx.sql(`CREATE FUNCTION t_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_sleep(0.4); RETURN NULL; END $$`);
-    await ctx.sql('CREATE TRIGGER t_slow_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_slow_delete()');
+    for (const statement of dialect.sqlFaults!.slowDelete!(0.4)) await ctx.sql(statement);
     const r = await run();
     expectKeptLeading(r);
     // The slice is 100 ms (a quarter of the 400 ms tick): every purge is cancelled by its own statement timeout.
@@ -132,20 +130,14 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
     expect(r.failed.map((f) => (f.sql_error as { code?: string }).code)).toEqual(r.failed.map(() => '57014'));
   });
 
-  itWhere(dialect.name !== 'mssql')('a purge the database refuses on every call (a real SQL error): execution goes on under one lease; logged, counted, backed off', async () => {
+  const refuse = dialect.sqlFaults?.refuseDelete;
+  itWhere(refuse !== undefined)('a purge the database refuses on every call (a real SQL error): execution goes on under one lease; logged, counted, backed off', async () => {
     // Only the purge deletes intents: a trigger refusing every DELETE is a real error from the database on exactly
-    // that statement (as a revoked privilege would raise), with the batch untouched.
-    if (dialect.name === 'mysql') {
-      await ctx.sql(`CREATE TRIGGER t_refuse_delete BEFORE DELETE ON submission_intents FOR EACH ROW
-        SIGNAL SQLSTATE '42000' SET MESSAGE_TEXT = 'permission denied: retention disabled by the test'`);
-    } else {
-      await ctx.sql(`CREATE FUNCTION t_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN RAISE EXCEPTION 'permission denied: retention disabled by the test' USING ERRCODE = '42501'; END $$`);
-      await ctx.sql('CREATE TRIGGER t_refuse_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_refuse_delete()');
-    }
+    // that statement (as a revoked privilege would raise), with the batch untouched (sqlFaults in the harness).
+    for (const statement of refuse!.statements) await ctx.sql(statement);
     const r = await run();
     expectKeptLeading(r);
     expectLoggedCountedBackedOff(r, /permission denied: retention disabled by the test/);
-    if (dialect.name !== 'mysql') expect((r.failed[0]!.sql_error as { code?: string }).code).toBe('42501');
+    if (refuse!.code) expect((r.failed[0]!.sql_error as { code?: string }).code).toBe(refuse!.code);
   });
 });

@@ -2,18 +2,17 @@
 // load, so execution never waits for more than one page; it keeps its guarantee against late commits (an intent
 // refresh never saw is found, one the database no longer schedules is dropped).
 import { describe, expect, it } from 'vitest';
-import { dialects, type DialectContext } from '../support/dialects.js';
+import { executorDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor, intentRow } from '../support/executorHarness.js';
 import { until, withReplyFaults } from '../support/replyFaults.js';
 
-const execDialects = dialects.filter((d) => d.name !== 'mssql');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PAGE_MS = 700;
 
-describe.each(execDialects)('paged reconcile: $name', (dialect) => {
+describe.each(executorDialects)('paged reconcile: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

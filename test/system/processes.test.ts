@@ -8,7 +8,7 @@ import {
   ensureBuilt, FAST_ENV, findLeader, killAll, postIntent, readyz, startHost, waitFor,
   type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
-import { serverDatabases } from '../support/serverDatabases.js';
+import { serverDatabases } from '../support/dialects.js';
 
 const LEASE_MS = 3_000;
 const TICK_MS = 1_000;

@@ -6,21 +6,17 @@
 import { describe, expect, it } from 'vitest';
 import { createApp, type App } from '../../src/app.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { dialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext, type DialectHarness } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { sleep, testConfig, tickLoops } from '../support/apps.js';
 import { submit } from '../support/instances.js';
 
-// A delete made slow by the server itself (5 s, past the app's statement timeout): a trigger of each dialect's own.
-const SLOW_DELETE: Partial<Record<string, string[]>> = {
-  postgres: [`CREATE FUNCTION t_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_sleep(5); RETURN NULL; END $$`,
-  'CREATE TRIGGER t_slow_delete BEFORE DELETE ON submission_intents FOR EACH STATEMENT EXECUTE FUNCTION t_slow_delete()'],
-  mysql: ['CREATE TRIGGER t_slow_delete BEFORE DELETE ON submission_intents FOR EACH ROW SET @slept = SLEEP(5)'],
-};
+// A delete made slow by the server itself (5 s, past the app's statement timeout): a trigger of each dialect's own
+// (sqlFaults.slowDelete in its harness).
+const slowDelete = (dialect: DialectHarness) => dialect.sqlFaults!.slowDelete!(5);
 
-describe.each(dialects.filter((d) => d.runsHere && SLOW_DELETE[d.name]))('a purge that times out and the lease: $name', (dialect) => {
+describe.each(dialects.filter((d) => d.runsHere && d.sqlFaults?.slowDelete))('a purge that times out and the lease: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let apps: App[] = [];
@@ -34,7 +30,7 @@ describe.each(dialects.filter((d) => d.runsHere && SLOW_DELETE[d.name]))('a purg
   });
 
   it('a purge is cut off by the server at its time budget, not at the session\'s statement timeout', async () => {
-    for (const statement of SLOW_DELETE[dialect.name]!) await ctx.sql(statement);
+    for (const statement of slowDelete(dialect)) await ctx.sql(statement);
     // The session's own timeout far away; a pool of one: the capped purge must need no second connection (MariaDB's
     // flavour check once took one inside the transaction, waiting for its own connection until the client deadline).
     const stores = await ctx.openStores({ poolMax: 1, statementTimeoutMs: 20_000 });
@@ -53,7 +49,7 @@ describe.each(dialects.filter((d) => d.runsHere && SLOW_DELETE[d.name]))('a purg
   }, 30_000);
 
   it('DB_POOL_MAX=1: the leader keeps its lease while every purge runs into the statement timeout', async () => {
-    for (const statement of SLOW_DELETE[dialect.name]!) await ctx.sql(statement);
+    for (const statement of slowDelete(dialect)) await ctx.sql(statement);
     const logs: Record<string, unknown>[] = [];
     const logger = createLogger('info', { write: (s: string) => void logs.push(JSON.parse(s) as Record<string, unknown>) });
     const base = testConfig(provider.url);

@@ -1,7 +1,7 @@
 // The local host's default timer semantics, as the Functions host's: one instance at a time invokes
 // executorTimer, the holder of its listener lock. In one process (INSTANCES=3, in-process lock) and across
 // three processes on a real Azurite (blob leases, host.json singleton 15 s / 15 s) and each database server
-// (PostgreSQL, MySQL/MariaDB: test/support/serverDatabases.ts).
+// (PostgreSQL, MySQL/MariaDB: test/support/dialects.ts).
 // SIGKILL the lock holder: the lock moves only after its blob lease ran out, at a survivor's recovery poll,
 // and execution resumes within the documented budget (docs/flex.md):
 //   crash failover ≤ max(listenerLockPeriod + recoveryPoll + tick, sqlLease + tick) + overhead.
@@ -13,7 +13,7 @@ import {
 } from '../support/localHostProcess.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { lockEvents, overlappingInvocations, timerInvocations } from '../support/timerLog.js';
-import { serverDatabases } from '../support/serverDatabases.js';
+import { serverDatabases } from '../support/dialects.js';
 
 const LOCK_MS = 15_000; // host.json singleton.listenerLockPeriod
 const RECOVERY_MS = 15_000; // host.json singleton.listenerLockRecoveryPollingInterval
