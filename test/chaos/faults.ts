@@ -2,7 +2,7 @@
 // executes again (a fenced start committed after the fault), pause, next. With `--overlap P`, a second,
 // network-level fault (terminate / proxy_drop / proxy_blackhole) may hit another instance while the first is
 // active: injected and the cluster not yet executing again.
-import { restartPostgres, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
+import { chaosServer, restartPostgres, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
 import { sleep, type Rng } from './rng.js';
 import { INDETERMINATE_DESCRIPTIONS, INDETERMINATE_KINDS, LOST_REPLY_KINDS, loseReply, stallCompletions, type LostReplyKind, type LostReplyRecord } from './lostReplies.js';
 import { lockLeaseTable } from './leaseTableLock.js';
@@ -265,7 +265,7 @@ export class FaultInjector {
         const t = Date.now();
         await restartPostgres();
         f.measureFrom = Date.now();
-        f.detail = `PostgreSQL restart took ${f.measureFrom - t} ms`;
+        f.detail = `${chaosServer() === 'mariadb' ? 'MariaDB' : 'PostgreSQL'} restart took ${f.measureFrom - t} ms`;
         break;
       }
     }
