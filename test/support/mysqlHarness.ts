@@ -68,6 +68,7 @@ export const mysql: DialectHarness = {
   server: {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
+    secondsAgoSql: (seconds) => `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${seconds} SECOND)`,
   },
   sqlFaults: {
     // Row triggers (MySQL has no statement triggers): per deleted row.

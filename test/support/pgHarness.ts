@@ -224,6 +224,7 @@ export const postgres: DialectHarness = {
   server: {
     create: createPgDatabase,
     openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
+    secondsAgoSql: (seconds) => `clock_timestamp() - interval '${seconds} seconds'`,
   },
   sqlFaults: {
     slowDelete: (seconds) => [`CREATE FUNCTION t_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
