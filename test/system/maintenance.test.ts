@@ -122,6 +122,7 @@ describe.each(dialects)('maintenance never stops execution: $name', (dialect) =>
 
   itWhere(dialect.name === 'postgres')('a purge the database makes slower than its slice (0.4 s in a trigger, holding its fence): cut off by the server at the slice\'s end; execution goes on under one lease', async () => {
     // A real slow statement on the server (PGlite is one connection: a sleep there stalls everything by design).
+    // Picked by name: it checks PostgreSQL's own cancel code (57014); the slow delete is the harness's sqlFaults.
     for (const statement of dialect.sqlFaults!.slowDelete!(0.4)) await ctx.sql(statement);
     const r = await run();
     expectKeptLeading(r);
