@@ -110,8 +110,8 @@ export interface ServerCapability {
   create(): Promise<PgTestDatabase>;
   /** The dialect's stores on a new pool of two connections to `url` (not migrated; stores.close() ends the pool). */
   openStores(url: string, statementTimeoutMs: number): Stores;
-  /** An SQL expression for the database's time `seconds` ago, in the column type timestamps are stored in. */
-  secondsAgoSql(seconds: number): string;
+  /** An SQL expression for the database's time now, or `secondsAgo` seconds before (the stored timestamps' type). */
+  dbTimeSql(secondsAgo?: number): string;
 }
 
 /** A database server of the list, as the process-level tests iterate them (describe.each(serverDatabases)). */

@@ -68,7 +68,7 @@ export const mysql: DialectHarness = {
   server: {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
-    secondsAgoSql: (seconds) => `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${seconds} SECOND)`,
+    dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
   },
   sqlFaults: {
     // Row triggers (MySQL has no statement triggers): per deleted row.

@@ -224,7 +224,7 @@ export const postgres: DialectHarness = {
   server: {
     create: createPgDatabase,
     openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
-    secondsAgoSql: (seconds) => `clock_timestamp() - interval '${seconds} seconds'`,
+    dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `clock_timestamp() - interval '${secondsAgo} seconds'` : 'clock_timestamp()'),
   },
   sqlFaults: {
     slowDelete: (seconds) => [`CREATE FUNCTION t_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$

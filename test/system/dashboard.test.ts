@@ -109,7 +109,7 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
 
   it('instances: the heartbeat rows with version, roles, last seen and partitions led; a gone one greyed', async () => {
     // Rows as instances write them (InstanceStore.heartbeat), one of an instance that stopped beating a minute ago.
-    const ago = (seconds: number) => server.secondsAgoSql(seconds);
+    const ago = (seconds: number) => server.dbTimeSql(seconds);
     await db.sql(`INSERT INTO submission_manager_instances (holder_id, version, roles, started_at, last_seen_at, partitions_led) VALUES
       ('dash-inst-a', '0.1.0', 'http,timer', ${ago(300)}, ${ago(0)}, '0,2'),
       ('dash-inst-z', '0.0.9', 'http', ${ago(3600)}, ${ago(60)}, '')`);

@@ -7,7 +7,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { staleWrites } from '../support/fenceChecker.js';
 import { ensureBuilt, FAST_ENV, killAll, postIntent, startHost, waitFor, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
-import { serverDatabases } from '../support/serverDatabases.js';
+import { serverDatabases } from '../support/dialects.js';
 
 const P = 4;
 const LEASE_MS = 3_000;
@@ -43,7 +43,7 @@ describe.each(serverDatabases)('partitions with separate OS processes, P = 4 ($n
   /** Partitions each process leads now (live rows), by holder id. */
   const shares = async (procs: HostProcess[]) => {
     const rows = await leases();
-    const [{ now }] = await db.sql<{ now: Date }>(server.name === 'postgres' ? 'SELECT clock_timestamp() AS now' : 'SELECT UTC_TIMESTAMP(6) AS now');
+    const [{ now }] = await db.sql<{ now: Date }>(`SELECT ${server.dbTimeSql()} AS now`);
     return procs.map((h) => rows.filter((r) => r.holderId === h.holderIds[0] && r.expiresAt > new Date(now)).length);
   };
   /** Every partition led and the shares within one of each other, `stableMs` long (no partition moving meanwhile). */
