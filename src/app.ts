@@ -3,13 +3,12 @@
 // Everything else receives these as parameters. Imported by functions/*.ts and local/ only.
 // May import: `limits.ts`, `config.ts`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ClusterViewCache } from './http/clusterView.js';
 import type { HttpContext } from './http/context.js';
 import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
-import { InstanceHeartbeat } from './lease/instanceHeartbeat.js';
+import { FAIR_SHARE_ROLE, InstanceHeartbeat } from './lease/instanceHeartbeat.js';
 import { PartitionShare } from './lease/partitionShare.js';
 import { Executor } from './executor/executor.js';
 import { TickBudget } from './executor/tickBudget.js';
@@ -137,13 +136,12 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const timerMode = opts.timerMode ?? 'singleton';
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
   const heartbeat = await InstanceHeartbeat.start(stores.instances, { holderId: config.lease.holderId, version: config.instances.version,
-    roles: timerMode === 'off' ? ['http'] : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
+    roles: timerMode === 'off' ? ['http'] : timerMode === 'every-instance' ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
   clock, logger, () => partitions.flatMap((p) => (p.lease.requireLeader() ? [p.partition] : [])));
   if (timerMode === 'every-instance' && partitions.length > 1) {
-    share = new PartitionShare(partitions.map((p) => p.lease), heartbeat, async (k) => {
-      const p = partitions[k]!;
-      await stores.ops.requestHandover(p.leaseName, randomUUID(), config.lease.holderId, 'fair share: this instance holds more than its share');
-    }, config.lease.holderId, config.executor.periodMs, clock, logger);
+    share = new PartitionShare(partitions.map((p) => p.lease), heartbeat,
+      { request: (k) => partitions[k]!.ops.requestHandBack(), cancel: (k) => partitions[k]!.ops.cancelHandBack() },
+      config.lease.holderId, config.executor.periodMs, config.instances.heartbeatMs, clock, logger);
   }
   const tickBudget = new TickBudget(config.executor.schedule, config.executor.tickBudgetMs, config.executor.handoffMs);
   const scheduleSize = () => partitions.reduce((n, p) => n + p.executor.refresher.schedule.size, 0);
@@ -180,8 +178,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       // functionTimeout less a margin; the row is released only if nothing is left unwritten (else it expires).
       // The heartbeat row goes first: the others then count one instance fewer when the partitions are released, and
       // take exactly their new share of them (a stale count would let one take more and hand it back: a needless move).
-      await heartbeat.stop();
       const drainBy = clock.nowMs() + config.executor.invocationLimitMs;
+      await heartbeat.stop(Math.max(0, drainBy - clock.nowMs()) / 10); // bounded: a tenth of the drain's time at most
       await Promise.all(partitions.map(async (p) => {
         await p.executor.drain(drainBy);
         await p.lease.release();
@@ -245,16 +243,21 @@ async function metricsRegistryFor(config: Config): Promise<MetricsRegistry> {
   return azureMonitorRegistry(cs, config.telemetry.aad);
 }
 
+const idleTimersLogged = new Set<number>();
+
 /** One invocation of partition k's executor timer: its executor ticks with the app's tick budget. A timer function
  *  whose partition this app does not have (the count changed under it) goes idle, with one line saying so. */
 export async function runPartitionTimer(app: App, partition: number, isPastDue: boolean): Promise<void> {
   const p = app.partitions[partition];
   if (!p) {
-    app.logger.warn({ event: 'partition_timer_idle', partition, partitions: app.partitions.length },
-      `timer of partition ${partition} is idle: EXECUTOR_PARTITIONS is ${app.partitions.length}`);
+    if (!idleTimersLogged.has(partition)) { // once per partition, not every tick
+      idleTimersLogged.add(partition);
+      app.logger.warn({ event: 'partition_timer_idle', partition, partitions: app.partitions.length },
+        `timer of partition ${partition} is idle: EXECUTOR_PARTITIONS is ${app.partitions.length}`);
+    }
     return;
   }
-  app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
+  await app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
   await runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
 }
 

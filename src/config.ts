@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import {
-  LEASE_NAME_MAX_LENGTH, partitionLeaseName, partitionSuffixLength,
+  LEASE_NAME_MAX_LENGTH, PARTITION_SEPARATOR, partitionLeaseName, partitionSuffixLength,
   DEFAULT_MAINTENANCE, INVOCATION_MARGIN_MS, MIN_TICK_BUDGET_MS, PROVIDER_POOL_CONNECTIONS, closingReserveMs, shortestPeriodMs,
   type GuardSettings, type MaintenanceSettings,
 } from './limits.js';
@@ -270,6 +270,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `: a leader holds ${LEADER_DB_CONNECTIONS} connections at ` +
       'once (the lease renew, a START or COMPLETE, the maintenance purge); with fewer, one waits for another and the ' +
       'leader steps down on the pool\'s checkout timeout');
+  check(partitions === 1 || !s.LEASE_NAME.includes(PARTITION_SEPARATOR),
+    `LEASE_NAME ("${s.LEASE_NAME}") may not contain "${PARTITION_SEPARATOR}" with EXECUTOR_PARTITIONS (${partitions}) above 1: ` +
+      `partition k's lease is LEASE_NAME${PARTITION_SEPARATOR}k, which must not be mistaken for another name's partition`);
   const suffix = partitionSuffixLength(partitions);
   check(s.LEASE_NAME.length + suffix <= LEASE_NAME_MAX_LENGTH,
     `LEASE_NAME ("${s.LEASE_NAME}", ${s.LEASE_NAME.length} characters) is too long for EXECUTOR_PARTITIONS (${partitions}): ` +

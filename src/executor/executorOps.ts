@@ -45,9 +45,15 @@ export const NO_OPS: ExecutorOps = {
   tickFinished: () => {},
 };
 
+/** Id prefix of a hand-back this instance asked of itself (the fair share): never in SQL. */
+const LOCAL_HAND_BACK = 'local-hand-back:';
+
 export class ExecutionOps implements ExecutorOps {
   private pausedFlag: boolean | null = null;
   private pendingHandover: string | null = null;
+  /** A hand-back this instance asked of its own leader (fair share): drained like a handover, recorded nowhere. */
+  private localHandBack: string | null = null;
+  private localHandBacks = 0;
 
   constructor(
     private readonly store: OpsStore,
@@ -82,14 +88,31 @@ export class ExecutionOps implements ExecutorOps {
     this.pendingHandover = c.pendingHandoverId;
   }
 
-  /** A pending handover request as of the last refreshControl (the leader drains, then releases). */
+  /** A pending handover request as of the last refreshControl (the leader drains, then releases), else a local hand-back. */
   handoverRequest(): { requestId: string } | null {
-    return this.pendingHandover === null ? null : { requestId: this.pendingHandover };
+    const id = this.pendingHandover ?? this.localHandBack;
+    return id === null ? null : { requestId: id };
+  }
+
+  /** Drain and release this partition as for a handover, at this instance's own request (the fair share): local,
+   *  so it ends with the lease it was meant for (cancelHandBack) and never reaches the next leader. */
+  requestHandBack(): void {
+    this.localHandBack ??= `${LOCAL_HAND_BACK}${++this.localHandBacks}`;
+  }
+
+  cancelHandBack(): void {
+    this.localHandBack = null;
   }
 
   /** In-flight work finished and its completions written: mark the request completed, fenced by `token`,
    *  just before the lease row is released. A lost lease leaves it pending for the next leader. */
   async handoverCompleted(token: LeaseToken, requestId: string): Promise<void> {
+    if (requestId.startsWith(LOCAL_HAND_BACK)) {
+      if (this.localHandBack === requestId) this.localHandBack = null;
+      this.log.info({ event: 'partition_hand_back_completed', holder_id: token.holderId, lease_epoch: token.leaseEpoch, lease_name: this.leaseName },
+        'partition handed back (fair share): in-flight attempts finished; releasing the lease');
+      return;
+    }
     const out = await this.store.fencedCompleteHandover(token, requestId);
     if (out.kind === 'leaseLost') {
       this.log.warn({ event: 'handover_completion_lease_lost', holder_id: token.holderId, lease_epoch: token.leaseEpoch, request_id: requestId },

@@ -16,6 +16,9 @@ export const INSTANCE_PRUNE_AFTER_MS = 3_600_000;
 const PRUNE_EVERY_BEATS = 60;
 /** The role of an instance whose timer may lead partitions (the fair share counts only those). */
 export const TIMER_ROLE = 'timer';
+/** The role of an instance that takes part in the fair share (every-instance mode): only these divide the partitions,
+ *  so an instance that runs its timers under listener locks (or not at all) never holds a share it will not take. */
+export const FAIR_SHARE_ROLE = 'fair-share';
 
 export interface InstanceHeartbeatSettings {
   holderId: string;
@@ -67,6 +70,17 @@ export class InstanceHeartbeat {
     return rows && rows.filter((r) => r.roles.includes(TIMER_ROLE)).map((r) => ({ holderId: r.holderId, partitions: r.partitions }));
   }
 
+  /** live() narrowed to the instances that take part in the fair share (role `fair-share`). */
+  liveSharers(): LiveInstance[] | null {
+    const rows = this.live();
+    return rows && rows.filter((r) => r.roles.includes(FAIR_SHARE_ROLE)).map((r) => ({ holderId: r.holderId, partitions: r.partitions }));
+  }
+
+  /** How old the last read of the live list is (ms; null: never read). */
+  listAgeMs(): number | null {
+    return this.list ? this.clock.nowMs() - this.list.atMs : null;
+  }
+
   /** One beat now (also used after a partition was taken or handed back, so the others see it sooner). Never rejects;
    *  a beat already running is awaited instead of overlapping it. */
   beat(): Promise<void> {
@@ -76,17 +90,28 @@ export class InstanceHeartbeat {
   }
 
   /** Stops beating and removes the row (best effort: logged at warn on failure). Never rejects. */
-  async stop(): Promise<void> {
+  async stop(withinMs = Number.POSITIVE_INFINITY): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.inFlight;
-    try {
+    // Bounded for a shutdown (an unreachable database must not eat the drain's time): past `withinMs` the removal goes
+    // on in the background and the row, if it stays, drops out of the live list after INSTANCE_LIVE_WINDOW_MS.
+    const removal = (async () => {
+      await this.inFlight;
       await this.store.remove(this.settings.holderId);
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const late = Number.isFinite(withinMs)
+      ? new Promise<'late'>((r) => { timer = setTimeout(() => r('late'), withinMs); timer.unref?.(); }) : null;
+    try {
+      await (late ? Promise.race([removal, late]) : removal);
     } catch (e) {
       this.logger.warn({ event: 'instance_remove_failed', holder_id: this.settings.holderId, sql_error: sqlErrorField(e) },
         'instance heartbeat row not removed (it drops out of the live list after INSTANCE_LIVE_WINDOW_MS)');
+    } finally {
+      clearTimeout(timer);
+      removal.catch(() => {}); // (settled in the background when it outlived the bound; logged above otherwise)
     }
   }
 

@@ -2,8 +2,8 @@
 // partition, but takes at most its share (fairShare.ts decides, from the heartbeat's live list). One owner per app:
 // it decides at most once per half timer period (the policy's hysteresis counts decisions, not partition ticks),
 // gates each partition's acquire (a leading partition renews regardless: the gate is asked only to acquire), and
-// hands one partition back through the handover path — a request recorded in SQL that the partition's own leader
-// reads at its next refresh: it starts nothing more, finishes and fences what is in flight, then releases. Never a
+// hands one partition back through the handover path — a local request to that partition's executor (it starts
+// nothing more, finishes and fences what is in flight, then releases), cancelled if the lease goes first. Never a
 // stolen lease: a partition moves only after its holder let it go.
 import type { Clock } from './clock.js';
 import type { LeaseManager } from './leaseManager.js';
@@ -20,16 +20,19 @@ export class PartitionShare {
 
   constructor(
     private readonly leases: readonly Pick<LeaseManager, 'requireLeader' | 'onChange'>[],
-    private readonly heartbeat: Pick<InstanceHeartbeat, 'liveLeaders' | 'beat'>,
-    /** Record a handover request for partition k (the handover path); failures are logged and retried next decision. */
-    private readonly requestHandBack: (partition: number) => Promise<void>,
+    private readonly heartbeat: Pick<InstanceHeartbeat, 'liveSharers' | 'beat' | 'listAgeMs'>,
+    /** Hand partition k back through the handover path (its executor drains, then releases); `cancel` when the lease
+     *  went meanwhile. Local to this instance: a hand-back never outlives the lease it was meant for. */
+    private readonly handBack: { request(partition: number): void; cancel(partition: number): void },
     private readonly holderId: string,
     private readonly periodMs: number,
+    /** A decision is made on a live list at most this old (INSTANCE_HEARTBEAT_MS): older, it is read again first. */
+    private readonly freshListMs: number,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
     leases.forEach((lease, k) => lease.onChange((c) => {
-      if (c.kind !== 'acquired') this.handingBack.delete(k);
+      if (c.kind !== 'acquired' && this.handingBack.delete(k)) this.handBack.cancel(k);
       void this.heartbeat.beat(); // the others see the change at once, not a heartbeat later
     }));
   }
@@ -40,8 +43,14 @@ export class PartitionShare {
   }
 
   /** A partition's timer fired: decide again if the last decision is older than half a period (a hand-back due is
-   *  requested here, so an instance leading all its partitions still gives one back). */
-  onTick(): void {
+   *  requested here, so an instance leading all its partitions still gives one back), on a live list no older than
+   *  a heartbeat (read again first if it is: instances started together would otherwise each see a list without
+   *  the others, take too much and hand it back). Never rejects (the heartbeat never does). */
+  async onTick(): Promise<void> {
+    if (!this.decisionFresh()) {
+      const age = this.heartbeat.listAgeMs();
+      if (age === null || age > this.freshListMs) await this.heartbeat.beat();
+    }
     this.current();
   }
 
@@ -53,11 +62,15 @@ export class PartitionShare {
     return d.acquire.slice(0, d.acquireMax).includes(k);
   }
 
+  private decisionFresh(): boolean {
+    return this.decision !== null && this.clock.nowMs() - this.decidedAtMs < this.periodMs / 2;
+  }
+
   private current(): FairShareDecision {
     const now = this.clock.nowMs();
-    if (this.decision && now - this.decidedAtMs < this.periodMs / 2) return this.decision;
+    if (this.decision && this.decisionFresh()) return this.decision;
     const d = this.policy.decide({ partitionCount: this.leases.length, self: this.holderId, held: this.held(),
-      draining: [...this.handingBack], live: this.heartbeat.liveLeaders() });
+      draining: [...this.handingBack], live: this.heartbeat.liveSharers() });
     this.decision = d;
     this.decidedAtMs = now;
     if (d.handBack !== null && !this.handingBack.has(d.handBack)) {
@@ -65,10 +78,7 @@ export class PartitionShare {
       this.handingBack.add(k);
       this.log.info({ event: 'partition_hand_back', partition: k, share: d.share, live_instances: d.liveInstances, reason: d.reason },
         `handing partition ${k} back (fair share ${d.share} of ${this.leases.length} over ${d.liveInstances} live instances)`);
-      this.requestHandBack(k).catch((e: unknown) => {
-        this.handingBack.delete(k);
-        this.log.warn({ event: 'partition_hand_back_failed', partition: k, err: (e as Error).message }, 'hand-back request not recorded: the next decision retries');
-      });
+      this.handBack.request(k);
     }
     return d;
   }

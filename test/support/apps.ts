@@ -24,11 +24,12 @@ export function testConfig(providerUrl: string, env: Record<string, string> = {}
   });
 }
 
-export async function startApps(ctx: DialectContext, n: number, base: Config, logger: Logger = silentLogger): Promise<App[]> {
+/** `poolMax`: each app's pool (default 4; with partitions a process may lead several, 3 connections each). */
+export async function startApps(ctx: DialectContext, n: number, base: Config, logger: Logger = silentLogger, poolMax = 4): Promise<App[]> {
   const apps: App[] = [];
   for (let i = 0; i < n; i++) {
     const holderId = `app-${i}-${Math.random().toString(16).slice(2, 8)}`;
-    apps.push(await createApp({ config: { ...base, lease: { ...base.lease, holderId } }, stores: await ctx.openStores({ poolMax: 4 }), logger, migrate: false }));
+    apps.push(await createApp({ config: { ...base, lease: { ...base.lease, holderId } }, stores: await ctx.openStores({ poolMax }), logger, migrate: false }));
   }
   return apps;
 }

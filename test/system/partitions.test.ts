@@ -27,13 +27,15 @@ describe.each(dialects)('partitions (P = 4): $name', (dialect) => {
     await provider?.close();
   });
 
-  const config = () => testConfig(provider.url, { EXECUTOR_PARTITIONS: String(P), DB_POOL_MAX: '12' });
+  const config = () => testConfig(provider.url, { EXECUTOR_PARTITIONS: String(P), DB_POOL_MAX: '13' });
+  /** Apps with pools big enough to lead every partition (3 connections each), as DB_POOL_MAX's default. */
+  const start = (n: number, c = config()) => startApps(ctx, n, c, undefined, 13);
   const partitionOf = async (id: string) => (await apps[0]!.stores.intents.get(id))!.partition;
   const holders = async () => Promise.all(Array.from({ length: P }, (_, k) => apps[0]!.stores.lease.get(partitionLeaseName(TEST_LEASE, k))));
   const succeeded = async (n: number) => ((await ctx.statusCounts()).succeeded ?? 0) >= n;
 
   it('one holder per partition; each intent executed once, by its partition\'s holder under that partition\'s epoch', async () => {
-    apps = await startApps(ctx, 3, config());
+    apps = await start(3);
     const loops = tickLoops(apps, 400, 50);
     const ids: string[] = [];
     try {
@@ -62,7 +64,7 @@ describe.each(dialects)('partitions (P = 4): $name', (dialect) => {
   });
 
   it('pause one partition (?partition=k): only its intents wait; resume runs them; a bad partition is a 400 naming the range', async () => {
-    apps = await startApps(ctx, 2, config());
+    apps = await start(2);
     const bad = await executionControlHandler(apps[0]!, 'pause')(request('POST', `/api/ops/execution/pause?partition=${P}`));
     expect(bad.status).toBe(400);
     expect(bad.body).toContain(`from 0 to ${P - 1}`);
@@ -91,7 +93,7 @@ describe.each(dialects)('partitions (P = 4): $name', (dialect) => {
 
   it('retention per partition: each partition\'s leader purges its own terminal intents, fenced by its own lease', async () => {
     const base = config();
-    apps = await startApps(ctx, 1, { ...base, retention: { ...base.retention, olderThanMs: 1_000, batchSize: 50, maxBatchesPerTick: 2, intervalMs: 60_000 } });
+    apps = await start(1, { ...base, retention: { ...base.retention, olderThanMs: 1_000, batchSize: 50, maxBatchesPerTick: 2, intervalMs: 60_000 } });
     const [app] = apps as [App];
     const ids: string[] = [];
     for (let i = 0; i < 16; i++) {
@@ -110,7 +112,7 @@ describe.each(dialects)('partitions (P = 4): $name', (dialect) => {
   });
 
   it('drain one partition: only its epoch moves on; /readyz lists the partitions each instance leads', async () => {
-    apps = await startApps(ctx, 2, config());
+    apps = await start(2);
     const loops = tickLoops(apps, 400, 50);
     try {
       await waitUntil('every partition led', async () => (await holders()).every((r) => r !== null));

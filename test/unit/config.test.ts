@@ -113,6 +113,12 @@ describe('EXECUTOR_PARTITIONS (issue 25)', () => {
     expect(err.message).toContain('DB_POOL_MAX (11)');
     expect(err.message).toContain('EXECUTOR_PARTITIONS 4');
   });
+  it('LEASE_NAME may not contain the partition separator # with more than one partition, naming both settings', () => {
+    expect(loadConfig({ LEASE_NAME: 'a#b' }).lease.name).toBe('a#b');
+    const err = configError({ LEASE_NAME: 'a#b', EXECUTOR_PARTITIONS: '2' });
+    expect(err.message).toContain('LEASE_NAME');
+    expect(err.message).toContain('EXECUTOR_PARTITIONS (2)');
+  });
   it('LEASE_NAME leaves room for the partition suffix (`#63` with 64 partitions), naming both settings', () => {
     expect(loadConfig({ LEASE_NAME: 'x'.repeat(64) }).lease.name).toHaveLength(64);
     expect(loadConfig({ LEASE_NAME: 'x'.repeat(61), EXECUTOR_PARTITIONS: '64', DB_POOL_MAX: '192' }).lease.name).toHaveLength(61);

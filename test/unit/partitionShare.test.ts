@@ -1,0 +1,88 @@
+// PartitionShare (src/lease/partitionShare.ts): the fair share's owner per app. Decides at most once per half period,
+// on a live list no older than a heartbeat (read again first), allows only the decision's first acquireMax
+// candidates (partition timers ticking at once never overshoot), and hands one partition back locally, cancelled
+// when the lease goes first.
+import { describe, expect, it } from 'vitest';
+import { PartitionShare } from '../../src/lease/partitionShare.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import type { LeadershipChange } from '../../src/lease/leaseManager.js';
+import type { LiveInstance } from '../../src/lease/fairShare.js';
+import type { Clock } from '../../src/lease/clock.js';
+
+const PERIOD = 1_000;
+
+function rig(p: number, held: number[], live: LiveInstance[]) {
+  let now = 0;
+  const clock = { nowMs: () => now } as unknown as Clock;
+  const leading = new Set(held);
+  const listeners: ((c: LeadershipChange) => void)[][] = Array.from({ length: p }, () => []);
+  const leases = Array.from({ length: p }, (_, k) => ({
+    requireLeader: () => (leading.has(k) ? { leaseName: `L#${k}`, holderId: 'me', leaseEpoch: 1 } : null),
+    onChange: (fn: (c: LeadershipChange) => void) => { listeners[k]!.push(fn); return () => {}; },
+  }));
+  let listedAt = 0;
+  let beats = 0;
+  const heartbeat = {
+    live,
+    liveSharers: () => heartbeat.live,
+    listAgeMs: () => now - listedAt,
+    beat: async () => { beats++; listedAt = now; },
+  };
+  const requested: number[] = [];
+  const cancelled: number[] = [];
+  const share = new PartitionShare(leases, heartbeat, { request: (k) => requested.push(k), cancel: (k) => cancelled.push(k) },
+    'me', PERIOD, 300, clock, silentLogger);
+  return {
+    share, heartbeat, requested, cancelled,
+    get beats() { return beats; },
+    advance: (ms: number) => { now += ms; },
+    lose: (k: number) => {
+      leading.delete(k);
+      for (const fn of listeners[k]!) fn({ kind: 'lost', reason: 'released', token: { leaseName: `L#${k}`, holderId: 'me', leaseEpoch: 1 } } as LeadershipChange);
+    },
+  };
+}
+
+describe('PartitionShare', () => {
+  it('alone (no other sharer): every partition may be tried', async () => {
+    const r = rig(4, [], [{ holderId: 'me', partitions: [] }]);
+    await r.share.onTick();
+    expect([0, 1, 2, 3].filter((k) => r.share.mayAcquire(k))).toHaveLength(4);
+  });
+
+  it('only the decision\'s first acquireMax candidates: timers ticking at once cannot take more than the share', async () => {
+    // Two sharers, nothing held: share 2 each; the other holds nothing yet either.
+    const r = rig(4, [], [{ holderId: 'me', partitions: [] }, { holderId: 'zz', partitions: [] }]);
+    await r.share.onTick();
+    const allowed = [0, 1, 2, 3].filter((k) => r.share.mayAcquire(k));
+    expect(allowed.length).toBeGreaterThanOrEqual(1);
+    expect(allowed.length).toBeLessThanOrEqual(2);
+  });
+
+  it('a stale live list is read again before deciding; a fresh decision is reused for half a period', async () => {
+    const r = rig(2, [], [{ holderId: 'me', partitions: [] }]);
+    r.advance(500); // list 500 ms old > 300 ms
+    await r.share.onTick();
+    expect(r.beats).toBe(1);
+    await r.share.onTick(); // same decision (within half a period): no read
+    expect(r.beats).toBe(1);
+    r.advance(PERIOD / 2);
+    await r.share.onTick();
+    expect(r.beats).toBe(2);
+  });
+
+  it('above its share: hands one partition back (after the confirming decision), once; cancelled if the lease goes first', async () => {
+    const r = rig(4, [0, 1, 2, 3], [{ holderId: 'me', partitions: [0, 1, 2, 3] }, { holderId: 'zz', partitions: [] }]);
+    await r.share.onTick(); // confirming
+    expect(r.requested).toEqual([]);
+    r.advance(PERIOD / 2);
+    await r.share.onTick();
+    expect(r.requested).toEqual([3]);
+    r.advance(PERIOD / 2);
+    await r.share.onTick(); // draining: nothing more
+    expect(r.requested).toEqual([3]);
+    expect([0, 1, 2, 3].some((k) => r.share.mayAcquire(k))).toBe(false);
+    r.lose(3);
+    expect(r.cancelled).toEqual([3]);
+  });
+});
