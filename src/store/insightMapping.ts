@@ -1,5 +1,5 @@
 // Row mapping of the dashboard's reads, shared by both dialects (same column aliases).
-import type { AttemptMinute, IntentRedrive, PartitionState } from './insightPorts.js';
+import type { AttemptMinute, IntentRedrive, PartitionControl, PartitionState } from './insightPorts.js';
 import type { LeaseEvent } from './ports.js';
 import { num } from './rowMapping.js';
 
@@ -35,6 +35,17 @@ export const insightRows = {
       scheduled: num(r.scheduled ?? 0), due: num(r.due ?? 0), lastAttemptAt: (r.last_attempt_at as Date | null | undefined) ?? null,
     })),
   }),
+  /** One row per partition asked for; the control and handover columns are null when there is no such row. */
+  controls: (rows: Row[]): PartitionControl[] => rows.map((r) => ({
+    partition: num(r.partition_no), leaseName: String(r.lease_name),
+    // BOOLEAN / bit arrive as booleans (the mysql typeCast, tedious); 1 is accepted too.
+    paused: r.paused === true || r.paused === 1,
+    changedAt: (r.changed_at as Date | null | undefined) ?? null, changedBy: (r.changed_by as string | null | undefined) ?? null,
+    reason: (r.reason as string | null | undefined) ?? null,
+    pendingHandover: r.request_id === null || r.request_id === undefined ? null : {
+      requestId: String(r.request_id).toLowerCase(), requestedAt: r.requested_at as Date, requestedBy: String(r.requested_by),
+    },
+  })),
   redrive: (r: Row): IntentRedrive => ({
     redriveId: String(r.redrive_id), requestedAt: r.requested_at as Date, requestedBy: String(r.requested_by),
     reason: (r.reason as string | null) ?? null, attemptsBefore: num(r.attempts_before),

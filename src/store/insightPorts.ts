@@ -58,12 +58,27 @@ export interface PartitionState extends PartitionRef {
   lastAttemptAt: Date | null;
 }
 
+/** One partition's operator controls as the database holds them (the dashboard's Partitions card). */
+export interface PartitionControl extends PartitionRef {
+  /** The partition's execution control row (no row: running, never paused). */
+  paused: boolean;
+  changedAt: Date | null;
+  changedBy: string | null;
+  reason: string | null;
+  /** The partition's pending handover (drain) request, which its leader completes at its next refresh (null: none). */
+  pendingHandover: { requestId: string; requestedAt: Date; requestedBy: string } | null;
+}
+
 export interface InsightStore {
   /** Each of `partitions` (at least one) in the given order, read in one statement with database now: the lease rows
    *  by primary key, the backlog grouped by partition_no (each partition's scheduled range of
    *  ix_intents_status_partition_due), the latest starts grouped by partition_no over the newest
    *  PARTITION_ATTEMPT_SCAN attempts. Never one query per partition. */
   partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }>;
+  /** Each of `partitions` (at least one) in the given order, read in one statement: its execution control row by
+   *  primary key and its pending handover request (by the one-pending-per-lease unique index; the oldest on SQL
+   *  Server). Never one query per partition. */
+  partitionControls(partitions: readonly PartitionRef[]): Promise<PartitionControl[]>;
   /** The newest `limit` lease events of `leaseName`, newest first. */
   recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]>;
   /** Attempts per minute over the last `windowMs` of database time (minutes without attempts are absent), oldest first, with database now. */

@@ -103,6 +103,32 @@ describe.each(dialects)('insight store contract: $name', (dialect) => {
     expect(one.partitions.map((p) => [p.partition, p.scheduled, p.due])).toEqual([[2, 1, 0], [1, 3, 2]]);
   });
 
+  it('partitionControls: every partition asked for, in order, from one statement: the pause row and the pending drain', async () => {
+    const names = partitionLeaseNames(LEASE, 4);
+    const refs = names.map((leaseName, partition) => ({ partition, leaseName }));
+    const running = { paused: false, changedAt: null, changedBy: null, reason: null, pendingHandover: null };
+    expect(await s.insights.partitionControls(refs)).toEqual(refs.map((r) => ({ ...r, ...running })));
+
+    // Partition 2 paused with a reason; partition 3 paused then resumed (a row, not paused); drains asked of 1 and 3.
+    await s.ops.setPaused(names[2]!, true, 'admin@a', 'deploy');
+    await s.ops.setPaused(names[3]!, true, 'admin@a', null);
+    await s.ops.setPaused(names[3]!, false, 'admin@b', null);
+    const d1 = (await s.ops.requestHandover(names[1]!, uuidv7(), 'admin@c', null)).request;
+    const d3 = (await s.ops.requestHandover(names[3]!, uuidv7(), 'admin@d', 'move')).request;
+    await s.ops.requestHandover(names[3]!, uuidv7(), 'admin@e', null); // already pending: no second request
+    await s.ops.requestHandover('another-cluster', uuidv7(), 'admin@f', null);
+
+    const got = await s.insights.partitionControls(refs);
+    expect(got.map((c) => [c.partition, c.leaseName, c.paused, c.changedBy, c.reason, c.pendingHandover?.requestId ?? null])).toEqual([
+      [0, LEASE, false, null, null, null], [1, `${LEASE}#1`, false, null, null, d1.requestId],
+      [2, `${LEASE}#2`, true, 'admin@a', 'deploy', null], [3, `${LEASE}#3`, false, 'admin@b', null, d3.requestId],
+    ]);
+    expect(got[3]!.pendingHandover).toEqual({ requestId: d3.requestId, requestedAt: d3.requestedAt, requestedBy: 'admin@d' });
+    expect(got[2]!.changedAt).toBeInstanceOf(Date);
+    // A subset, in the order asked.
+    expect((await s.insights.partitionControls([refs[2]!, refs[0]!])).map((c) => [c.partition, c.paused])).toEqual([[2, true], [0, false]]);
+  });
+
   it('search: by id, idempotency key, status, created range; newest first; paged with `before`', async () => {
     const first = await intent('k-1', 'failed');
     await sleep(20);

@@ -30,6 +30,7 @@ const samples: Record<string, () => SqlQuery> = {
   searchIntents: () => insightQueries.searchIntents({ intentId: null, idempotencyKey: 'k', status: 'failed', createdFrom: new Date(0), createdTo: null, before: null, limit: 25 }),
   redrivesOf: () => insightQueries.redrivesOf(redriveSample.redriveId),
   partitionStates: () => insightQueries.partitionStates([{ partition: 0, leaseName: 'L' }, { partition: 3, leaseName: 'L#3' }]),
+  partitionControls: () => insightQueries.partitionControls([{ partition: 0, leaseName: 'L' }, { partition: 3, leaseName: 'L#3' }]),
 };
 const handoverSamples: Record<string, () => SqlQuery> = {
   requestHandover: () => handoverQueries.requestHandover(token.leaseName, '0190f5f2-1c9e-7d55-8a5b-0123456789ab', 'admin@host-1', 'deploy'),

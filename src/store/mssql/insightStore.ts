@@ -1,5 +1,5 @@
 // SQL Server InsightStore: the dashboard's bounded, indexed reads (twin of postgres/insightStore.ts).
-import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionRef, type PartitionState } from '../insightPorts.js';
+import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionControl, type PartitionRef, type PartitionState } from '../insightPorts.js';
 import type { IntentRow } from '../intentPorts.js';
 import type { LeaseEvent } from '../ports.js';
 import { insightRows, requirePartitions } from '../insightMapping.js';
@@ -37,6 +37,22 @@ SELECT p.partition_no, p.lease_name, @now AS db_now, l.holder_id, l.lease_epoch,
         ...partitions.flatMap((x, i) => [p.int(`o${i}`, i), p.int(`p${i}`, x.partition), p.varchar(`n${i}`, 64, x.leaseName)]),
         p.int('scan', PARTITION_ATTEMPT_SCAN),
       ],
+    };
+  },
+
+  /** One SELECT: the partitions asked for as a VALUES table of typed parameters, their control rows by primary key,
+   *  the oldest pending handover request of each (ix_handover_lease_status: lease_name, status, requested_at). */
+  partitionControls(partitions: readonly PartitionRef[]): SqlQuery {
+    requirePartitions(partitions);
+    const values = partitions.map((_, i) => `(@o${i}, @p${i}, @n${i})`).join(', ');
+    return {
+      text: `SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, h.request_id, h.requested_at, h.requested_by
+  FROM (VALUES ${values}) AS p (ord, partition_no, lease_name)
+  LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = p.lease_name
+  OUTER APPLY (SELECT TOP (1) r.request_id, r.requested_at, r.requested_by FROM submission_manager_handover_requests AS r
+                WHERE r.lease_name = p.lease_name AND r.status = 'pending' ORDER BY r.requested_at) AS h
+ ORDER BY p.ord;`,
+      params: partitions.flatMap((x, i) => [p.int(`o${i}`, i), p.int(`p${i}`, x.partition), p.varchar(`n${i}`, 64, x.leaseName)]),
     };
   },
 
@@ -107,6 +123,10 @@ export class MssqlInsightStore implements InsightStore {
 
   async partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }> {
     return insightRows.partitions(await this.rows(insightQueries.partitionStates(partitions)));
+  }
+
+  async partitionControls(partitions: readonly PartitionRef[]): Promise<PartitionControl[]> {
+    return insightRows.controls(await this.rows(insightQueries.partitionControls(partitions)));
   }
 
   async recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]> {

@@ -1,5 +1,5 @@
 // MySQL / MariaDB InsightStore: the dashboard's bounded, indexed reads.
-import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionRef, type PartitionState } from '../insightPorts.js';
+import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionControl, type PartitionRef, type PartitionState } from '../insightPorts.js';
 import type { IntentRow } from '../intentPorts.js';
 import type { LeaseEvent } from '../ports.js';
 import { insightRows, requirePartitions } from '../insightMapping.js';
@@ -40,6 +40,20 @@ export class MysqlInsightStore implements InsightStore {
        ORDER BY p.ord`,
     [...partitions.flatMap((x, i) => [i, x.partition, x.leaseName]), ...partitions.map((x) => x.partition), PARTITION_ATTEMPT_SCAN]);
     return insightRows.partitions(r.rows);
+  }
+
+  /** One statement: the partitions asked for (a derived table of parameters), their control rows by primary key, their
+   *  pending handover request by ux_handover_pending (the generated pending_lease column: one per lease name). */
+  async partitionControls(partitions: readonly PartitionRef[]): Promise<PartitionControl[]> {
+    requirePartitions(partitions);
+    const rows = partitions.map((_, i) => (i === 0 ? 'SELECT ? AS ord, ? AS partition_no, ? AS lease_name' : 'SELECT ?, ?, ?')).join(' UNION ALL ');
+    const r = await this.db.query(`
+      SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, h.request_id, h.requested_at, h.requested_by
+        FROM (${rows}) AS p
+        LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = p.lease_name
+        LEFT JOIN submission_manager_handover_requests AS h ON h.pending_lease = p.lease_name
+       ORDER BY p.ord`, partitions.flatMap((x, i) => [i, x.partition, x.leaseName]));
+    return insightRows.controls(r.rows);
   }
 
   async recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]> {

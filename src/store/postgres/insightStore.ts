@@ -1,5 +1,5 @@
 // PostgreSQL InsightStore: the dashboard's bounded, indexed reads.
-import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionRef, type PartitionState } from '../insightPorts.js';
+import { PARTITION_ATTEMPT_SCAN, type AttemptMinute, type InsightStore, type IntentRedrive, type IntentSearch, type PartitionControl, type PartitionRef, type PartitionState } from '../insightPorts.js';
 import type { IntentRow } from '../intentPorts.js';
 import type { LeaseEvent } from '../ports.js';
 import { insightRows, requirePartitions } from '../insightMapping.js';
@@ -34,6 +34,17 @@ SELECT p.partition_no, p.lease_name, n.t AS db_now, l.holder_id, l.lease_epoch, 
   LEFT JOIN a ON a.partition_no = p.partition_no
  ORDER BY p.ord`;
 
+// One statement: the partitions asked for, their control rows by primary key and their pending handover request
+// (ux_handover_pending: at most one per lease name; LIMIT 1 keeps the row count whatever happens to that index).
+const PARTITION_CONTROLS = `
+SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason,
+       h.request_id::text AS request_id, h.requested_at, h.requested_by
+  FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS p(partition_no, lease_name, ord)
+  LEFT JOIN submission_manager_execution_control c ON c.lease_name = p.lease_name
+  LEFT JOIN LATERAL (SELECT request_id, requested_at, requested_by FROM submission_manager_handover_requests
+                      WHERE lease_name = p.lease_name AND status = 'pending' ORDER BY requested_at LIMIT 1) h ON true
+ ORDER BY p.ord`;
+
 export class PgInsightStore implements InsightStore {
   constructor(private readonly db: PgQueryable) {}
 
@@ -42,6 +53,12 @@ export class PgInsightStore implements InsightStore {
     const r = await this.db.query(PARTITION_STATES,
       [partitions.map((x) => x.partition), partitions.map((x) => x.leaseName), PARTITION_ATTEMPT_SCAN]);
     return insightRows.partitions(r.rows);
+  }
+
+  async partitionControls(partitions: readonly PartitionRef[]): Promise<PartitionControl[]> {
+    requirePartitions(partitions);
+    const r = await this.db.query(PARTITION_CONTROLS, [partitions.map((x) => x.partition), partitions.map((x) => x.leaseName)]);
+    return insightRows.controls(r.rows);
   }
 
   async recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]> {
