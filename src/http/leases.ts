@@ -13,7 +13,8 @@ import type { ApiHandler } from './request.js';
 
 type LeasesContext = Pick<HttpContext, 'config' | 'logger'> & { stores: Pick<HttpContext['stores'], 'insights'> };
 
-function view(p: PartitionState, dbNow: Date): PartitionLeaseView {
+/** The API's view of one partition's lease row and work (also the dashboard's Partitions card). */
+export function partitionLeaseView(p: PartitionState, dbNow: Date): PartitionLeaseView {
   const held = p.lease !== null && p.lease.expiresAt.getTime() > dbNow.getTime();
   return {
     partition: p.partition,
@@ -30,14 +31,15 @@ function view(p: PartitionState, dbNow: Date): PartitionLeaseView {
   };
 }
 
-const refOf = (app: LeasesContext, partition: number) => ({ partition, leaseName: partitionLeaseName(app.config.lease.name, partition) });
+/** Partition `partition` and its lease row's name. */
+export const partitionRef = (app: Pick<HttpContext, 'config'>, partition: number) => ({ partition, leaseName: partitionLeaseName(app.config.lease.name, partition) });
 
 /** GET /leases: every partition 0..P−1, partition 0 first. */
 export function leasesHandler(app: LeasesContext): ApiHandler {
   return guarded(app.logger, 'intents', 'getLeases', async () => {
     const count = app.config.partitions.count;
-    const r = await app.stores.insights.partitionStates(Array.from({ length: count }, (_, p) => refOf(app, p)));
-    return json(200, { partitions: count, dbNow: r.dbNow.toISOString(), leases: r.partitions.map((p) => view(p, r.dbNow)) });
+    const r = await app.stores.insights.partitionStates(Array.from({ length: count }, (_, p) => partitionRef(app, p)));
+    return json(200, { partitions: count, dbNow: r.dbNow.toISOString(), leases: r.partitions.map((p) => partitionLeaseView(p, r.dbNow)) });
   });
 }
 
@@ -55,7 +57,7 @@ export function partitionLeaseHandler(app: LeasesContext): ApiHandler {
         `no partition ${partition}: EXECUTOR_PARTITIONS is ${count}, so partitions are 0..${count - 1}`,
         { instance, partition, validRange: { min: 0, max: count - 1 } });
     }
-    const r = await app.stores.insights.partitionStates([refOf(app, partition)]);
-    return json(200, { ...view(r.partitions[0]!, r.dbNow), dbNow: r.dbNow.toISOString() });
+    const r = await app.stores.insights.partitionStates([partitionRef(app, partition)]);
+    return json(200, { ...partitionLeaseView(r.partitions[0]!, r.dbNow), dbNow: r.dbNow.toISOString() });
   });
 }

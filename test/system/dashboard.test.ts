@@ -104,6 +104,10 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
     expect(await page.locator('#failures-table tr').count()).toBe(3); // header + 2 failures
     expect(await page.textContent('#failures-table')).toContain('order rejected: unknown SKU');
     expect(await page.locator('#timeline tr').count()).toBeGreaterThanOrEqual(2);
+    // One partition: no Partitions card, the overview's JSON has no `partitions` (the page is as before issue 25).
+    expect(await page.isVisible('#partitions-card')).toBe(false);
+    expect(await page.textContent('#leader-title')).toBe('Leader');
+    expect(Object.keys(await (await fetch(`${host.api}/dashboard?data=overview&code=${KEY}`)).json())).not.toContain('partitions');
     await page.screenshot({ path: path.join(IMG, 'dashboard-overview.png'), fullPage: true });
   });
 

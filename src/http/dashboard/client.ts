@@ -52,6 +52,8 @@ export function dashboardClient(): void {
   }
   function summary(j) {
     if (!j) return '';
+    // Several partitions at once (no ?partition= with EXECUTOR_PARTITIONS > 1): every partition's row in `partitions`.
+    if (Array.isArray(j.partitions)) return j.partitions.length + ' partitions: ' + summary(j.partitions[0]);
     if (j.detail) return j.detail;
     if (typeof j.redriven === 'number') return j.redriven + ' redriven' + (j.notRedriven && j.notRedriven.length ? ', ' + j.notRedriven.length + ' not failed' : '') + (j.more ? ' (more remain)' : '');
     if (typeof j.paused === 'boolean') return j.paused ? 'paused' : 'running';
@@ -94,35 +96,46 @@ export function dashboardClient(): void {
     chart('chart-errors', 'Error rate % (last hour)', [{ label: 'error rate %', stroke: '#dc2626', fill: 'rgba(220,38,38,0.12)' }], [xs, rate]);
     $('#charts').dataset.points = String(xs.length);
   }
+  const expiry = (ms) => (ms > 0 ? 'expires in ' + (ms / 1000).toFixed(1) + ' s' : 'expired ' + ago(-ms) + ' ago');
   function tickCountdown() {
+    const since = Date.now() - fetchedAt;
+    for (const c of document.querySelectorAll('#partitions-table td.expires[data-ms]')) {
+      const left = Number(c.dataset.ms) - since;
+      c.textContent = expiry(left).replace('expires ', '');
+      c.className = 'expires ' + (left > 0 ? 'ok' : 'err');
+    }
     const c = $('#countdown');
     if (!c || !leader) return;
-    const left = leader.expiresInMs - (Date.now() - fetchedAt);
-    c.textContent = left > 0 ? 'expires in ' + (left / 1000).toFixed(1) + ' s' : 'expired ' + ago(-left) + ' ago';
+    const left = leader.expiresInMs - since;
+    c.textContent = expiry(left);
     c.className = left > 0 ? 'ok' : 'err';
   }
   setInterval(tickCountdown, 250);
 
+  // What the leader (of partition 0) recorded in SQL: the provider breaker and maintenance failures.
+  const leaderRecords = (o) => [
+    el('div', { class: 'muted', id: 'provider-breaker' }, o.providerBreaker
+      ? 'provider breaker ' + o.providerBreaker.state.replace('_', '-') + ' since ' + when(o.providerBreaker.changedAt) + ' (' + o.providerBreaker.holderId + ')'
+      : 'provider breaker closed (never opened)'),
+    el('div', { class: o.maintenance.some((m) => m.failures) ? 'err' : 'muted', id: 'maintenance' }, o.maintenance.map((m) => m.failures
+      ? m.task + ' FAILING (' + m.failures + ' in a row, last ' + when(m.changedAt) + ' on ' + m.holderId + '): ' + m.lastError
+      : m.task + ' ok again since ' + when(m.changedAt) + ' (' + m.holderId + ')').join(' · ')
+      || 'retention: no failure recorded')];
+
   function renderOverview(o) {
     fetchedAt = Date.now();
+    if (o.partitions) return renderPartitioned(o);
     leader = o.leader;
     $('#leader').replaceChildren(o.leader
       ? el('div', {}, el('div', { class: 'big', id: 'leader-holder' }, o.leader.holderId),
         el('div', {}, 'epoch ', el('b', { id: 'leader-epoch' }, o.leader.leaseEpoch), ' · ', el('span', { id: 'countdown' })),
         el('div', { class: 'muted' }, 'last renew ', when(o.leader.renewedAt), ' · acquired ', when(o.leader.acquiredAt)))
       : el('div', { class: 'big err', id: 'leader-holder' }, 'no leader yet'));
-    tickCountdown();
     const ex = o.execution;
     $('#execution').replaceChildren(
       el('div', { class: 'big ' + (ex.paused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : 'running'),
       el('div', { class: 'muted' }, ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
-      el('div', { class: 'muted', id: 'provider-breaker' }, o.providerBreaker
-        ? 'provider breaker ' + o.providerBreaker.state.replace('_', '-') + ' since ' + when(o.providerBreaker.changedAt) + ' (' + o.providerBreaker.holderId + ')'
-        : 'provider breaker closed (never opened)'),
-      el('div', { class: o.maintenance.some((m) => m.failures) ? 'err' : 'muted', id: 'maintenance' }, o.maintenance.map((m) => m.failures
-        ? m.task + ' FAILING (' + m.failures + ' in a row, last ' + when(m.changedAt) + ' on ' + m.holderId + '): ' + m.lastError
-        : m.task + ' ok again since ' + when(m.changedAt) + ' (' + m.holderId + ')').join(' · ')
-        || 'retention: no failure recorded'),
+      ...leaderRecords(o),
       el('div', { class: 'muted', id: 'handovers' }, (() => {
         const pending = o.handovers.filter((h) => h.status === 'pending');
         const last = o.handovers.find((h) => h.status === 'completed');
@@ -134,6 +147,61 @@ export function dashboardClient(): void {
           ? el('button', { id: 'btn-resume', onclick: () => act('Resume execution', 'Leaders start attempts again.', 'POST', 'ops/execution/resume') }, 'Resume')
           : el('button', { id: 'btn-pause', onclick: () => act('Pause execution', 'Every leader stops starting attempts (in-flight ones finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause'),
         el('button', { id: 'btn-drain', onclick: () => act('Drain the leader', 'The leader finishes in-flight attempts and releases the lease; a follower takes over.', 'POST', 'ops/lease/release') }, 'Drain leader')));
+    renderCommon(o);
+  }
+
+  // EXECUTOR_PARTITIONS > 1: the Leader card sums the partitions' leaders, the Execution card acts on every partition
+  // (no ?partition=), the Partitions card has a row per partition with its own drain / pause / resume.
+  function renderPartitioned(o) {
+    leader = null;
+    const ps = o.partitions;
+    const held = ps.filter((p) => p.held);
+    const holders = new Map();
+    for (const p of held) holders.set(p.holderId, (holders.get(p.holderId) || []).concat(p.partition));
+    $('#leader-title').textContent = 'Leaders';
+    $('#leader').replaceChildren(
+      el('div', { class: 'big ' + (held.length === ps.length ? 'ok' : 'err'), id: 'leader-summary' }, held.length + ' of ' + ps.length + ' partitions led'),
+      el('div', { class: 'muted' }, held.length ? 'by ' + holders.size + ' instance' + (holders.size === 1 ? '' : 's') : 'no leader yet'),
+      ...[...holders].map(([h, list]) => el('div', { class: 'holder-parts' }, el('b', {}, h), ': ' + list.join(', '))));
+    const paused = ps.filter((p) => p.paused);
+    const drains = ps.filter((p) => p.pendingDrain);
+    $('#execution').replaceChildren(
+      el('div', { class: 'big ' + (paused.length ? 'err' : 'ok'), id: 'paused-flag' },
+        paused.length === 0 ? 'running' : paused.length === ps.length ? 'PAUSED' : 'PAUSED ' + paused.length + ' of ' + ps.length),
+      el('div', { class: 'muted' }, paused.length ? 'paused: ' + paused.map((p) => p.partition + (p.pauseReason ? ' (' + p.pauseReason + ')' : '')).join(', ') : 'no partition paused'),
+      ...leaderRecords(o),
+      el('div', { class: 'muted', id: 'handovers' }, drains.length ? drains.length + ' pending drain' + (drains.length === 1 ? '' : 's') + ' (partition ' + drains.map((p) => p.partition).join(', ') + ')' : 'no pending drain'),
+      el('div', { class: 'buttons' },
+        paused.length < ps.length ? el('button', { id: 'btn-pause', onclick: () => act('Pause every partition', 'Every partition\'s leader stops starting attempts (in-flight ones finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause all') : null,
+        paused.length ? el('button', { id: 'btn-resume', onclick: () => act('Resume every partition', 'Every partition\'s leader starts attempts again.', 'POST', 'ops/execution/resume') }, 'Resume all') : null,
+        el('button', { id: 'btn-drain', onclick: () => act('Drain every leader', 'Each partition\'s leader finishes its in-flight attempts and releases its lease; any instance may take it over.', 'POST', 'ops/lease/release') }, 'Drain all')));
+    $('#partitions-card').hidden = false;
+    $('#timeline-title').textContent = 'Leadership timeline (partition 0)';
+    const due = ps.reduce((n, p) => n + p.backlog.due, 0);
+    $('#partitions-summary').textContent = held.length + ' of ' + ps.length + ' led · ' + ps.reduce((n, p) => n + p.backlog.scheduled, 0) + ' scheduled, ' + due + ' due'
+      + (paused.length ? ' · ' + paused.length + ' paused' : '') + (drains.length ? ' · ' + drains.length + ' draining' : '');
+    $('#partitions').replaceChildren(el('table', { id: 'partitions-table' },
+      el('tr', {}, ...['partition', 'holder', 'epoch', 'expires in', 'backlog (scheduled / due)', 'last attempt', 'state', 'drain', ''].map((h) => el('th', {}, h))),
+      ...ps.map((p) => el('tr', { 'data-partition': p.partition, class: p.held ? 'held' : 'unheld' },
+        el('td', {}, el('b', {}, p.partition)),
+        el('td', { class: 'holder ' + (p.held ? '' : 'err') }, p.held ? p.holderId : 'none', p.held || !p.lastHolderId ? null : el('span', { class: 'muted' }, ' (last ' + p.lastHolderId + ')')),
+        el('td', { class: 'epoch' }, p.leaseEpoch || '—'),
+        p.expiresInMs === null ? el('td', { class: 'expires muted' }, '—') : el('td', { class: 'expires', 'data-ms': p.expiresInMs }),
+        el('td', { class: 'backlog' }, p.backlog.scheduled + ' / ', el('span', { class: p.backlog.due ? 'due' : '' }, p.backlog.due)),
+        el('td', { class: 'last', title: p.lastAttemptAt || '' }, p.lastAttemptAgeMs === null ? '—' : ago(p.lastAttemptAgeMs) + ' ago'),
+        el('td', { class: 'state ' + (p.paused ? 'err' : 'ok'), title: p.paused ? 'since ' + when(p.pausedAt) + ' by ' + p.pausedBy : '' }, p.paused ? 'PAUSED' + (p.pauseReason ? ' — ' + p.pauseReason : '') : 'running'),
+        el('td', { class: 'drain' }, p.pendingDrain ? el('span', { class: 'err', title: 'asked by ' + p.pendingDrain.requestedBy }, 'pending since ' + when(p.pendingDrain.requestedAt).slice(11, 19)) : '—'),
+        el('td', { class: 'actions' },
+          el('button', { class: 'small', id: 'btn-drain-p' + p.partition, onclick: () => act('Drain partition ' + p.partition, 'Its leader finishes its in-flight attempts and releases the lease; any instance may take it over.', 'POST', 'ops/lease/release?partition=' + p.partition) }, 'Drain'),
+          p.paused
+            ? el('button', { class: 'small', id: 'btn-resume-p' + p.partition, onclick: () => act('Resume partition ' + p.partition, 'Its leader starts attempts again.', 'POST', 'ops/execution/resume?partition=' + p.partition) }, 'Resume')
+            : el('button', { class: 'small', id: 'btn-pause-p' + p.partition, onclick: () => act('Pause partition ' + p.partition, 'Its leader stops starting attempts (in-flight ones finish); other partitions go on. Reason (optional):', 'POST', 'ops/execution/pause?partition=' + p.partition, (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause'))))));
+    renderCommon(o);
+  }
+
+  // The parts of the overview that are the same whatever the partition count.
+  function renderCommon(o) {
+    tickCountdown();
     const s = o.intentsByStatus;
     $('#counts').replaceChildren(...['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled'].map((k) =>
       el('div', { class: 'count ' + k }, el('div', { class: 'n', id: 'count-' + k }, s[k]), el('div', {}, k.replace('_', ' ')))),

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { INTENT_STATUSES, isoDateTime, toAttemptView, toIntentView } from '../../intents/contract.js';
 import { isUuid } from '../../intents/ids.js';
 import type { HttpContext } from '../context.js';
+import { partitionLeaseView, partitionRef } from '../leases.js';
 
 const HOUR_MS = 3_600_000;
 const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -32,16 +33,43 @@ export const dashboardQuerySchema = z.discriminatedUnion('data', [
 ], { error: () => 'must be one of overview, search, intent' });
 export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
 
+/**
+ * With EXECUTOR_PARTITIONS > 1, every partition's row of the Partitions card from two statements whatever P is
+ * (partitionStates: lease row, backlog, last attempt; partitionControls: pause row, pending drain). Holding and the
+ * time left are judged by database time, like GET /api/leases. With one partition: absent (the page is today's).
+ */
+async function partitionRows(app: HttpContext) {
+  const count = app.config.partitions.count;
+  if (count <= 1) return undefined;
+  const refs = Array.from({ length: count }, (_, k) => partitionRef(app, k));
+  const [states, controls] = await Promise.all([app.stores.insights.partitionStates(refs), app.stores.insights.partitionControls(refs)]);
+  return states.partitions.map((p, k) => {
+    const c = controls[k]!;
+    const v = partitionLeaseView(p, states.dbNow);
+    return {
+      ...v,
+      expiresInMs: p.lease ? p.lease.expiresAt.getTime() - states.dbNow.getTime() : null,
+      lastAttemptAgeMs: p.lastAttemptAt ? Math.max(0, states.dbNow.getTime() - p.lastAttemptAt.getTime()) : null,
+      paused: c.paused, pausedAt: iso(c.changedAt), pausedBy: c.changedBy, pauseReason: c.reason,
+      pendingDrain: c.pendingHandover && { requestId: c.pendingHandover.requestId, requestedAt: c.pendingHandover.requestedAt.toISOString(),
+        requestedBy: c.pendingHandover.requestedBy },
+    };
+  });
+}
+
 export async function overview(app: HttpContext) {
   const leaseName = app.config.lease.name;
   const s = app.stores;
-  const [o, control, events, perMinute, failures, redrives, handovers, maintenance] = await Promise.all([
+  const [o, control, events, perMinute, failures, redrives, handovers, maintenance, partitions] = await Promise.all([
     s.ops.getClusterOverview(leaseName), s.ops.getExecutionControl(leaseName), s.insights.recentLeaseEvents(leaseName, 20),
     s.insights.attemptsPerMinute(HOUR_MS), s.insights.recentFailures(20), s.redrive.listRedrives(10), s.ops.listHandovers(leaseName, 5),
-    s.ops.listMaintenance(leaseName),
+    s.ops.listMaintenance(leaseName), partitionRows(app),
   ]);
   const now = o.dbNow.getTime();
   return {
+    // EXECUTOR_PARTITIONS > 1 only: one row per partition (partition 0 first); `leader`, `execution` and `handovers`
+    // below are partition 0's (LEASE_NAME's), as GET /api/lease.
+    ...(partitions ? { partitions } : {}),
     dbNow: o.dbNow.toISOString(),
     leaseName,
     servedBy: app.lease.holderId,

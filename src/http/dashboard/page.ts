@@ -28,7 +28,8 @@ table { border-collapse: collapse; width: 100%; background: #fff; font-size: 13p
 th, td { border-bottom: 1px solid #e5e7eb; padding: 4px 8px; text-align: left; vertical-align: top; }
 td.error, div.error { color: #b91c1c; font-family: ui-monospace, monospace; font-size: 12px; word-break: break-word; }
 button { background: #1d4ed8; color: #fff; border: 0; border-radius: 5px; padding: 5px 12px; cursor: pointer; margin-right: 6px; }
-button.secondary { background: #6b7280; } .buttons { margin-top: 8px; }
+button.secondary { background: #6b7280; } .buttons { margin-top: 8px; } button.small { padding: 2px 8px; font-size: 12px; }
+#partitions-table td { vertical-align: middle; } #partitions-table td.actions { white-space: nowrap; text-align: right; } #partitions-table .due { font-weight: 700; }
 form#search { display: flex; gap: 8px; flex-wrap: wrap; align-items: end; margin-bottom: 8px; }
 form#search label { display: flex; flex-direction: column; font-size: 12px; color: #6b7280; }
 input, select { padding: 4px 6px; border: 1px solid #d1d5db; border-radius: 4px; }
@@ -44,10 +45,11 @@ const BODY = `
   <div id="result" class="result" hidden></div>
   <section id="overview-page">
     <div class="cards">
-      <div class="card"><h3>Leader</h3><div id="leader">…</div></div>
+      <div class="card"><h3 id="leader-title">Leader</h3><div id="leader">…</div></div>
       <div class="card"><h3>Execution</h3><div id="execution">…</div></div>
       <div class="card" style="flex:2"><h3>Intents</h3><div id="counts">…</div></div>
     </div>
+    <div class="card" id="partitions-card" style="margin-bottom:16px" hidden><h3>Partitions <span class="muted" id="partitions-summary" style="text-transform:none"></span></h3><div id="partitions"></div></div>
     <div class="card" style="margin-bottom:16px"><h3>Instances <span class="muted" id="instances-summary" style="text-transform:none"></span></h3><div id="instances"></div></div>
     <div class="card"><div id="charts"><div id="chart-attempts"></div><div id="chart-errors"></div></div></div>
     <div class="cards" style="margin-top:16px">
@@ -65,7 +67,7 @@ const BODY = `
       <div id="search-results"></div>
     </div>
     <div class="cards" style="margin-top:16px">
-      <div class="card"><h3>Leadership timeline</h3><div id="timeline"></div></div>
+      <div class="card"><h3 id="timeline-title">Leadership timeline</h3><div id="timeline"></div></div>
       <div class="card"><h3>Redrives</h3><div id="redrives"></div></div>
     </div>
   </section>
