@@ -101,7 +101,7 @@ export function dashboardClient(): void {
     const since = Date.now() - fetchedAt;
     for (const c of document.querySelectorAll('#partitions-table td.expires[data-ms]')) {
       const left = Number(c.dataset.ms) - since;
-      c.textContent = expiry(left).replace('expires ', '');
+      c.textContent = left > 0 ? 'in ' + (left / 1000).toFixed(1) + ' s' : 'expired ' + (left > -120000 ? Math.round(-left / 1000) + ' s' : ago(-left)) + ' ago';
       c.className = 'expires ' + (left > 0 ? 'ok' : 'err');
     }
     const c = $('#countdown');
@@ -181,16 +181,19 @@ export function dashboardClient(): void {
     $('#partitions-summary').textContent = held.length + ' of ' + ps.length + ' led · ' + ps.reduce((n, p) => n + p.backlog.scheduled, 0) + ' scheduled, ' + due + ' due'
       + (paused.length ? ' · ' + paused.length + ' paused' : '') + (drains.length ? ' · ' + drains.length + ' draining' : '');
     $('#partitions').replaceChildren(el('table', { id: 'partitions-table' },
-      el('tr', {}, ...['partition', 'holder', 'epoch', 'expires in', 'backlog (scheduled / due)', 'last attempt', 'state', 'drain', ''].map((h) => el('th', {}, h))),
+      el('tr', {}, ...['partition', 'holder', 'epoch', 'expires in', ['backlog', el('div', { class: 'muted' }, 'scheduled / due')], 'last attempt', 'state', ''].map((h) => el('th', {}, h))),
       ...ps.map((p) => el('tr', { 'data-partition': p.partition, class: p.held ? 'held' : 'unheld' },
         el('td', {}, el('b', {}, p.partition)),
-        el('td', { class: 'holder ' + (p.held ? '' : 'err') }, p.held ? p.holderId : 'none', p.held || !p.lastHolderId ? null : el('span', { class: 'muted' }, ' (last ' + p.lastHolderId + ')')),
+        el('td', { class: 'holder ' + (p.held ? '' : 'err') }, p.held ? p.holderId : 'none', p.held || !p.lastHolderId ? null : el('div', { class: 'muted' }, 'last: ' + p.lastHolderId)),
         el('td', { class: 'epoch' }, p.leaseEpoch || '—'),
         p.expiresInMs === null ? el('td', { class: 'expires muted' }, '—') : el('td', { class: 'expires', 'data-ms': p.expiresInMs }),
-        el('td', { class: 'backlog' }, p.backlog.scheduled + ' / ', el('span', { class: p.backlog.due ? 'due' : '' }, p.backlog.due)),
+        el('td', { class: 'backlog', title: 'scheduled / due now' }, p.backlog.scheduled + ' / ', el('span', { class: p.backlog.due ? 'due' : '' }, p.backlog.due)),
         el('td', { class: 'last', title: p.lastAttemptAt || '' }, p.lastAttemptAgeMs === null ? '—' : ago(p.lastAttemptAgeMs) + ' ago'),
-        el('td', { class: 'state ' + (p.paused ? 'err' : 'ok'), title: p.paused ? 'since ' + when(p.pausedAt) + ' by ' + p.pausedBy : '' }, p.paused ? 'PAUSED' + (p.pauseReason ? ' — ' + p.pauseReason : '') : 'running'),
-        el('td', { class: 'drain' }, p.pendingDrain ? el('span', { class: 'err', title: 'asked by ' + p.pendingDrain.requestedBy }, 'pending since ' + when(p.pendingDrain.requestedAt).slice(11, 19)) : '—'),
+        // The pause flag (its reason below), and a pending drain, which the partition's leader completes at its next refresh.
+        el('td', { class: 'state ' + (p.paused ? 'err' : 'ok'), title: p.paused ? 'paused since ' + when(p.pausedAt) + ' by ' + p.pausedBy + (p.pauseReason ? ': ' + p.pauseReason : '') : '' },
+          p.paused ? 'PAUSED' : 'running', p.paused && p.pauseReason ? el('div', { class: 'muted reason' }, p.pauseReason) : null,
+          p.pendingDrain ? el('div', { class: 'drain err', title: 'asked at ' + when(p.pendingDrain.requestedAt) + ' by ' + p.pendingDrain.requestedBy },
+            'drain pending') : null),
         el('td', { class: 'actions' },
           el('button', { class: 'small', id: 'btn-drain-p' + p.partition, onclick: () => act('Drain partition ' + p.partition, 'Its leader finishes its in-flight attempts and releases the lease; any instance may take it over.', 'POST', 'ops/lease/release?partition=' + p.partition) }, 'Drain'),
           p.paused
