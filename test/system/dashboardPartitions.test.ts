@@ -1,0 +1,153 @@
+// The dashboard with EXECUTOR_PARTITIONS=4 in a real browser (the style of dashboard.test.ts: headless Chromium
+// driven by playwright-core, a local host process of 3 instances with ADMIN_KEY set, on each database server).
+// The Partitions card shows every partition's holder, epoch, expiry, backlog and state as SQL holds them (compared
+// with GET /api/leases and the intents' own partitions); a per-partition pause stops that partition alone, and a
+// per-partition drain hands that partition over (a new epoch leads it) and asks nothing of the others.
+// Screenshots: docs/img/ with UPDATE_SCREENSHOTS=1 (first server only), else the temporary folder.
+import { afterAll, beforeAll, describe, expect, inject, it as vitestIt } from 'vitest';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import {
+  FAST_ENV, ROOT, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
+} from '../support/localHostProcess.js';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { serverDatabases } from '../support/serverDatabases.js';
+
+const BROWSER = inject('browserPath');
+const KEY = 'dash-admin-key';
+const P = 4;
+const LEASE = 'dash-partitions';
+const DOCS_IMG = process.env.UPDATE_SCREENSHOTS === '1' ? path.join(ROOT, 'docs/img') : os.tmpdir();
+let IMG = os.tmpdir();
+
+let db: PgTestDatabase;
+let provider: RecordingProvider;
+let host: HostProcess;
+let browser: Browser;
+let page: Page;
+/** Scheduled (future) intents per partition, from the submit responses. */
+const backlog = Array.from({ length: P }, () => 0);
+
+interface LeaseView { partition: number; held: boolean; holderId: string | null; leaseEpoch: number }
+const get = async <T>(p: string): Promise<T> => {
+  const r = await fetch(`${host.api}/${p}${p.includes('?') ? '&' : '?'}code=${KEY}`);
+  expect(r.status, p).toBe(200);
+  return await r.json() as T;
+};
+const leases = async () => (await get<{ leases: LeaseView[] }>('leases')).leases;
+const cells = async (k: number) => page.locator(`#partitions-table tr[data-partition="${k}"] td`).allTextContents();
+const refresh = async () => {
+  await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange')));
+  await page.waitForSelector('#partitions-table');
+};
+
+describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name server)', (server) => {
+  const skip = !BROWSER || server.unavailable() !== null;
+  const it = vitestIt.skipIf(skip);
+  beforeAll(async () => {
+    if (skip) return;
+    ensureBuilt();
+    IMG = server === serverDatabases[0] ? DOCS_IMG : os.tmpdir();
+    backlog.fill(0);
+    db = await server.create();
+    provider = await startRecordingProvider(() => ({ status: 200, delayMs: 20 }));
+    host = await startHost({
+      ...FAST_ENV, DATABASE_URL: db.url, PROVIDER_URL: provider.url, INSTANCES: '3', ADMIN_KEY: KEY, FUNCTION_KEY: KEY,
+      EXECUTOR_PARTITIONS: String(P), LEASE_NAME: LEASE,
+    });
+    for (let i = 0; i < 12; i++) {
+      const r = await fetch(`${host.api}/intents`, {
+        method: 'POST', body: JSON.stringify({ payload: { order: i }, notBefore: '2099-01-01T00:00:00Z' }),
+        headers: { 'content-type': 'application/json', 'x-functions-key': KEY, 'idempotency-key': `dash-p-${i}` },
+      });
+      expect(r.status).toBe(201);
+      backlog[((await r.json()) as { partition: number }).partition]! += 1;
+    }
+    await waitFor('every partition led', async () => (await leases()).every((l) => l.held), 30_000, 200);
+    browser = await chromium.launch({ executablePath: BROWSER, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  }, 120_000);
+
+  afterAll(async () => {
+    if (skip) return;
+    await browser?.close();
+    if (host) await killAll([host]);
+    await provider?.close();
+    await db?.drop();
+  });
+
+  it('the Partitions card: four holders, their epochs and expiry, each partition\'s backlog, all running', async () => {
+    await page.goto(`${host.api}/dashboard?code=${KEY}`);
+    await page.waitForSelector('#partitions-table');
+    expect(await page.isVisible('#partitions-card')).toBe(true);
+    expect(await page.locator('#partitions-table tr[data-partition]').count()).toBe(P);
+    await page.waitForFunction(() => [...document.querySelectorAll('#partitions-table td.expires')].every((c) => /^in \d+\.\d s$/.test(c.textContent ?? '')));
+    const api = await leases();
+    for (let k = 0; k < P; k++) {
+      const [partition, holder, epoch, , back, last, state] = await cells(k);
+      expect(partition).toBe(String(k));
+      expect(host.holderIds).toContain(holder);
+      expect(holder).toBe(api[k]!.holderId);
+      expect(Number(epoch)).toBe(api[k]!.leaseEpoch);
+      expect(back).toBe(`${backlog[k]} / 0`);
+      expect([last, state]).toEqual(['—', 'running']);
+    }
+    expect(await page.textContent('#leader-title')).toBe('Leaders');
+    expect(await page.textContent('#leader-summary')).toBe('4 of 4 partitions led');
+    expect(await page.textContent('#paused-flag')).toBe('running');
+    expect(await page.textContent('#partitions-summary')).toBe('4 of 4 led · 12 scheduled, 0 due');
+    expect(await page.textContent('#timeline-title')).toBe('Leadership timeline (partition 0)');
+    await page.screenshot({ path: path.join(IMG, 'dashboard-partitions.png'), fullPage: true });
+  });
+
+  it('pause partition 2 alone (with a reason), then resume it; each confirmed', async () => {
+    await page.click('#btn-pause-p2');
+    expect(await page.textContent('#confirm-title')).toBe('Pause partition 2');
+    await page.fill('#confirm-input', 'browser test');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => (document.querySelector('#partitions-table tr[data-partition="2"] td.state') as HTMLElement | null)?.innerText === 'PAUSED\nbrowser test');
+    expect(await page.textContent('#result')).toMatch(/^Pause partition 2: HTTP 200 — paused$/);
+    expect(await get<{ paused: boolean }>('ops/execution?partition=2')).toMatchObject({ paused: true, reason: 'browser test' });
+    for (const k of [0, 1, 3]) expect((await get<{ paused: boolean }>(`ops/execution?partition=${k}`)).paused).toBe(false);
+    expect(await page.textContent('#paused-flag')).toBe('PAUSED 1 of 4');
+    expect(await page.locator('#btn-resume-p2').count()).toBe(1);
+    expect(await page.locator('#btn-pause').textContent()).toBe('Pause all');
+    await page.locator('#partitions').screenshot({ path: path.join(IMG, 'dashboard-partitions-paused.png') });
+    await page.click('#btn-resume-p2');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => document.querySelector('#partitions-table tr[data-partition="2"] td.state')?.textContent === 'running');
+    expect((await get<{ paused: boolean }>('ops/execution?partition=2')).paused).toBe(false);
+    expect(await page.textContent('#paused-flag')).toBe('running');
+  });
+
+  it('drain partition 1: a new epoch leads it; no other partition was asked to hand over', async () => {
+    const before = Number((await cells(1))[2]);
+    await page.click('#btn-drain-p1');
+    expect(await page.textContent('#confirm-title')).toBe('Drain partition 1');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => /^Drain partition 1: HTTP 202 — status pending$/.test(document.querySelector('#result')?.textContent ?? ''));
+    await waitFor('partition 1 led by a new epoch', async () => {
+      await refresh();
+      const [, holder, epoch] = await cells(1);
+      return Number(epoch) > before && host.holderIds.includes(holder!);
+    }, 30_000, 300);
+    const asked = await db.sql<{ lease_name: string; status: string }>('SELECT lease_name, status FROM submission_manager_handover_requests');
+    expect(asked).toEqual([{ lease_name: `${LEASE}#1`, status: 'completed' }]);
+    expect(await page.textContent('#handovers')).toBe('no pending drain');
+  });
+
+  it('pause all and resume all from the Execution card act on every partition', async () => {
+    await page.click('#btn-pause');
+    expect(await page.textContent('#confirm-title')).toBe('Pause every partition');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'PAUSED');
+    expect(await page.textContent('#result')).toMatch(/HTTP 200 — 4 partitions: paused$/);
+    expect(await page.locator('#partitions-table td.state', { hasText: 'PAUSED' }).count()).toBe(P);
+    await page.click('#btn-resume');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'running');
+    const all = await get<{ partitions: { paused: boolean }[] }>('ops/execution');
+    expect(all.partitions.map((c) => c.paused)).toEqual([false, false, false, false]);
+  });
+});
