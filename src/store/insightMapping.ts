@@ -35,7 +35,7 @@ export const insightRows = {
       scheduled: num(r.scheduled ?? 0), due: num(r.due ?? 0), lastAttemptAt: (r.last_attempt_at as Date | null | undefined) ?? null,
     })),
   }),
-  /** One row per partition asked for; the control and handover columns are null when there is no such row. */
+  /** One row per partition asked for; the control, handover and maintenance (m_*) columns are null when there is no such row. */
   controls: (rows: Row[]): PartitionControl[] => rows.map((r) => ({
     partition: num(r.partition_no), leaseName: String(r.lease_name),
     // BOOLEAN / bit arrive as booleans (the mysql typeCast, tedious); 1 is accepted too.
@@ -44,6 +44,10 @@ export const insightRows = {
     reason: (r.reason as string | null | undefined) ?? null,
     pendingHandover: r.request_id === null || r.request_id === undefined ? null : {
       requestId: String(r.request_id).toLowerCase(), requestedAt: r.requested_at as Date, requestedBy: String(r.requested_by),
+    },
+    failingMaintenance: r.m_task === null || r.m_task === undefined ? null : {
+      task: String(r.m_task), failures: num(r.m_failures), lastError: (r.m_last_error as string | null) ?? null,
+      changedAt: r.m_changed_at as Date, holderId: String(r.m_holder_id),
     },
   })),
   redrive: (r: Row): IntentRedrive => ({

@@ -67,6 +67,9 @@ export interface PartitionControl extends PartitionRef {
   reason: string | null;
   /** The partition's pending handover (drain) request, which its leader completes at its next refresh (null: none). */
   pendingHandover: { requestId: string; requestedAt: Date; requestedBy: string } | null;
+  /** The partition's failing maintenance task (retention) as its leader recorded it: the one with the most failures
+   *  in a row (null: none failing). */
+  failingMaintenance: { task: string; failures: number; lastError: string | null; changedAt: Date; holderId: string } | null;
 }
 
 export interface InsightStore {
@@ -76,8 +79,8 @@ export interface InsightStore {
    *  PARTITION_ATTEMPT_SCAN attempts. Never one query per partition. */
   partitionStates(partitions: readonly PartitionRef[]): Promise<{ dbNow: Date; partitions: PartitionState[] }>;
   /** Each of `partitions` (at least one) in the given order, read in one statement: its execution control row by
-   *  primary key and its pending handover request (by the one-pending-per-lease unique index; the oldest on SQL
-   *  Server). Never one query per partition. */
+   *  primary key, its pending handover request (by the one-pending-per-lease unique index; the oldest on SQL
+   *  Server) and its failing maintenance task (the maintenance rows' primary key range). Never one query per partition. */
   partitionControls(partitions: readonly PartitionRef[]): Promise<PartitionControl[]>;
   /** The newest `limit` lease events of `leaseName`, newest first. */
   recentLeaseEvents(leaseName: string, limit: number): Promise<LeaseEvent[]>;

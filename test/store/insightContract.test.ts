@@ -106,7 +106,7 @@ describe.each(dialects)('insight store contract: $name', (dialect) => {
   it('partitionControls: every partition asked for, in order, from one statement: the pause row and the pending drain', async () => {
     const names = partitionLeaseNames(LEASE, 4);
     const refs = names.map((leaseName, partition) => ({ partition, leaseName }));
-    const running = { paused: false, changedAt: null, changedBy: null, reason: null, pendingHandover: null };
+    const running = { paused: false, changedAt: null, changedBy: null, reason: null, pendingHandover: null, failingMaintenance: null };
     expect(await s.insights.partitionControls(refs)).toEqual(refs.map((r) => ({ ...r, ...running })));
 
     // Partition 2 paused with a reason; partition 3 paused then resumed (a row, not paused); drains asked of 1 and 3.
@@ -117,6 +117,11 @@ describe.each(dialects)('insight store contract: $name', (dialect) => {
     const d3 = (await s.ops.requestHandover(names[3]!, uuidv7(), 'admin@d', 'move')).request;
     await s.ops.requestHandover(names[3]!, uuidv7(), 'admin@e', null); // already pending: no second request
     await s.ops.requestHandover('another-cluster', uuidv7(), 'admin@f', null);
+    // Maintenance as leaders record it: partition 0 failed and recovered (failures 0), partition 2 fails in two tasks.
+    await s.ops.recordMaintenance(names[0]!, 'retention', 'leader-0', 2, 'disk full');
+    await s.ops.recordMaintenance(names[0]!, 'retention', 'leader-0', 0, null);
+    await s.ops.recordMaintenance(names[2]!, 'retention', 'leader-2', 3, 'permission denied');
+    await s.ops.recordMaintenance(names[2]!, 'other', 'leader-2', 1, 'x');
 
     const got = await s.insights.partitionControls(refs);
     expect(got.map((c) => [c.partition, c.leaseName, c.paused, c.changedBy, c.reason, c.pendingHandover?.requestId ?? null])).toEqual([
@@ -125,6 +130,9 @@ describe.each(dialects)('insight store contract: $name', (dialect) => {
     ]);
     expect(got[3]!.pendingHandover).toEqual({ requestId: d3.requestId, requestedAt: d3.requestedAt, requestedBy: 'admin@d' });
     expect(got[2]!.changedAt).toBeInstanceOf(Date);
+    expect(got.map((c) => c.failingMaintenance?.task ?? null)).toEqual([null, null, 'retention', null]);
+    expect(got[2]!.failingMaintenance).toMatchObject({ failures: 3, lastError: 'permission denied', holderId: 'leader-2' });
+    expect(got[2]!.failingMaintenance!.changedAt).toBeInstanceOf(Date);
     // A subset, in the order asked.
     expect((await s.insights.partitionControls([refs[2]!, refs[0]!])).map((c) => [c.partition, c.paused])).toEqual([[2, true], [0, false]]);
   });

@@ -2,7 +2,8 @@
 // driven by playwright-core, a local host process of 3 instances with ADMIN_KEY set, on each database server).
 // The Partitions card shows every partition's holder, epoch, expiry, backlog and state as SQL holds them (compared
 // with GET /api/leases and the intents' own partitions); a per-partition pause stops that partition alone, and a
-// per-partition drain hands that partition over (a new epoch leads it) and asks nothing of the others.
+// per-partition drain hands that partition over (a new epoch leads it) and asks nothing of the others; a partition's
+// failing maintenance shows on its row.
 // Screenshots: docs/img/ with UPDATE_SCREENSHOTS=1 (first server only), else the temporary folder.
 import { afterAll, beforeAll, describe, expect, inject, it as vitestIt } from 'vitest';
 import os from 'node:os';
@@ -99,6 +100,19 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
     expect(await page.textContent('#partitions-summary')).toBe('4 of 4 led · 12 scheduled, 0 due');
     expect(await page.textContent('#timeline-title')).toBe('Leadership timeline (partition 0)');
     await page.screenshot({ path: path.join(IMG, 'dashboard-partitions.png'), fullPage: true });
+  });
+
+  it('a failing maintenance task of one partition shows on its row and in the Execution card', async () => {
+    // The row partition 3's leader writes when its retention fails (OpsStore.recordMaintenance), arranged in SQL.
+    const now = server.name === 'postgres' ? 'clock_timestamp()' : 'UTC_TIMESTAMP(6)';
+    await db.sql(`INSERT INTO submission_manager_maintenance_state (lease_name, task, failures, last_error, changed_at, holder_id)
+      VALUES ('${LEASE}#3', 'retention', 2, 'permission denied for table submission_attempts', ${now}, 'dash-leader-3')`);
+    await refresh();
+    await page.waitForSelector('#partitions-table tr[data-partition="3"] .maint');
+    expect(await page.textContent('#partitions-table tr[data-partition="3"] .maint')).toBe('retention failing (2)');
+    expect(await page.locator('#partitions-table .maint').count()).toBe(1);
+    expect(await page.textContent('#maintenance')).toMatch(/^partition 3: retention FAILING \(2 in a row, last .* on dash-leader-3\): permission denied/);
+    await db.sql(`DELETE FROM submission_manager_maintenance_state WHERE holder_id = 'dash-leader-3'`);
   });
 
   it('pause partition 2 alone (with a reason), then resume it; each confirmed', async () => {

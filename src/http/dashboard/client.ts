@@ -112,15 +112,21 @@ export function dashboardClient(): void {
   }
   setInterval(tickCountdown, 250);
 
-  // What the leader (of partition 0) recorded in SQL: the provider breaker and maintenance failures.
-  const leaderRecords = (o) => [
-    el('div', { class: 'muted', id: 'provider-breaker' }, o.providerBreaker
-      ? 'provider breaker ' + o.providerBreaker.state.replace('_', '-') + ' since ' + when(o.providerBreaker.changedAt) + ' (' + o.providerBreaker.holderId + ')'
-      : 'provider breaker closed (never opened)'),
-    el('div', { class: o.maintenance.some((m) => m.failures) ? 'err' : 'muted', id: 'maintenance' }, o.maintenance.map((m) => m.failures
-      ? m.task + ' FAILING (' + m.failures + ' in a row, last ' + when(m.changedAt) + ' on ' + m.holderId + '): ' + m.lastError
-      : m.task + ' ok again since ' + when(m.changedAt) + ' (' + m.holderId + ')').join(' · ')
-      || 'retention: no failure recorded')];
+  // What leaders recorded in SQL: the provider breaker (partition 0's leader) and maintenance failures (partition 0's
+  // records; with several partitions, every partition's failing task, else partition 0's records).
+  const failing = (m) => m.task + ' FAILING (' + m.failures + ' in a row, last ' + when(m.changedAt) + ' on ' + m.holderId + '): ' + m.lastError;
+  const leaderRecords = (o) => {
+    const parts = (o.partitions || []).filter((p) => p.failingMaintenance);
+    return [
+      el('div', { class: 'muted', id: 'provider-breaker' }, o.providerBreaker
+        ? 'provider breaker ' + o.providerBreaker.state.replace('_', '-') + ' since ' + when(o.providerBreaker.changedAt) + ' (' + o.providerBreaker.holderId + ')'
+        : 'provider breaker closed (never opened)'),
+      parts.length
+        ? el('div', { class: 'err', id: 'maintenance' }, parts.map((p) => 'partition ' + p.partition + ': ' + failing(p.failingMaintenance)).join(' · '))
+        : el('div', { class: o.maintenance.some((m) => m.failures) ? 'err' : 'muted', id: 'maintenance' }, o.maintenance.map((m) => m.failures
+          ? failing(m) : m.task + ' ok again since ' + when(m.changedAt) + ' (' + m.holderId + ')').join(' · ')
+          || 'retention: no failure recorded')];
+  };
 
   function renderOverview(o) {
     fetchedAt = Date.now();
@@ -193,7 +199,9 @@ export function dashboardClient(): void {
         el('td', { class: 'state ' + (p.paused ? 'err' : 'ok'), title: p.paused ? 'paused since ' + when(p.pausedAt) + ' by ' + p.pausedBy + (p.pauseReason ? ': ' + p.pauseReason : '') : '' },
           p.paused ? 'PAUSED' : 'running', p.paused && p.pauseReason ? el('div', { class: 'muted reason' }, p.pauseReason) : null,
           p.pendingDrain ? el('div', { class: 'drain err', title: 'asked at ' + when(p.pendingDrain.requestedAt) + ' by ' + p.pendingDrain.requestedBy },
-            'drain pending') : null),
+            'drain pending') : null,
+          p.failingMaintenance ? el('div', { class: 'maint err', title: p.failingMaintenance.lastError || '' },
+            p.failingMaintenance.task + ' failing (' + p.failingMaintenance.failures + ')') : null),
         el('td', { class: 'actions' },
           el('button', { class: 'small', id: 'btn-drain-p' + p.partition, onclick: () => act('Drain partition ' + p.partition, 'Its leader finishes its in-flight attempts and releases the lease; any instance may take it over.', 'POST', 'ops/lease/release?partition=' + p.partition) }, 'Drain'),
           p.paused

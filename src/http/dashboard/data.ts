@@ -35,7 +35,7 @@ export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
 
 /**
  * With EXECUTOR_PARTITIONS > 1, every partition's row of the Partitions card from two statements whatever P is
- * (partitionStates: lease row, backlog, last attempt; partitionControls: pause row, pending drain). Holding and the
+ * (partitionStates: lease row, backlog, last attempt; partitionControls: pause row, pending drain, failing maintenance). Holding and the
  * time left are judged by database time, like GET /api/leases. With one partition: absent (the page is today's).
  */
 async function partitionRows(app: HttpContext) {
@@ -53,6 +53,8 @@ async function partitionRows(app: HttpContext) {
       paused: c.paused, pausedAt: iso(c.changedAt), pausedBy: c.changedBy, pauseReason: c.reason,
       pendingDrain: c.pendingHandover && { requestId: c.pendingHandover.requestId, requestedAt: c.pendingHandover.requestedAt.toISOString(),
         requestedBy: c.pendingHandover.requestedBy },
+      // The partition leader's failing maintenance task (retention is per partition), null when none fails.
+      failingMaintenance: c.failingMaintenance && { ...c.failingMaintenance, changedAt: c.failingMaintenance.changedAt.toISOString() },
     };
   });
 }

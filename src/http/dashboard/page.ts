@@ -30,7 +30,7 @@ td.error, div.error { color: #b91c1c; font-family: ui-monospace, monospace; font
 button { background: #1d4ed8; color: #fff; border: 0; border-radius: 5px; padding: 5px 12px; cursor: pointer; margin-right: 6px; }
 button.secondary { background: #6b7280; } .buttons { margin-top: 8px; } button.small { padding: 2px 8px; font-size: 12px; }
 #partitions { overflow-x: auto; } #partitions-table th, #partitions-table td { vertical-align: middle; white-space: nowrap; padding: 4px 5px; }
-#partitions-table .reason { max-width: 150px; overflow: hidden; text-overflow: ellipsis; } #partitions-table .drain { font-size: 12px; } #partitions-table td.actions { text-align: right; } #partitions-table td.actions button:last-child { margin-right: 0; } #partitions-table .due { font-weight: 700; }
+#partitions-table .reason { max-width: 150px; overflow: hidden; text-overflow: ellipsis; } #partitions-table .drain, #partitions-table .maint { font-size: 12px; } #partitions-table td.actions { text-align: right; } #partitions-table td.actions button:last-child { margin-right: 0; } #partitions-table .due { font-weight: 700; }
 form#search { display: flex; gap: 8px; flex-wrap: wrap; align-items: end; margin-bottom: 8px; }
 form#search label { display: flex; flex-direction: column; font-size: 12px; color: #6b7280; }
 input, select { padding: 4px 6px; border: 1px solid #d1d5db; border-radius: 4px; }

@@ -41,16 +41,20 @@ SELECT p.partition_no, p.lease_name, @now AS db_now, l.holder_id, l.lease_epoch,
   },
 
   /** One SELECT: the partitions asked for as a VALUES table of typed parameters, their control rows by primary key,
-   *  the oldest pending handover request of each (ix_handover_lease_status: lease_name, status, requested_at). */
+   *  the oldest pending handover request of each (ix_handover_lease_status: lease_name, status, requested_at), the
+   *  most failing maintenance task of each (the primary key's lease_name range). */
   partitionControls(partitions: readonly PartitionRef[]): SqlQuery {
     requirePartitions(partitions);
     const values = partitions.map((_, i) => `(@o${i}, @p${i}, @n${i})`).join(', ');
     return {
-      text: `SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, h.request_id, h.requested_at, h.requested_by
+      text: `SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, h.request_id, h.requested_at, h.requested_by,
+       m.task AS m_task, m.failures AS m_failures, m.last_error AS m_last_error, m.changed_at AS m_changed_at, m.holder_id AS m_holder_id
   FROM (VALUES ${values}) AS p (ord, partition_no, lease_name)
   LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = p.lease_name
   OUTER APPLY (SELECT TOP (1) r.request_id, r.requested_at, r.requested_by FROM submission_manager_handover_requests AS r
                 WHERE r.lease_name = p.lease_name AND r.status = 'pending' ORDER BY r.requested_at) AS h
+  OUTER APPLY (SELECT TOP (1) t.task, t.failures, t.last_error, t.changed_at, t.holder_id FROM submission_manager_maintenance_state AS t
+                WHERE t.lease_name = p.lease_name AND t.failures > 0 ORDER BY t.failures DESC, t.task) AS m
  ORDER BY p.ord;`,
       params: partitions.flatMap((x, i) => [p.int(`o${i}`, i), p.int(`p${i}`, x.partition), p.varchar(`n${i}`, 64, x.leaseName)]),
     };

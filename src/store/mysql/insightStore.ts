@@ -43,15 +43,20 @@ export class MysqlInsightStore implements InsightStore {
   }
 
   /** One statement: the partitions asked for (a derived table of parameters), their control rows by primary key, their
-   *  pending handover request by ux_handover_pending (the generated pending_lease column: one per lease name). */
+   *  pending handover request by ux_handover_pending (the generated pending_lease column: one per lease name), their
+   *  most failing maintenance task (no LATERAL in MariaDB: the task picked by a correlated subquery on the primary key). */
   async partitionControls(partitions: readonly PartitionRef[]): Promise<PartitionControl[]> {
     requirePartitions(partitions);
     const rows = partitions.map((_, i) => (i === 0 ? 'SELECT ? AS ord, ? AS partition_no, ? AS lease_name' : 'SELECT ?, ?, ?')).join(' UNION ALL ');
     const r = await this.db.query(`
-      SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, h.request_id, h.requested_at, h.requested_by
+      SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, h.request_id, h.requested_at, h.requested_by,
+             m.task AS m_task, m.failures AS m_failures, m.last_error AS m_last_error, m.changed_at AS m_changed_at, m.holder_id AS m_holder_id
         FROM (${rows}) AS p
         LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = p.lease_name
         LEFT JOIN submission_manager_handover_requests AS h ON h.pending_lease = p.lease_name
+        LEFT JOIN submission_manager_maintenance_state AS m ON m.lease_name = p.lease_name
+         AND m.task = (SELECT x.task FROM submission_manager_maintenance_state AS x
+                        WHERE x.lease_name = p.lease_name AND x.failures > 0 ORDER BY x.failures DESC, x.task LIMIT 1)
        ORDER BY p.ord`, partitions.flatMap((x, i) => [i, x.partition, x.leaseName]));
     return insightRows.controls(r.rows);
   }

@@ -34,15 +34,19 @@ SELECT p.partition_no, p.lease_name, n.t AS db_now, l.holder_id, l.lease_epoch, 
   LEFT JOIN a ON a.partition_no = p.partition_no
  ORDER BY p.ord`;
 
-// One statement: the partitions asked for, their control rows by primary key and their pending handover request
-// (ux_handover_pending: at most one per lease name; LIMIT 1 keeps the row count whatever happens to that index).
+// One statement: the partitions asked for, their control rows by primary key, their pending handover request
+// (ux_handover_pending: at most one per lease name; LIMIT 1 keeps the row count whatever happens to that index) and
+// their most failing maintenance task (the primary key's lease_name range: one row per task).
 const PARTITION_CONTROLS = `
 SELECT p.partition_no, p.lease_name, c.paused, c.changed_at, c.changed_by, c.reason,
-       h.request_id::text AS request_id, h.requested_at, h.requested_by
+       h.request_id::text AS request_id, h.requested_at, h.requested_by,
+       m.task AS m_task, m.failures AS m_failures, m.last_error AS m_last_error, m.changed_at AS m_changed_at, m.holder_id AS m_holder_id
   FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS p(partition_no, lease_name, ord)
   LEFT JOIN submission_manager_execution_control c ON c.lease_name = p.lease_name
   LEFT JOIN LATERAL (SELECT request_id, requested_at, requested_by FROM submission_manager_handover_requests
                       WHERE lease_name = p.lease_name AND status = 'pending' ORDER BY requested_at LIMIT 1) h ON true
+  LEFT JOIN LATERAL (SELECT task, failures, last_error, changed_at, holder_id FROM submission_manager_maintenance_state
+                      WHERE lease_name = p.lease_name AND failures > 0 ORDER BY failures DESC, task LIMIT 1) m ON true
  ORDER BY p.ord`;
 
 export class PgInsightStore implements InsightStore {
