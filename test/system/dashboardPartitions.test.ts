@@ -13,7 +13,7 @@ import {
   FAST_ENV, ROOT, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
-import { serverDatabases } from '../support/serverDatabases.js';
+import { serverDatabases } from '../support/dialects.js';
 
 const BROWSER = inject('browserPath');
 const KEY = 'dash-admin-key';
@@ -104,7 +104,7 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
 
   it('a failing maintenance task of one partition shows on its row and in the Execution card', async () => {
     // The row partition 3's leader writes when its retention fails (OpsStore.recordMaintenance), arranged in SQL.
-    const now = server.name === 'postgres' ? 'clock_timestamp()' : 'UTC_TIMESTAMP(6)';
+    const now = server.dbTimeSql();
     await db.sql(`INSERT INTO submission_manager_maintenance_state (lease_name, task, failures, last_error, changed_at, holder_id)
       VALUES ('${LEASE}#3', 'retention', 2, 'permission denied for table submission_attempts', ${now}, 'dash-leader-3')`);
     await refresh();
