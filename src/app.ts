@@ -141,7 +141,11 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   if (timerMode === 'every-instance' && partitions.length > 1) {
     share = new PartitionShare(partitions.map((p) => p.lease), heartbeat,
       { request: (k) => partitions[k]!.ops.requestHandBack(), cancel: (k) => partitions[k]!.ops.cancelHandBack() },
-      config.lease.holderId, config.executor.periodMs, config.instances.heartbeatMs, clock, logger);
+      config.lease.holderId, config.executor.periodMs, config.instances.heartbeatMs,
+      async () => Promise.all(partitions.map(async (p) => {
+        const row = await stores.lease.get(p.leaseName);
+        return row && row.expiresAt > row.dbNow ? row.holderId : null;
+      })), clock, logger);
   }
   const tickBudget = new TickBudget(config.executor.schedule, config.executor.tickBudgetMs, config.executor.handoffMs);
   const scheduleSize = () => partitions.reduce((n, p) => n + p.executor.refresher.schedule.size, 0);

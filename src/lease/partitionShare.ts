@@ -8,12 +8,14 @@
 import type { Clock } from './clock.js';
 import type { LeaseManager } from './leaseManager.js';
 import type { Logger } from '../observability/logger.js';
-import { FairShare, type FairShareDecision } from './fairShare.js';
+import { FairShare, type FairShareDecision, type LiveInstance } from './fairShare.js';
 import type { InstanceHeartbeat } from './instanceHeartbeat.js';
 
 export class PartitionShare {
   private readonly policy = new FairShare();
   private decision: FairShareDecision | null = null;
+  /** The lease holders as of the last read (null: not read, or the read failed: the heartbeat rows then say). */
+  private holders: (string | null)[] | null = null;
   private decidedAtMs = Number.NEGATIVE_INFINITY;
   /** Partitions whose hand-back was requested and which this instance still leads. */
   private readonly handingBack = new Set<number>();
@@ -28,6 +30,10 @@ export class PartitionShare {
     private readonly periodMs: number,
     /** A decision is made on a live list at most this old (INSTANCE_HEARTBEAT_MS): older, it is read again first. */
     private readonly freshListMs: number,
+    /** Who holds each partition's lease now, by database time (null: free or expired), read for each new decision:
+     *  what the others lead is judged by the leases, not by their heartbeat rows, which lag (a dead instance's row
+     *  would claim its partitions until it leaves the live window, long after their leases expired). */
+    private readonly readHolders: () => Promise<(string | null)[]>,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
@@ -50,8 +56,20 @@ export class PartitionShare {
     if (!this.decisionFresh()) {
       const age = this.heartbeat.listAgeMs();
       if (age === null || age > this.freshListMs) await this.heartbeat.beat();
+      this.holders = await this.readHolders().catch((e: unknown) => {
+        this.log.debug({ event: 'partition_holders_read_failed', err: (e as Error).message }, 'lease holders not read: judging by the heartbeat rows');
+        return null;
+      });
     }
     this.current();
+  }
+
+  /** The live sharers, each with the partitions whose lease it holds now (when the leases were read). */
+  private live(): LiveInstance[] | null {
+    const sharers = this.heartbeat.liveSharers();
+    const holders = this.holders;
+    if (!sharers || !holders) return sharers;
+    return sharers.map((i) => ({ holderId: i.holderId, partitions: holders.flatMap((h, k) => (h === i.holderId ? [k] : [])) }));
   }
 
   /** May partition k try to acquire now? (Only asked while not leading k.) */
@@ -70,7 +88,7 @@ export class PartitionShare {
     const now = this.clock.nowMs();
     if (this.decision && this.decisionFresh()) return this.decision;
     const d = this.policy.decide({ partitionCount: this.leases.length, self: this.holderId, held: this.held(),
-      draining: [...this.handingBack], live: this.heartbeat.liveSharers() });
+      draining: [...this.handingBack], live: this.live() });
     this.decision = d;
     this.decidedAtMs = now;
     if (d.handBack !== null && !this.handingBack.has(d.handBack)) {

@@ -30,10 +30,14 @@ function rig(p: number, held: number[], live: LiveInstance[]) {
   };
   const requested: number[] = [];
   const cancelled: number[] = [];
+  const holders: { value: (string | null)[] | null } = { value: null };
   const share = new PartitionShare(leases, heartbeat, { request: (k) => requested.push(k), cancel: (k) => cancelled.push(k) },
-    'me', PERIOD, 300, clock, silentLogger);
+    'me', PERIOD, 300, async () => {
+      if (!holders.value) throw new Error('no lease read');
+      return holders.value;
+    }, clock, silentLogger);
   return {
-    share, heartbeat, requested, cancelled,
+    share, heartbeat, requested, cancelled, holders,
     get beats() { return beats; },
     advance: (ms: number) => { now += ms; },
     lose: (k: number) => {
@@ -69,6 +73,25 @@ describe('PartitionShare', () => {
     r.advance(PERIOD / 2);
     await r.share.onTick();
     expect(r.beats).toBe(2);
+  });
+
+  it('what others lead is judged by the leases: a dead instance\'s row still claiming partitions does not hold them back', async () => {
+    // 4 partitions over me [3], b [2] and 'dead', whose row is still in the live window claiming 0 and 1: by the rows
+    // they stay claimed (nobody takes them until the row ages out); by the leases they are free and, once seen free
+    // for the policy's patience (3 decisions), taken.
+    const live = [{ holderId: 'me', partitions: [3] }, { holderId: 'b', partitions: [2] }, { holderId: 'dead', partitions: [0, 1] }];
+    const decide = async (r: ReturnType<typeof rig>) => {
+      r.advance(PERIOD / 2);
+      await r.share.onTick();
+      return [0, 1].filter((k) => r.share.mayAcquire(k));
+    };
+    const byRows = rig(4, [3], live);
+    for (let i = 0; i < 5; i++) expect(await decide(byRows)).toEqual([]);
+    const byLeases = rig(4, [3], live);
+    byLeases.holders.value = [null, null, 'b', 'me'];
+    const seen: number[][] = [];
+    for (let i = 0; i < 5; i++) seen.push(await decide(byLeases));
+    expect(seen.some((a) => a.length > 0), JSON.stringify(seen)).toBe(true);
   });
 
   it('above its share: hands one partition back (after the confirming decision), once; cancelled if the lease goes first', async () => {
