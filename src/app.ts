@@ -17,12 +17,13 @@ import { executorSettingsFrom } from './executor/tickSummary.js';
 import { ExecutionOps } from './executor/executorOps.js';
 import { Maintenance, retentionTask, sqlMaintenanceRecorder } from './executor/maintenance.js';
 import { createIntentHandlers, type IntentHandlers } from './http/intents.js';
-import { createLogger, sqlErrorField, type Logger } from './observability/logger.js';
+import { createLogger, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
 import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
 import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './instrument/portMetrics.js';
 import { HttpProvider } from './provider/httpProvider.js';
-import { ProviderGuard } from './provider/guard.js';
+import type { ProviderGuard } from './provider/guard.js';
+import { createClusterGuard } from './provider/clusterGuard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
 import type { PartitionStore } from './store/partitionPorts.js';
@@ -118,13 +119,11 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const metrics = metricsRegistry.forInstance(config.lease.holderId);
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
   // One guard per process: a breaker opened by one partition's calls holds back every partition of this process.
-  const guard = new ProviderGuard(config.providerGuard, clock, (state) => {
-    metrics.breakerChanged(state);
-    logger.warn({ event: 'provider_breaker', state }, `provider circuit breaker ${state}`);
-    // Recorded in SQL so every instance (the dashboard) can show it; best effort, never blocks the executor.
-    stores.ops.recordProviderBreaker(config.lease.name, state, config.lease.holderId).catch((e: unknown) =>
-      logger.warn({ event: 'provider_breaker_record_failed', sql_error: sqlErrorField(e) }, 'could not record the breaker state'));
-  });
+  // With several partitions it uses this process's share of the cluster-wide limits (the partitions it leads) and
+  // holds back for a breaker or Retry-After pause another process recorded (src/provider/clusterGuard.ts).
+  const led = () => partitions.flatMap((p) => (p.lease.requireLeader() ? [p.partition] : []));
+  const { guard, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitions: config.partitions.count,
+    leaseName: config.lease.name, holderId: config.lease.holderId, syncMs: config.schedule.refreshIntervalMs }, stores.ops, clock, logger, metrics, led);
   // every-instance mode with several partitions: each instance takes at most its fair share (set below, once the
   // partitions' lease managers exist; they ask it only to acquire).
   let share: PartitionShare | null = null;
@@ -137,7 +136,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
   const heartbeat = await InstanceHeartbeat.start(stores.instances, { holderId: config.lease.holderId, version: config.instances.version,
     roles: timerMode === 'off' ? ['http'] : timerMode === 'every-instance' ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
-  clock, logger, () => partitions.flatMap((p) => (p.lease.requireLeader() ? [p.partition] : [])));
+  clock, logger, led);
   if (timerMode === 'every-instance' && partitions.length > 1) {
     share = new PartitionShare(partitions.map((p) => p.lease), heartbeat,
       { request: (k) => partitions[k]!.ops.requestHandBack(), cancel: (k) => partitions[k]!.ops.cancelHandBack() },
@@ -184,6 +183,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       // take exactly their new share of them (a stale count would let one take more and hand it back: a needless move).
       const drainBy = clock.nowMs() + config.executor.invocationLimitMs;
       await heartbeat.stop(Math.max(0, drainBy - clock.nowMs()) / 10); // bounded: a tenth of the drain's time at most
+      await stopClusterGuard(); // the holds other processes record are read no more
       await Promise.all(partitions.map(async (p) => {
         await p.executor.drain(drainBy);
         await p.lease.release();

@@ -55,7 +55,9 @@ export interface Config {
   partitions: { count: number };
   /** The instance heartbeat (INSTANCE_HEARTBEAT_MS, INSTANCE_LIVE_WINDOW_MS) and the app version its row reports. */
   instances: { heartbeatMs: number; liveWindowMs: number; version: string };
-  /** Provider protection (see src/provider/guard.ts); maxInFlight resolved (never 0). */
+  /** Provider protection (see src/provider/guard.ts), cluster-wide: ratePerSec and maxInFlight hold for all the
+   *  partitions' leaders together (each process uses its share, src/provider/guardShare.ts); maxInFlight resolved
+   *  (never 0; unset: EXECUTOR_CONCURRENCY per partition). */
   providerGuard: GuardSettings;
   retry: { baseDelayMs: number; maxDelayMs: number; defaultMaxAttempts: number };
   db: { poolMax: number; statementTimeoutMs: number; migrationTimeoutMs: number };
@@ -226,9 +228,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       'the longest a writer transaction may stay open, or refresh could skip a late commit');
   check(s.RETRY_BASE_DELAY_MS <= s.RETRY_MAX_DELAY_MS,
     `RETRY_BASE_DELAY_MS (${s.RETRY_BASE_DELAY_MS}) must not exceed RETRY_MAX_DELAY_MS (${s.RETRY_MAX_DELAY_MS})`);
-  check(s.PROVIDER_MAX_IN_FLIGHT <= s.EXECUTOR_CONCURRENCY,
-    `PROVIDER_MAX_IN_FLIGHT (${s.PROVIDER_MAX_IN_FLIGHT}) must not exceed EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}): ` +
-      'the executor never has more calls in flight than its concurrency');
+  // Cluster-wide (issue 25): P partition executors, each at most EXECUTOR_CONCURRENCY in flight.
+  check(s.PROVIDER_MAX_IN_FLIGHT <= s.EXECUTOR_CONCURRENCY * s.EXECUTOR_PARTITIONS, s.EXECUTOR_PARTITIONS === 1
+    ? `PROVIDER_MAX_IN_FLIGHT (${s.PROVIDER_MAX_IN_FLIGHT}) must not exceed EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}): ` +
+      'the executor never has more calls in flight than its concurrency'
+    : `PROVIDER_MAX_IN_FLIGHT (${s.PROVIDER_MAX_IN_FLIGHT}) must not exceed EXECUTOR_CONCURRENCY (${s.EXECUTOR_CONCURRENCY}) × ` +
+      `EXECUTOR_PARTITIONS (${s.EXECUTOR_PARTITIONS}): the partitions' executors never have more calls in flight than that`);
   check(s.TRACING === 'off' || s.APPLICATIONINSIGHTS_CONNECTION_STRING === undefined,
     `TRACING (${s.TRACING}) must be off when APPLICATIONINSIGHTS_CONNECTION_STRING is set: spans then go to Azure Monitor`);
   check(s.TRACING_OTLP_URL === undefined || s.TRACING === 'otlp',
@@ -326,7 +331,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     partitions: { count: s.EXECUTOR_PARTITIONS },
     instances: { heartbeatMs: s.INSTANCE_HEARTBEAT_MS, liveWindowMs, version: appVersion() },
     providerGuard: {
-      ratePerSec: s.PROVIDER_RATE_LIMIT_PER_SEC, maxInFlight: s.PROVIDER_MAX_IN_FLIGHT || s.EXECUTOR_CONCURRENCY,
+      ratePerSec: s.PROVIDER_RATE_LIMIT_PER_SEC, maxInFlight: s.PROVIDER_MAX_IN_FLIGHT || s.EXECUTOR_CONCURRENCY * s.EXECUTOR_PARTITIONS,
       breakerThreshold: s.PROVIDER_BREAKER_THRESHOLD, breakerCooldownMs: s.PROVIDER_BREAKER_COOLDOWN_MS,
       retryAfterMaxMs: s.PROVIDER_RETRY_AFTER_MAX_MS,
     },

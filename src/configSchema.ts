@@ -92,10 +92,12 @@ export const settingsSchema = z.object({
   EXECUTOR_CONCURRENCY: intMs(16, 1),
   /** Provider endpoint; empty → the local host's demo provider (Azure: must be set to execute). */
   PROVIDER_URL: z.string().trim().optional(),
-  /** Provider protection (src/provider/guard.ts), provider-wide on the leader; held-back calls never start an
-   *  attempt. Calls per second at most (default 0 = unlimited). */
+  /** Provider protection (src/provider/guard.ts), provider-wide for the whole cluster: every partition's leader
+   *  uses its share (src/provider/guardShare.ts); held-back calls never start an attempt. Calls per second at most
+   *  (default 0 = unlimited). */
   PROVIDER_RATE_LIMIT_PER_SEC: z.coerce.number().min(0).max(100_000).default(0),
-  /** Provider calls in flight at most (default 0 = EXECUTOR_CONCURRENCY); must not exceed EXECUTOR_CONCURRENCY. */
+  /** Provider calls in flight at most, cluster-wide (default 0 = EXECUTOR_CONCURRENCY × EXECUTOR_PARTITIONS); must
+   *  not exceed that. */
   PROVIDER_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(0),
   /** Consecutive retryable failures (timeouts, 408/429/5xx) that open the circuit breaker (default 10; 0 = off). */
   PROVIDER_BREAKER_THRESHOLD: z.coerce.number().int().min(0).max(10_000).default(10),

@@ -6,7 +6,11 @@
 // The executor asks `acquire(n)` BEFORE its fenced start and starts at most the granted number: holding back
 // never creates an attempt row, so it never uses up an attempt and never fails an intent. Permits it did not
 // use go back with `release(n)`; every call that was sent reports its result with `onResult`.
+// Across processes (issue 25, EXECUTOR_PARTITIONS > 1): `share` gives the part of the cluster-wide rate and in-flight
+// cap this process may use now (guardShare.ts; re-read at every acquire, so it follows leadership at once), and
+// `holdFor` applies a breaker or Retry-After pause another process recorded in SQL (clusterGuard.ts).
 import type { Clock } from '../lease/clock.js';
+import type { Limits } from './guardShare.js';
 import type { ProviderResult } from './provider.js';
 import type { GuardSettings } from '../limits.js';
 
@@ -27,13 +31,28 @@ export interface GuardState {
   /** Remaining ms of the breaker cool-down / the Retry-After pause (0 when none). */
   openForMs: number;
   pausedForMs: number;
+  /** Remaining ms of a breaker another process opened (0 when none; EXECUTOR_PARTITIONS > 1). */
+  remoteOpenForMs: number;
   inFlight: number;
   /** Calls held back (asked but not granted) since start, by reason. */
   heldBack: Record<HoldReason, number>;
 }
 
+export interface GuardOptions {
+  /** The limits this process may use now (default: the settings' own, fixed). */
+  share?: () => Limits;
+  /** A 429/503 Retry-After paused every call for `pauseMs` from now (called when it extends the pause; to record it
+   *  for the other processes). */
+  onPause?: (pauseMs: number) => void;
+}
+
 export class ProviderGuard {
   private tokens: number;
+  private rate: number;
+  private maxInFlight: number;
+  private burst: number;
+  /** A breaker another process opened (recorded in SQL): nothing is sent before this monotonic time. */
+  private remoteOpenUntil = 0;
   private lastRefill: number;
   private inFlight = 0;
   private failures = 0;
@@ -41,13 +60,30 @@ export class ProviderGuard {
   private openUntil = 0;
   private pausedUntil = 0;
   private probeOut = false;
-  private readonly burst: number;
   private readonly held: Record<HoldReason, number> = { rate: 0, in_flight: 0, retry_after: 0, breaker_open: 0, probe_in_flight: 0 };
 
-  constructor(private readonly s: GuardSettings, private readonly clock: Clock, private readonly onChange: (state: BreakerState) => void = () => {}) {
-    this.burst = Math.max(1, Math.ceil(s.ratePerSec / 10));
+  constructor(private readonly s: GuardSettings, private readonly clock: Clock, private readonly onChange: (state: BreakerState) => void = () => {},
+    private readonly opts: GuardOptions = {}) {
+    // The share is first read at the first acquire (the partitions' leases may not exist yet).
+    this.rate = s.ratePerSec;
+    this.maxInFlight = s.maxInFlight;
+    this.burst = burstOf(this.rate);
     this.tokens = this.burst;
     this.lastRefill = clock.nowMs();
+  }
+
+  /** The limits in force (the share, as of the last acquire). */
+  limits(): Limits {
+    return { ratePerSec: this.rate, maxInFlight: this.maxInFlight };
+  }
+
+  /** Hold every call back until `untilMs` (monotonic), as another process recorded in SQL: a Retry-After pause
+   *  (`retry_after`; only ever extended, like this process's own) or a breaker it opened (`breaker_open`; the latest
+   *  reading replaces the last, so a breaker recorded closed again lifts it: 0 = none). This process's own breaker is
+   *  untouched: it opens only on its own failures, so the others never all probe at once as if each had failed. */
+  holdFor(reason: 'breaker_open' | 'retry_after', untilMs: number): void {
+    if (reason === 'retry_after') this.pausedUntil = Math.max(this.pausedUntil, untilMs);
+    else this.remoteOpenUntil = untilMs;
   }
 
   /** Take up to `wanted` permits now (each = one call the caller may send). */
@@ -58,7 +94,9 @@ export class ProviderGuard {
       this.held[heldBy] += wanted - granted;
       return { granted, heldBy, retryAtMs };
     };
+    if (this.opts.share) this.applyShare(now);
     if (now < this.pausedUntil) return hold('retry_after', this.pausedUntil);
+    if (now < this.remoteOpenUntil) return hold('breaker_open', this.remoteOpenUntil);
     if (this.breaker === 'open') {
       if (now < this.openUntil) return hold('breaker_open', this.openUntil);
       this.setBreaker('half_open');
@@ -70,16 +108,16 @@ export class ProviderGuard {
       if (n > 1) limit = { by: 'probe_in_flight', at: null };
       n = 1;
     }
-    if (this.s.maxInFlight > 0 && this.inFlight + n > this.s.maxInFlight) {
-      n = Math.max(0, this.s.maxInFlight - this.inFlight);
+    if (this.maxInFlight > 0 && this.inFlight + n > this.maxInFlight) {
+      n = Math.max(0, this.maxInFlight - this.inFlight);
       limit = { by: 'in_flight', at: null };
     }
-    if (this.s.ratePerSec > 0) {
+    if (this.rate > 0) {
       this.refill(now);
       const whole = Math.floor(this.tokens);
       if (whole < n) {
         n = whole;
-        limit = { by: 'rate', at: now + Math.ceil(((1 - (this.tokens - whole)) * 1000) / this.s.ratePerSec) };
+        limit = { by: 'rate', at: now + Math.ceil(((1 - (this.tokens - whole)) * 1000) / this.rate) };
       }
       this.tokens -= n;
     }
@@ -92,7 +130,7 @@ export class ProviderGuard {
   release(unused: number): void {
     if (unused <= 0) return;
     this.inFlight = Math.max(0, this.inFlight - unused);
-    if (this.s.ratePerSec > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
+    if (this.rate > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
     if (this.breaker === 'half_open') this.probeOut = false;
   }
 
@@ -109,7 +147,11 @@ export class ProviderGuard {
     const now = this.clock.nowMs();
     this.inFlight = Math.max(0, this.inFlight - 1);
     if (r.kind === 'retryable' && (r.httpStatus === 429 || r.httpStatus === 503) && r.retryAfterMs !== null && r.retryAfterMs > 0) {
-      this.pausedUntil = Math.max(this.pausedUntil, now + Math.min(r.retryAfterMs, this.s.retryAfterMaxMs));
+      const pauseMs = Math.min(r.retryAfterMs, this.s.retryAfterMaxMs);
+      if (now + pauseMs > this.pausedUntil) {
+        this.pausedUntil = now + pauseMs;
+        if (pauseMs > 0) this.opts.onPause?.(pauseMs);
+      }
     }
     const probe = this.breaker === 'half_open' && this.probeOut;
     if (r.kind === 'retryable') {
@@ -134,12 +176,28 @@ export class ProviderGuard {
     return {
       breaker, consecutiveFailures: this.failures, inFlight: this.inFlight, heldBack: { ...this.held },
       openForMs: breaker === 'open' ? this.openUntil - now : 0, pausedForMs: Math.max(0, this.pausedUntil - now),
+      remoteOpenForMs: Math.max(0, this.remoteOpenUntil - now),
     };
   }
 
   private refill(now: number): void {
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.lastRefill) * this.s.ratePerSec) / 1000);
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.lastRefill) * this.rate) / 1000);
     this.lastRefill = now;
+  }
+
+  /** Take the share in force now: the bucket fills at the old rate up to now, then at the new one (its burst
+   *  follows the rate; tokens above the new burst go); the in-flight cap applies to the next grant (calls already
+   *  out above a lowered cap finish; nothing more is granted until they did). */
+  private applyShare(now: number): void {
+    const l = this.opts.share!();
+    if (l.ratePerSec !== this.rate) {
+      if (this.rate > 0) this.refill(now);
+      else this.lastRefill = now;
+      this.rate = l.ratePerSec;
+      this.burst = burstOf(this.rate);
+      this.tokens = Math.min(this.tokens, this.burst);
+    }
+    this.maxInFlight = l.maxInFlight;
   }
 
   private setBreaker(b: BreakerState): void {
@@ -148,3 +206,6 @@ export class ProviderGuard {
     this.onChange(b);
   }
 }
+
+/** The bucket holds 100 ms worth of calls, at least 1. */
+const burstOf = (ratePerSec: number) => Math.max(1, Math.ceil(ratePerSec / 10));

@@ -50,6 +50,19 @@ export interface MaintenanceRecord {
   holderId: string;
 }
 
+/** The provider holds recorded for a cluster (issue 25): a breaker some leader opened and a Retry-After pause, which
+ *  every process respects, as remaining ms by database time (so no process's clock matters). */
+export interface ProviderHold {
+  /** The breaker state last recorded, by whom, when. */
+  breaker: string;
+  holderId: string;
+  changedAt: Date;
+  /** Ms left before the recorded open breaker's cool-down ends (0: not open, or over). */
+  openForMs: number;
+  /** Ms left of the latest-ending recorded Retry-After pause (0: none, or over). */
+  pausedForMs: number;
+}
+
 export interface PurgeResult {
   /** Terminal intents deleted. */
   intents: number;
@@ -99,8 +112,14 @@ export interface OpsStore {
   recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void>;
   /** Every recorded maintenance task of `leaseName`, by task name. */
   listMaintenance(leaseName: string): Promise<MaintenanceRecord[]>;
-  /** Upsert the provider circuit-breaker state the leader observed (informational; database time). */
-  recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void>;
+  /** Upsert the provider circuit-breaker state the leader observed (database time): for `open`, `openForMs` (its
+   *  cool-down) sets when it closes again, which the other processes respect (getProviderHold); any other state clears it. */
+  recordProviderBreaker(leaseName: string, state: string, holderId: string, openForMs?: number): Promise<void>;
+  /** Record a Retry-After pause of the whole provider for `pauseMs` from database now: only ever moves the recorded end
+   *  later. Creates the row (breaker `closed`) when there is none. */
+  recordProviderPause(leaseName: string, pauseMs: number, holderId: string): Promise<void>;
+  /** One primary-key read: the provider holds of `leaseName` (null: nothing ever recorded). */
+  getProviderHold(leaseName: string): Promise<ProviderHold | null>;
   /** Upsert the flag (idempotent: pausing a paused cluster keeps the original changedAt). */
   setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl>;
   /**

@@ -4,7 +4,7 @@ import type {
   AttemptRow, CompletedAttempt, IntentContract, IntentRow, IntentStatus, ScheduleRow, StartedAttempt,
 } from './intentPorts.js';
 import type { LeaseRow } from './ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord } from './opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, ProviderHold } from './opsPorts.js';
 
 /** The smallest uuid: the start of an id-ordered scan and the intent id of a rebuild's first cursor. */
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -246,3 +246,18 @@ export const toOverview = (leaseName: string, r: OverviewDbRow): ClusterOverview
   oldestDueAgeMs: r.oldest_due_at === null ? 0 : Math.max(0, r.db_now.getTime() - r.oldest_due_at.getTime()),
   lastAttemptAt: r.last_attempt_at,
 });
+
+/** A provider_state row with database now (every dialect's getProviderHold). */
+export interface ProviderHoldDbRow {
+  breaker: string;
+  changed_at: Date;
+  holder_id: string;
+  open_until: Date | null;
+  paused_until: Date | null;
+  db_now: Date;
+}
+
+export function toProviderHold(r: ProviderHoldDbRow): ProviderHold {
+  const left = (until: Date | null) => (until ? Math.max(0, until.getTime() - r.db_now.getTime()) : 0);
+  return { breaker: r.breaker, holderId: r.holder_id, changedAt: r.changed_at, openForMs: left(r.open_until), pausedForMs: left(r.paused_until) };
+}

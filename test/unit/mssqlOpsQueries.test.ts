@@ -18,7 +18,9 @@ const samples: Record<string, () => SqlQuery> = {
   clusterOverview: () => opsQueries.clusterOverview(token.leaseName),
   getExecutionControl: () => opsQueries.getExecutionControl(token.leaseName),
   setPaused: () => opsQueries.setPaused(token.leaseName, true, 'admin@host-1', 'maintenance'),
-  recordProviderBreaker: () => opsQueries.recordProviderBreaker(token.leaseName, 'open', 'host-1-abc'),
+  recordProviderBreaker: () => opsQueries.recordProviderBreaker(token.leaseName, 'open', 'host-1-abc', 30_000),
+  recordProviderPause: () => opsQueries.recordProviderPause(token.leaseName, 5_000, 'host-1-abc'),
+  getProviderHold: () => opsQueries.getProviderHold(token.leaseName),
   purgeTerminal: () => opsQueries.purgeTerminal(token, 0, 30 * 86_400_000, 1_000),
   recordMaintenance: () => opsQueries.recordMaintenance('L', 'retention', 'h', 3, 'permission denied'),
   listMaintenance: () => opsQueries.listMaintenance('L'),
@@ -50,8 +52,8 @@ describe('mssql ops query builders', () => {
     expect(Object.keys(handoverSamples).sort()).toEqual(Object.keys(handoverQueries).sort());
   });
 
-  it('recordProviderBreaker: UPDATE under UPDLOCK+SERIALIZABLE, then INSERT only when no row was updated, one transaction, no MERGE', () => {
-    const t = code(samples.recordProviderBreaker!().text);
+  it.each(['recordProviderBreaker', 'recordProviderPause'])('%s: UPDATE under UPDLOCK+SERIALIZABLE, then INSERT only when no row was updated, one transaction, no MERGE', (name) => {
+    const t = code(samples[name]!().text);
     expect(t).toMatch(/BEGIN TRANSACTION;\s+UPDATE submission_manager_provider_state WITH \(UPDLOCK, SERIALIZABLE\)[\s\S]+IF @@ROWCOUNT = 0\s+INSERT INTO submission_manager_provider_state[\s\S]+COMMIT TRANSACTION;/);
     expect(t).not.toMatch(/\bMERGE\b/i);
   });

@@ -2,12 +2,13 @@
 // one round trip, like the executor's fenced writes) and handover requests (handover.ts). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
 // (as the lease acquire; no MERGE).
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
-import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow } from '../rowMapping.js';
+import { maintenanceArgs, toControl, toMaintenance, toOverview, toProviderHold, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow,
+  type ProviderHoldDbRow } from '../rowMapping.js';
 import { BIN2, p, type SqlQuery } from './params.js';
 
 const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
@@ -67,12 +68,35 @@ SELECT @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, 
     return { text: SELECT_CONTROL, params: [p.varchar('lease_name', 64, leaseName)] };
   },
 
-  /** Upsert of the breaker row: the UPDATE's key-range lock (UPDLOCK, SERIALIZABLE) makes the INSERT race-free. */
-  recordProviderBreaker(leaseName: string, state: string, holderId: string): SqlQuery {
+  /** Upsert of the breaker row: the UPDATE's key-range lock (UPDLOCK, SERIALIZABLE) makes the INSERT race-free.
+   *  open_until: when an open breaker closes again (@open_ms, its cool-down; NULL for 0), for the other processes. */
+  recordProviderBreaker(leaseName: string, state: string, holderId: string, openForMs = 0): SqlQuery {
+    const openUntil = 'CASE WHEN @open_ms > 0 THEN DATEADD(millisecond, @open_ms, @now) END';
     return {
-      text: upsertText('submission_manager_provider_state', 'breaker = @breaker, changed_at = @now, holder_id = @holder_id',
-        'lease_name = @lease_name', 'lease_name, breaker, changed_at, holder_id', '@lease_name, @breaker, @now, @holder_id'),
-      params: [p.varchar('lease_name', 64, leaseName), p.varchar('breaker', 16, state), p.varchar('holder_id', 128, holderId.slice(0, 128))],
+      text: upsertText('submission_manager_provider_state', `breaker = @breaker, changed_at = @now, holder_id = @holder_id, open_until = ${openUntil}`,
+        'lease_name = @lease_name', 'lease_name, breaker, changed_at, holder_id, open_until', `@lease_name, @breaker, @now, @holder_id, ${openUntil}`),
+      params: [p.varchar('lease_name', 64, leaseName), p.varchar('breaker', 16, state), p.varchar('holder_id', 128, holderId.slice(0, 128)),
+        p.int('open_ms', state === 'open' ? Math.max(0, Math.round(openForMs)) : 0)],
+    };
+  },
+
+  /** A Retry-After pause: the recorded end only ever moves later; a new row says breaker closed. Race-free like the breaker's. */
+  recordProviderPause(leaseName: string, pauseMs: number, holderId: string): SqlQuery {
+    const until = 'DATEADD(millisecond, @pause_ms, @now)';
+    return {
+      text: upsertText('submission_manager_provider_state',
+        `paused_until = CASE WHEN paused_until IS NULL OR paused_until < ${until} THEN ${until} ELSE paused_until END`,
+        'lease_name = @lease_name', 'lease_name, breaker, changed_at, holder_id, paused_until', `@lease_name, 'closed', @now, @holder_id, ${until}`),
+      params: [p.varchar('lease_name', 64, leaseName), p.varchar('holder_id', 128, holderId.slice(0, 128)), p.int('pause_ms', Math.max(0, Math.round(pauseMs)))],
+    };
+  },
+
+  /** One primary-key read of the provider holds, with database now. */
+  getProviderHold(leaseName: string): SqlQuery {
+    return {
+      text: `SELECT breaker, changed_at, holder_id, open_until, paused_until, SYSUTCDATETIME() AS db_now
+  FROM submission_manager_provider_state WHERE lease_name = @lease_name;`,
+      params: [p.varchar('lease_name', 64, leaseName)],
     };
   },
 
@@ -174,8 +198,17 @@ export class MssqlOpsStore implements OpsStore {
     return rows.map(toMaintenance);
   }
 
-  async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {
-    await this.db.run(opsQueries.recordProviderBreaker(leaseName, state, holderId));
+  async recordProviderBreaker(leaseName: string, state: string, holderId: string, openForMs = 0): Promise<void> {
+    await this.db.run(opsQueries.recordProviderBreaker(leaseName, state, holderId, openForMs));
+  }
+
+  async recordProviderPause(leaseName: string, pauseMs: number, holderId: string): Promise<void> {
+    await this.db.run(opsQueries.recordProviderPause(leaseName, pauseMs, holderId));
+  }
+
+  async getProviderHold(leaseName: string): Promise<ProviderHold | null> {
+    const [rows = []] = await this.db.run<ProviderHoldDbRow>(opsQueries.getProviderHold(leaseName));
+    return rows[0] ? toProviderHold(rows[0]) : null;
   }
 
   async setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl> {

@@ -1,13 +1,14 @@
 // MySQL / MariaDB OpsStore: the execution control row (pause/resume), provider state, the fenced retention
 // purge, handover requests, the cluster overview.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
-import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow } from '../rowMapping.js';
+import { maintenanceArgs, toControl, toMaintenance, toOverview, toProviderHold, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow,
+  type ProviderHoldDbRow } from '../rowMapping.js';
 import type { MyDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
 import * as handover from './handover.js';
-import { NOW, PARTITIONS_CTE, minusMs } from './rows.js';
+import { NOW, PARTITIONS_CTE, minusMs, plusMs } from './rows.js';
 
 // Always one row: database now, joined with the control row when there is one.
 const GET = `
@@ -20,9 +21,20 @@ SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_n
   LEFT JOIN submission_manager_provider_state AS ps ON ps.lease_name = ?`;
 
 // Constants only in the update list: the order of assignments never matters.
+// open_until: when the breaker closes again (open only: NULL for 0 ms), for the other processes.
+const OPEN_UNTIL = `IF(? > 0, ${plusMs(NOW, '?')}, NULL)`;
 const RECORD_BREAKER = `
-INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id) VALUES (?, ?, ${NOW}, ?)
-ON DUPLICATE KEY UPDATE breaker = ?, changed_at = ${NOW}, holder_id = ?`;
+INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id, open_until) VALUES (?, ?, ${NOW}, ?, ${OPEN_UNTIL})
+ON DUPLICATE KEY UPDATE breaker = ?, changed_at = ${NOW}, holder_id = ?, open_until = ${OPEN_UNTIL}`;
+
+// The pause only ever ends later (GREATEST of a NULL is NULL here, hence the COALESCE); a new row says breaker closed.
+const RECORD_PAUSE = `
+INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id, paused_until) VALUES (?, 'closed', ${NOW}, ?, ${plusMs(NOW, '?')})
+ON DUPLICATE KEY UPDATE paused_until = GREATEST(COALESCE(paused_until, ${plusMs(NOW, '?')}), ${plusMs(NOW, '?')})`;
+
+const GET_HOLD = `
+SELECT breaker, changed_at, holder_id, open_until, paused_until, ${NOW} AS db_now
+  FROM submission_manager_provider_state WHERE lease_name = ?`;
 
 const RECORD_MAINTENANCE = `
 INSERT INTO submission_manager_maintenance_state (lease_name, task, failures, last_error, changed_at, holder_id) VALUES (?, ?, ?, ?, ${NOW}, ?)
@@ -67,9 +79,20 @@ SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l
 export class MysqlOpsStore implements OpsStore {
   constructor(private readonly db: MyDatabase) {}
 
-  async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {
+  async recordProviderBreaker(leaseName: string, state: string, holderId: string, openForMs = 0): Promise<void> {
     const holder = holderId.slice(0, 128);
-    await this.db.query(RECORD_BREAKER, [leaseName, state, holder, state, holder]);
+    const ms = state === 'open' ? Math.max(0, Math.round(openForMs)) : 0;
+    await this.db.query(RECORD_BREAKER, [leaseName, state, holder, ms, ms, state, holder, ms, ms]);
+  }
+
+  async recordProviderPause(leaseName: string, pauseMs: number, holderId: string): Promise<void> {
+    const ms = Math.max(0, Math.round(pauseMs));
+    await this.db.query(RECORD_PAUSE, [leaseName, holderId.slice(0, 128), ms, ms, ms]);
+  }
+
+  async getProviderHold(leaseName: string): Promise<ProviderHold | null> {
+    const r = await this.db.query<ProviderHoldDbRow>(GET_HOLD, [leaseName]);
+    return r.rows[0] ? toProviderHold(r.rows[0]) : null;
   }
 
   async getClusterOverview(leaseName: string): Promise<ClusterOverview> {

@@ -1,12 +1,13 @@
 // PostgreSQL OpsStore: the execution control row (pause/resume), the fenced retention purge, handover requests.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, PurgeResult } from '../opsPorts.js';
+import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import { PARTITIONS_CTE } from './rows.js';
 import type { PgDatabase } from './db.js';
 import { fencedTransaction } from './fence.js';
-import { maintenanceArgs, toControl, toMaintenance, toOverview, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow } from '../rowMapping.js';
+import { maintenanceArgs, toControl, toMaintenance, toOverview, toProviderHold, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow,
+  type ProviderHoldDbRow } from '../rowMapping.js';
 
 // Always one row: database now, joined with the control row when there is one.
 const GET = `
@@ -18,11 +19,22 @@ SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_n
   LEFT JOIN submission_manager_execution_control c ON c.lease_name = $1
   LEFT JOIN submission_manager_provider_state ps ON ps.lease_name = $1`;
 
+// open_until: when the breaker closes again (open only; $4 = its cool-down, 0 otherwise), for the other processes.
 const RECORD_BREAKER = `
-INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id)
-VALUES ($1, $2, clock_timestamp(), $3)
+INSERT INTO submission_manager_provider_state (lease_name, breaker, changed_at, holder_id, open_until)
+VALUES ($1, $2, clock_timestamp(), $3, CASE WHEN $4::float8 > 0 THEN clock_timestamp() + $4::float8 * interval '1 millisecond' END)
 ON CONFLICT (lease_name) DO UPDATE
-  SET breaker = EXCLUDED.breaker, changed_at = EXCLUDED.changed_at, holder_id = EXCLUDED.holder_id`;
+  SET breaker = EXCLUDED.breaker, changed_at = EXCLUDED.changed_at, holder_id = EXCLUDED.holder_id, open_until = EXCLUDED.open_until`;
+
+// The pause only ever ends later (GREATEST ignores a NULL); a new row says breaker closed (nothing else is known).
+const RECORD_PAUSE = `
+INSERT INTO submission_manager_provider_state AS ps (lease_name, breaker, changed_at, holder_id, paused_until)
+VALUES ($1, 'closed', clock_timestamp(), $2, clock_timestamp() + $3::float8 * interval '1 millisecond')
+ON CONFLICT (lease_name) DO UPDATE SET paused_until = GREATEST(ps.paused_until, EXCLUDED.paused_until)`;
+
+const GET_HOLD = `
+SELECT breaker, changed_at, holder_id, open_until, paused_until, clock_timestamp() AS db_now
+  FROM submission_manager_provider_state WHERE lease_name = $1`;
 
 const RECORD_MAINTENANCE = `
 INSERT INTO submission_manager_maintenance_state (lease_name, task, failures, last_error, changed_at, holder_id)
@@ -84,8 +96,17 @@ SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l
 export class PgOpsStore implements OpsStore {
   constructor(private readonly db: PgDatabase) {}
 
-  async recordProviderBreaker(leaseName: string, state: string, holderId: string): Promise<void> {
-    await this.db.query(RECORD_BREAKER, [leaseName, state, holderId.slice(0, 128)]);
+  async recordProviderBreaker(leaseName: string, state: string, holderId: string, openForMs = 0): Promise<void> {
+    await this.db.query(RECORD_BREAKER, [leaseName, state, holderId.slice(0, 128), state === 'open' ? Math.max(0, openForMs) : 0]);
+  }
+
+  async recordProviderPause(leaseName: string, pauseMs: number, holderId: string): Promise<void> {
+    await this.db.query(RECORD_PAUSE, [leaseName, holderId.slice(0, 128), Math.max(0, pauseMs)]);
+  }
+
+  async getProviderHold(leaseName: string): Promise<ProviderHold | null> {
+    const r = await this.db.query<ProviderHoldDbRow>(GET_HOLD, [leaseName]);
+    return r.rows[0] ? toProviderHold(r.rows[0]) : null;
   }
 
   async recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void> {

@@ -5,6 +5,7 @@ import { m003MaintenanceState } from './m003MaintenanceState.js';
 import { m004Partitions } from './m004Partitions.js';
 import { m005PartitionIndexes } from './m005PartitionIndexes.js';
 import { m006Instances } from './m006Instances.js';
+import { m007ProviderHolds } from './m007ProviderHolds.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -16,4 +17,5 @@ export const migrations: readonly Migration[] = [
   { id: 4, name: 'partitions', sql: m004Partitions },
   { id: 5, name: 'partition_indexes', sql: m005PartitionIndexes },
   { id: 6, name: 'instances', sql: m006Instances },
+  { id: 7, name: 'provider_holds', sql: m007ProviderHolds },
 ];

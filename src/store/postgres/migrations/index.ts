@@ -10,6 +10,7 @@ import { m008MaintenanceState } from './m008MaintenanceState.js';
 import { m009Partitions } from './m009Partitions.js';
 import { m010PartitionIndexes } from './m010PartitionIndexes.js';
 import { m011Instances } from './m011Instances.js';
+import { m012ProviderHolds } from './m012ProviderHolds.js';
 
 export interface Migration {
   id: number;
@@ -29,4 +30,5 @@ export const migrations: readonly Migration[] = [
   { id: 9, name: 'partitions', sql: m009Partitions },
   { id: 10, name: 'partition_indexes', sql: m010PartitionIndexes },
   { id: 11, name: 'instances', sql: m011Instances },
+  { id: 12, name: 'provider_holds', sql: m012ProviderHolds },
 ];

@@ -1,0 +1,38 @@
+// The share of the cluster-wide provider limits one process may use (issue 25): PROVIDER_RATE_LIMIT_PER_SEC and
+// PROVIDER_MAX_IN_FLIGHT hold for the cluster, and each partition carries a fixed part of them, so a process's share
+// is the sum of the parts of the partitions it leads now. A partition has one leader at a time (its lease), so the
+// shares of all processes add up to the cluster limits without any process knowing the others:
+// - rate: each partition R / P; a process leading n partitions gets R × n / P (exact: the rates add up to R);
+// - in flight: partition k gets floor(M / P), plus one for k < M mod P (the parts add up to exactly M);
+//   a process gets the sum over the partitions it leads, but never less than 1 while it leads any: with M < P some
+//   partitions carry no permit, and a leader of only such partitions still sends one call at a time, so the cluster
+//   may then have up to M + (leaders of only permit-less partitions) in flight. M ≥ P keeps the cap exact.
+// With one partition the share is the configured limits themselves (nothing changes).
+// May import: nothing (a leaf; limits.ts's GuardSettings is structurally the same `Limits`).
+
+export interface Limits {
+  /** Calls per second; 0 = unlimited. */
+  ratePerSec: number;
+  /** Calls in flight; 0 = unlimited. */
+  maxInFlight: number;
+}
+
+/** Partition k's fixed part of the cluster's in-flight cap `maxInFlight` over `partitions` partitions. */
+export function partitionInFlightQuota(maxInFlight: number, partitions: number, k: number): number {
+  return Math.floor(maxInFlight / partitions) + (k < maxInFlight % partitions ? 1 : 0);
+}
+
+/**
+ * The limits a process leading the partitions `led` (of `partitions`) may use, out of the cluster's `cluster`.
+ * Unlimited (0) stays unlimited. A process leading nothing gets the smallest partition's part (floored at 1 in
+ * flight): it sends nothing then (only leaders ask the guard), and the value is never 0, which would read as unlimited.
+ */
+export function shareOf(cluster: Limits, partitions: number, led: readonly number[]): Limits {
+  if (partitions <= 1) return { ratePerSec: cluster.ratePerSec, maxInFlight: cluster.maxInFlight };
+  const ks = led.length > 0 ? led : [partitions - 1];
+  const inFlight = ks.reduce((n, k) => n + partitionInFlightQuota(cluster.maxInFlight, partitions, k), 0);
+  return {
+    ratePerSec: cluster.ratePerSec > 0 ? (cluster.ratePerSec * ks.length) / partitions : 0,
+    maxInFlight: cluster.maxInFlight > 0 ? Math.max(1, inFlight) : 0,
+  };
+}
