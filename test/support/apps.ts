@@ -24,12 +24,15 @@ export function testConfig(providerUrl: string, env: Record<string, string> = {}
   });
 }
 
-/** `poolMax`: each app's pool (default 4; with partitions a process may lead several, 3 connections each). */
-export async function startApps(ctx: DialectContext, n: number, base: Config, logger: Logger = silentLogger, poolMax = 4): Promise<App[]> {
+/** `poolMax`: each app's pool (default 4; with partitions a process may lead several, 3 connections each).
+ *  `timerMode`: as the local host's TIMER_MODE (default singleton; every-instance: the fair share of partitions). */
+export async function startApps(ctx: DialectContext, n: number, base: Config, logger: Logger = silentLogger, poolMax = 4,
+  timerMode?: 'singleton' | 'every-instance'): Promise<App[]> {
   const apps: App[] = [];
   for (let i = 0; i < n; i++) {
     const holderId = `app-${i}-${Math.random().toString(16).slice(2, 8)}`;
-    apps.push(await createApp({ config: { ...base, lease: { ...base.lease, holderId } }, stores: await ctx.openStores({ poolMax }), logger, migrate: false }));
+    apps.push(await createApp({ config: { ...base, lease: { ...base.lease, holderId } }, stores: await ctx.openStores({ poolMax }), logger, migrate: false,
+      timerMode }));
   }
   return apps;
 }
@@ -73,6 +76,7 @@ export function tickLoops(apps: App[], budgetMs = 400, gapMs = 50) {
   const summaries: { app: App; partition: number; at: number; sum: TickSummary }[] = [];
   const loops = apps.flatMap((app) => app.partitions.map(async ({ partition, executor }) => {
     while (!stopped) {
+      app.share?.onTick(); // as runPartitionTimer does (every-instance mode: the fair share decides)
       const sum = await executor.tick(budgetMs);
       summaries.push({ app, partition, at: Date.now(), sum });
       await new Promise((r) => setTimeout(r, gapMs));
