@@ -13,6 +13,8 @@ export interface ProviderCall {
   payload: unknown;
   /** The W3C traceparent header, if the call carried one. */
   traceparent: string | null;
+  /** Resolves if the client gives the call up (its connection closes) before the answer is written. */
+  abandoned: Promise<void>;
 }
 
 export type Answer = { status: number; delayMs?: number; headers?: Record<string, string>; body?: string };
@@ -52,6 +54,9 @@ export async function startRecordingProvider(answer?: RecordingProvider['answer'
         arrivedAt: Date.now(),
         payload: body.payload,
         traceparent: (req.headers.traceparent as string | undefined) ?? null,
+        abandoned: new Promise<void>((r) => res.once('close', () => {
+          if (!res.writableFinished) r();
+        })),
       };
       rec.calls.push(call);
       const a = await rec.answer(call);
