@@ -4,12 +4,13 @@
 import { staleWrites } from '../support/fenceChecker.js';
 import type { ProviderRecord } from './providerProcess.js';
 import { providerEffects } from './checkerEffects.js';
+import { Leases, partitionChecks, resumeAfter, type PartitionStats } from './checkerPartitions.js';
 import { answerLost, type AttemptRow, type History, type Violation } from './history.js';
 import type { FaultRecord } from './faults.js';
 
 export type { AttemptRow, AuditRow, History, IntentRow, LeaseEventRow, Violation } from './history.js';
 
-export interface RunStats {
+export interface RunStats extends PartitionStats {
   epochs: number;
   intentsAccepted: number;
   intentsInDb: number;
@@ -51,29 +52,40 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
   const v: Violation[] = [];
   const fail = (check: string, message: string) => v.push({ check, message });
 
-  // 1. Lease history.
+  // 1. Lease history, per lease (issue 25: every partition's lease row has its own epochs; one lease with P = 1).
+  const leases = new Leases(h);
   const acquired = h.events.filter((e) => e.event === 'acquired');
-  const holderOf = new Map<number, string>();
-  let prev = 0;
-  for (const e of acquired) {
-    if (e.epoch <= prev) fail('lease', `acquire seq ${e.seq}: epoch ${e.epoch} not greater than the previous acquire's epoch ${prev}`);
-    else if (e.epoch !== prev + 1) fail('lease', `acquire seq ${e.seq}: epoch jumped from ${prev} to ${e.epoch} (an acquire without its event)`);
-    prev = Math.max(prev, e.epoch);
-    const other = holderOf.get(e.epoch);
-    if (other !== undefined && other !== e.holderId) fail('lease', `epoch ${e.epoch} acquired by both ${other} and ${e.holderId}`);
-    holderOf.set(e.epoch, e.holderId);
+  const holderOf = new Map<string, Map<number, string>>(leases.keys().map((l) => [l, new Map()]));
+  const holdersOf = (lease: string) => holderOf.get(lease) ?? holderOf.set(lease, new Map()).get(lease)!;
+  for (const lease of leases.keys()) {
+    const at = leases.label(lease);
+    const holders = holdersOf(lease);
+    let prev = 0;
+    for (const e of acquired.filter((x) => leases.of(x) === lease)) {
+      if (e.epoch <= prev) fail('lease', `${at}acquire seq ${e.seq}: epoch ${e.epoch} not greater than the previous acquire's epoch ${prev}`);
+      else if (e.epoch !== prev + 1) fail('lease', `${at}acquire seq ${e.seq}: epoch jumped from ${prev} to ${e.epoch} (an acquire without its event)`);
+      prev = Math.max(prev, e.epoch);
+      const other = holders.get(e.epoch);
+      if (other !== undefined && other !== e.holderId) fail('lease', `${at}epoch ${e.epoch} acquired by both ${other} and ${e.holderId}`);
+      holders.set(e.epoch, e.holderId);
+    }
   }
   for (const e of h.events.filter((x) => x.event !== 'acquired')) {
-    if (holderOf.get(e.epoch) !== e.holderId) fail('lease', `${e.event} seq ${e.seq}: epoch ${e.epoch} by ${e.holderId}, acquired by ${holderOf.get(e.epoch) ?? 'nobody'}`);
+    const holder = holdersOf(leases.of(e)).get(e.epoch);
+    if (holder !== e.holderId) fail('lease', `${leases.label(leases.of(e))}${e.event} seq ${e.seq}: epoch ${e.epoch} by ${e.holderId}, acquired by ${holder ?? 'nobody'}`);
   }
-  for (const w of [...h.audit.map((a) => ({ what: `audit seq ${a.seq} (${a.action})`, ...a })),
-    ...h.attempts.map((a) => ({ what: `attempt ${a.intentId}#${a.attemptNo}`, ...a }))]) {
-    if (holderOf.get(w.epoch) !== w.holderId) fail('lease', `${w.what}: written by ${w.holderId} under epoch ${w.epoch}, whose holder is ${holderOf.get(w.epoch) ?? 'nobody'}`);
+  // An attempt is read under its intent's partition's lease: its epoch must be one of that lease, held by its writer.
+  for (const w of [...h.audit.map((a) => ({ what: `audit seq ${a.seq} (${a.action})`, lease: leases.of(a), ...a })),
+    ...h.attempts.map((a) => ({ what: `attempt ${a.intentId}#${a.attemptNo}`, lease: leases.ofAttempt(a), ...a }))]) {
+    const holder = holdersOf(w.lease).get(w.epoch);
+    if (holder !== w.holderId) fail('lease', `${leases.label(w.lease)}${w.what}: written by ${w.holderId} under epoch ${w.epoch}, whose holder is ${holder ?? 'nobody'}`);
   }
 
-  // 2. Fencing: no write of epoch e committed after a newer epoch was acquired (commit-ordered sequence).
-  for (const s of staleWrites(h.audit.map((a) => ({ seq: a.seq, leaseEpoch: a.epoch, action: a.action })),
-    h.events.map((e) => ({ seq: e.seq, leaseEpoch: e.epoch, event: e.event })))) fail('fencing', s);
+  // 2. Fencing: no write of epoch e committed after a newer epoch of its lease was acquired (commit-ordered sequence).
+  for (const lease of leases.keys()) {
+    for (const s of staleWrites(h.audit.filter((a) => leases.of(a) === lease).map((a) => ({ seq: a.seq, leaseEpoch: a.epoch, action: a.action })),
+      h.events.filter((e) => leases.of(e) === lease).map((e) => ({ seq: e.seq, leaseEpoch: e.epoch, event: e.event })))) fail('fencing', `${leases.label(lease)}${s}`);
+  }
 
   // 3. Attempts: contiguous from 1, no duplicates, attempt_count == rows.
   const attemptsOf = new Map<string, AttemptRow[]>();
@@ -160,18 +172,21 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     }
   }
 
-  // 6. Liveness: time from each fault until a fenced start committed (not by the killed/stopped victim).
+  // 6. Liveness: time from each fault until a fenced start committed (not by the killed/stopped victim); with
+  // partitions, on every partition whose leader the fault hit (the slowest of them).
   const tickMs = h.tickMs ?? 1_000;
   const starts = h.audit.filter((a) => a.action === 'start_attempts').sort((a, b) => a.atMs - b.atMs);
   const resumes: RunStats['resumes'] = h.faults.map((f) => {
-    const s = starts.find((a) => a.atMs > f.measureFrom && !(f.exclude && a.holderId === f.exclude.holderId && a.atMs < f.exclude.until));
-    const ms = s ? Math.round(s.atMs - f.measureFrom) : null;
+    const on = leases.hitBy(f);
+    const at = resumeAfter(starts, leases, f, f.measureFrom, on);
+    const ms = at !== null ? Math.round(at - f.measureFrom) : null;
     const ratio = ms === null ? null : ms / h.leaseMs;
     const byLength = h.faultLengthBound && f.victimWasLeader && h.faultLengthBound.kinds.includes(f.kind)
       ? (f.endedAt - f.measureFrom + tickMs + h.faultLengthBound.slackMs) / h.leaseMs : 0;
     const bound = Math.max(h.resumeBoundByKind?.[f.kind] ?? h.resumeBound, byLength);
     if (ratio === null || ratio > bound) {
-      fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}): ${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`} > bound ${bound.toFixed(2)}`);
+      fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}${on ? `, partitions ${f.partitions!.join(',')}` : ''}): ` +
+        `${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`} > bound ${bound.toFixed(2)}`);
     }
     return { kind: f.kind, ms, ratio, detail: f.detail };
   });
@@ -180,19 +195,21 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
   // completion): execution resumes within one tick + 1 s of the fault's end (no leaderless interval longer).
   for (const [k, f] of h.faults.entries()) {
     if (!leftLeaseValid(f)) continue;
-    const s = starts.find((a) => a.atMs > f.endedAt);
-    const ms = s ? Math.round(s.atMs - f.endedAt) : null;
+    // A fault on the leader of some partitions: each of them resumes (a fault on all of them: any start, as with one).
+    const at = resumeAfter(starts, leases, { ...f, exclude: null }, f.endedAt, leases.hitAll(f) ? null : leases.hitBy(f));
+    const ms = at !== null ? Math.round(at - f.endedAt) : null;
     // A later fault that began inside this one's window, before anything started, cuts it short: the resume of
     // that fault is judged by its own rule (the campaign draws faults one after another, ≈ 1 s apart at times).
     const next = h.faults.filter((x) => x.startedAt > f.endedAt).sort((a, b) => a.startedAt - b.startedAt)[0];
-    const cut = next !== undefined && next.startedAt < f.endedAt + tickMs + 1_000 && (!s || s.atMs > next.startedAt);
+    const cut = next !== undefined && next.startedAt < f.endedAt + tickMs + 1_000 && (at === null || at > next.startedAt);
     if (!cut && (ms === null || ms > tickMs + 1_000)) {
       fail('lease_valid_resume', `${f.kind} (${f.detail}): ${ms === null ? 'never resumed' : `resumed ${ms} ms after the fault ended`} > one tick + 1 s (${tickMs + 1_000} ms)`);
     }
     resumes[k]!.afterEndMs = ms;
   }
 
-  const effects = providerEffects(h, attemptByNo, fail);
+  const effects = providerEffects(h, attemptByNo, fail, leases);
+  const partitionStats = partitionChecks(h, leases, starts, fail);
 
   // Consumer-side fencing: recomputed from the provider's own record (appended at arrival, in arrival order), not
   // taken from its flags. With the fencing provider no stale request may be acted on.
@@ -219,7 +236,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     stats: {
       epochs: acquired.length, intentsAccepted: h.accepted.length, intentsInDb: h.intents.length, byStatus,
       attempts: h.attempts.length, byOutcome, providerRequests: h.provider.length, duplicateDeliveries, duplicatesByReason,
-      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, staleAccepted, staleRefused, openAttemptsOfCancelled: openOfCancelled, resumes, ...effects,
+      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, staleAccepted, staleRefused, openAttemptsOfCancelled: openOfCancelled, resumes, ...effects, ...partitionStats,
       replays: h.replays.length, cancelsAcknowledged: h.cancels.filter((c) => c.answer === 200).length,
       worstResumeRatio: Math.max(0, ...resumes.map((r) => r.ratio ?? Number.POSITIVE_INFINITY)),
     },

@@ -13,6 +13,7 @@
 import { answerLost, type AttemptRow, type History } from './history.js';
 import type { ProviderRecord } from './providerProcess.js';
 import type { FaultRecord } from './faults.js';
+import { Leases } from './checkerPartitions.js';
 
 export interface EffectStats {
   resendsAfter2xx: number;
@@ -32,9 +33,12 @@ const FENCE_EXCUSES = new Set(['kill', 'stop', 'pause', 'terminate', 'proxy_drop
 /** Did this fault cost its victim the lease? A lease table lock only when it outlasted the lease (see faults.ts). */
 const cutsOff = (f: FaultRecord) => FENCE_EXCUSES.has(f.kind) || (f.kind === 'lease_lock' && f.leaseValid === false);
 
-export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>, fail: (check: string, message: string) => void): EffectStats {
+export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>, fail: (check: string, message: string) => void,
+  leases: Leases = new Leases(h)): EffectStats {
   const stats: EffectStats = { resendsAfter2xx: 0, resendsAfterFenceRefusal: 0, resendsExcusedBy: {}, chargedNotSent: 0, chargedNotSentKilled: 0 };
-  const released = new Set(h.events.filter((e) => e.event === 'released').map((e) => e.epoch));
+  // Epochs released by their holders, per lease (issue 25: epochs of different partitions are unrelated numbers).
+  const releasedSet = new Set(h.events.filter((e) => e.event === 'released').map((e) => `${leases.of(e)}|${e.epoch}`));
+  const released = { has: (a: AttemptRow) => releasedSet.has(`${leases.ofAttempt(a)}|${a.epoch}`) };
   const byKey = new Map<string, ProviderRecord[]>();
   for (const p of h.provider) byKey.set(p.key, [...(byKey.get(p.key) ?? []), p]);
 
@@ -48,14 +52,14 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
     const b = attemptByNo.get(`${key}#${again.attemptNo}`);
     const cutOff = a === undefined ? undefined : h.faults.find((f) => cutsOff(f) && (f.victim === null || f.victim === a.holderId)
       && f.startedAt <= again.arrivedAt && f.endedAt >= got.arrivedAt - h.leaseMs);
-    if (cutOff && b !== undefined && a!.outcome !== 'succeeded' && b.epoch > a!.epoch && !released.has(a!.epoch)) {
+    if (cutOff && b !== undefined && a!.outcome !== 'succeeded' && b.epoch > a!.epoch && !released.has(a!)) {
       stats.resendsAfterFenceRefusal++;
       stats.resendsExcusedBy[cutOff.kind] = (stats.resendsExcusedBy[cutOff.kind] ?? 0) + 1;
       continue;
     }
     stats.resendsAfter2xx++;
     fail('resend_after_2xx', `key ${key}: attempt #${got.attemptNo} (epoch ${a?.epoch ?? '?'}, ${a?.outcome ?? 'no row'}) was answered ${got.status}, ` +
-      `then attempt #${again.attemptNo} (epoch ${b?.epoch ?? '?'}) was sent; ${a && released.has(a.epoch) ? `epoch ${a.epoch} was released by its holder`
+      `then attempt #${again.attemptNo} (epoch ${b?.epoch ?? '?'}) was sent; ${a && released.has(a) ? `epoch ${a.epoch} was released by its holder`
         : `no fault cut ${a?.holderId ?? '?'} off from its lease meanwhile`}: the fence did not refuse its result`);
   }
 
@@ -66,7 +70,7 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
   const outWhileStopped = (a: AttemptRow) => h.faults.some((f) => (a.startedAtMs ?? Number.NEGATIVE_INFINITY) <= f.endedAt
     && (a.finishedAtMs ?? Number.POSITIVE_INFINITY) >= f.startedAt
     && (((f.kind === 'kill' || f.kind === 'stop' || f.kind === 'pause') && f.victim === a.holderId)
-      || (a.outcome === 'abandoned' && !released.has(a.epoch) && cutsOff(f) && (f.victim === null || f.victim === a.holderId))));
+      || (a.outcome === 'abandoned' && !released.has(a) && cutsOff(f) && (f.victim === null || f.victim === a.holderId))));
   const unsent = new Map<string, AttemptRow[]>();
   for (const a of h.attempts) {
     if (a.outcome === 'aborted' || arrived.has(`${a.intentId}#${a.attemptNo}`)) continue;

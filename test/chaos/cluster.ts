@@ -21,9 +21,12 @@ export interface Timings { leaseMs: number; renewMs: number; refreshMs: number; 
  *  one process at a time, the holder of the listener lock (blob leases on a shared Azurite; host.json 15 s / 15 s). */
 export type TimerSetup = { mode: 'every-instance' } | { mode: 'azure'; storage: string; hostId: string };
 
-/** Short lease; every relational rule of src/config.ts holds (budget 700 + provider 800 + margin 400 < 2000). */
-export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance' }): Record<string, string> {
+/** Short lease; every relational rule of src/config.ts holds (budget 700 + provider 800 + margin 400 < 2000).
+ *  `partitions` > 1 (issue 25): EXECUTOR_PARTITIONS, and a pool of 3 connections per partition + 1 (config.ts refuses
+ *  fewer than 3 per partition: one process may lead them all); one partition: the environment as before partitions. */
+export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance' }, partitions = 1): Record<string, string> {
   return {
+    ...(partitions > 1 ? { EXECUTOR_PARTITIONS: String(partitions) } : {}),
     ...(timers.mode === 'azure'
       ? { TIMER_MODE: 'singleton', AzureWebJobsStorage: timers.storage, AzureFunctionsWebHost__hostid: timers.hostId }
       : { TIMER_MODE: 'every-instance' }),
@@ -31,7 +34,7 @@ export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance
     LEASE_RENEW_INTERVAL_MS: String(t.renewMs), LEASE_SAFETY_MARGIN_MS: '400', EXECUTOR_TICK_BUDGET_MS: '700',
     PROVIDER_TIMEOUT_MS: '800', SCHEDULE_REFRESH_INTERVAL_MS: String(t.refreshMs), SCHEDULE_RECONCILE_INTERVAL_MS: '5000',
     COMMIT_GRACE_MS: '1500', DB_STATEMENT_TIMEOUT_MS: '1000', RETRY_BASE_DELAY_MS: '100', RETRY_MAX_DELAY_MS: '500',
-    DB_POOL_MAX: '5', RETENTION_DAYS: '0', LOG_LEVEL: 'info', PORT: '0', INSTANCES: '1', DEMO_PROVIDER_VERBOSE: 'false',
+    DB_POOL_MAX: partitions > 1 ? String(3 * partitions + 1) : '5', RETENTION_DAYS: '0', LOG_LEVEL: 'info', PORT: '0', INSTANCES: '1', DEMO_PROVIDER_VERBOSE: 'false',
   };
 }
 
@@ -51,8 +54,9 @@ export interface ChaosDb {
   url: string;
   sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
   drop(): Promise<void>;
-  /** Wall ms of the first fenced start committed after `fromMs`, not by `exclude.holderId` before `exclude.untilMs`. */
-  firstStartAfter(fromMs: number, exclude: { holderId: string; untilMs: number }): Promise<number | null>;
+  /** Wall ms of the first fenced start committed after `fromMs`, not by `exclude.holderId` before `exclude.untilMs`
+   *  (of lease `leaseName` only, when given: issue 25). */
+  firstStartAfter(fromMs: number, exclude: { holderId: string; untilMs: number }, leaseName?: string): Promise<number | null>;
 }
 
 /** The database server of the campaign. */
@@ -78,9 +82,9 @@ const FIRST_START_AFTER = {
           AND NOT (holder_id = $2 AND at < FROM_UNIXTIME(LEAST($3, 253402300799000) / 1000.0))`,
 };
 
-const firstStartAfter = (sql: ChaosDb['sql']) => async (fromMs: number, exclude: { holderId: string; untilMs: number }) => {
-  const r = await sql<{ t: string | number | null }>(FIRST_START_AFTER[server], [fromMs, exclude.holderId,
-    Number.isFinite(exclude.untilMs) ? exclude.untilMs : 253_402_300_799_000]);
+const firstStartAfter = (sql: ChaosDb['sql']) => async (fromMs: number, exclude: { holderId: string; untilMs: number }, leaseName?: string) => {
+  const r = await sql<{ t: string | number | null }>(FIRST_START_AFTER[server] + (leaseName === undefined ? '' : ' AND lease_name = $4'), [fromMs, exclude.holderId,
+    Number.isFinite(exclude.untilMs) ? exclude.untilMs : 253_402_300_799_000, ...(leaseName === undefined ? [] : [leaseName])]);
   return r[0]?.t == null ? null : Number(r[0].t);
 };
 
@@ -259,15 +263,21 @@ export class ChaosCluster {
     return this.slots.filter((s) => s.host && !s.stopped);
   }
 
-  /** The lease row as the database holds it (null when unreachable). */
-  async lease(): Promise<{ holderId: string; epoch: number; live: boolean } | null> {
+  /** The lease rows as the database holds them, by lease name (null when unreachable). */
+  async leases(): Promise<Map<string, { holderId: string; epoch: number; live: boolean }> | null> {
     try {
-      const r = await this.db.sql<{ holder_id: string; lease_epoch: string; live: boolean }>(
-        `SELECT holder_id, lease_epoch, expires_at > ${chaosSql.now()} AS live FROM submission_manager_leases`);
-      return r[0] ? { holderId: r[0].holder_id, epoch: Number(r[0].lease_epoch), live: Boolean(Number(r[0].live)) } : null;
+      const r = await this.db.sql<{ lease_name: string; holder_id: string; lease_epoch: string; live: boolean }>(
+        `SELECT lease_name, holder_id, lease_epoch, expires_at > ${chaosSql.now()} AS live FROM submission_manager_leases`);
+      return new Map(r.map((x) => [x.lease_name, { holderId: x.holder_id, epoch: Number(x.lease_epoch), live: Boolean(Number(x.live)) }]));
     } catch {
       return null;
     }
+  }
+
+  /** The lease row as the database holds it (null when unreachable); with one partition, the only row. */
+  async lease(): Promise<{ holderId: string; epoch: number; live: boolean } | null> {
+    const all = await this.leases();
+    return all ? [...all.values()][0] ?? null : null;
   }
 
   /** The slot whose instance holds a live lease, waiting up to `timeoutMs` for one. */
@@ -277,6 +287,23 @@ export class ChaosCluster {
       const l = await this.lease();
       const slot = l?.live ? this.slots.find((s) => s.holderId === l.holderId && s.host && !s.stopped) : undefined;
       if (slot) return { slot, epoch: l!.epoch };
+      await new Promise((r) => setTimeout(r, 100));
+    } while (Date.now() < end);
+    return null;
+  }
+
+  /** Issue 25: the live, running leader of each partition (index = partition, lease names `leaseNames`), waiting up to
+   *  `timeoutMs` until at least `atLeast` partitions are led; null when fewer are. */
+  async partitionLeaders(leaseNames: string[], timeoutMs: number, atLeast = 1): Promise<({ slot: Slot; epoch: number } | null)[] | null> {
+    const end = Date.now() + timeoutMs;
+    do {
+      const all = await this.leases();
+      const leaders = leaseNames.map((n) => {
+        const l = all?.get(n);
+        const slot = l?.live ? this.slots.find((s) => s.holderId === l.holderId && s.host && !s.stopped) : undefined;
+        return slot ? { slot, epoch: l!.epoch } : null;
+      });
+      if (leaders.filter((x) => x).length >= atLeast) return leaders;
       await new Promise((r) => setTimeout(r, 100));
     } while (Date.now() < end);
     return null;

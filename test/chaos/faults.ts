@@ -47,6 +47,10 @@ export interface FaultRecord {
   leaseValid?: boolean;
   /** lost_*: the reply lost (the victim is the instance that lost it). */
   lostReply?: LostReplyRecord;
+  /** Issue 25, P > 1: the partitions whose leader the fault hit — those its victim led when it was chosen (none: a
+   *  follower), every partition for a fault on the database (restart, lease table lock, stalled completions) or a
+   *  lost reply caught on another instance. Resumes are judged on these; the others must not pause. Absent: P = 1. */
+  partitions?: number[];
 }
 
 /** The kinds that may run alongside another fault: they need no leader and leave the process running. */
@@ -64,7 +68,13 @@ export interface FaultOptions {
   kinds?: readonly FaultKind[];
   /** The hosts' settle window (complete_stall outlasts it); default 2 × statement timeout. */
   settleWindowMs?: number;
+  /** Issue 25: the lease name of each partition; more than one: faults aimed at "the leader" hit the leader of one
+   *  partition (drawn), and record every partition that instance led. */
+  partitionLeases?: string[];
 }
+
+/** Faults on the database itself: they hit every partition's leader at once. */
+const ALL_PARTITIONS_KINDS: readonly FaultKind[] = ['pg_restart', 'lease_lock', 'complete_stall'];
 
 /** A `stop` lasts the lease plus up to this much. */
 export const STOP_EXTRA_MAX_MS = 2_000;
@@ -75,6 +85,10 @@ const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, termi
 
 const isLostReply = (k: FaultKind): k is LostReplyKind => (LOST_REPLY_KINDS as readonly string[]).includes(k);
 
+/** Kinds aimed at the leader (with partitions: the leader of a partition). */
+const NEEDS_LEADER = (kind: FaultKind) => kind === 'kill' || kind === 'stop' || kind === 'pause' || kind === 'lease_lock' || kind === 'blackhole_long'
+  || kind === 'renew_late' || (INDETERMINATE_KINDS as readonly string[]).includes(kind);
+
 /** A fault with its victim chosen (and reserved: a fault alongside never picks the same instance). */
 export interface Target {
   kind: FaultKind;
@@ -82,6 +96,8 @@ export interface Target {
   leader: { slot: Slot; epoch: number } | null;
   rng: Rng;
   alongside: boolean;
+  /** P > 1: the partitions the victim led when chosen (see FaultRecord.partitions). */
+  partitions?: number[];
 }
 
 export class FaultInjector {
@@ -111,9 +127,9 @@ export class FaultInjector {
 
   /** Choose (and reserve) the victim of a fault of `kind`; null when it needs a leader and there is none. */
   async target(kind: FaultKind): Promise<Target | null> {
+    if (this.partitioned) return this.targetPartitioned(kind);
     const leader = await this.cluster.leaderSlot(10_000);
-    const needsLeader = kind === 'kill' || kind === 'stop' || kind === 'pause' || kind === 'lease_lock' || kind === 'blackhole_long' || kind === 'renew_late'
-      || (INDETERMINATE_KINDS as readonly string[]).includes(kind);
+    const needsLeader = NEEDS_LEADER(kind);
     if (needsLeader && !leader) {
       this.leaderless.push(Date.now());
       return null;
@@ -124,6 +140,41 @@ export class FaultInjector {
     return { kind, slot, leader, rng: this.rng, alongside: false };
   }
 
+  private get partitioned(): boolean {
+    return (this.o.partitionLeases?.length ?? 1) > 1;
+  }
+
+  /** The partitions each live slot leads now (P > 1), waiting up to `timeoutMs` for one partition to be led. */
+  private async ledBy(timeoutMs: number): Promise<{ leaders: ({ slot: Slot; epoch: number } | null)[]; of: (s: Slot) => number[] } | null> {
+    const leaders = await this.cluster.partitionLeaders(this.o.partitionLeases!, timeoutMs);
+    if (!leaders) return null;
+    return { leaders, of: (s) => leaders.flatMap((l, p) => (l?.slot === s ? [p] : [])) };
+  }
+
+  /** P > 1: "the leader" is the leader of a partition drawn among the led ones; the fault records every partition
+   *  that instance led (a kill of the holder of {1, 3} is judged on the resumes of 1 and 3). */
+  private async targetPartitioned(kind: FaultKind): Promise<Target | null> {
+    const led = await this.ledBy(10_000);
+    const needsLeader = NEEDS_LEADER(kind);
+    if (!led) {
+      if (needsLeader) {
+        this.leaderless.push(Date.now());
+        return null;
+      }
+    }
+    const ledPartitions = led ? led.leaders.flatMap((l, p) => (l ? [p] : [])) : [];
+    const p = ledPartitions.length ? this.rng.pick(ledPartitions) : null;
+    const leader = p === null ? null : led!.leaders[p]!;
+    const slot: Slot | null = kind === 'pg_restart' ? null
+      : needsLeader || (leader && this.rng.chance(0.75)) ? leader!.slot : this.rng.pick(this.cluster.live());
+    if (slot) this.busy.add(slot.index);
+    const mine = slot && led ? led.of(slot) : [];
+    const partitions = ALL_PARTITIONS_KINDS.includes(kind) || !slot ? this.o.partitionLeases!.map((_, k) => k) : mine;
+    // The victim led something: it is "the leader" (epochAtFault: the drawn partition's epoch when it leads that one).
+    const victimLed = slot && mine.length ? { slot, epoch: led!.leaders[p !== null && mine.includes(p) ? p : mine[0]!]!.epoch } : leader;
+    return { kind, slot, leader: victimLed, rng: this.rng, alongside: false, partitions };
+  }
+
   /** With chance `p`, after 0–1 s: a network-level fault on an instance no active fault uses — only while a
    *  primary fault is still active (not during a PostgreSQL restart, which hits everyone). Null otherwise. */
   async maybeInjectAlongside(p: number): Promise<FaultRecord | null> {
@@ -131,21 +182,24 @@ export class FaultInjector {
     if (p <= 0 || !r.chance(p)) return null;
     const kind = r.pick(ALONGSIDE_KINDS);
     await sleep(r.int(0, 1_000));
-    const leader = await this.cluster.leaderSlot(0);
+    const led = this.partitioned ? await this.ledBy(0) : null;
+    const leader = this.partitioned ? null : await this.cluster.leaderSlot(0);
     const free = this.cluster.live().filter((s) => !this.busy.has(s.index));
     if (this.active.length === 0 || this.active.includes('pg_restart') || free.length === 0) return null;
     const slot = r.pick(free);
     this.busy.add(slot.index);
-    return this.run({ kind, slot, leader, rng: r, alongside: true });
+    if (!this.partitioned) return this.run({ kind, slot, leader, rng: r, alongside: true });
+    const partitions = led ? led.of(slot) : [];
+    return this.run({ kind, slot, leader: partitions.length ? { slot, epoch: led!.leaders[partitions[0]!]!.epoch } : null, rng: r, alongside: true, partitions });
   }
 
   /** Apply a targeted fault, recover from it, wait (bounded) until the cluster executes again, then release
    *  its victim's reservation. */
-  async run({ kind, slot, leader, rng: r, alongside }: Target): Promise<FaultRecord> {
+  async run({ kind, slot, leader, rng: r, alongside, partitions }: Target): Promise<FaultRecord> {
     const f: FaultRecord = {
       kind, slot: slot?.index ?? null, victim: slot?.holderId ?? null, victimWasLeader: !!slot && slot === leader?.slot,
       epochAtFault: leader?.epoch ?? null, startedAt: Date.now(), endedAt: 0, measureFrom: 0, exclude: null, detail: '', resumedAt: null,
-      ...(alongside ? { alongside } : {}),
+      ...(alongside ? { alongside } : {}), ...(partitions ? { partitions } : {}),
     };
     f.measureFrom = f.startedAt;
     this.faults.push(f);
@@ -174,6 +228,7 @@ export class FaultInjector {
         f.detail = `no committed ${f.kind.slice('lost_'.length)} within ${waitMs} ms while ${f.victim} led: nothing lost`;
         return;
       }
+      if (f.partitions && lost.slot !== slot) f.partitions = this.o.partitionLeases!.map((_, k) => k); // which partition: unknown
       f.slot = lost.slot.index;
       f.victim = lost.record.holderId;
       f.lostReply = lost.record;
@@ -285,9 +340,17 @@ export class FaultInjector {
   }
 
   /** First fenced start committed after `from` (default: the fault's measureFrom; database time, same machine
-   *  clock), not by the victim. */
+   *  clock), not by the victim; with partitions, the last of the first starts of the partitions the fault hit. */
   async firstStartAfter(f: FaultRecord, from = f.measureFrom): Promise<number | null> {
-    return this.db.firstStartAfter(from, { holderId: f.exclude?.holderId ?? '', untilMs: f.exclude?.until ?? Number.POSITIVE_INFINITY });
+    const exclude = { holderId: f.exclude?.holderId ?? '', untilMs: f.exclude?.until ?? Number.POSITIVE_INFINITY };
+    if (!f.partitions?.length) return this.db.firstStartAfter(from, exclude);
+    let last = Number.NEGATIVE_INFINITY;
+    for (const p of f.partitions) {
+      const t = await this.db.firstStartAfter(from, exclude, this.o.partitionLeases![p]!);
+      if (t === null) return null;
+      last = Math.max(last, t);
+    }
+    return last;
   }
 
   private async waitResumed(f: FaultRecord, from = f.measureFrom): Promise<number | null> {

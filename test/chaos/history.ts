@@ -3,9 +3,14 @@ import type { ProviderRecord } from './providerProcess.js';
 import type { Accepted, CancelRecord, ReplayRecord } from './load.js';
 import type { FaultRecord } from './faults.js';
 
-export interface LeaseEventRow { seq: number; epoch: number; holderId: string; event: string }
-export interface AuditRow { seq: number; epoch: number; holderId: string; action: string; atMs: number }
-export interface IntentRow { intentId: string; key: string | null; status: string; attemptCount: number }
+// Issue 25: lease events and audit rows carry their lease name, intents their partition (fixed at insert); absent in
+// histories recorded before partitions (one lease: every row belongs to it).
+export interface LeaseEventRow { seq: number; epoch: number; holderId: string; event: string; leaseName?: string }
+export interface AuditRow { seq: number; epoch: number; holderId: string; action: string; atMs: number; leaseName?: string }
+export interface IntentRow {
+  intentId: string; key: string | null; status: string; attemptCount: number;
+  partition?: number; partitionKey?: string | null; createdAtMs?: number;
+}
 export interface AttemptRow {
   intentId: string; attemptNo: number; epoch: number; holderId: string; outcome: string; httpStatus: number | null; error: string | null;
   /** Database times (ms); absent in histories recorded before they were kept. */
@@ -23,6 +28,9 @@ export interface History {
   /** Azure-like mode: a fault of these kinds on the leader (the lock holder: nobody else can tick) is judged by its own
    *  length + one tick + slack, as `stop` is, when that is more than the bound above (issue 22). */
   faultLengthBound?: { kinds: string[]; slackMs: number };
+  /** Issue 25: the lease name of each partition (index = partition number); absent or one name: one partition, and
+   *  every rule reads the history as one lease (as before partitions). */
+  partitionLeases?: string[];
   events: LeaseEventRow[];
   audit: AuditRow[];
   intents: IntentRow[];

@@ -12,10 +12,12 @@ export interface LeaseTableLock {
 }
 
 export async function lockLeaseTable(db: ChaosDb, ms: number): Promise<LeaseTableLock> {
-  // One text, several statements: one implicit transaction, so the lock is held until the sleep ends.
+  // One text, several statements: one implicit transaction, so the lock is held until the sleep ends. With several
+  // partitions (issue 25) the lock holds every lease row: the soonest expiry of the live ones decides (any of their
+  // leaders may lose its lease); with none live, the latest expiry (one partition: its row, as before partitions).
   const [row] = await db.sql<{ expires_ms: number | null; locked_ms: number }>(
     `LOCK TABLE submission_manager_leases IN ACCESS EXCLUSIVE MODE;
-     SELECT (extract(epoch FROM max(expires_at)) * 1000)::float8 AS expires_ms,
+     SELECT (extract(epoch FROM coalesce(min(expires_at) FILTER (WHERE expires_at > clock_timestamp()), max(expires_at))) * 1000)::float8 AS expires_ms,
             (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS locked_ms FROM submission_manager_leases;
      SELECT pg_sleep(${ms / 1000})`);
   if (row === undefined || row.expires_ms === null) return { leaseValid: false, leftMs: null };

@@ -6,6 +6,7 @@ const add = (into: Record<string, number>, from: Record<string, number>) => {
   for (const [k, n] of Object.entries(from)) into[k] = (into[k] ?? 0) + n;
 };
 const list = (m: Record<string, number>) => Object.entries(m).sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ') || '—';
+const inc = (m: Record<string, number>, k: string) => (m[k] = (m[k] ?? 0) + 1);
 const signed = (n: number) => `${n >= 0 ? '+' : ''}${n}`;
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -41,6 +42,10 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   const excusedBy: Record<string, number> = {};
   let accepted = 0, attempts = 0, requests = 0, dups = 0, stale = 0, staleAccepted = 0, staleRefused = 0, epochs = 0, openCancelled = 0, replays = 0, cancels = 0;
   let worst = { ratio: 0, what: '—' };
+  // Issue 25 (P > 1 only: a one-partition table is as before partitions).
+  const partitions = Math.max(1, ...results.map((r) => r.stats?.partitions ?? 1));
+  const hitCount: Record<string, number> = {};
+  let keyPairs = 0, keyInversions = 0;
   const drains: number[] = [];
   const skipped = results.reduce((n, r) => n + (r.pgRestartsSkipped ?? 0), 0);
   const offsets = results.flatMap((r) => Object.values(r.clockOffsets ?? {}));
@@ -49,6 +54,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
       faults[f.kind] = (faults[f.kind] ?? 0) + 1;
       if (f.victimWasLeader) leaderHit[f.kind] = (leaderHit[f.kind] ?? 0) + 1;
       if (f.alongside) alongside[f.kind] = (alongside[f.kind] ?? 0) + 1;
+      if (f.partitions) inc(hitCount, f.partitions.length >= partitions ? 'all' : f.partitions.length === 0 ? 'none (a follower)' : `${f.partitions.length}`);
     }
     for (const v of r.violations) checks[v.check] = (checks[v.check] ?? 0) + 1;
     if (r.drainMs !== null) drains.push(r.drainMs);
@@ -59,6 +65,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     add(status, s.byStatus); add(outcome, s.byOutcome); add(dupWhy, s.duplicatesByReason);
     resends += s.resendsAfter2xx ?? 0; resendsRefused += s.resendsAfterFenceRefusal ?? 0; add(excusedBy, s.resendsExcusedBy ?? {});
     unsent += s.chargedNotSent ?? 0; unsentKilled += s.chargedNotSentKilled ?? 0;
+    keyPairs += s.keyOrderPairs ?? 0; keyInversions += s.keyArrivalInversions ?? 0;
     for (const x of s.resumes) {
       if (x.ratio !== null) (ratios[x.kind] ??= []).push(x.ratio);
       if (x.afterEndMs !== undefined) (afterEnd[x.kind] ??= []).push(x.afterEndMs ?? Number.POSITIVE_INFINITY);
@@ -76,6 +83,11 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['faults injected', `${totalFaults}: ${list(faults)}`],
     ['… of which hit the leader', list(leaderHit)],
     ...(Object.keys(alongside).length ? [['… of which ran alongside another fault', list(alongside)] as [string, string]] : []),
+    ...(partitions > 1 ? [
+      ['partitions', `${partitions} (a lease, epochs and fence each); faults by the partitions whose leader they hit: ${list(hitCount)}`],
+      ['same-partitionKey intents (submitted one after the other)', `${keyPairs} pairs checked: each first started in submission order (otherwise a key_order violation); ` +
+        `${keyInversions} pairs whose first attempts reached the provider the other way round`],
+    ] as [string, string][] : []),
     ...(skipped ? [['PostgreSQL restarts replaced by a kill (other tests were running)', String(skipped)] as [string, string]] : []),
     ['intents accepted (201/200)', `${accepted} (plus ${replays} key replays, ${cancels} cancels answered 200)`],
     ['intents at the end', list(status)],

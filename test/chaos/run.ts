@@ -3,6 +3,8 @@
 // `--mode every-instance|azure`: every process runs the timer (adversarial, the default), or as Azure runs it —
 // one process at a time under the listener lock (blob leases on an Azurite the campaign starts).
 // `--ci`: the short campaigns `npm test` runs after vitest, one per mode (fixed seeds, no PostgreSQL restart).
+// `--partitions N` (issue 25): the hosts run EXECUTOR_PARTITIONS=N; a share of the load carries partitionKeys, faults
+// aimed at "the leader" hit one partition's leader, and the checker adds the per-partition rules (default 1: as before).
 // `--db mariadb`: the same against the local MariaDB (MYSQL_TEST_URL); faults that speak PostgreSQL (terminate,
 // lease_lock, the lost-reply and stall traps) are left out, `--pg-restart` restarts MariaDB.
 // Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
@@ -23,7 +25,7 @@ import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--mode every-instance|azure] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
+  [--mode every-instance|azure] [--partitions N] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
 
@@ -38,7 +40,7 @@ function parseArgs(argv: string[]) {
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
     if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
-    else if (!['db', 'mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget'].includes(k)) {
+    else if (!['db', 'mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget', 'partitions'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
     else if (inline !== undefined) values.set(k, inline);
@@ -79,6 +81,7 @@ function parseArgs(argv: string[]) {
     /** Azure-like CI runs last longer: a killed lock holder's lock takes up to 30 s to move. */
     azureCiDurationMs: 70_000,
     instances: Math.max(3, Math.floor(n('instances', 3))),
+    partitions: Math.max(1, Math.floor(n('partitions', 1))),
     pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
     keep: flags.has('keep'),
     timings: { leaseMs, renewMs: 500, refreshMs: 200, tickMs },
@@ -183,13 +186,14 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
   const stopAzurite = async () => azurite?.stop();
   activeCleanups.add(stopAzurite);
   console.log(`[chaos] database ${o.db}; mode ${mode === 'azure' ? 'azure (timer singleton under the listener lock, Azurite blob leases)' : 'every-instance (every process runs the timer)'}: ` +
-    `${seeds.length} run(s) × ${durationMs / 1000} s, ${o.instances} instances, lease ${o.timings.leaseMs} ms, ` +
+    `${seeds.length} run(s) × ${durationMs / 1000} s, ${o.instances} instances${o.partitions > 1 ? `, ${o.partitions} partitions` : ''}, lease ${o.timings.leaseMs} ms, ` +
     `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
       .filter((k) => (k !== 'pg_restart' || o.pgRestart) && (!o.faultKinds || o.faultKinds.includes(k as FaultKind))).join(', ')}; ${b.describe}; seeds ${seeds.join(', ')}`);
   const t0 = Date.now();
   const results: RunResult[] = [];
   const title = (runs: number) => `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
     `${runs} runs × ${durationMs / 1000} s${o.db === 'mariadb' ? ' on MariaDB' : ''}${o.instances !== 3 ? `, ${o.instances} instances` : ''}` +
+    `${o.partitions > 1 ? `, ${o.partitions} partitions` : ''}` +
     `${o.pgRestart ? `, with ${o.db === 'mariadb' ? 'MariaDB' : 'PostgreSQL'} restarts` : ''}` +
     `${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`;
   const summary = (heading: string) => campaignTable(results, { title: heading, leaseMs: o.timings.leaseMs, resumeBound: b.resumeBound,
@@ -202,7 +206,7 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
         resumeBound: b.resumeBound, ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}), ...(b.byLength ? { faultLengthBound: b.byLength } : {}),
         timers: azurite ? { mode: 'azure', storage: azurite.connectionString } : { mode: 'every-instance' },
         faultKinds: o.faultKinds, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate, lowBudgetRate: o.lowBudget },
-        campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l),
+        campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l), ...(o.partitions > 1 ? { partitions: o.partitions } : {}),
       });
       results.push(r);
       report(r, i, seeds.length);

@@ -12,6 +12,8 @@ import { FaultInjector, type FaultKind, type FaultRecord } from './faults.js';
 import { DEFAULT_LOAD, LoadGenerator, type LoadOptions } from './load.js';
 import type { ProviderRecord } from './providerProcess.js';
 import { createRng, sleep } from './rng.js';
+import { settingsSchema } from '../../src/configSchema.js';
+import { partitionLeaseNames } from '../../src/limits.js';
 
 export interface RunOptions {
   index: number;
@@ -43,6 +45,8 @@ export interface RunOptions {
   keep: boolean;
   drainTimeoutMs: number;
   log: (line: string) => void;
+  /** EXECUTOR_PARTITIONS of the hosts (issue 25; default 1: everything as before partitions). */
+  partitions?: number;
 }
 
 export interface RunResult {
@@ -63,15 +67,19 @@ export interface RunResult {
 
 const num = (x: unknown) => Number(x);
 
+/** The hosts' lease name of each partition (they run with the default LEASE_NAME). */
+export const chaosLeaseNames = (partitions: number) => partitionLeaseNames(settingsSchema.shape.LEASE_NAME.parse(undefined), partitions);
+
 /** Cleanups of the run in progress, for a campaign interrupted by a signal. */
 export const activeCleanups = new Set<() => Promise<void>>();
 
 async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, load: LoadGenerator, injector: FaultInjector): Promise<History> {
   const [events, audit, intents, attempts] = await Promise.all([
-    db.sql('SELECT seq, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'),
-    db.sql(`SELECT seq, lease_epoch, holder_id, action, ${chaosSql.epochMs('at')} AS at_ms
+    db.sql('SELECT seq, lease_name, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'),
+    db.sql(`SELECT seq, lease_name, lease_epoch, holder_id, action, ${chaosSql.epochMs('at')} AS at_ms
               FROM submission_execution_audit ORDER BY seq`),
-    db.sql('SELECT intent_id, idempotency_key, status, attempt_count FROM submission_intents'),
+    db.sql(`SELECT intent_id, idempotency_key, status, attempt_count, partition_no, partition_key, ${chaosSql.epochMs('created_at')} AS created_ms
+              FROM submission_intents`),
     db.sql(`SELECT intent_id, attempt_no, lease_epoch, holder_id, outcome, http_status, error,
                    ${chaosSql.epochMs('started_at')} AS started_ms, ${chaosSql.epochMs('finished_at')} AS finished_ms
               FROM submission_attempts`),
@@ -79,10 +87,15 @@ async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, loa
   const provider = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
   return {
     leaseMs: o.timings.leaseMs, tickMs: o.timings.tickMs, resumeBound: o.resumeBound, ...(o.resumeBoundByKind ? { resumeBoundByKind: o.resumeBoundByKind } : {}),
-    ...(o.faultLengthBound ? { faultLengthBound: o.faultLengthBound } : {}),
-    events: events.map((e) => ({ seq: num(e.seq), epoch: num(e.lease_epoch), holderId: String(e.holder_id), event: String(e.event) })),
-    audit: audit.map((a) => ({ seq: num(a.seq), epoch: num(a.lease_epoch), holderId: String(a.holder_id), action: String(a.action), atMs: num(a.at_ms) })),
-    intents: intents.map((i) => ({ intentId: String(i.intent_id), key: (i.idempotency_key as string | null) ?? null, status: String(i.status), attemptCount: num(i.attempt_count) })),
+    ...(o.faultLengthBound ? { faultLengthBound: o.faultLengthBound } : {}), partitionLeases: chaosLeaseNames(o.partitions ?? 1),
+    events: events.map((e) => ({ seq: num(e.seq), epoch: num(e.lease_epoch), holderId: String(e.holder_id), event: String(e.event), leaseName: String(e.lease_name) })),
+    audit: audit.map((a) => ({
+      seq: num(a.seq), epoch: num(a.lease_epoch), holderId: String(a.holder_id), action: String(a.action), atMs: num(a.at_ms), leaseName: String(a.lease_name),
+    })),
+    intents: intents.map((i) => ({
+      intentId: String(i.intent_id), key: (i.idempotency_key as string | null) ?? null, status: String(i.status), attemptCount: num(i.attempt_count),
+      partition: num(i.partition_no), partitionKey: (i.partition_key as string | null) ?? null, createdAtMs: num(i.created_ms),
+    })),
     attempts: attempts.map((a) => ({
       intentId: String(a.intent_id), attemptNo: num(a.attempt_no), epoch: num(a.lease_epoch), holderId: String(a.holder_id),
       outcome: String(a.outcome), httpStatus: a.http_status == null ? null : num(a.http_status), error: (a.error as string | null) ?? null,
@@ -126,17 +139,22 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     db = await createChaosDb();
     provider = await startProviderProcess(providerFile, o.seed, o.failureRate, o.latencyMs);
     const timers: TimerSetup = o.timers.mode === 'azure' ? { mode: 'azure', storage: o.timers.storage, hostId: tag.toLowerCase() } : o.timers;
-    cluster = new ChaosCluster(db, { ...hostEnv(o.timings, timers), PROVIDER_URL: provider.url }, tag, dir,
+    const P = o.partitions ?? 1;
+    cluster = new ChaosCluster(db, { ...hostEnv(o.timings, timers, P), PROVIDER_URL: provider.url }, tag, dir,
       o.skewS > 0 ? { maxS: o.skewS, rng: createRng(o.seed ^ 0x3c6ef372) } : null);
     await cluster.start(o.instances);
-    if (!(await cluster.leaderSlot(20_000))) throw new Error('no leader within 20 s of start');
-    load = new LoadGenerator(cluster, createRng(o.seed ^ 0x5bd1e995), tag, o.load);
+    if (P === 1 && !(await cluster.leaderSlot(20_000))) throw new Error('no leader within 20 s of start');
+    if (P > 1 && !(await cluster.partitionLeaders(chaosLeaseNames(P), 20_000, P))) throw new Error(`not every one of the ${P} partitions led within 20 s of start`);
+    // P > 1: 2 P partitionKeys, drawn from a stream of their own (the other draws stay those of P = 1).
+    load = new LoadGenerator(cluster, createRng(o.seed ^ 0x5bd1e995), tag, { ...o.load, ...(P > 1 ? { partitionKeys: 2 * P } : {}) },
+      P > 1 ? createRng(o.seed ^ 0x2545f491) : null);
     load.start();
     const d = db;
     await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
       leaseMs: o.timings.leaseMs, statementTimeoutMs: Number(hostEnv(o.timings).DB_STATEMENT_TIMEOUT_MS), pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(Math.max(o.resumeBound, ...Object.values(o.resumeBoundByKind ?? {})) * o.timings.leaseMs) + 5_000,
       mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0, ...(o.faultKinds ? { kinds: o.faultKinds } : {}),
+      ...(P > 1 ? { partitionLeases: chaosLeaseNames(P) } : {}),
     }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
     faultLog = injector;
@@ -147,7 +165,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       const settled = await Promise.allSettled(faults); // a failed fault still lets the one alongside finish
       for (const s of settled) if (s.status === 'rejected') throw s.reason;
       for (const f of settled.map((s) => (s as PromiseFulfilledResult<FaultRecord | null>).value)) {
-        if (f) o.log(`    ${(f.alongside ? `+ ${f.kind}` : f.kind).padEnd(17)} ${f.detail}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
+        if (f) o.log(`    ${(f.alongside ? `+ ${f.kind}` : f.kind).padEnd(17)} ${f.detail}${f.partitions ? ` [partitions ${f.partitions.join(',') || 'none'}]` : ''}; resumed ${f.resumedAt === null ? 'not yet' : `after ${Math.round(f.resumedAt - f.measureFrom)} ms`}`);
       }
       await sleep(rng.int(500, 2_500));
     }
