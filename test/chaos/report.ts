@@ -54,7 +54,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
       faults[f.kind] = (faults[f.kind] ?? 0) + 1;
       if (f.victimWasLeader) leaderHit[f.kind] = (leaderHit[f.kind] ?? 0) + 1;
       if (f.alongside) alongside[f.kind] = (alongside[f.kind] ?? 0) + 1;
-      if (f.partitions) inc(hitCount, f.partitions.length >= partitions ? 'all' : f.partitions.length === 0 ? 'none (a follower)' : `${f.partitions.length}`);
+      if (f.partitions) inc(hitCount, f.partitions.length >= partitions ? `all ${partitions}` : f.partitions.length === 0 ? 'none (a follower)' : `${f.partitions.length} of ${partitions}`);
     }
     for (const v of r.violations) checks[v.check] = (checks[v.check] ?? 0) + 1;
     if (r.drainMs !== null) drains.push(r.drainMs);
@@ -84,7 +84,8 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['… of which hit the leader', list(leaderHit)],
     ...(Object.keys(alongside).length ? [['… of which ran alongside another fault', list(alongside)] as [string, string]] : []),
     ...(partitions > 1 ? [
-      ['partitions', `${partitions} (a lease, epochs and fence each); faults by the partitions whose leader they hit: ${list(hitCount)}`],
+      ['partitions', `${partitions} (a lease, epochs and fence each); faults by the partitions whose leader they hit: ${Object.entries(hitCount)
+        .sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} × ${k}`).join(', ') || '—'}`],
       ['same-partitionKey intents (submitted one after the other)', `${keyPairs} pairs checked: each first started in submission order (otherwise a key_order violation); ` +
         `${keyInversions} pairs whose first attempts reached the provider the other way round`],
     ] as [string, string][] : []),
