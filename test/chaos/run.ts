@@ -2,7 +2,8 @@
 // local-host processes on the PostgreSQL server, with an invariant checker (see docs/reliability.md).
 // `--mode every-instance|azure`: every process runs the timer (adversarial, the default), or as Azure runs it —
 // one process at a time under the listener lock (blob leases on an Azurite the campaign starts).
-// `--ci`: the short campaigns `npm test` runs after vitest, one per mode (fixed seeds, no PostgreSQL restart).
+// `--ci`: the short campaigns `npm test` runs after vitest, one per mode (fixed seeds, no PostgreSQL restart), and on
+// PostgreSQL one every-instance run with 4 partitions.
 // `--partitions N` (issue 25): the hosts run EXECUTOR_PARTITIONS=N; a share of the load carries partitionKeys, faults
 // aimed at "the leader" hit one partition's leader, and the checker adds the per-partition rules (default 1: as before).
 // `--db mariadb`: the same against the local MariaDB (MYSQL_TEST_URL); faults that speak PostgreSQL (terminate,
@@ -28,6 +29,9 @@ const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--run
   [--mode every-instance|azure] [--partitions N] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
+
+/** The --ci campaign with partitions (PostgreSQL, every-instance). */
+const CI_PARTITIONED = { partitions: 4, seeds: [6606] };
 
 /** Faults written in PostgreSQL terms (pg_terminate_backend, LOCK TABLE, the wire traps): not drawn on MariaDB. */
 const POSTGRES_ONLY_KINDS: readonly string[] = ['terminate', 'lease_lock'];
@@ -142,6 +146,14 @@ async function main(): Promise<number> {
   };
   for (const mode of o.modes) {
     const r = await campaign(o, mode, writeReport);
+    failed += r.failed;
+    tables.push(r.table);
+  }
+  // --ci on PostgreSQL, after the one-partition campaigns (unchanged): issue 25's layout, one every-instance run with
+  // 4 partitions (about a minute). Not Azure-like: the local host's first process takes every listener lock, so its
+  // partitions share one leader, as in the one-partition Azure-like runs above.
+  if (o.ci && o.db === 'postgres') {
+    const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, seeds: { 'every-instance': CI_PARTITIONED.seeds, azure: [] } }, 'every-instance', writeReport);
     failed += r.failed;
     tables.push(r.table);
   }
