@@ -292,23 +292,6 @@ export class ChaosCluster {
     return null;
   }
 
-  /** Issue 25: the live, running leader of each partition (index = partition, lease names `leaseNames`), waiting up to
-   *  `timeoutMs` until at least `atLeast` partitions are led; null when fewer are. */
-  async partitionLeaders(leaseNames: string[], timeoutMs: number, atLeast = 1): Promise<({ slot: Slot; epoch: number } | null)[] | null> {
-    const end = Date.now() + timeoutMs;
-    do {
-      const all = await this.leases();
-      const leaders = leaseNames.map((n) => {
-        const l = all?.get(n);
-        const slot = l?.live ? this.slots.find((s) => s.holderId === l.holderId && s.host && !s.stopped) : undefined;
-        return slot ? { slot, epoch: l!.epoch } : null;
-      });
-      if (leaders.filter((x) => x).length >= atLeast) return leaders;
-      await new Promise((r) => setTimeout(r, 100));
-    } while (Date.now() < end);
-    return null;
-  }
-
   /** pg_terminate_backend of every session of one instance (application_name = its HOLDER_ID). */
   async terminateSessions(slot: Slot): Promise<number> {
     if (server === 'mariadb') throw new Error('terminate: PostgreSQL only (MySQL sessions carry no application name)');

@@ -6,6 +6,7 @@ import { chaosServer, restartPostgres, type ChaosCluster, type ChaosDb, type Slo
 import { sleep, type Rng } from './rng.js';
 import { INDETERMINATE_DESCRIPTIONS, INDETERMINATE_KINDS, LOST_REPLY_KINDS, loseReply, stallCompletions, type LostReplyKind, type LostReplyRecord } from './lostReplies.js';
 import { lockLeaseTable } from './leaseTableLock.js';
+import { partitionLeaders, pickPartitionVictim } from './partitionTargets.js';
 
 export const FAULT_KINDS = ['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'pg_restart', 'lease_lock', 'blackhole_long', 'renew_late',
   ...INDETERMINATE_KINDS] as const;
@@ -144,35 +145,18 @@ export class FaultInjector {
     return (this.o.partitionLeases?.length ?? 1) > 1;
   }
 
-  /** The partitions each live slot leads now (P > 1), waiting up to `timeoutMs` for one partition to be led. */
-  private async ledBy(timeoutMs: number): Promise<{ leaders: ({ slot: Slot; epoch: number } | null)[]; of: (s: Slot) => number[] } | null> {
-    const leaders = await this.cluster.partitionLeaders(this.o.partitionLeases!, timeoutMs);
-    if (!leaders) return null;
-    return { leaders, of: (s) => leaders.flatMap((l, p) => (l?.slot === s ? [p] : [])) };
-  }
-
-  /** P > 1: "the leader" is the leader of a partition drawn among the led ones; the fault records every partition
-   *  that instance led (a kill of the holder of {1, 3} is judged on the resumes of 1 and 3). */
+  /** P > 1: "the leader" is the leader of a partition drawn among the led ones (partitionTargets.ts). */
   private async targetPartitioned(kind: FaultKind): Promise<Target | null> {
-    const led = await this.ledBy(10_000);
+    const led = await partitionLeaders(this.cluster, this.o.partitionLeases!, 10_000);
     const needsLeader = NEEDS_LEADER(kind);
-    if (!led) {
-      if (needsLeader) {
-        this.leaderless.push(Date.now());
-        return null;
-      }
+    if (!led && needsLeader) {
+      this.leaderless.push(Date.now());
+      return null;
     }
-    const ledPartitions = led ? led.leaders.flatMap((l, p) => (l ? [p] : [])) : [];
-    const p = ledPartitions.length ? this.rng.pick(ledPartitions) : null;
-    const leader = p === null ? null : led!.leaders[p]!;
-    const slot: Slot | null = kind === 'pg_restart' ? null
-      : needsLeader || (leader && this.rng.chance(0.75)) ? leader!.slot : this.rng.pick(this.cluster.live());
-    if (slot) this.busy.add(slot.index);
-    const mine = slot && led ? led.of(slot) : [];
-    const partitions = ALL_PARTITIONS_KINDS.includes(kind) || !slot ? this.o.partitionLeases!.map((_, k) => k) : mine;
-    // The victim led something: it is "the leader" (epochAtFault: the drawn partition's epoch when it leads that one).
-    const victimLed = slot && mine.length ? { slot, epoch: led!.leaders[p !== null && mine.includes(p) ? p : mine[0]!]!.epoch } : leader;
-    return { kind, slot, leader: victimLed, rng: this.rng, alongside: false, partitions };
+    const v = pickPartitionVictim({ led, count: this.o.partitionLeases!.length, rng: this.rng, live: this.cluster.live(), needsLeader,
+      noVictim: kind === 'pg_restart', everyPartition: ALL_PARTITIONS_KINDS.includes(kind) });
+    if (v.slot) this.busy.add(v.slot.index);
+    return { kind, slot: v.slot, leader: v.leader, rng: this.rng, alongside: false, partitions: v.partitions };
   }
 
   /** With chance `p`, after 0–1 s: a network-level fault on an instance no active fault uses — only while a
@@ -182,7 +166,7 @@ export class FaultInjector {
     if (p <= 0 || !r.chance(p)) return null;
     const kind = r.pick(ALONGSIDE_KINDS);
     await sleep(r.int(0, 1_000));
-    const led = this.partitioned ? await this.ledBy(0) : null;
+    const led = this.partitioned ? await partitionLeaders(this.cluster, this.o.partitionLeases!, 0) : null;
     const leader = this.partitioned ? null : await this.cluster.leaderSlot(0);
     const free = this.cluster.live().filter((s) => !this.busy.has(s.index));
     if (this.active.length === 0 || this.active.includes('pg_restart') || free.length === 0) return null;

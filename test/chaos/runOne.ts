@@ -14,6 +14,7 @@ import type { ProviderRecord } from './providerProcess.js';
 import { createRng, sleep } from './rng.js';
 import { settingsSchema } from '../../src/configSchema.js';
 import { partitionLeaseNames } from '../../src/limits.js';
+import { partitionLeaders } from './partitionTargets.js';
 
 export interface RunOptions {
   index: number;
@@ -144,7 +145,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       o.skewS > 0 ? { maxS: o.skewS, rng: createRng(o.seed ^ 0x3c6ef372) } : null);
     await cluster.start(o.instances);
     if (P === 1 && !(await cluster.leaderSlot(20_000))) throw new Error('no leader within 20 s of start');
-    if (P > 1 && !(await cluster.partitionLeaders(chaosLeaseNames(P), 20_000, P))) throw new Error(`not every one of the ${P} partitions led within 20 s of start`);
+    if (P > 1 && !(await partitionLeaders(cluster, chaosLeaseNames(P), 20_000, P))) throw new Error(`not every one of the ${P} partitions led within 20 s of start`);
     // P > 1: 2 P partitionKeys, drawn from a stream of their own (the other draws stay those of P = 1).
     load = new LoadGenerator(cluster, createRng(o.seed ^ 0x5bd1e995), tag, { ...o.load, ...(P > 1 ? { partitionKeys: 2 * P } : {}) },
       P > 1 ? createRng(o.seed ^ 0x2545f491) : null);
