@@ -73,7 +73,7 @@ describe('chaos checker, two partitions (issue 25)', () => {
   it('passes a clean history: epochs per lease, the failover of partition 1 judged on partition 1', () => {
     const { violations, stats } = check(clean());
     expect(violations).toEqual([]);
-    expect(stats).toMatchObject({ partitions: 2, keyOrderPairs: 1, keyArrivalInversions: 0, resendsAfterFenceRefusal: 1 });
+    expect(stats).toMatchObject({ partitions: 2, keyOrderPairs: 1, keySameBatch: 0, keyArrivalInversions: 0, resendsAfterFenceRefusal: 1 });
     expect(stats.resumes[0]!.ms).toBe(3_000); // partition 1's first start after the kill; partition 0's at 10 500 does not count
   });
 
@@ -140,6 +140,10 @@ describe('chaos checker, two partitions (issue 25)', () => {
     const overtaken = clean(); // started in order, arrived the other way round: counted, not failed
     overtaken.provider[2]!.arrivedAt = 9_040;
     expect(check(overtaken)).toMatchObject({ violations: [], stats: { keyArrivalInversions: 1 } });
+    const oneBatch = clean(); // started by one statement: sent side by side, no order to count
+    oneBatch.attempts[1]!.startedAtMs = 9_000;
+    oneBatch.provider[2]!.arrivedAt = 9_040;
+    expect(check(oneBatch)).toMatchObject({ violations: [], stats: { keyOrderPairs: 1, keySameBatch: 1, keyArrivalInversions: 0 } });
   });
 
   it('liveness per partition: the fault on partition 1\'s leader is judged on partition 1, not on partition 0\'s starts', () => {

@@ -45,7 +45,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   // Issue 25 (P > 1 only: a one-partition table is as before partitions).
   const partitions = Math.max(1, ...results.map((r) => r.stats?.partitions ?? 1));
   const hitCount: Record<string, number> = {};
-  let keyPairs = 0, keyInversions = 0;
+  let keyPairs = 0, keySameBatch = 0, keyInversions = 0;
   const drains: number[] = [];
   const skipped = results.reduce((n, r) => n + (r.pgRestartsSkipped ?? 0), 0);
   const offsets = results.flatMap((r) => Object.values(r.clockOffsets ?? {}));
@@ -65,7 +65,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     add(status, s.byStatus); add(outcome, s.byOutcome); add(dupWhy, s.duplicatesByReason);
     resends += s.resendsAfter2xx ?? 0; resendsRefused += s.resendsAfterFenceRefusal ?? 0; add(excusedBy, s.resendsExcusedBy ?? {});
     unsent += s.chargedNotSent ?? 0; unsentKilled += s.chargedNotSentKilled ?? 0;
-    keyPairs += s.keyOrderPairs ?? 0; keyInversions += s.keyArrivalInversions ?? 0;
+    keyPairs += s.keyOrderPairs ?? 0; keySameBatch += s.keySameBatch ?? 0; keyInversions += s.keyArrivalInversions ?? 0;
     for (const x of s.resumes) {
       if (x.ratio !== null) (ratios[x.kind] ??= []).push(x.ratio);
       if (x.afterEndMs !== undefined) (afterEnd[x.kind] ??= []).push(x.afterEndMs ?? Number.POSITIVE_INFINITY);
@@ -87,7 +87,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
       ['partitions', `${partitions} (a lease, epochs and fence each); faults by the partitions whose leader they hit: ${Object.entries(hitCount)
         .sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} × ${k}`).join(', ') || '—'}`],
       ['same-partitionKey intents (submitted one after the other)', `${keyPairs} pairs checked: each first started in submission order (otherwise a key_order violation); ` +
-        `${keyInversions} pairs whose first attempts reached the provider the other way round`],
+        `${keySameBatch} of them started by one batch (sent side by side); of the others, ${keyInversions} whose first attempts reached the provider the other way round`],
     ] as [string, string][] : []),
     ...(skipped ? [['PostgreSQL restarts replaced by a kill (other tests were running)', String(skipped)] as [string, string]] : []),
     ['intents accepted (201/200)', `${accepted} (plus ${replays} key replays, ${cancels} cancels answered 200)`],
