@@ -22,11 +22,14 @@ export interface Timings { leaseMs: number; renewMs: number; refreshMs: number; 
 export type TimerSetup = { mode: 'every-instance' } | { mode: 'azure'; storage: string; hostId: string };
 
 /** Short lease; every relational rule of src/config.ts holds (budget 700 + provider 800 + margin 400 < 2000).
- *  `partitions` > 1 (issue 25): EXECUTOR_PARTITIONS, and a pool of 3 connections per partition + 1 (config.ts refuses
- *  fewer than 3 per partition: one process may lead them all); one partition: the environment as before partitions. */
+ *  `partitions` > 1 (issue 25): EXECUTOR_PARTITIONS, a pool of 3 connections per partition + 1 (config.ts refuses
+ *  fewer than 3 per partition: one process may lead them all), and the instance heartbeat scaled down with the lease:
+ *  the fair share counts a partition as held by the instance whose heartbeat reports it until that heartbeat leaves
+ *  the live window, so a window longer than the lease (the defaults: 15 s against this 2-s lease; in production 15 s
+ *  against 60 s) would hold a dead leader's partitions past their lease. One partition: the environment as before. */
 export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance' }, partitions = 1): Record<string, string> {
   return {
-    ...(partitions > 1 ? { EXECUTOR_PARTITIONS: String(partitions) } : {}),
+    ...(partitions > 1 ? { EXECUTOR_PARTITIONS: String(partitions), ...PARTITIONED_HEARTBEAT } : {}),
     ...(timers.mode === 'azure'
       ? { TIMER_MODE: 'singleton', AzureWebJobsStorage: timers.storage, AzureFunctionsWebHost__hostid: timers.hostId }
       : { TIMER_MODE: 'every-instance' }),
@@ -37,6 +40,9 @@ export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance
     DB_POOL_MAX: partitions > 1 ? String(3 * partitions + 1) : '5', RETENTION_DAYS: '0', LOG_LEVEL: 'info', PORT: '0', INSTANCES: '1', DEMO_PROVIDER_VERBOSE: 'false',
   };
 }
+
+/** The smallest live window config.ts allows with the campaign's 1-s statement timeout: 2 × 250 + 1 000 ms. */
+const PARTITIONED_HEARTBEAT = { INSTANCE_HEARTBEAT_MS: '250', INSTANCE_LIVE_WINDOW_MS: '1500' };
 
 /** libfaketime (Debian: `apt-get install faketime`), for `--skew`; null when not installed. */
 export const FAKETIME_LIB = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1',
