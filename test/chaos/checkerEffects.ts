@@ -33,6 +33,14 @@ const FENCE_EXCUSES = new Set(['kill', 'stop', 'pause', 'terminate', 'proxy_drop
 /** Did this fault cost its victim the lease? A lease table lock only when it outlasted the lease (see faults.ts). */
 const cutsOff = (f: FaultRecord) => FENCE_EXCUSES.has(f.kind) || (f.kind === 'lease_lock' && f.leaseValid === false);
 
+/** Faults on the database itself: with partitions (issue 25) they reach every partition's leader they hit, not only
+ *  the instance drawn as their victim (a stall locks every intent in flight, a lock holds every lease row). */
+const DATABASE_WIDE = new Set(['lease_lock', 'complete_stall', 'pg_restart']);
+
+/** Did the fault reach the leader that wrote this attempt? */
+const reaches = (f: FaultRecord, a: AttemptRow, leases: Leases) => f.victim === null || f.victim === a.holderId
+  || (DATABASE_WIDE.has(f.kind) && f.partitions !== undefined && f.partitions.includes(leases.partitionOf(a) ?? -1));
+
 export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>, fail: (check: string, message: string) => void,
   leases: Leases = new Leases(h)): EffectStats {
   const stats: EffectStats = { resendsAfter2xx: 0, resendsAfterFenceRefusal: 0, resendsExcusedBy: {}, chargedNotSent: 0, chargedNotSentKilled: 0 };
@@ -50,7 +58,7 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
     if (!got || !again) continue;
     const a = attemptByNo.get(`${key}#${got.attemptNo}`);
     const b = attemptByNo.get(`${key}#${again.attemptNo}`);
-    const cutOff = a === undefined ? undefined : h.faults.find((f) => cutsOff(f) && (f.victim === null || f.victim === a.holderId)
+    const cutOff = a === undefined ? undefined : h.faults.find((f) => cutsOff(f) && reaches(f, a, leases)
       && f.startedAt <= again.arrivedAt && f.endedAt >= got.arrivedAt - h.leaseMs);
     if (cutOff && b !== undefined && a!.outcome !== 'succeeded' && b.epoch > a!.epoch && !released.has(a!)) {
       stats.resendsAfterFenceRefusal++;
@@ -70,7 +78,7 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
   const outWhileStopped = (a: AttemptRow) => h.faults.some((f) => (a.startedAtMs ?? Number.NEGATIVE_INFINITY) <= f.endedAt
     && (a.finishedAtMs ?? Number.POSITIVE_INFINITY) >= f.startedAt
     && (((f.kind === 'kill' || f.kind === 'stop' || f.kind === 'pause') && f.victim === a.holderId)
-      || (a.outcome === 'abandoned' && !released.has(a) && cutsOff(f) && (f.victim === null || f.victim === a.holderId))));
+      || (a.outcome === 'abandoned' && !released.has(a) && cutsOff(f) && reaches(f, a, leases))));
   const unsent = new Map<string, AttemptRow[]>();
   for (const a of h.attempts) {
     if (a.outcome === 'aborted' || arrived.has(`${a.intentId}#${a.attemptNo}`)) continue;

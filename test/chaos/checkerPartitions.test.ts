@@ -160,6 +160,20 @@ describe('chaos checker, two partitions (issue 25)', () => {
     expect(only(h, 'partition_isolation')).toContain('kill (killed h2) hit partitions [1]: partition 0 (L) started nothing for 5500 ms = 2.75 × lease > bound 2.50');
   });
 
+  // Campaign on 2939f15, seeds 27011 and 27012: a complete_stall drawn against h3 stalled partition 1's leader h2 too
+  // (it locks every intent in flight); h2's epoch expired with a 2xx unwritten and the next leader sent again.
+  it('a database-wide fault excuses a re-send on every partition it hit, not only its drawn victim\'s', () => {
+    const stall = (partitions: number[]): FaultRecord => ({
+      kind: 'complete_stall', slot: 2, victim: 'h3', victimWasLeader: true, epochAtFault: 1, startedAt: 9_100, endedAt: 11_800,
+      measureFrom: 10_000, exclude: null, detail: 'locked every intent in flight', resumedAt: 13_000, leaseValid: true, partitions,
+    });
+    const h = clean();
+    h.faults = [stall([0, 1])];
+    expect(check(h)).toMatchObject({ violations: [], stats: { resendsAfterFenceRefusal: 1, resendsExcusedBy: { complete_stall: 1 } } });
+    h.faults = [stall([0])]; // it did not hit partition 1: Z's re-send is unexcused
+    expect(found(h)).toContainEqual({ check: 'resend_after_2xx', message: expect.stringContaining(`key ${Z}`) });
+  });
+
   it('a history of one partition: none of the partition rules, messages as before', () => {
     const h: History = { ...clean(), partitionLeases: [L0] };
     h.events = h.events.map((e) => ({ ...e, leaseName: L0 }));

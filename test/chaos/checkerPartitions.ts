@@ -51,6 +51,11 @@ export class Leases {
     return p === undefined ? '?' : this.names[p] ?? `?partition ${p}`;
   }
 
+  /** The partition of an attempt's intent (undefined: unknown, or a history recorded before partitions). */
+  partitionOf(a: { intentId: string }): number | undefined {
+    return this.intentPartition.get(a.intentId);
+  }
+
   /** Every lease key of the history (one with one partition). */
   keys(): string[] {
     return this.multi ? this.names : [''];
