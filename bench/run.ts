@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { machine } from './support.js';
 
-const ALL = ['intake', 'execution', 'peers', 'pickup', 'failover', 'refreshLag', 'rebuild', 'idleCost', 'tracing', 'mariadb'] as const;
+const ALL = ['intake', 'execution', 'peers', 'pickup', 'failover', 'refreshLag', 'rebuild', 'idleCost', 'tracing', 'mariadb', 'partitions'] as const;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 const picked = process.argv.slice(2).filter((a) => (ALL as readonly string[]).includes(a));
@@ -20,7 +20,7 @@ for (const name of names) {
   process.stdout.write(r.stdout.replace(/\nratios: .*\n?$/, '\n'));
   const line = /ratios: (.*)/.exec(r.stdout)?.[1];
   if (r.status !== 0 || !line) failed++;
-  ratios.push(`${name} (${Math.round((Date.now() - t0) / 1000)} s): ${line ?? `failed (exit ${r.status})`}`);
+  ratios.push(`${name} (${Math.round((Date.now() - t0) / 1000)} s): ${line && r.status === 0 ? line : `failed (exit ${r.status})${line ? `: ${line}` : ''}`}`);
 }
 console.log('\n## Ratios');
 for (const l of ratios) console.log(`- ${l}`);
