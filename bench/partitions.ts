@@ -13,7 +13,10 @@
 // Correctness, checked after every run (all processes stopped, SIGTERM): no intent lost (every row still there, none
 // failed, every success seen by the provider), none executed twice (per intent: provider arrivals ≤ attempts
 // recorded as sent, at most one succeeded attempt; re-sends only after an attempt abandoned by the kill). Any
-// violation exits 1 after the tables. BENCH_PARTITIONS_ROUNDS (1) repeats P = 1, 2, 4 in turn.
+// violation exits 1 after the tables. BENCH_PARTITIONS_ROUNDS (1) repeats P = 1, 2, 4 in turn; BENCH_PARTITIONS_P
+// picks the P values (first = baseline); BENCH_PARTITIONS_PROF=<dir> writes a --cpu-prof profile of each host that
+// exits gracefully (<dir>/P<p>/). Also printed: CPU per attempt (hosts, their PostgreSQL backends, provider; /proc)
+// and where a call slot's cycle goes (START → provider arrival, the provider, the wait for the next START).
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -37,6 +40,7 @@ const AFTER_KILL_MS = 10_000;
 const PAUSED_MS = 1_000;
 const LEASE_NAME = 'submission-manager-executor';
 const here = path.dirname(fileURLToPath(import.meta.url));
+const median = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]! : NaN);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Arrival = [intentId: string, partition: number, at: number, epoch: number, attemptNo: number];
@@ -113,7 +117,7 @@ function longestGap(times: number[], from: number, to: number): number {
   return Math.max(gap, to - last);
 }
 
-interface RunResult { p: number; perS: number; perPartition: string; cpu: string; busy: number; steadyGap: number;
+interface RunResult { p: number; perS: number; perPartition: string; cpu: string; slot: string; written: string; busy: number; steadyGap: number;
   paused: number[]; pauseMs: number[]; held: number[]; outcomes: string; keptShare: number; violations: string[] }
 
 async function run(p: number): Promise<RunResult> {
@@ -151,6 +155,21 @@ async function run(p: number): Promise<RunResult> {
     const byPart = Array.from({ length: p }, (_, k) => inWindow.filter((c) => c[1] === k).length / ((t1 - t0) / 1000));
     const hostMs = cpu1.hosts.reduce((a, b, i) => a + b - cpu0.hosts[i]!, 0);
     const busy = 1 - (cpu1.machine.idle - cpu0.machine.idle) / (cpu1.machine.total - cpu0.machine.total);
+    // Where a call slot's cycle (leaders × concurrency ÷ rate) goes: START's clock_timestamp() → provider arrival, the
+    // provider's 50 ms, and the rest: the freed slot waiting for the next START (one START at a time per leader, at
+    // least startBatch free slots). The completion write (reply → finished_at) runs beside it, not in the cycle.
+    const arrivedAt = new Map(inWindow.map((c) => [`${c[0]}/${c[4]}`, c[2]]));
+    const timing = (await db.query<{ intent_id: string; attempt_no: number; s: number; f: number }>(
+      `SELECT intent_id, attempt_no, extract(epoch FROM started_at) * 1000 AS s, extract(epoch FROM finished_at) * 1000 AS f
+         FROM submission_attempts WHERE outcome = 'succeeded' AND started_at >= to_timestamp($1 / 1000.0) AND started_at < to_timestamp($2 / 1000.0)`,
+      [t0, t1])).rows.flatMap((r) => {
+      const a = arrivedAt.get(`${r.intent_id}/${r.attempt_no}`);
+      return a === undefined ? [] : [{ toProvider: a - Number(r.s), toWritten: Number(r.f) - a - LATENCY_MS }];
+    });
+    const cycleMs = (Math.min(p, PROCS) * CONC * 1000) / perS;
+    const toProvider = median(timing.map((x) => x.toProvider));
+    const slot = `${fmt(cycleMs)} = ${fmt(toProvider)} + ${LATENCY_MS} + ${fmt(cycleMs - toProvider - LATENCY_MS)}`;
+    const written = fmt(median(timing.map((x) => x.toWritten)));
     const steadyGap = Math.max(...Array.from({ length: p }, (_, k) => longestGap(inWindow.filter((c) => c[1] === k).map((c) => c[2]), t0, t1)));
 
     // Kill the holder of partition 0 under load; per partition, the longest gap in arrivals around the kill.
@@ -173,7 +192,7 @@ async function run(p: number): Promise<RunResult> {
     calls = await provider.calls();
     const { violations, outcomes } = await check(db, n, calls, p);
     return {
-      p, perS, perPartition: byPart.map((x) => fmt(x)).join(' / '),
+      p, perS, perPartition: byPart.map((x) => fmt(x)).join(' / '), slot, written,
       cpu: `${fmt(hostMs / inWindow.length, 2)} / ${fmt(cpuDeltaMs(cpu0.pg, cpu1.pg) / inWindow.length, 2)} / ${fmt((cpu1.provider - cpu0.provider) / inWindow.length, 2)}`,
       busy, steadyGap, paused, pauseMs: paused.map((k) => gaps[k]!), held: heldByVictim, outcomes, keptShare, violations,
     };
@@ -229,6 +248,7 @@ export async function benchPartitions(): Promise<{ line: string; violations: str
     P: r.p, 'attempts/s': fmt(r.perS), 'ceiling/s': fmt(Math.min(r.p, PROCS) * CONC * 1000 / LATENCY_MS),
     [`÷ P = ${PS[0]}`]: fmt(r.perS / base(Math.floor(i / PS.length)), 2), 'per partition /s': r.perPartition,
     'CPU ms/attempt hosts / PostgreSQL / provider': r.cpu, 'machine busy': `${fmt(r.busy * 100)} %`, 'longest steady gap ms': fmt(r.steadyGap),
+    'call slot cycle ms = START→provider (p50) + provider + refill': r.slot, 'reply→written ms (p50)': r.written,
   })));
   printTable(`Partitions: SIGKILL of the holder of partition 0 under load (lease ${LEASE_MS / 1000} s; paused = no arrival for > ${PAUSED_MS} ms)`,
     results.map((r) => ({
