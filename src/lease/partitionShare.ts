@@ -12,7 +12,12 @@ import { FairShare, type FairShareDecision, type LiveInstance } from './fairShar
 import type { InstanceHeartbeat } from './instanceHeartbeat.js';
 
 export class PartitionShare {
-  private readonly policy = new FairShare();
+  // Patience 1: a partition free by its lease for one decision may be taken by any instance below its share (a dead
+  // leader's partitions are retaken at the next decision after their leases expire, not three later). What keeps an
+  // instance from re-taking the partition it just handed back is the cool-down below, not the policy's patience.
+  private readonly policy = new FairShare({ patience: 1 });
+  /** Partitions this instance handed back → when (ms): not re-taken by it for two timer periods. */
+  private readonly handedBackAt = new Map<number, number>();
   private decision: FairShareDecision | null = null;
   /** The lease holders as of the last read (null: not read, or the read failed: the heartbeat rows then say). */
   private holders: (string | null)[] | null = null;
@@ -38,7 +43,10 @@ export class PartitionShare {
     private readonly log: Logger,
   ) {
     leases.forEach((lease, k) => lease.onChange((c) => {
-      if (c.kind !== 'acquired' && this.handingBack.delete(k)) this.handBack.cancel(k);
+      if (c.kind !== 'acquired' && this.handingBack.delete(k)) {
+        this.handBack.cancel(k);
+        this.handedBackAt.set(k, this.clock.nowMs());
+      }
       void this.heartbeat.beat(); // the others see the change at once, not a heartbeat later
     }));
   }
@@ -77,6 +85,8 @@ export class PartitionShare {
     // Only the decision's first acquireMax candidates (free ones first): partition timers ticking at once can never
     // take more than the share, and a partition just freed goes to the instance whose turn it is, not the quickest.
     const d = this.current();
+    const handedBack = this.handedBackAt.get(k);
+    if (handedBack !== undefined && this.clock.nowMs() - handedBack < 2 * this.periodMs) return false;
     return d.acquire.slice(0, d.acquireMax).includes(k);
   }
 

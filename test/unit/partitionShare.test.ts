@@ -107,5 +107,13 @@ describe('PartitionShare', () => {
     expect([0, 1, 2, 3].some((k) => r.share.mayAcquire(k))).toBe(false);
     r.lose(3);
     expect(r.cancelled).toEqual([3]);
+    // Handed back: not re-taken by this instance for two periods, even when the policy would let it.
+    r.heartbeat.live = [{ holderId: 'me', partitions: [0, 1, 2] }];
+    r.advance(PERIOD / 2);
+    await r.share.onTick();
+    expect(r.share.mayAcquire(3)).toBe(false);
+    r.advance(2 * PERIOD);
+    await r.share.onTick();
+    expect(r.share.mayAcquire(3)).toBe(true);
   });
 });
