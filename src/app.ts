@@ -143,7 +143,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       config.lease.holderId, config.executor.periodMs, config.instances.heartbeatMs,
       async () => Promise.all(partitions.map(async (p) => {
         const row = await stores.lease.get(p.leaseName);
-        return row && row.expiresAt > row.dbNow ? row.holderId : null;
+        const leftMs = row ? row.expiresAt.getTime() - row.dbNow.getTime() : 0;
+        return row && leftMs > 0 ? { holderId: row.holderId, expiresInMs: leftMs } : null;
       })), clock, logger);
   }
   const tickBudget = new TickBudget(config.executor.schedule, config.executor.tickBudgetMs, config.executor.handoffMs);

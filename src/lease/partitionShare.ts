@@ -21,6 +21,9 @@ export class PartitionShare {
   private decision: FairShareDecision | null = null;
   /** The lease holders as of the last read (null: not read, or the read failed: the heartbeat rows then say). */
   private holders: (string | null)[] | null = null;
+  /** When the soonest lease of another holder runs out, as last read (local ms): a decision is made afresh from then
+   *  on, so a dead leader's partitions are taken at the next tick after their leases expire, not half a period later. */
+  private nextForeignExpiryMs = Number.POSITIVE_INFINITY;
   private decidedAtMs = Number.NEGATIVE_INFINITY;
   /** Partitions whose hand-back was requested and which this instance still leads. */
   private readonly handingBack = new Set<number>();
@@ -38,7 +41,7 @@ export class PartitionShare {
     /** Who holds each partition's lease now, by database time (null: free or expired), read for each new decision:
      *  what the others lead is judged by the leases, not by their heartbeat rows, which lag (a dead instance's row
      *  would claim its partitions until it leaves the live window, long after their leases expired). */
-    private readonly readHolders: () => Promise<(string | null)[]>,
+    private readonly readHolders: () => Promise<({ holderId: string; expiresInMs: number } | null)[]>,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
@@ -64,10 +67,15 @@ export class PartitionShare {
     if (!this.decisionFresh()) {
       const age = this.heartbeat.listAgeMs();
       if (age === null || age > this.freshListMs) await this.heartbeat.beat();
-      this.holders = await this.readHolders().catch((e: unknown) => {
+      const readAt = this.clock.nowMs();
+      const rows = await this.readHolders().catch((e: unknown) => {
         this.log.debug({ event: 'partition_holders_read_failed', err: (e as Error).message }, 'lease holders not read: judging by the heartbeat rows');
         return null;
       });
+      this.holders = rows && rows.map((r) => r?.holderId ?? null);
+      const foreign = (rows ?? []).flatMap((r) => (r && r.holderId !== this.holderId ? [r.expiresInMs] : []));
+      this.nextForeignExpiryMs = foreign.length ? readAt + Math.min(...foreign) : Number.POSITIVE_INFINITY;
+      this.decision = null; // decide on what was just read
     }
     this.current();
   }
@@ -91,7 +99,8 @@ export class PartitionShare {
   }
 
   private decisionFresh(): boolean {
-    return this.decision !== null && this.clock.nowMs() - this.decidedAtMs < this.periodMs / 2;
+    const now = this.clock.nowMs();
+    return this.decision !== null && now - this.decidedAtMs < this.periodMs / 2 && now < this.nextForeignExpiryMs;
   }
 
   private current(): FairShareDecision {

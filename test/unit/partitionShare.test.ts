@@ -30,7 +30,7 @@ function rig(p: number, held: number[], live: LiveInstance[]) {
   };
   const requested: number[] = [];
   const cancelled: number[] = [];
-  const holders: { value: (string | null)[] | null } = { value: null };
+  const holders: { value: ({ holderId: string; expiresInMs: number } | null)[] | null } = { value: null };
   const share = new PartitionShare(leases, heartbeat, { request: (k) => requested.push(k), cancel: (k) => cancelled.push(k) },
     'me', PERIOD, 300, async () => {
       if (!holders.value) throw new Error('no lease read');
@@ -88,10 +88,28 @@ describe('PartitionShare', () => {
     const byRows = rig(4, [3], live);
     for (let i = 0; i < 5; i++) expect(await decide(byRows)).toEqual([]);
     const byLeases = rig(4, [3], live);
-    byLeases.holders.value = [null, null, 'b', 'me'];
+    byLeases.holders.value = [null, null, { holderId: 'b', expiresInMs: 60_000 }, { holderId: 'me', expiresInMs: 60_000 }];
     const seen: number[][] = [];
     for (let i = 0; i < 5; i++) seen.push(await decide(byLeases));
     expect(seen.some((a) => a.length > 0), JSON.stringify(seen)).toBe(true);
+  });
+
+  it('a foreign lease running out makes the next tick decide afresh (a dead leader\'s partition is taken at once)', async () => {
+    // 'dead' leads partition 0 and is still in the live list: balanced, nothing to take.
+    const r = rig(2, [1], [{ holderId: 'me', partitions: [1] }, { holderId: 'dead', partitions: [0] }]);
+    r.holders.value = [{ holderId: 'dead', expiresInMs: 200 }, { holderId: 'me', expiresInMs: 60_000 }];
+    await r.share.onTick();
+    expect(r.share.mayAcquire(0)).toBe(false);
+    // Its row left the live window and its lease ran out: the first tick past the expiry decides again and takes it,
+    // well inside half a period.
+    r.heartbeat.live = [{ holderId: 'me', partitions: [1] }];
+    r.holders.value = [null, { holderId: 'me', expiresInMs: 60_000 }];
+    r.advance(150);
+    await r.share.onTick();
+    expect(r.share.mayAcquire(0), 'before the foreign lease ran out: the last decision stands').toBe(false);
+    r.advance(100);
+    await r.share.onTick();
+    expect(r.share.mayAcquire(0)).toBe(true);
   });
 
   it('above its share: hands one partition back (after the confirming decision), once; cancelled if the lease goes first', async () => {
