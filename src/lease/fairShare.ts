@@ -145,8 +145,21 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
     // Not the one that needs them most: only partitions nobody took for `patience` decisions, up to the share.
     return result({ acquire: patient, acquireMax: patient.length ? share - held.length : 0, handBack: null, reason: 'under' });
   }
+  // The free partitions are dealt out among the instances that need them, in holder-id order, each up to its target,
+  // and this instance tries its own deal first: instances deciding on the same view (the same lease read) then
+  // try different partitions instead of colliding on one and waiting a tick for the next (a failover's cost).
+  const all = [...counts, { holderId: input.self, n: held.length }].sort((a, b) => (a.holderId < b.holderId ? -1 : a.holderId > b.holderId ? 1 : 0));
+  let extraLeft = (p % liveInstances) - all.filter((c) => c.n > base).length;
+  let before = 0;
+  for (const c of all) {
+    const t = c.n > base ? share : extraLeft-- > 0 ? share : base;
+    if (c.holderId === input.self) break;
+    before += Math.max(0, t - c.n);
+  }
+  const free = [...freeNow].sort((a, b) => a - b);
+  const dealt = free.slice(before, before + (target - held.length));
   // Partitions others report are tried after the free ones (a report may be a beat stale; an acquire never steals).
-  const acquire = [...freeNow, ...walk((x) => !mine.has(x) && claimed.has(x))];
+  const acquire = [...dealt, ...freeNow.filter((x) => !dealt.includes(x)), ...walk((x) => !mine.has(x) && claimed.has(x))];
   return result({ acquire, acquireMax: target - held.length, handBack: null, reason: 'under' });
 }
 

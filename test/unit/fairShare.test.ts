@@ -46,6 +46,16 @@ describe('fair share: one decision', () => {
     expect(d.acquireMax).toBe(1);
   });
 
+  it('free partitions are dealt out: instances deciding on the same view try different ones first (no collision)', () => {
+    // A dead holder's four partitions are free; three survivors hold none: targets 2, 1, 1 in holder-id order.
+    const view = live({ a: [], b: [], c: [] });
+    const first = (self: string) => {
+      const d = decideFairShare({ partitionCount: 4, self, held: [], live: view }).decision;
+      return d.acquire.slice(0, d.acquireMax);
+    };
+    expect([first('a'), first('b'), first('c')]).toEqual([[0, 1], [2], [3]]);
+  });
+
   it('over the share: the highest-numbered partition, on the second decision in a row, then again two decisions later', () => {
     const input = { partitionCount: 4, self: 'a', held: [0, 1, 2, 3], live: live({ a: [0, 1, 2, 3], b: [] }) };
     expect(decideTimes(input, 4).map((d) => [d.reason, d.handBack])).toEqual([['confirming', null], ['over-share', 3], ['confirming', null], ['over-share', 3]]);
