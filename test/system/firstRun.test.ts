@@ -1,7 +1,7 @@
-// The README's test command on a new user's machine: vitest on the dashboard's browser test in a child process,
+// The README's test command on a new user's machine: vitest on the dashboard's browser tests in a child process,
 // with the usual browser locations hidden (BROWSER_SEARCH_PATHS) or no database server. Locally the file
 // passes (skipped) with one line naming BROWSER_PATH; under CI=true a missing browser fails the run. The dashboard
-// test is the only one that drives a browser (checked below), so what holds for it holds for the whole suite.
+// tests are the only ones that drive a browser (checked below), so what holds for it holds for the whole suite.
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,14 +13,16 @@ const NOWHERE = '/nonexistent/chromium:/nonexistent/google-chrome';
 
 /** What drives or names a browser: a playwright import, the browser the global setup found, a browser binary. */
 const USES_BROWSER = /['"](playwright[\w/-]*|puppeteer[\w/-]*)['"]|inject\(\s*['"]browserPath|findBrowser\(|chromium(-browser)?['"]|google-chrome/;
-/** The files allowed to: the dashboard test, the lookup and the global setup that runs it, and this file. */
-const MAY_USE_BROWSER = ['test/system/dashboard.test.ts', 'test/support/browser.ts', 'test/support/globalSetup.ts', 'test/system/firstRun.test.ts'];
+/** The dashboard's browser tests (one partition, and four: issue 25). */
+const DASHBOARD_TESTS = ['test/system/dashboard.test.ts', 'test/system/dashboardPartitions.test.ts'];
+/** The files allowed to: the dashboard tests, the lookup and the global setup that runs it, and this file. */
+const MAY_USE_BROWSER = [...DASHBOARD_TESTS, 'test/support/browser.ts', 'test/support/globalSetup.ts', 'test/system/firstRun.test.ts'];
 
-/** `vitest run test/system/dashboard.test.ts` as `npm test` runs it, without this run's vitest and CI settings. */
+/** `vitest run` of the dashboard tests as `npm test` runs them, without this run's vitest and CI settings. */
 function vitestDashboard(env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   const clean = Object.fromEntries(Object.entries(process.env)
     .filter(([k]) => !k.startsWith('VITEST') && !['CI', 'BROWSER_PATH', 'BROWSER_SEARCH_PATHS', 'NODE_ENV', 'TEST'].includes(k)));
-  const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', 'test/system/dashboard.test.ts'],
+  const child = spawn(process.execPath, [path.join(ROOT, 'node_modules/vitest/vitest.mjs'), 'run', ...DASHBOARD_TESTS],
     { cwd: ROOT, env: { ...clean, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -36,7 +38,7 @@ describe('npm test on a machine without a browser', () => {
     expect(findBrowser({ BROWSER_PATH: '/nonexistent/chrome' })).toMatchObject({ path: null, misconfigured: true });
   });
 
-  it('only the dashboard test drives a browser: without one, every other file of npm test runs as before', () => {
+  it('only the dashboard tests drive a browser: without one, every other file of npm test runs as before', () => {
     const files = ['src', 'test', 'bench', 'functions', 'scripts'].flatMap((dir) => {
       try {
         return readdirSync(path.join(ROOT, dir), { recursive: true, withFileTypes: true })
@@ -48,10 +50,10 @@ describe('npm test on a machine without a browser', () => {
     expect(files).toContain('test/system/dashboard.test.ts');
     const users = files.filter((f) => USES_BROWSER.test(readFileSync(path.join(ROOT, f), 'utf8')));
     expect(users.filter((f) => !MAY_USE_BROWSER.includes(f))).toEqual([]);
-    expect(users).toContain('test/system/dashboard.test.ts');
+    for (const f of DASHBOARD_TESTS) expect(users).toContain(f);
   });
 
-  it('locally: the dashboard test is skipped and one line says how to get a browser, naming BROWSER_PATH', async () => {
+  it('locally: the dashboard tests are skipped and one line says how to get a browser, naming BROWSER_PATH', async () => {
     const r = await vitestDashboard({ BROWSER_SEARCH_PATHS: NOWHERE });
     expect(r.code, r.out).toBe(0);
     const lines = r.out.split('\n').filter((l) => l.includes('BROWSER_PATH'));
@@ -72,7 +74,7 @@ describe('npm test on a machine without a browser', () => {
     expect(r.out).toContain('BROWSER_PATH=/nonexistent/chrome is not an executable file');
   }, 60_000);
 
-  it('without database servers (locally) the dashboard test is skipped, not failed', async () => {
+  it('without database servers (locally) the dashboard tests are skipped, not failed', async () => {
     const r = await vitestDashboard({ BROWSER_PATH: process.execPath, PG_TEST_ADMIN_URL: 'postgres://postgres@127.0.0.1:1/postgres',
       MYSQL_TEST_URL: 'mysql://root@127.0.0.1:1/test' });
     expect(r.code, r.out).toBe(0);
