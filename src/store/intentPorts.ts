@@ -43,7 +43,11 @@ export interface NewIntent {
   maxAttempts: number;
   /** null → due now (database time). */
   notBefore: Date | null;
-  /** Executor partition (default 0, as the column's default). */
+  /** The 32-bit hash of the partition key (src/intents/partition.ts partitionHash): the insert statement itself sets
+   *  partition_no = partitionHash mod the count recorded in the database (1 if none), so an intent always gets the
+   *  current count's partition, also while a change is switching it (issue 26). */
+  partitionHash?: number;
+  /** An explicit executor partition instead (tests, tools); default: by partitionHash, else 0. */
   partition?: number;
   /** The partitionKey the partition was hashed from (default null). */
   partitionKey?: string | null;

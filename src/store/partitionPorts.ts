@@ -1,24 +1,130 @@
-// Partition port (issue 25): the partition count the database records, one row per database (partitions divide its
-// intents table). Every dialect implements it (postgres/, mssql/, mysql/ partitionStore.ts); test/store/
-// partitionContract.test.ts runs the same cases on each. Same rules as ports.ts: database time only; ordinary
-// outcomes are values; failures throw StoreError.
+// Partition port (issues 25, 26): the partition count the database records, one row per database (partitions divide
+// its intents table), and changes of that count. Every dialect implements it (postgres/, mssql/, mysql/
+// partitionStore.ts); test/store/partitionContract.test.ts and partitionChangeContract.test.ts run the same cases on
+// each. Same rules as ports.ts: database time only; ordinary outcomes are values; failures throw StoreError.
+import type { Fenced, LeaseToken } from './ports.js';
 
 /** Width of submission_intents.partition_key in characters (Unicode code points, as PostgreSQL's and MySQL's varchar
  *  and JSON Schema's maxLength count them). SQL Server's nvarchar counts UTF-16 code units: its column is twice as wide. */
 export const PARTITION_KEY_MAX_LENGTH = 128;
 
-/** The recorded partition count. Issue 26 changes `count` in place (a fenced step); nothing else writes the row. */
+/** The recorded partition count. Only a change's fenced switch (switchCount) changes `count` after it is recorded. */
 export interface PartitionCount {
   count: number;
   /** Database time when it was recorded. */
   recordedAt: Date;
-  /** Who recorded it: the holder id of the first process that started on this database, or `migration` when
-   *  the partitions migration found intents already there (they are all partition 0, so the count is 1). */
+  /** Who recorded it: the holder id of the first process that started on this database, `migration` when the
+   *  partitions migration found intents already there (they are all partition 0, so the count is 1), or the changer
+   *  of the change that switched it. */
   recordedBy: string;
 }
 
+/** A change's steps, in order (issue 26). Roll forward only: once requested, a change completes. */
+export type PartitionChangeState =
+  /** Recorded; partition leaders drain and release; no one else acquires; the changer takes the leases in order. */
+  | 'pending'
+  /** The changer holds every lease (0..max(from, to)−1), recovered what was in flight, and switched the count: new
+   *  intents get `toCount`'s partitions; existing rows move in bounded batches (scan, then catch-up). */
+  | 'reassigning'
+  /** Every row moved, the change row closed and every lease released in one transaction. */
+  | 'completed';
+
+export interface PartitionChange {
+  changeId: string;
+  fromCount: number;
+  toCount: number;
+  state: PartitionChangeState;
+  requestedAt: Date;
+  requestedBy: string;
+  /** Holder id of the changer that last claimed the change (null before the first claim). */
+  changer: string | null;
+  claimedAt: Date | null;
+  /** When the count became `toCount` (state reassigning), database time. */
+  switchedAt: Date | null;
+  /** Reassignment progress: the last intent_id the scan passed (null: not started); `scanDoneAt` ends the scan;
+   *  then the catch-up pass (rows modified since switchedAt − COMMIT_GRACE_MS) runs once and completes the change. */
+  scanCursor: string | null;
+  scanDoneAt: Date | null;
+  rowsMoved: number;
+  completedAt: Date | null;
+}
+
+/** The count and the change in progress (if any), read together in one round trip. */
+export interface PartitionLayout {
+  count: number;
+  recordedAt: Date;
+  recordedBy: string;
+  /** The change not yet completed (at most one exists), else null. */
+  active: PartitionChange | null;
+  /** Database time of the read. */
+  dbNow: Date;
+}
+
+export type RequestChangeOutcome =
+  | { kind: 'created'; change: PartitionChange }
+  /** The same count is already being changed to: the request is that one (a retried POST is harmless). */
+  | { kind: 'existing'; change: PartitionChange }
+  /** The count is already `toCount` and no change is active: nothing recorded. */
+  | { kind: 'unchanged'; count: PartitionCount }
+  /** Another change (to another count) is active: nothing recorded. */
+  | { kind: 'conflict'; active: PartitionChange };
+
+/** One row the reassignment reads: what its partition is hashed from, and the partition it has. */
+export interface ReassignRow {
+  intentId: string;
+  partitionKey: string | null;
+  partition: number;
+}
+
+export interface PartitionMove {
+  intentId: string;
+  partition: number;
+}
+
+export interface ReassignProgress {
+  /** The scan's new cursor (the last intent_id of the batch read), or null in the catch-up pass. */
+  scanCursor: string | null;
+  /** Ends the scan (scanDoneAt := database time). */
+  scanDone: boolean;
+}
+
+/**
+ * Changer writes are fenced by EVERY token in `fence` (one per partition lease 0..max(from, to)−1, all held by the
+ * changer): each lease row is read by (name, holder, epoch, not expired) with the dialect's shared lock held to
+ * commit; fewer rows than tokens = {kind:'leaseLost'}, nothing written. Each is idempotent: a retry after a lost reply
+ * (or by the next changer) finds the state it left and does not repeat the effect.
+ */
 export interface PartitionStore {
   /** Records `count` unless a count is recorded already (a conditional insert: of concurrent first calls exactly one
    *  records), then returns the count as recorded: `count` itself, or the one that was there or won the race. */
   recordPartitionCount(count: number, recordedBy: string): Promise<PartitionCount>;
+  /** The recorded count (count 1 recorded by `none` if no row yet) and the active change, in one read. No side effect. */
+  readLayout(): Promise<PartitionLayout>;
+  /** Records a change to `toCount` (fromCount = the recorded count), serialized with other requests by a lock on the
+   *  count row. At most one change is active at a time. */
+  requestChange(toCount: number, requestedBy: string, changeId: string): Promise<RequestChangeOutcome>;
+  /** Changes, newest requested first. No side effect. */
+  listChanges(limit: number): Promise<PartitionChange[]>;
+  /** The change, or null if no such id. No side effect. */
+  getChange(changeId: string): Promise<PartitionChange | null>;
+  /** Sets changer = fence[0].holderId and claimedAt, fenced by `fence` (the leases the changer holds so far, at
+   *  least lease 0). A completed change: unchanged. */
+  claimChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
+  /**
+   * pending → reassigning, fenced by every lease: every in_flight intent's started attempt becomes `abandoned` and the
+   * intent `scheduled` due now (no executor can hold its partition: the changer holds them all); the count row
+   * becomes toCount (recordedBy = changer); switchedAt := database time. Already reassigning or completed: unchanged.
+   */
+  switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
+  /** Up to `limit` intents (any status) ordered by intent_id, after `after` (exclusive; null = from the start), and
+   *  when `modifiedSince` is set only rows with last_modified_at >= it. A plain read, no side effect. */
+  listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]>;
+  /** Sets partition_no of each moved intent (last_modified_at unchanged: every partition's next leader rebuilds),
+   *  adds moves.length to rowsMoved, and records `progress`, fenced by every lease. Only in state reassigning (else
+   *  unchanged, nothing written). */
+  moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): Promise<Fenced<PartitionChange>>;
+  /** reassigning → completed (completedAt := database time) and every lease in `fence` released (expired in place,
+   *  conditional on holder and epoch, a `released` event each), in one transaction fenced by every lease. Already
+   *  completed: unchanged (and the fence is not required). */
+  completeChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
 }

@@ -1,7 +1,8 @@
 // SQL Server PartitionStore: the recorded partition count. The insert's NOT EXISTS probe takes UPDLOCK+HOLDLOCK on
 // the key (as the lease acquire does), so of two first starts one inserts and the other waits, then finds its row;
 // the row is read back as recorded in the same batch.
-import type { PartitionCount, PartitionStore } from '../partitionPorts.js';
+import type { PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, RequestChangeOutcome } from '../partitionPorts.js';
+import type { Fenced, LeaseToken } from '../ports.js';
 import type { MssqlRunner } from './db.js';
 import { p, type SqlQuery } from './params.js';
 
@@ -29,4 +30,17 @@ export class MssqlPartitionStore implements PartitionStore {
     if (!row) throw new Error('submission_manager_partition_count: no row after the insert');
     return { count: Number(row.partition_count), recordedAt: row.recorded_at, recordedBy: row.recorded_by };
   }
+
+  // Issue 26: placeholders until this dialect's change queries land (a helper replaces each).
+  readLayout(): Promise<PartitionLayout> { return notYet(); }
+  requestChange(_toCount: number, _requestedBy: string, _changeId: string): Promise<RequestChangeOutcome> { return notYet(); }
+  listChanges(_limit: number): Promise<PartitionChange[]> { return notYet(); }
+  getChange(_changeId: string): Promise<PartitionChange | null> { return notYet(); }
+  claimChange(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
+  switchCount(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
+  listForReassign(_q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]> { return notYet(); }
+  moveIntents(_fence: LeaseToken[], _changeId: string, _moves: PartitionMove[], _progress: ReassignProgress): Promise<Fenced<PartitionChange>> { return notYet(); }
+  completeChange(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
 }
+
+function notYet(): never { throw new Error('partition changes are not implemented for this dialect yet (issue 26)'); }
