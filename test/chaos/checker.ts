@@ -4,7 +4,7 @@
 import { staleWrites } from '../support/fenceChecker.js';
 import type { ProviderRecord } from './providerProcess.js';
 import { providerEffects } from './checkerEffects.js';
-import { Leases, partitionChecks, resumeAfter, type PartitionStats } from './checkerPartitions.js';
+import { Leases, partitionChecks, resumeAcrossChanges, resumeAfter, type PartitionStats } from './checkerPartitions.js';
 import { answerLost, type AttemptRow, type History, type Violation } from './history.js';
 import type { FaultRecord } from './faults.js';
 
@@ -176,17 +176,18 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
   // partitions, on every partition whose leader the fault hit (the slowest of them).
   const tickMs = h.tickMs ?? 1_000;
   const starts = h.audit.filter((a) => a.action === 'start_attempts').sort((a, b) => a.atMs - b.atMs);
+  // A change of the partition count (issue 26) active meanwhile paused every partition: then from its completion.
   const resumes: RunStats['resumes'] = h.faults.map((f) => {
     const on = leases.hitBy(f);
-    const at = resumeAfter(starts, leases, f, f.measureFrom, on);
-    const ms = at !== null ? Math.round(at - f.measureFrom) : null;
+    const { at, from, change } = resumeAcrossChanges(starts, leases, f, f.measureFrom, on);
+    const ms = at !== null ? Math.round(at - from) : null;
     const ratio = ms === null ? null : ms / h.leaseMs;
     const byLength = h.faultLengthBound && f.victimWasLeader && h.faultLengthBound.kinds.includes(f.kind)
       ? (f.endedAt - f.measureFrom + tickMs + h.faultLengthBound.slackMs) / h.leaseMs : 0;
     const bound = Math.max(h.resumeBoundByKind?.[f.kind] ?? h.resumeBound, byLength);
     if (ratio === null || ratio > bound) {
       fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}${on ? `, partitions ${f.partitions!.join(',')}` : ''}): ` +
-        `${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`} > bound ${bound.toFixed(2)}`);
+        `${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`}${change ? ` (after partition change ${change.changeId} completed)` : ''} > bound ${bound.toFixed(2)}`);
     }
     return { kind: f.kind, ms, ratio, detail: f.detail };
   });
@@ -198,6 +199,8 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     // A fault on the leader of some partitions: each of them resumes (a fault on all of them: any start, as with one).
     const at = resumeAfter(starts, leases, { ...f, exclude: null }, f.endedAt, leases.hitAll(f) ? null : leases.hitBy(f));
     const ms = at !== null ? Math.round(at - f.endedAt) : null;
+    // A change of the partition count before that resume released every lease: the liveness rule judges it then.
+    if (leases.timeline.activeDuring(f.endedAt, at ?? Number.POSITIVE_INFINITY)) continue;
     // A later fault that began inside this one's window, before anything started, cuts it short: the resume of
     // that fault is judged by its own rule (the campaign draws faults one after another, ≈ 1 s apart at times).
     const next = h.faults.filter((x) => x.startedAt > f.endedAt).sort((a, b) => a.startedAt - b.startedAt)[0];

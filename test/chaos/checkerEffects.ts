@@ -60,7 +60,10 @@ export function providerEffects(h: History, attemptByNo: Map<string, AttemptRow>
     const b = attemptByNo.get(`${key}#${again.attemptNo}`);
     const cutOff = a === undefined ? undefined : h.faults.find((f) => cutsOff(f) && reaches(f, a, leases)
       && f.startedAt <= again.arrivedAt && f.endedAt >= got.arrivedAt - h.leaseMs);
-    if (cutOff && b !== undefined && a!.outcome !== 'succeeded' && b.epoch > a!.epoch && !released.has(a!)) {
+    // A later lease tenure: a newer epoch of the same partition's lease, or another partition's (the intent moved at a
+    // change of the count, issue 26, which came after every lease of the old count had ended).
+    const later = b !== undefined && (leases.ofAttempt(b) !== leases.ofAttempt(a!) || b.epoch > a!.epoch);
+    if (cutOff && later && a!.outcome !== 'succeeded' && !released.has(a!)) {
       stats.resendsAfterFenceRefusal++;
       stats.resendsExcusedBy[cutOff.kind] = (stats.resendsExcusedBy[cutOff.kind] ?? 0) + 1;
       continue;

@@ -5,38 +5,35 @@
 //  - one_executor: in each lease's commit order, no write of an epoch after a write of a later epoch (two executors
 //    of one partition interleaved). An attempt of a partition-k intent carries an epoch of lease k held by its
 //    writer: the lease rule of checker.ts, which reads attempts under their intent's partition's lease.
-//  - key_order: intents of one partitionKey, each submitted after the previous was answered, are first started in
-//    that (due) order: one executor, taking the earliest due first. Two started by one batch are sent side by side;
-//    of those started by different batches, first attempts reaching the provider out of that order are counted (a
-//    call's socket write can be overtaken), not failed.
+//  - key_order (keyOrder.ts): intents of one partitionKey, each submitted after the previous was answered, are first
+//    started in that (due) order.
 //  - partition_isolation: a fault whose victim led some partitions (not all) must not pause the others: each of them
 //    starts something within the SQL-lease resume bound after the fault began, as if nothing had happened.
 // With one partition none of this applies and the history reads as one lease, exactly as before partitions.
-import { assignPartition } from '../../src/intents/partition.js';
+// Issue 26: the count may change during a run (checkerChanges.ts): an intent's partition is read at the time of each
+// attempt, faults are judged on the partitions of the count at the time, and a change's pause is no fault's.
 import type { AuditRow, History, IntentRow } from './history.js';
 import type { FaultRecord } from './faults.js';
+import { changeChecks, CountTimeline, type ChangeStats } from './checkerChanges.js';
+import { keyOrder, type KeyOrderStats } from './keyOrder.js';
 
-export interface PartitionStats {
+export interface PartitionStats extends KeyOrderStats, ChangeStats {
   partitions: number;
-  /** Pairs of same-key intents (submitted one after the other) whose start order was checked. */
-  keyOrderPairs: number;
-  /** … of which started by one batch (their calls sent side by side). */
-  keySameBatch: number;
-  /** … of those started by different batches, how many first attempts reached the provider in the other order
-   *  (counted, not failed). */
-  keyArrivalInversions: number;
 }
 
 /** How the history's rows map to leases: one lease (key '') unless the history has several partitions. */
 export class Leases {
   readonly multi: boolean;
+  /** Lease names of partitions 0..C−1 (C: the hosts' EXECUTOR_PARTITIONS; the recorded count may be lower). */
   readonly names: string[];
-  private readonly intentPartition: Map<string, number | undefined>;
+  readonly timeline: CountTimeline;
+  private readonly intents: Map<string, IntentRow>;
 
   constructor(private readonly h: History) {
     this.names = h.partitionLeases ?? [];
     this.multi = this.names.length > 1;
-    this.intentPartition = new Map(h.intents.map((i) => [i.intentId, i.partition]));
+    this.intents = new Map(h.intents.map((i) => [i.intentId, i]));
+    this.timeline = new CountTimeline(h.partitionChanges, Math.max(1, this.names.length));
   }
 
   /** The lease of a lease event or audit row. */
@@ -44,16 +41,19 @@ export class Leases {
     return this.multi ? row.leaseName ?? '?' : '';
   }
 
-  /** The lease an attempt must have been written under: its intent's partition's. */
-  ofAttempt(a: { intentId: string }): string {
+  /** The lease an attempt must have been written under: its intent's partition's when it started. */
+  ofAttempt(a: { intentId: string; startedAtMs?: number }): string {
     if (!this.multi) return '';
-    const p = this.intentPartition.get(a.intentId);
+    const p = this.partitionOf(a);
     return p === undefined ? '?' : this.names[p] ?? `?partition ${p}`;
   }
 
-  /** The partition of an attempt's intent (undefined: unknown, or a history recorded before partitions). */
-  partitionOf(a: { intentId: string }): number | undefined {
-    return this.intentPartition.get(a.intentId);
+  /** The partition of an attempt's intent when the attempt started (the stored one when the count never changed;
+   *  undefined: unknown, or a history recorded before partitions). */
+  partitionOf(a: { intentId: string; startedAtMs?: number }): number | undefined {
+    const i = this.intents.get(a.intentId);
+    if (!i || i.partition === undefined) return undefined;
+    return this.timeline.any && a.startedAtMs !== undefined ? this.timeline.partitionAt(i, a.startedAtMs) : i.partition;
   }
 
   /** Every lease key of the history (one with one partition). */
@@ -66,16 +66,27 @@ export class Leases {
     return this.multi ? `lease ${lease}: ` : '';
   }
 
-  /** The leases a fault's resume is judged on: those of the partitions its victim led; null: any start (one
-   *  partition, a fault on an instance that led nothing, or a history recorded before partitions). */
-  hitBy(f: FaultRecord): string[] | null {
+  /** The partitions a fault's resume is judged on: those its victim led that the count had when its resume began to
+   *  be measured; null: any start (one partition, a fault on an instance that led nothing, or a history recorded
+   *  before partitions). */
+  private hitPartitions(f: FaultRecord): number[] | null {
     if (!this.multi || !f.partitions || f.partitions.length === 0) return null;
-    return f.partitions.map((p) => this.names[p] ?? `?partition ${p}`);
+    const count = this.timeline.countAt(f.measureFrom);
+    const hit = f.partitions.filter((p) => p < count);
+    return hit.length ? hit : null;
   }
 
-  /** Did the fault hit every partition (a database restart, a lease table lock, or an instance leading them all)? */
+  /** The leases a fault's resume is judged on (see hitPartitions). */
+  hitBy(f: FaultRecord): string[] | null {
+    return this.hitPartitions(f)?.map((p) => this.names[p] ?? `?partition ${p}`) ?? null;
+  }
+
+  /** Did the fault hit every partition (a database restart, a lease table lock, an instance leading them all, or a
+   *  change of the count, which pauses them all)? */
   hitAll(f: FaultRecord): boolean {
-    return !this.multi || !f.partitions || f.partitions.length >= this.names.length;
+    if (!this.multi || !f.partitions || f.kind === 'partition_change') return true;
+    const hit = new Set(f.partitions);
+    return Array.from({ length: this.timeline.countAt(f.measureFrom) }, (_, k) => k).every((p) => hit.has(p));
   }
 }
 
@@ -94,17 +105,36 @@ export function resumeAfter(starts: AuditRow[], leases: Leases, f: FaultRecord, 
   return last;
 }
 
+/** The resume of a fault across changes of the count: a change active while the fault's resume was awaited paused
+ *  every partition (and renumbered them): the resume is then the first start on any partition after the change
+ *  completed, measured from that completion (`from`), and `change` names it. Null `at`: never resumed. */
+export function resumeAcrossChanges(starts: AuditRow[], leases: Leases, f: FaultRecord, from: number, on: string[] | null):
+  { at: number | null; from: number; change: { changeId: string; completedAtMs: number } | null } {
+  let change: { changeId: string; completedAtMs: number } | null = null;
+  for (;;) {
+    const at = resumeAfter(starts, leases, f, from, on);
+    const c = leases.timeline.activeDuring(from, at ?? Number.POSITIVE_INFINITY);
+    if (!c) return { at, from, change };
+    if (c.completedAtMs === null) return { at: null, from, change: { changeId: c.changeId, completedAtMs: Number.NaN } };
+    change = { changeId: c.changeId, completedAtMs: c.completedAtMs };
+    from = c.completedAtMs;
+    on = null;
+  }
+}
+
 export function partitionChecks(h: History, leases: Leases, starts: AuditRow[], fail: (check: string, message: string) => void): PartitionStats {
-  const stats: PartitionStats = { partitions: Math.max(1, leases.names.length), keyOrderPairs: 0, keySameBatch: 0, keyArrivalInversions: 0 };
+  const stats: PartitionStats = { partitions: Math.max(1, leases.names.length), keyOrderPairs: 0, keySameBatch: 0, keyArrivalInversions: 0, changes: [] };
   if (!leases.multi) return stats;
+  Object.assign(stats, changeChecks(h, leases.timeline, starts, fail));
   const P = leases.names.length;
   const known = new Set(leases.names);
 
-  // partition
+  // partition: the stored partition is the key's of the final count (every completed change moved every row).
+  const count = leases.timeline.final;
   for (const i of h.intents) {
     if (i.partition === undefined) continue;
-    const want = assignPartition({ intentId: i.intentId, partitionKey: i.partitionKey ?? null }, P);
-    if (i.partition !== want) fail('partition', `intent ${i.intentId} (partitionKey ${i.partitionKey ?? 'none'}) is in partition ${i.partition}; its key hashes to ${want} of ${P}`);
+    const want = leases.timeline.partitionAt(i, Number.POSITIVE_INFINITY);
+    if (i.partition !== want) fail('partition', `intent ${i.intentId} (partitionKey ${i.partitionKey ?? 'none'}) is in partition ${i.partition}; its key hashes to ${want} of ${count}`);
   }
   for (const a of h.audit) if (!known.has(a.leaseName ?? '?')) fail('partition', `audit seq ${a.seq} (${a.action}) names lease ${a.leaseName ?? 'none'}, not one of the ${P} partitions' leases`);
   for (const e of h.events) if (!known.has(e.leaseName ?? '?')) fail('partition', `lease event seq ${e.seq} (${e.event}) names lease ${e.leaseName ?? 'none'}, not one of the ${P} partitions' leases`);
@@ -127,42 +157,21 @@ export function partitionChecks(h: History, leases: Leases, starts: AuditRow[], 
     }
   }
 
-  // key_order
-  const firstAttempt = new Map(h.attempts.filter((a) => a.attemptNo === 1).map((a) => [a.intentId, a]));
-  const firstArrival = new Map(h.provider.filter((p) => p.attemptNo === 1).map((p) => [p.key, p.arrivedAt]));
-  const byKey = new Map<string, typeof h.accepted>();
-  for (const a of h.accepted) if (a.partitionKey !== undefined && a.sentAt !== undefined) byKey.set(a.partitionKey, [...(byKey.get(a.partitionKey) ?? []), a]);
-  for (const [key, list] of byKey) {
-    const sorted = [...list].sort((a, b) => a.sentAt! - b.sentAt!);
-    for (let k = 1; k < sorted.length; k++) {
-      const x = sorted[k - 1]!, y = sorted[k]!;
-      const ax = firstAttempt.get(x.intentId), ay = firstAttempt.get(y.intentId);
-      if (x.at > y.sentAt! || !ax?.startedAtMs || !ay?.startedAtMs) continue; // order unknown, or one never started (cancelled)
-      stats.keyOrderPairs++;
-      if (ax.startedAtMs > ay.startedAtMs) {
-        fail('key_order', `partitionKey ${key}: intent ${y.intentId} (sent ${y.sentAt}) first started at ${ay.startedAtMs} by ${ay.holderId} (epoch ${ay.epoch}), ` +
-          `before intent ${x.intentId} (answered ${x.at}), first started at ${ax.startedAtMs} by ${ax.holderId} (epoch ${ax.epoch})`);
-      }
-      // Started by one batch (one statement, one start time): their calls go out side by side, in no set order.
-      if (ax.startedAtMs === ay.startedAtMs) {
-        stats.keySameBatch++;
-        continue;
-      }
-      const rx = firstArrival.get(x.intentId), ry = firstArrival.get(y.intentId);
-      if (rx !== undefined && ry !== undefined && rx > ry) stats.keyArrivalInversions++;
-    }
-  }
+  // key_order (keyOrder.ts)
+  Object.assign(stats, keyOrder(h.accepted, h.attempts, h.provider, fail));
 
-  // partition_isolation
+  // partition_isolation: the partitions of the count at the time (the others idle). A change of the count active
+  // before such a partition's next start paused every partition: that pause is the change's, not the fault's.
   const boundMs = h.resumeBound * h.leaseMs;
   for (const f of h.faults) {
     if (leases.hitAll(f)) continue;
     const hit = new Set(f.partitions ?? []);
-    for (let p = 0; p < P; p++) {
+    for (let p = 0; p < leases.timeline.countAt(f.measureFrom); p++) {
       if (hit.has(p)) continue;
       const lease = leases.names[p]!;
       const s = starts.find((a) => a.atMs > f.measureFrom && leases.of(a) === lease);
       if (!s) continue; // nothing to start on that partition afterwards: the drain rule judges it
+      if (leases.timeline.activeDuring(f.startedAt, s.atMs)) continue;
       const ms = Math.round(s.atMs - f.measureFrom);
       if (ms > boundMs) {
         fail('partition_isolation', `${f.kind} (${f.detail}) hit partitions [${[...hit].join(',')}]: partition ${p} (${lease}) started nothing for ${ms} ms = ` +

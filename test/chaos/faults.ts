@@ -9,7 +9,7 @@ import { lockLeaseTable } from './leaseTableLock.js';
 import { partitionLeaders, pickPartitionVictim } from './partitionTargets.js';
 
 export const FAULT_KINDS = ['kill', 'stop', 'pause', 'terminate', 'proxy_drop', 'proxy_blackhole', 'pg_restart', 'lease_lock', 'blackhole_long', 'renew_late',
-  ...INDETERMINATE_KINDS] as const;
+  ...INDETERMINATE_KINDS, 'partition_change'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
@@ -24,6 +24,7 @@ export const FAULT_DESCRIPTIONS: Record<FaultKind, string> = {
   blackhole_long: "forward nothing on the leader's PostgreSQL connections, without any reset, for lease + 0.5–1.5 s, then resume",
   renew_late: "hold the leader's PostgreSQL traffic around its local deadline (lease − margin ± 0.3 s), then deliver it: a renew applied late",
   ...INDETERMINATE_DESCRIPTIONS,
+  partition_change: 'POST a random new partition count 1..C to a live host (--partition-changes, issue 26; its own schedule, alongside the other faults)',
 };
 
 export interface FaultRecord {
@@ -82,7 +83,8 @@ export const STOP_EXTRA_MAX_MS = 2_000;
 
 const WEIGHTS: Record<FaultKind, number> = { kill: 3, stop: 3, pause: 1.5, terminate: 2.5, proxy_drop: 2, proxy_blackhole: 2, pg_restart: 1.5,
   lease_lock: 2, blackhole_long: 1.5, renew_late: 1.5,
-  lost_acquire: 1, lost_renew: 1, lost_start: 1, lost_complete: 1, lost_release: 1, lost_orphans: 1, complete_stall: 1.5 };
+  lost_acquire: 1, lost_renew: 1, lost_start: 1, lost_complete: 1, lost_release: 1, lost_orphans: 1, complete_stall: 1.5,
+  partition_change: 0 }; // drawn on a schedule of its own (partitionChanges.ts), alongside the others
 
 const isLostReply = (k: FaultKind): k is LostReplyKind => (LOST_REPLY_KINDS as readonly string[]).includes(k);
 

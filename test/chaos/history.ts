@@ -17,6 +17,12 @@ export interface AttemptRow {
   startedAtMs?: number; finishedAtMs?: number | null;
 }
 
+/** Issue 26: a change of the partition count as the database recorded it (database times, ms; null: not reached). */
+export interface PartitionChangeRow {
+  changeId: string; fromCount: number; toCount: number; state: string;
+  requestedAtMs: number; switchedAtMs: number | null; completedAtMs: number | null; changer: string | null; rowsMoved: number;
+}
+
 export interface History {
   leaseMs: number;
   /** Timer period of the hosts (the lease-valid resume rule allows one tick + 1 s after the fault's end). */
@@ -31,6 +37,8 @@ export interface History {
   /** Issue 25: the lease name of each partition (index = partition number); absent or one name: one partition, and
    *  every rule reads the history as one lease (as before partitions). */
   partitionLeases?: string[];
+  /** Issue 26: the changes of the partition count, oldest first (absent: none; the count is partitionLeases.length). */
+  partitionChanges?: PartitionChangeRow[];
   events: LeaseEventRow[];
   audit: AuditRow[];
   intents: IntentRow[];
