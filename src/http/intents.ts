@@ -18,8 +18,7 @@ export interface IntentHandlerDeps {
   intents: IntentStore;
   lease: LeaseStore;
   leaseName: string;
-  /** `partitions` absent: one partition. */
-  config: Pick<Config, 'retry' | 'provider'> & Partial<Pick<Config, 'partitions'>>;
+  config: Pick<Config, 'retry' | 'provider'>;
   logger?: Logger;
   metrics?: uc.IntentDeps['metrics'];
 }

@@ -4,8 +4,9 @@
 //   intent (`replayed`); a different body under the same key is a `conflict`, and the stored row is untouched.
 //   Concurrent submits with one key are settled by the database's unique index (the store never throws for it).
 // - The contract snapshot (provider URL, payload, retry policy) is taken once at submit and never changes; so is the
-//   partition (by partitionKey, else by id: partition.ts). The key is part of the request hash: the same
-//   Idempotency-Key with another partitionKey is a conflict, like another payload.
+//   partition (by partitionKey, else by id: partition.ts; the insert takes the hash mod the count the database
+//   records, issue 26). The key is part of the request hash: the same Idempotency-Key with another partitionKey is
+//   a conflict, like another payload.
 // - Ordinary outcomes are values; only store failures (StoreError) and bugs are thrown.
 import { activeTraceparent } from '../observability/tracing.js';
 import type { Config } from '../config.js';
@@ -15,7 +16,7 @@ import {
   submitBodySchema, validate, type FieldError, type ListQuery,
 } from './contract.js';
 import { isUuid, uuidv7 } from './ids.js';
-import { assignPartition } from './partition.js';
+import { partitionHash } from './partition.js';
 
 /** A counter-style metric event; `outcome` is the use-case result kind. */
 export interface IntentMetricEvent {
@@ -25,8 +26,7 @@ export interface IntentMetricEvent {
 
 export interface IntentDeps {
   intents: IntentStore;
-  /** `partitions` absent: one partition (every intent is partition 0). */
-  config: Pick<Config, 'retry' | 'provider'> & Partial<Pick<Config, 'partitions'>>;
+  config: Pick<Config, 'retry' | 'provider'>;
   metrics?: (e: IntentMetricEvent) => void;
 }
 
@@ -80,7 +80,7 @@ export async function submitIntent(
   const partitionKey = n.partitionKey ?? null;
   const r = await deps.intents.insert({
     intentId,
-    partition: assignPartition({ intentId, partitionKey }, deps.config.partitions?.count ?? 1),
+    partitionHash: partitionHash(partitionKey ?? intentId.toLowerCase()),
     partitionKey,
     idempotencyKey: input.idempotencyKey,
     requestHash: hash,

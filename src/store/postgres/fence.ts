@@ -58,3 +58,41 @@ export async function fencedStatement<R>(db: PgQueryable, token: LeaseToken, sql
   if (Number(r.rows[0]?.fenced ?? 0) === 0) return { kind: 'leaseLost' };
   return { kind: 'ok', value: r.rows };
 }
+
+/** The fence tokens as three parallel arrays: $1 names, $2 holders, $3 epochs (unnest(...) AS f(lease_name, holder_id, lease_epoch)). */
+export const tokenArrays = (fence: LeaseToken[]): unknown[] =>
+  [fence.map((t) => t.leaseName), fence.map((t) => t.holderId), fence.map((t) => t.leaseEpoch)];
+
+const TOKENS = 'unnest($1::varchar[], $2::varchar[], $3::bigint[]) AS f(lease_name, holder_id, lease_epoch)';
+
+// Every lease of the fence, locked in lease-name order (one order for every multi-lease locker: no deadlock among them).
+const FENCE_ALL = (lock: 'SHARE' | 'NO KEY UPDATE') => `SELECT l.lease_name FROM submission_manager_leases l
+  JOIN ${TOKENS} ON l.lease_name = f.lease_name AND l.holder_id = f.holder_id AND l.lease_epoch = f.lease_epoch
+ WHERE l.expires_at > clock_timestamp()
+ ORDER BY l.lease_name
+ FOR ${lock} OF l`;
+
+const AUDIT_ALL = `INSERT INTO submission_execution_audit (lease_name, lease_epoch, holder_id, action, rows_written, at)
+  SELECT f.lease_name, f.lease_epoch, f.holder_id, $4, $5, clock_timestamp() FROM ${TOKENS}`;
+
+/**
+ * `fencedTransaction` for a write fenced by EVERY token of `fence` (the partition changer's, issue 26): each lease row
+ * read by (name, holder, epoch, not expired) and locked to commit; fewer rows than tokens = leaseLost, nothing
+ * written. The audit row is one per lease. `lock`: 'NO KEY UPDATE' when the transaction itself updates the lease rows
+ * (a shared lock upgraded by two such transactions at once would deadlock).
+ */
+export function fencedByAll<T>(
+  db: PgDatabase,
+  fence: LeaseToken[],
+  action: string,
+  fn: (tx: PgQueryable) => Promise<{ value: T; rowsWritten: number }>,
+  lock: 'SHARE' | 'NO KEY UPDATE' = 'SHARE',
+): Promise<Fenced<T>> {
+  if (fence.length === 0) throw new RangeError(`${action}: a fence needs at least one lease token`);
+  const tokens = tokenArrays(fence);
+  return runFenced<PgQueryable, T>({
+    transaction: (body) => db.transaction(body),
+    fence: async (tx) => (await tx.query(FENCE_ALL(lock), tokens)).rows.length === fence.length,
+    audit: (tx, rows) => tx.query(AUDIT_ALL, [...tokens, action, rows]),
+  }, fn);
+}

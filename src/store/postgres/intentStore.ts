@@ -4,17 +4,21 @@ import type { AttemptRow, IntentRow, IntentStatus, IntentStore, MutationOutcome,
 import type { PgQueryable } from './db.js';
 import { INTENT_COLS, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
-// Returns only what the database decides (its clock); the rest of the new row is what we sent. A prepared
-// (named) statement: parsed and planned once per connection (PGlite ignores the name).
+// Returns only what the database decides (its clock, the partition); the rest of the new row is what we sent. A
+// prepared (named) statement: parsed and planned once per connection (PGlite ignores the name).
+// The partition (issue 26): the explicit one ($7), else the key's hash ($9) mod the count recorded now (1 if none),
+// else 0 — read by this statement without a lock on the count row (the hot path); an insert that read the count a
+// change is switching commits within the commit grace, and the changer's catch-up pass moves it.
 const INSERT = {
-  name: 'sm_intent_insert_v2',
+  name: 'sm_intent_insert_v3',
   text: `
 INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
   max_attempts, next_attempt_at, created_at, last_modified_at, partition_no, partition_key)
-SELECT $1, $2, $3, $4::jsonb, 'scheduled', 0, $5, COALESCE($6::timestamptz, n.t), n.t, n.t, $7, $8
+SELECT $1, $2, $3, $4::jsonb, 'scheduled', 0, $5, COALESCE($6::timestamptz, n.t), n.t, n.t,
+  COALESCE($7::int, $9::bigint % COALESCE((SELECT partition_count FROM submission_manager_partition_count WHERE id = 1), 1), 0), $8
   FROM (SELECT clock_timestamp() AS t) n
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING next_attempt_at, created_at`,
+RETURNING next_attempt_at, created_at, partition_no`,
 };
 
 /** Database time, but strictly after the row's previous value: PGlite's clock has millisecond resolution,
@@ -27,8 +31,8 @@ export class PgIntentStore implements IntentStore {
 
   async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
     const params = [n.intentId, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
-      n.notBefore ? n.notBefore.toISOString() : null, n.partition ?? 0, n.partitionKey ?? null];
-    const r = await this.db.query<{ next_attempt_at: Date; created_at: Date }>(INSERT.text, params, INSERT.name);
+      n.notBefore ? n.notBefore.toISOString() : null, n.partition ?? null, n.partitionKey ?? null, n.partitionHash ?? null];
+    const r = await this.db.query<{ next_attempt_at: Date; created_at: Date; partition_no: number | string }>(INSERT.text, params, INSERT.name);
     const made = r.rows[0];
     if (made) {
       this.notifyDue();
@@ -39,7 +43,7 @@ export class PgIntentStore implements IntentStore {
           intentId: n.intentId, idempotencyKey: n.idempotencyKey, requestHash: n.requestHash, contract: n.contract,
           status: 'scheduled', attemptCount: 0, maxAttempts: n.maxAttempts, nextAttemptAt: made.next_attempt_at,
           createdAt, lastModifiedAt: createdAt, lastError: null, lastEpoch: null,
-          partition: n.partition ?? 0, partitionKey: n.partitionKey ?? null,
+          partition: Number(made.partition_no), partitionKey: n.partitionKey ?? null,
         },
       };
     }
