@@ -14,7 +14,7 @@ const TABLES = ['submission_manager_leases', 'submission_manager_lease_events', 
   'submission_attempts', 'submission_execution_audit', 'submission_manager_migrations', 'submission_manager_execution_control',
   'submission_manager_redrives', 'submission_manager_redriven_intents',
   'submission_manager_handover_requests', 'submission_manager_provider_state', 'submission_manager_maintenance_state',
-  'submission_manager_partition_count', 'submission_manager_instances'];
+  'submission_manager_partition_count', 'submission_manager_instances', 'submission_manager_partition_changes'];
 
 /** The spec's data model, column by column: (table, column) → PostgreSQL type as information_schema names it. */
 const SPEC_COLUMNS: [string, string, string][] = [
