@@ -4,7 +4,7 @@
 // than their columns are refused with nothing stored.
 import { describe, expect, it } from 'vitest';
 import { dialects, itWhere, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
+import { useDialectStores } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import { isStoreError } from '../../src/store/ports.js';
 import type { InstanceBeat } from '../../src/store/instancePorts.js';
@@ -15,12 +15,9 @@ const beat = (holderId: string, over: Partial<InstanceBeat> = {}): InstanceBeat 
 describe.each(dialects)('instance store contract: $name', (dialect) => {
   let ctx: DialectContext;
   let s: Stores;
-  const opened: Stores[] = [];
-  useDialectContext(dialect, async (fresh) => {
+  const more = useDialectStores(dialect, (fresh, stores) => {
     ctx = fresh;
-    s = await ctx.openStores();
-  }, async () => {
-    for (const x of opened.splice(0)) await x.close().catch(() => {});
+    s = stores;
   });
 
   const dbNow = async () => new Date(Date.parse(`${(await ctx.dbNowText()).replace(' ', 'T')}Z`));
@@ -97,11 +94,7 @@ describe.each(dialects)('instance store contract: $name', (dialect) => {
   });
 
   itWhere(dialect.manySessions)('concurrent first beats of one holder from separate pools: one row, every beat answered', async () => {
-    const pools = await Promise.all([1, 2, 3, 4].map(async () => {
-      const x = await ctx.openStores({ poolMax: 1 });
-      opened.push(x);
-      return x;
-    }));
+    const pools = await Promise.all([1, 2, 3, 4].map(() => more(1)));
     const rows = await Promise.all(pools.map((x, i) => x.instances.heartbeat(beat('same', { partitions: [i] }))));
     expect(new Set(rows.map((r) => r.startedAt.getTime())).size).toBe(1);
     const live = (await s.instances.listLive(60_000)).instances;

@@ -5,7 +5,7 @@
 // taking the recorded count's partition, and the reassignment's reads.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
+import { useDialectStores } from '../support/dialectFixture.js';
 import { acquireToken, LEASE_NAME } from '../support/instances.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
@@ -40,12 +40,9 @@ const spoilers: Spoiler[] = [
 describe.each(dialects)('partition change contract: $name', (dialect) => {
   let ctx: DialectContext;
   let s: Stores;
-  const opened: Stores[] = [];
-  useDialectContext(dialect, async (fresh) => {
+  const more = useDialectStores(dialect, (fresh, stores) => {
     ctx = fresh;
-    s = await ctx.openStores();
-  }, async () => {
-    for (const x of opened.splice(0)) await x.close().catch(() => {});
+    s = stores;
   });
 
   const put = async (o: { key?: string; partition?: number; maxAttempts?: number } = {}) => {
@@ -105,11 +102,7 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
 
   it('concurrent requests to several counts: exactly one change is created and active, every caller names it', async () => {
     await s.partitions.recordPartitionCount(1, 'host-a');
-    const callers = await Promise.all([2, 3, 4, 2, 3, 4].map(async () => {
-      const x = await ctx.openStores({ poolMax: 2 });
-      opened.push(x);
-      return x;
-    }));
+    const callers = await Promise.all([2, 3, 4, 2, 3, 4].map(() => more()));
     const outs = await Promise.all(callers.map((x, i) => x.partitions.requestChange([2, 3, 4][i % 3]!, `ops-${i}`, uuidv7())));
     const created = outs.flatMap((o) => (o.kind === 'created' ? [o.change] : []));
     expect(created).toHaveLength(1);

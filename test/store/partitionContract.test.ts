@@ -4,7 +4,7 @@
 // each intent keeps from its insert.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
+import { useDialectStores } from '../support/dialectFixture.js';
 import { testConfig } from '../support/apps.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
@@ -18,19 +18,10 @@ const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, r
 describe.each(dialects)('partition store contract: $name', (dialect) => {
   let ctx: DialectContext;
   let s: Stores;
-  const opened: Stores[] = [];
-  useDialectContext(dialect, async (fresh) => {
+  const more = useDialectStores(dialect, (fresh, stores) => {
     ctx = fresh;
-    s = await ctx.openStores();
-  }, async () => {
-    for (const x of opened.splice(0)) await x.close().catch(() => {});
+    s = stores;
   });
-
-  const more = async () => {
-    const x = await ctx.openStores({ poolMax: 2 });
-    opened.push(x);
-    return x;
-  };
 
   it('a fresh database records the first count, by whom and when (database time); the same count reads it back', async () => {
     const before = new Date(Date.parse(`${(await ctx.dbNowText()).replace(' ', 'T')}Z`) - 1);

@@ -3,6 +3,7 @@
 // after it the suite's teardown followed by closing the context (also when the setup itself failed).
 import { afterEach, beforeEach } from 'vitest';
 import type { DialectContext, DialectHarness } from './dialects.js';
+import type { Stores } from '../../src/store/stores.js';
 import { startRecordingProvider, type RecordingProvider } from './recordingProvider.js';
 
 /**
@@ -29,6 +30,30 @@ export function useDialectContext(
       ctx = undefined;
     }
   });
+}
+
+/**
+ * useDialectContext for a store suite: `setup(ctx, stores)` gets the new context and stores opened on it before each
+ * test; the returned `more(poolMax)` opens further stores on connections of their own (another instance), closed
+ * after the test.
+ */
+export function useDialectStores(
+  dialect: DialectHarness,
+  setup: (ctx: DialectContext, stores: Stores) => void,
+): (poolMax?: number) => Promise<Stores> {
+  let ctx: DialectContext | undefined;
+  const opened: Stores[] = [];
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
+    setup(fresh, await fresh.openStores());
+  }, async () => {
+    for (const x of opened.splice(0)) await x.close().catch(() => {});
+  });
+  return async (poolMax = 2) => {
+    const x = await ctx!.openStores({ poolMax });
+    opened.push(x);
+    return x;
+  };
 }
 
 /** useDialectContext plus a recording provider started before each test and closed after it. */
