@@ -59,3 +59,32 @@ export function fencedTransaction<T>(
     audit: (tx, rows) => writeAudit(tx, token, action, rows),
   }, fn);
 }
+
+// Every token's row in one statement (the redundant `lease_name IN` finds them by primary key), each locked for share
+// to commit as FENCE does; fewer rows than tokens = some lease lost.
+const FENCE_ALL = `SELECT lease_name FROM submission_manager_leases
+ WHERE lease_name IN (?) AND (lease_name, holder_id, lease_epoch) IN (?) AND expires_at > ${NOW}
+ LOCK IN SHARE MODE`;
+
+/** True when every token's lease row is held by it and not expired (and now locked for share to commit). */
+async function fenceAll(tx: MyQueryable, tokens: LeaseToken[]): Promise<boolean> {
+  const rows = (await tx.query(FENCE_ALL, [tokens.map((t) => t.leaseName), tokens.map((t) => [t.leaseName, t.holderId, t.leaseEpoch])])).rows;
+  return rows.length === tokens.length;
+}
+
+/** Run `fn` fenced by EVERY token (the partition changer's writes): one audit row per lease, each under its own epoch. */
+export async function fencedTransactionAll<T>(
+  db: MyDatabase,
+  tokens: LeaseToken[],
+  action: string,
+  fn: (tx: MyQueryable) => Promise<{ value: T; rowsWritten: number }>,
+): Promise<Fenced<T>> {
+  if (tokens.length === 0) throw new RangeError(`${action}: a fence needs at least one lease token`);
+  return runFenced<MyQueryable, T>({
+    transaction: (body) => db.transaction(body),
+    fence: (tx) => fenceAll(tx, tokens),
+    audit: async (tx, rows) => {
+      for (const t of tokens) await writeAudit(tx, t, action, rows);
+    },
+  }, fn);
+}

@@ -6,9 +6,14 @@ import { isStoreError } from '../ports.js';
 import { dbTime, type MyDatabase, type MyQueryable } from './db.js';
 import { ATTEMPT_COLS, INTENT_COLS, NEXT_MODIFIED, NOW, idParam, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
+// partition_no: the explicit partition, else partitionHash mod the count recorded when the statement runs (1 if none
+// yet), else 0 (issue 26). INSERT … SELECT, not VALUES: under READ COMMITTED InnoDB reads the count row of an
+// INSERT … SELECT consistently (no lock), where a subquery in VALUES would take a shared lock and wait for a change's
+// request or switch holding the row.
 const INSERT = `INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
   max_attempts, next_attempt_at, created_at, last_modified_at, partition_no, partition_key)
-VALUES (?, ?, ?, ?, 'scheduled', 0, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW}), ${NOW}, ${NOW}, ?, ?)`;
+SELECT ?, ?, ?, ?, 'scheduled', 0, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW}), ${NOW}, ${NOW},
+  COALESCE(?, ? MOD COALESCE((SELECT partition_count FROM submission_manager_partition_count WHERE id = 1), 1), 0), ? FROM DUAL`;
 
 const BY_ID = `SELECT ${INTENT_COLS} FROM submission_intents WHERE intent_id = ?`;
 
@@ -26,7 +31,7 @@ export class MysqlIntentStore implements IntentStore {
     const id = idParam(n.intentId);
     try {
       await this.db.query(INSERT, [id, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
-        n.notBefore ? dbTime(n.notBefore) : null, n.partition ?? 0, n.partitionKey ?? null]);
+        n.notBefore ? dbTime(n.notBefore) : null, n.partition ?? null, n.partitionHash ?? null, n.partitionKey ?? null]);
     } catch (e) {
       // The key is taken (the INSERT waited for the other writer's commit): return the stored intent.
       if (!(isStoreError(e) && e.kind === 'conflict' && n.idempotencyKey !== null)) throw e;

@@ -22,7 +22,7 @@ const ENSURE_ROW = `INSERT INTO submission_manager_leases (${COLS})
   VALUES (?, '', 0, '1970-01-01 00:00:00', '1970-01-01 00:00:00', '1970-01-01 00:00:00')
   ON DUPLICATE KEY UPDATE lease_name = lease_name`;
 
-type Locked = LeaseDbRow & { now_text: string; held: number | string };
+export type Locked = LeaseDbRow & { now_text: string; held: number | string };
 
 async function event(tx: MyQueryable, row: { lease_name: string; lease_epoch: number; holder_id: string }, kind: LeaseEvent['event'], at: string) {
   const seq = await nextSeq(tx);
@@ -31,10 +31,17 @@ async function event(tx: MyQueryable, row: { lease_name: string; lease_epoch: nu
 }
 
 /** The lease row locked (FOR UPDATE) if it is held by `token` and not expired; null otherwise. */
-async function lockHeld(tx: MyQueryable, token: LeaseToken): Promise<Locked | null> {
+export async function lockHeld(tx: MyQueryable, token: LeaseToken): Promise<Locked | null> {
   const row = (await tx.query<Locked>(LOCK_ROW, [token.leaseName])).rows[0];
   if (!row || Number(row.held) !== 1 || row.holder_id !== token.holderId || Number(row.lease_epoch) !== token.leaseEpoch) return null;
   return row;
+}
+
+/** Expires the row `lockHeld` returned in place (never deletes it) and logs `released`, in the caller's transaction. */
+export async function expireHeld(tx: MyQueryable, token: LeaseToken, cur: Locked): Promise<void> {
+  await tx.query('UPDATE submission_manager_leases SET expires_at = ?, renewed_at = ? WHERE lease_name = ?',
+    [cur.now_text, cur.now_text, token.leaseName]);
+  await event(tx, { lease_name: token.leaseName, lease_epoch: token.leaseEpoch, holder_id: token.holderId }, 'released', cur.now_text);
 }
 
 export class MysqlLeaseStore implements LeaseStore {
@@ -86,9 +93,7 @@ export class MysqlLeaseStore implements LeaseStore {
     return this.db.transaction(async (tx) => {
       const cur = await lockHeld(tx, token);
       if (!cur) return false;
-      await tx.query('UPDATE submission_manager_leases SET expires_at = ?, renewed_at = ? WHERE lease_name = ?',
-        [cur.now_text, cur.now_text, token.leaseName]);
-      await event(tx, { lease_name: token.leaseName, lease_epoch: token.leaseEpoch, holder_id: token.holderId }, 'released', cur.now_text);
+      await expireHeld(tx, token, cur);
       return true;
     });
   }

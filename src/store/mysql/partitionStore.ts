@@ -1,10 +1,15 @@
-// MySQL / MariaDB PartitionStore: the recorded partition count. The insert leaves an existing row alone
-// (ON DUPLICATE KEY UPDATE id = id: a concurrent first start waits on the key, then changes nothing; never a
-// duplicate-key error); the row is then read back as recorded (affectedRows is never an outcome here).
-import type { PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, RequestChangeOutcome } from '../partitionPorts.js';
+// MySQL / MariaDB PartitionStore: the recorded partition count and its changes (issue 26). The count insert leaves an
+// existing row alone (ON DUPLICATE KEY UPDATE id = id: a concurrent first start waits on the key, then changes
+// nothing; never a duplicate-key error); rows are read back as recorded (affectedRows is never an outcome here).
+// Requests serialize on the count row (FOR UPDATE); the changer's fenced writes are in partitionChanges.ts.
+import type {
+  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, RequestChangeOutcome,
+} from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { MyQueryable } from './db.js';
-import { NOW } from './rows.js';
+import { dbTime, type MyDatabase } from './db.js';
+import { claimChange, completeChange, moveIntents, switchCount } from './partitionChanges.js';
+import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange as toChange, type PartitionChangeDbRow as ChangeDbRow } from '../partitionMapping.js';
+import { NOW, idParam } from './rows.js';
 
 interface CountDbRow { partition_count: number; recorded_at: Date; recorded_by: string }
 
@@ -13,26 +18,105 @@ VALUES (1, ?, ${NOW}, ?) ON DUPLICATE KEY UPDATE id = id`;
 
 const READ = 'SELECT partition_count, recorded_at, recorded_by FROM submission_manager_partition_count WHERE id = 1';
 
+// One round trip: database now, the count row (absent: count 1 by 'none') and the active change (ux_partition_changes_active).
+const LAYOUT = `SELECT n.db_now, c.partition_count, c.recorded_at, c.recorded_by, ch.*
+  FROM (SELECT ${NOW} AS db_now) AS n
+  LEFT JOIN submission_manager_partition_count AS c ON c.id = 1
+  LEFT JOIN submission_manager_partition_changes AS ch ON ch.active = 1`;
+
+// The active change (ux_partition_changes_active) and a change recorded under this id (a retry's), by index each.
+const ACTIVE_OR_ID = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE active = 1
+  UNION SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = ?`;
+const BY_ID = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = ?`;
+
+const INSERT_CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
+VALUES (?, ?, ?, 'pending', ${NOW}, ?)`;
+
+const toCount = (r: CountDbRow): PartitionCount =>
+  ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
+
 export class MysqlPartitionStore implements PartitionStore {
-  constructor(private readonly db: MyQueryable) {}
+  constructor(private readonly db: MyDatabase) {}
 
   async recordPartitionCount(count: number, recordedBy: string): Promise<PartitionCount> {
     await this.db.query(RECORD, [count, recordedBy.slice(0, 128)]);
     const row = (await this.db.query<CountDbRow>(READ)).rows[0];
     if (!row) throw new Error('submission_manager_partition_count: no row after the insert');
-    return { count: Number(row.partition_count), recordedAt: row.recorded_at, recordedBy: row.recorded_by };
+    return toCount(row);
   }
 
-  // Issue 26: placeholders until this dialect's change queries land (a helper replaces each).
-  readLayout(): Promise<PartitionLayout> { return notYet(); }
-  requestChange(_toCount: number, _requestedBy: string, _changeId: string): Promise<RequestChangeOutcome> { return notYet(); }
-  listChanges(_limit: number): Promise<PartitionChange[]> { return notYet(); }
-  getChange(_changeId: string): Promise<PartitionChange | null> { return notYet(); }
-  claimChange(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
-  switchCount(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
-  listForReassign(_q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]> { return notYet(); }
-  moveIntents(_fence: LeaseToken[], _changeId: string, _moves: PartitionMove[], _progress: ReassignProgress): Promise<Fenced<PartitionChange>> { return notYet(); }
-  completeChange(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
-}
+  async readLayout(): Promise<PartitionLayout> {
+    const r = (await this.db.query<Partial<CountDbRow> & ChangeDbRow & { db_now: Date }>(LAYOUT)).rows[0]!;
+    return {
+      count: r.partition_count === null || r.partition_count === undefined ? 1 : Number(r.partition_count),
+      recordedAt: r.recorded_at ?? r.db_now,
+      recordedBy: r.recorded_by ?? 'none',
+      active: r.change_id ? toChange(r) : null,
+      dbNow: r.db_now,
+    };
+  }
 
-function notYet(): never { throw new Error('partition changes are not implemented for this dialect yet (issue 26)'); }
+  /** One transaction: the count row (inserted as 1 when missing) locked FOR UPDATE serializes requests, then the
+   *  shared decision. Idempotent: a retry after a lost reply finds the change under its id (`existing`, also once
+   *  completed). */
+  requestChange(toCountN: number, requestedBy: string, changeId: string): Promise<RequestChangeOutcome> {
+    const id = idParam(changeId);
+    const by = requestedBy.slice(0, 128);
+    return this.db.transaction(async (tx): Promise<RequestChangeOutcome> => {
+      await tx.query(RECORD, [1, by]);
+      const count = toCount((await tx.query<CountDbRow>(`${READ} FOR UPDATE`)).rows[0]!);
+      const rows = (await tx.query<ChangeDbRow>(ACTIVE_OR_ID, [id])).rows.map(toChange);
+      const decided = decideChangeRequest(toCountN, count, rows.find((c) => c.state !== 'completed') ?? null,
+        rows.find((c) => c.changeId === id) ?? null);
+      if (decided.kind !== 'create') return decided;
+      await tx.query(INSERT_CHANGE, [id, count.count, toCountN, by]);
+      return { kind: 'created', change: toChange((await tx.query<ChangeDbRow>(BY_ID, [id])).rows[0]!) };
+    });
+  }
+
+  async listChanges(limit: number): Promise<PartitionChange[]> {
+    const r = await this.db.query<ChangeDbRow>(
+      `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes ORDER BY requested_at DESC, change_id DESC LIMIT ?`, [limit]);
+    return r.rows.map(toChange);
+  }
+
+  async getChange(changeId: string): Promise<PartitionChange | null> {
+    const row = (await this.db.query<ChangeDbRow>(BY_ID, [idParam(changeId)])).rows[0];
+    return row ? toChange(row) : null;
+  }
+
+  claimChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+    return claimChange(this.db, fence, idParam(changeId));
+  }
+
+  switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+    return switchCount(this.db, fence, idParam(changeId));
+  }
+
+  /** The scan walks the primary key. The catch-up (modifiedSince) reads each partition's range of
+   *  ix_intents_partition_modified (partition_no IN 0..MAX(partition_no): one range per partition, a few rows each)
+   *  and sorts what it finds, instead of walking the whole table. */
+  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]> {
+    const after = q.after === null ? '' : idParam(q.after);
+    let text = `SELECT intent_id, partition_key, partition_no FROM submission_intents
+      WHERE intent_id > ? ORDER BY intent_id LIMIT ?`;
+    let params: unknown[] = [after, q.limit];
+    if (q.modifiedSince !== null) {
+      const max = (await this.db.query<{ m: number | null }>('SELECT MAX(partition_no) AS m FROM submission_intents')).rows[0]?.m;
+      if (max === null || max === undefined) return [];
+      text = `SELECT intent_id, partition_key, partition_no FROM submission_intents FORCE INDEX (ix_intents_partition_modified)
+        WHERE partition_no IN (?) AND last_modified_at >= CAST(? AS DATETIME(6)) AND intent_id > ? ORDER BY intent_id LIMIT ?`;
+      params = [Array.from({ length: Number(max) + 1 }, (_, p) => p), dbTime(q.modifiedSince), after, q.limit];
+    }
+    const r = await this.db.query<{ intent_id: string; partition_key: string | null; partition_no: number }>(text, params);
+    return r.rows.map((x) => ({ intentId: x.intent_id, partitionKey: x.partition_key, partition: Number(x.partition_no) }));
+  }
+
+  moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): Promise<Fenced<PartitionChange>> {
+    return moveIntents(this.db, fence, idParam(changeId), moves, progress);
+  }
+
+  completeChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+    return completeChange(this.db, fence, idParam(changeId));
+  }
+}

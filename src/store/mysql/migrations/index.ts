@@ -6,6 +6,7 @@ import { m004Partitions } from './m004Partitions.js';
 import { m005PartitionIndexes } from './m005PartitionIndexes.js';
 import { m006Instances } from './m006Instances.js';
 import { m007ProviderHolds } from './m007ProviderHolds.js';
+import { m008PartitionChanges } from './m008PartitionChanges.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -18,4 +19,5 @@ export const migrations: readonly Migration[] = [
   { id: 5, name: 'partition_indexes', sql: m005PartitionIndexes },
   { id: 6, name: 'instances', sql: m006Instances },
   { id: 7, name: 'provider_holds', sql: m007ProviderHolds },
+  { id: 8, name: 'partition_changes', sql: m008PartitionChanges },
 ];

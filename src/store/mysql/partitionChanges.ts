@@ -1,0 +1,158 @@
+// MySQL / MariaDB: the partition changer's writes (issue 26; port: ../partitionPorts.ts), each one READ COMMITTED
+// transaction fenced by EVERY lease of `fence` (fence.ts fencedTransactionAll: the lease rows locked for share to
+// commit, one audit row per lease). Lock order, as in every fenced write: lease rows (in lease-name order), the change
+// row (FOR UPDATE: the state each step decides from), then intents in id order. A step does nothing unless the change
+// is in the state it starts from, so a retry after a lost reply (or by the next changer) finds it done.
+import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
+import type { Fenced, LeaseToken } from '../ports.js';
+import { PARTITION_CHANGE_COLS, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
+import type { MyDatabase, MyQueryable } from './db.js';
+import { fencedTransactionAll, writeAudit } from './fence.js';
+import { expireHeld, lockHeld, type Locked } from './leaseStore.js';
+import { BUDGET, NEXT_MODIFIED, NOW, idParam } from './rows.js';
+
+const ID = 'CHAR(36) CHARACTER SET ascii COLLATE ascii_bin';
+const CHANGE = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = ?`;
+
+// Every attempt still 'started' is abandoned and every in_flight intent scheduled again, due now (failed when its
+// budget is spent, as orphan recovery does: an abandoned attempt counts as sent). No executor can hold a partition
+// (the changer holds every lease), and the next leader of an intent's NEW partition could not recover it: its epoch
+// is of another lease. last_epoch is left as it was, for the same reason.
+const IN_FLIGHT = `SELECT intent_id FROM submission_intents WHERE status = 'in_flight' ORDER BY intent_id FOR UPDATE`;
+
+const ABANDON = `UPDATE submission_attempts SET outcome = 'abandoned', finished_at = ${NOW},
+  error = CONCAT('abandoned: the partition count changed (', ?, ' to ', ?, ') while the attempt was in flight; it may have been sent')
+ WHERE outcome = 'started'`;
+
+const RESCHEDULE = `
+UPDATE submission_intents AS i
+   SET i.status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
+       i.next_attempt_at = ${NOW}, i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')},
+       i.last_error = CONCAT('attempt ', i.attempt_count, ' abandoned by a change of the partition count; it may have been sent',
+                             CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END)
+ WHERE i.intent_id IN (?) AND i.status = 'in_flight'`;
+
+// The row exists: requestChange inserted it (if missing) in the transaction that recorded the change.
+const SET_COUNT = `UPDATE submission_manager_partition_count SET partition_count = ?, recorded_at = ${NOW}, recorded_by = ? WHERE id = 1`;
+
+const MOVES = `(SELECT * FROM JSON_TABLE(?, '$[*]' COLUMNS (intent_id ${ID} PATH '$.id', partition_no INT PATH '$.p')) AS jt)`;
+
+// Only rows not yet in their target partition (a retried batch finds them moved: nothing picked, nothing counted twice).
+const MOVE_PICK = `SELECT i.intent_id FROM submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
+ WHERE i.intent_id IN (?) AND i.partition_no <> m.partition_no ORDER BY i.intent_id FOR UPDATE`;
+
+// last_modified_at untouched (the port: every partition's next leader rebuilds).
+const MOVE = `UPDATE submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
+   SET i.partition_no = m.partition_no WHERE i.intent_id IN (?)`;
+
+// The cursor only moves forward (a NULL one, the catch-up pass's, leaves it); scan_done_at is set once.
+const PROGRESS = `UPDATE submission_manager_partition_changes
+   SET rows_moved = rows_moved + ?,
+       scan_cursor = CASE WHEN ? IS NULL OR (scan_cursor IS NOT NULL AND scan_cursor >= ?) THEN scan_cursor ELSE ? END,
+       scan_done_at = CASE WHEN ? THEN COALESCE(scan_done_at, ${NOW}) ELSE scan_done_at END
+ WHERE change_id = ?`;
+
+type Step = { value: PartitionChange; rowsWritten: number };
+
+/** The change row locked FOR UPDATE; an id no one requested is a caller's bug. */
+async function lockChange(tx: MyQueryable, changeId: string): Promise<PartitionChange> {
+  const row = (await tx.query<PartitionChangeDbRow>(`${CHANGE} FOR UPDATE`, [changeId])).rows[0];
+  if (!row) throw new Error(`no partition change ${changeId}`);
+  return toPartitionChange(row);
+}
+
+const readChange = async (tx: MyQueryable, changeId: string) => toPartitionChange((await tx.query<PartitionChangeDbRow>(CHANGE, [changeId])).rows[0]!);
+
+/** The steps that need every lease 0..max(from, to)−1: a shorter fence is a caller's bug. */
+function requireWholeFence(fence: LeaseToken[], c: PartitionChange): void {
+  const m = Math.max(c.fromCount, c.toCount);
+  if (fence.length < m) throw new RangeError(`partition change ${c.changeId}: fenced by ${fence.length} lease(s), needs all ${m}`);
+}
+
+/** changer and claimedAt set (a retry: the same changer, claimedAt moves on). Completed: unchanged. */
+export function claimChange(db: MyDatabase, fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+  return fencedTransactionAll(db, fence, 'partition_claim', async (tx): Promise<Step> => {
+    const c = await lockChange(tx, changeId);
+    if (c.state === 'completed') return { value: c, rowsWritten: 0 };
+    await tx.query(`UPDATE submission_manager_partition_changes SET changer = ?, claimed_at = ${NOW} WHERE change_id = ?`,
+      [fence[0]!.holderId.slice(0, 128), changeId]);
+    return { value: await readChange(tx, changeId), rowsWritten: 1 };
+  });
+}
+
+/** pending → reassigning: the in-flight recovery, the count, switchedAt. Past pending (a retry): unchanged. */
+export function switchCount(db: MyDatabase, fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+  return fencedTransactionAll(db, fence, 'partition_switch', async (tx): Promise<Step> => {
+    const c = await lockChange(tx, changeId);
+    if (c.state !== 'pending') return { value: c, rowsWritten: 0 };
+    requireWholeFence(fence, c);
+    const ids = (await tx.query<{ intent_id: string }>(IN_FLIGHT)).rows.map((r) => r.intent_id);
+    const abandoned = (await tx.query(ABANDON, [c.fromCount, c.toCount])).affectedRows; // the audit's count only
+    if (ids.length > 0) await tx.query(RESCHEDULE, [ids]);
+    await tx.query(SET_COUNT, [c.toCount, fence[0]!.holderId.slice(0, 128)]);
+    await tx.query(`UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = ${NOW} WHERE change_id = ?`, [changeId]);
+    return { value: await readChange(tx, changeId), rowsWritten: abandoned + ids.length + 2 };
+  });
+}
+
+/** One batch of moves and the progress. Not reassigning: unchanged. rowsMoved counts only the rows this run moved. */
+export function moveIntents(db: MyDatabase, fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress):
+Promise<Fenced<PartitionChange>> {
+  const ids = moves.map((m) => idParam(m.intentId));
+  const batch = JSON.stringify(moves.map((m, k) => ({ id: ids[k], p: m.partition })));
+  const cursor = progress.scanCursor === null ? null : idParam(progress.scanCursor);
+  return fencedTransactionAll(db, fence, 'partition_move', async (tx): Promise<Step> => {
+    const c = await lockChange(tx, changeId);
+    if (c.state !== 'reassigning') return { value: c, rowsWritten: 0 };
+    requireWholeFence(fence, c);
+    const bad = moves.find((m) => !Number.isInteger(m.partition) || m.partition < 0 || m.partition >= c.toCount);
+    if (bad) throw new RangeError(`partition change ${changeId}: intent ${bad.intentId} cannot move to partition ${bad.partition} of ${c.toCount}`);
+    const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(MOVE_PICK, [batch, ids])).rows.map((r) => r.intent_id);
+    if (picked.length > 0) await tx.query(MOVE, [batch, picked]);
+    await tx.query(PROGRESS, [picked.length, cursor, cursor, cursor, progress.scanDone, changeId]);
+    return { value: await readChange(tx, changeId), rowsWritten: picked.length + 1 };
+  });
+}
+
+class Lost extends Error {}
+
+const completed = async (db: MyQueryable, changeId: string): Promise<PartitionChange | null> => {
+  const row = (await db.query<PartitionChangeDbRow>(`${CHANGE} AND state = 'completed'`, [changeId])).rows[0];
+  return row ? toPartitionChange(row) : null;
+};
+
+/**
+ * reassigning → completed and every lease of the fence released, one transaction. The lease rows are locked FOR
+ * UPDATE in name order (held by the token, not expired, as the lease store's release reads them: that lock is the
+ * fence, and no shared lock is upgraded), the audit rows written while they are held, then each expired in place
+ * with its `released` event. Already completed (a retry after a lost reply; its leases are released): returned as
+ * is, without the fence — also when the fence is lost because the original of this retry completed meanwhile.
+ */
+export async function completeChange(db: MyDatabase, fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+  const done = await completed(db, changeId);
+  if (done) return { kind: 'ok', value: done };
+  if (fence.length === 0) throw new RangeError('partition_complete: a fence needs at least one lease token');
+  const ordered = [...fence].sort((a, b) => (a.leaseName < b.leaseName ? -1 : a.leaseName > b.leaseName ? 1 : 0));
+  try {
+    const value = await db.transaction(async (tx) => {
+      const held: Locked[] = [];
+      for (const t of ordered) held.push((await lockHeld(tx, t)) ?? raise(new Lost())); // rolls back: nothing written
+      const c = await lockChange(tx, changeId);
+      if (c.state !== 'reassigning') return c;
+      requireWholeFence(fence, c);
+      await tx.query(`UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = ${NOW} WHERE change_id = ?`, [changeId]);
+      for (const t of ordered) await writeAudit(tx, t, 'partition_complete', 1);
+      for (const [k, t] of ordered.entries()) await expireHeld(tx, t, held[k]!);
+      return readChange(tx, changeId);
+    });
+    return { kind: 'ok', value };
+  } catch (e) {
+    if (!(e instanceof Lost)) throw e;
+    const after = await completed(db, changeId);
+    return after ? { kind: 'ok', value: after } : { kind: 'leaseLost' };
+  }
+}
+
+const raise = (e: Error): never => {
+  throw e;
+};
