@@ -1,7 +1,7 @@
 // Composition root: builds config, logger, pool/stores, clock, lease manager, executor and handlers once
 // per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
 // Everything else receives these as parameters. Imported by functions/*.ts and local/ only.
-// May import: `limits.ts`, `config.ts`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
+// May import: `limits.ts`, `config.ts`, `intents/`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { ClusterViewCache } from './http/clusterView.js';
@@ -10,6 +10,9 @@ import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
 import { FAIR_SHARE_ROLE, InstanceHeartbeat } from './lease/instanceHeartbeat.js';
 import { PartitionShare } from './lease/partitionShare.js';
+import { PartitionLayoutWatch } from './lease/partitionLayout.js';
+import { PartitionChanger } from './lease/partitionChanger.js';
+import { assignPartition } from './intents/partition.js';
 import { Executor } from './executor/executor.js';
 import { TickBudget } from './executor/tickBudget.js';
 import { runTimerInvocation } from './executor/timerInvocation.js';
@@ -26,10 +29,10 @@ import type { ProviderGuard } from './provider/guard.js';
 import { createClusterGuard } from './provider/clusterGuard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
-import type { PartitionStore } from './store/partitionPorts.js';
+import type { PartitionLayout, PartitionStore } from './store/partitionPorts.js';
 import { openStores } from './store/open.js';
 import { installTracing } from './observability/tracing.js';
-import { partitionLeaseName } from './limits.js';
+import { partitionChangerHolderId, partitionLeaseName, REASSIGN_BATCH_ROWS } from './limits.js';
 import type { TokenCredential } from '@azure/identity';
 import { traceAttempts } from './instrument/attemptTracing.js';
 
@@ -57,6 +60,11 @@ export interface App extends HttpContext {
   partitions: PartitionRuntime[];
   /** The fair share of partitions (every-instance mode with more than one partition), else null. */
   share: PartitionShare | null;
+  /** The recorded partition count and the change in progress (issue 26), as this process last read them. */
+  layout: PartitionLayoutWatch;
+  /** Drives a change of the partition count from partition 0's timer (issue 26). */
+  changer: PartitionChanger;
+  clock: Clock;
   /** Release the lease (graceful handover) and, if this app owns them, close the stores. */
   close(): Promise<void>;
 }
@@ -108,8 +116,9 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   await installTracing(config.tracing.mode, config.tracing.otlpUrl); // once per process; no-op when off
   const stores = opts.stores ?? (await openStores(config.database, config, logger, opts.credential));
   if (opts.migrate ?? true) await stores.migrate();
+  let initialLayout;
   try {
-    await requireRecordedPartitionCount(stores.partitions, config, logger);
+    initialLayout = await recordedPartitionLayout(stores.partitions, config, logger);
   } catch (e) {
     if (ownsStores) await stores.close().catch(() => {});
     throw e;
@@ -122,23 +131,35 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   // With several partitions it uses this process's share of the cluster-wide limits (the partitions it leads) and
   // holds back for a breaker or Retry-After pause another process recorded (src/provider/clusterGuard.ts).
   const led = () => partitions.flatMap((p) => (p.lease.requireLeader() ? [p.partition] : []));
-  const { guard, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitions: config.partitions.count,
+  const { guard, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitions: config.partitions.count, partitionCount: () => layout.count(),
     leaseName: config.lease.name, holderId: config.lease.holderId, syncMs: config.schedule.refreshIntervalMs }, stores.ops, clock, logger, metrics, led);
   // every-instance mode with several partitions: each instance takes at most its fair share (set below, once the
   // partitions' lease managers exist; they ask it only to acquire).
   let share: PartitionShare | null = null;
   const partitions = Array.from({ length: config.partitions.count }, (_, k) =>
-    buildPartition(k, { config, stores, logger, clock, provider, guard, mayAcquire: () => share?.mayAcquire(k) ?? true,
+    buildPartition(k, { config, stores, logger, clock, provider, guard, mayAcquire: () => layout.mayAcquire(k) && (share?.mayAcquire(k) ?? true),
       // With several partitions, every series of a partition's lease and executor carries its `partition` label.
       metrics: config.partitions.count > 1 ? metricsRegistry.forInstance(config.lease.holderId, { partition: String(k) }) : metrics }));
   const { lease, executor, ops } = partitions[0]!;
   const timerMode = opts.timerMode ?? 'singleton';
+  // While a change of the count is active, every partition this process leads hands back (drains, then releases) and
+  // none acquires; the changer takes them all. Read every refresh interval where timers run.
+  const layout = new PartitionLayoutWatch(stores.partitions, initialLayout, config.schedule.refreshIntervalMs, clock, logger, {
+    changeStarted: () => partitions.forEach((p) => p.ops.requestHandBack()),
+    changeEnded: () => partitions.forEach((p) => p.ops.cancelHandBack()),
+  });
+  if (timerMode !== 'off') layout.start();
+  const changer = new PartitionChanger(stores.lease, stores.partitions, {
+    leaseNameOf: (k) => partitionLeaseName(config.lease.name, k), partitionOf: assignPartition,
+    holderId: partitionChangerHolderId(config.lease.holderId), durationMs: config.lease.durationMs, renewIntervalMs: config.lease.renewIntervalMs,
+    safetyMarginMs: config.lease.safetyMarginMs, commitGraceMs: config.schedule.commitGraceMs, batchSize: REASSIGN_BATCH_ROWS,
+    pollMs: Math.min(250, config.schedule.refreshIntervalMs) }, clock, logger);
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
   const heartbeat = await InstanceHeartbeat.start(stores.instances, { holderId: config.lease.holderId, version: config.instances.version,
     roles: timerMode === 'off' ? ['http'] : timerMode === 'every-instance' ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
   clock, logger, led);
   if (timerMode === 'every-instance' && partitions.length > 1) {
-    share = new PartitionShare(partitions.map((p) => p.lease), heartbeat,
+    share = new PartitionShare(partitions.map((p) => p.lease), () => layout.count(), heartbeat,
       { request: (k) => partitions[k]!.ops.requestHandBack(), cancel: (k) => partitions[k]!.ops.cancelHandBack() },
       config.lease.holderId, config.executor.periodMs, config.instances.heartbeatMs,
       async () => Promise.all(partitions.map(async (p) => {
@@ -173,7 +194,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   let closed = false;
   return {
     config, logger, stores, lease, executor, tickBudget, handlers, metrics, metricsRegistry, ops, cluster, scheduleSize, partitions,
-    partitionLeases: () => partitions.map((p) => p.lease), share,
+    partitionLeases: () => partitions.map((p) => p.lease), share, layout, changer, clock,
     async close() {
       if (closed) return;
       closed = true;
@@ -185,6 +206,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       const drainBy = clock.nowMs() + config.executor.invocationLimitMs;
       await heartbeat.stop(Math.max(0, drainBy - clock.nowMs()) / 10); // bounded: a tenth of the drain's time at most
       await stopClusterGuard(); // the holds other processes record are read no more
+      layout.stop();
+      await changer.close(); // its leases go at once: the next changer need not wait for them to expire
       await Promise.all(partitions.map(async (p) => {
         await p.executor.drain(drainBy);
         await p.lease.release();
@@ -224,20 +247,26 @@ function buildPartition(k: number, d: PartitionDeps): PartitionRuntime {
   return { partition: k, leaseName, lease, executor, ops, logger, metrics };
 }
 
-/** The partition count is the database's (issue 25): the first process on a fresh database records its
- *  EXECUTOR_PARTITIONS (of concurrent first starts exactly one does), and a process started with another count
- *  refuses to start (ConfigError), naming both, before it accepts an intent it would assign by the wrong count. */
-async function requireRecordedPartitionCount(store: PartitionStore, config: Config, logger: Logger): Promise<void> {
+/** The partition count is the database's (issues 25, 26): the first process on a fresh database records its
+ *  EXECUTOR_PARTITIONS (of concurrent first starts exactly one does). A process registers EXECUTOR_PARTITIONS timers
+ *  whatever is recorded: timers beyond the recorded count wait for it (how a deployment grows without a gap), and a
+ *  recorded count above it is served by the processes that have the timers (said once, here). */
+async function recordedPartitionLayout(store: PartitionStore, config: Config, logger: Logger): Promise<PartitionLayout> {
   const want = config.partitions.count;
   const recorded = await store.recordPartitionCount(want, config.lease.holderId);
-  if (recorded.count !== want) {
-    throw new ConfigError(`EXECUTOR_PARTITIONS is ${want} but the database records ${recorded.count} partition(s) ` +
-      `(recorded by ${recorded.recordedBy} at ${recorded.recordedAt.toISOString()}): start with EXECUTOR_PARTITIONS=${recorded.count}; ` +
-      'the recorded count cannot be changed yet (issue 26: POST /api/ops/partitions)');
-  }
-  if (recorded.recordedBy === config.lease.holderId) {
+  if (recorded.recordedBy === config.lease.holderId && recorded.count === want) {
     logger.info({ event: 'partition_count_recorded', partitions: want }, `recorded EXECUTOR_PARTITIONS=${want} in the database`);
   }
+  const layout = await store.readLayout();
+  if (layout.count > want) {
+    logger.warn({ event: 'partition_timers_missing', partitions: layout.count, executor_partitions: want },
+      `the database records ${layout.count} partitions but EXECUTOR_PARTITIONS is ${want}: partitions ${want}..${layout.count - 1} ` +
+      `run only on instances started with EXECUTOR_PARTITIONS >= ${layout.count}`);
+  } else if (layout.count < want) {
+    logger.info({ event: 'partition_timers_waiting', partitions: layout.count, executor_partitions: want },
+      `the database records ${layout.count} partitions: the timers of partitions ${layout.count}..${want - 1} wait until the count reaches them (POST /api/ops/partitions)`);
+  }
+  return layout;
 }
 
 /** Azure (Application Insights configured): the process-wide registry behind useAzureMonitor(); else one of our own. */
@@ -248,23 +277,36 @@ async function metricsRegistryFor(config: Config): Promise<MetricsRegistry> {
   return azureMonitorRegistry(cs, config.telemetry.aad);
 }
 
-const idleTimersLogged = new Set<number>();
-
-/** One invocation of partition k's executor timer: its executor ticks with the app's tick budget. A timer function
- *  whose partition this app does not have (the count changed under it) goes idle, with one line saying so. */
+/** One invocation of partition k's executor timer: its executor ticks with the app's tick budget. A timer whose
+ *  partition is beyond the recorded count goes idle (said once per change of its state); partition 0's timer also
+ *  drives a change of the count while one is active (issue 26), after its own executor has handed back. */
 export async function runPartitionTimer(app: App, partition: number, isPastDue: boolean): Promise<void> {
   const p = app.partitions[partition];
-  if (!p) {
-    if (!idleTimersLogged.has(partition)) { // once per partition, not every tick
-      idleTimersLogged.add(partition);
-      app.logger.warn({ event: 'partition_timer_idle', partition, partitions: app.partitions.length },
-        `timer of partition ${partition} is idle: EXECUTOR_PARTITIONS is ${app.partitions.length}`);
+  const idle = !p || (partition >= app.layout.count() && app.layout.active() === null);
+  if (idle !== (idleTimers.get(app)?.has(partition) ?? false)) {
+    const set = idleTimers.get(app) ?? new Set<number>();
+    idleTimers.set(app, set);
+    if (idle) set.add(partition);
+    else set.delete(partition);
+    if (idle) {
+      app.logger.warn({ event: 'partition_timer_idle', partition, partitions: app.layout.count(), executor_partitions: app.partitions.length },
+        `timer of partition ${partition} is idle: the database records ${app.layout.count()} partition(s)` +
+        (p ? '' : ` and EXECUTOR_PARTITIONS is ${app.partitions.length}`));
     }
-    return;
   }
+  if (idle || !p) return;
   await app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
   await runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
+  if (partition !== 0 || app.layout.active() === null) return;
+  const layout = await app.layout.refresh();
+  if (!layout.active) return;
+  const deadlineMs = app.clock.nowMs() + app.tickBudget.forTickStartingNow();
+  await app.changer.step(layout, deadlineMs);
+  if (app.changer.heldCount() === 0) await app.layout.refresh(); // completed (or gave up): act on the new count at once
 }
+
+/** The idle partition timers of each app (said once each time a timer goes idle). */
+const idleTimers = new WeakMap<App, Set<number>>();
 
 const current = new AsyncLocalStorage<App>();
 let processApp: Promise<App> | null = null;

@@ -80,6 +80,19 @@ export function partitionLeaseName(base: string, partition: number): string {
 }
 
 /** Lease names of partitions 0..count−1, in partition order. */
+/** Suffix of a partition changer's holder id (issue 26): its own id, so the instance's lease managers never take its
+ *  rows for their own (a lost acquire reply is adopted by holder id). */
+export const PARTITION_CHANGER_SUFFIX = '~partition-change';
+
+/** The holder id of this instance's partition changer: the instance's, cut to leave room for the suffix within the
+ *  128 characters of holder_id (instances whose ids share their first 111 characters would share it: keep them short). */
+export function partitionChangerHolderId(holderId: string): string {
+  return `${holderId.slice(0, 128 - PARTITION_CHANGER_SUFFIX.length)}${PARTITION_CHANGER_SUFFIX}`;
+}
+
+/** Rows per reassignment batch of a partition change: one read and one fenced write each. */
+export const REASSIGN_BATCH_ROWS = 1_000;
+
 export function partitionLeaseNames(base: string, count: number): string[] {
   return Array.from({ length: count }, (_, p) => partitionLeaseName(base, p));
 }

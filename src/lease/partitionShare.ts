@@ -25,11 +25,14 @@ export class PartitionShare {
    *  on, so a dead leader's partitions are taken at the next tick after their leases expire, not half a period later. */
   private nextForeignExpiryMs = Number.POSITIVE_INFINITY;
   private decidedAtMs = Number.NEGATIVE_INFINITY;
+  private decidedCount = 0;
   /** Partitions whose hand-back was requested and which this instance still leads. */
   private readonly handingBack = new Set<number>();
 
   constructor(
     private readonly leases: readonly Pick<LeaseManager, 'requireLeader' | 'onChange'>[],
+    /** The recorded partition count now (issue 26): only partitions below it are shared (≤ leases.length). */
+    private readonly count: () => number,
     private readonly heartbeat: Pick<InstanceHeartbeat, 'liveSharers' | 'beat' | 'listAgeMs'>,
     /** Hand partition k back through the handover path (its executor drains, then releases); `cancel` when the lease
      *  went meanwhile. Local to this instance: a hand-back never outlives the lease it was meant for. */
@@ -56,7 +59,7 @@ export class PartitionShare {
 
   /** The partitions this instance leads now. */
   held(): number[] {
-    return this.leases.flatMap((l, k) => (l.requireLeader() ? [k] : []));
+    return this.leases.flatMap((l, k) => (k < this.partitionCount() && l.requireLeader() ? [k] : []));
   }
 
   /** A partition's timer fired: decide again if the last decision is older than half a period (a hand-back due is
@@ -85,7 +88,7 @@ export class PartitionShare {
     const sharers = this.heartbeat.liveSharers();
     const holders = this.holders;
     if (!sharers || !holders) return sharers;
-    return sharers.map((i) => ({ holderId: i.holderId, partitions: holders.flatMap((h, k) => (h === i.holderId ? [k] : [])) }));
+    return sharers.map((i) => ({ holderId: i.holderId, partitions: holders.flatMap((h, k) => (h === i.holderId && k < this.partitionCount() ? [k] : [])) }));
   }
 
   /** May partition k try to acquire now? (Only asked while not leading k.) */
@@ -98,23 +101,29 @@ export class PartitionShare {
     return d.acquire.slice(0, d.acquireMax).includes(k);
   }
 
+  private partitionCount(): number {
+    return Math.min(this.count(), this.leases.length);
+  }
+
   private decisionFresh(): boolean {
     const now = this.clock.nowMs();
-    return this.decision !== null && now - this.decidedAtMs < this.periodMs / 2 && now < this.nextForeignExpiryMs;
+    return this.decision !== null && now - this.decidedAtMs < this.periodMs / 2 && now < this.nextForeignExpiryMs &&
+      this.decidedCount === this.partitionCount();
   }
 
   private current(): FairShareDecision {
     const now = this.clock.nowMs();
     if (this.decision && this.decisionFresh()) return this.decision;
-    const d = this.policy.decide({ partitionCount: this.leases.length, self: this.holderId, held: this.held(),
+    const d = this.policy.decide({ partitionCount: this.partitionCount(), self: this.holderId, held: this.held(),
       draining: [...this.handingBack], live: this.live() });
     this.decision = d;
     this.decidedAtMs = now;
+    this.decidedCount = this.partitionCount();
     if (d.handBack !== null && !this.handingBack.has(d.handBack)) {
       const k = d.handBack;
       this.handingBack.add(k);
       this.log.info({ event: 'partition_hand_back', partition: k, share: d.share, live_instances: d.liveInstances, reason: d.reason },
-        `handing partition ${k} back (fair share ${d.share} of ${this.leases.length} over ${d.liveInstances} live instances)`);
+        `handing partition ${k} back (fair share ${d.share} of ${this.partitionCount()} over ${d.liveInstances} live instances)`);
       this.handBack.request(k);
     }
     return d;

@@ -21,6 +21,8 @@ import { shareOf } from './guardShare.js';
 export interface ClusterGuardSettings {
   guard: GuardSettings;
   partitions: number;
+  /** The recorded partition count now (issue 26: it changes at run time); default `partitions`. */
+  partitionCount?: () => number;
   /** LEASE_NAME: the provider_state row of the cluster. */
   leaseName: string;
   holderId: string;
@@ -54,7 +56,7 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
     // until it closes; best effort, never blocks the executor.
     store.recordProviderBreaker(s.leaseName, state, s.holderId, state === 'open' ? s.guard.breakerCooldownMs : 0).catch(warnRecordFailed('breaker state'));
   }, shared ? {
-    share: () => shareOf(s.guard, s.partitions, led()),
+    share: () => shareOf(s.guard, s.partitionCount?.() ?? s.partitions, led()),
     onPause: (pauseMs) => void store.recordProviderPause(s.leaseName, pauseMs, s.holderId).catch(warnRecordFailed('Retry-After pause')),
   } : {});
   if (!shared) return { guard, stop: async () => {} };

@@ -1,6 +1,6 @@
 // Partitions in the database (issue 25), run unchanged against every dialect: the recorded partition count (the
 // first start records it, a conditional insert: concurrent first starts agree on one winner; another count never
-// overwrites it), an app started with another EXECUTOR_PARTITIONS refusing to start, and the partition and key
+// overwrites it), an app started with another EXECUTOR_PARTITIONS starting on the recorded count (issue 26), and the partition and key
 // each intent keeps from its insert.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
@@ -9,7 +9,6 @@ import { testConfig } from '../support/apps.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
 import { createApp } from '../../src/app.js';
-import { ConfigError } from '../../src/config.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { silentLogger } from '../../src/observability/logger.js';
 
@@ -46,33 +45,34 @@ describe.each(dialects)('partition store contract: $name', (dialect) => {
     expect(winner.recordedBy).toBe(`host-${winner.count}`);
   });
 
-  it('an app started with another EXECUTOR_PARTITIONS than recorded refuses to start, naming both; the same count starts', async () => {
+  it('an app started with another EXECUTOR_PARTITIONS than recorded starts; the recorded count governs (issue 26)', async () => {
     const config = (partitions: number) => testConfig('http://127.0.0.1:1/', { EXECUTOR_PARTITIONS: String(partitions) });
     const app = await createApp({ config: config(4), stores: await more(), logger: silentLogger, migrate: false });
+    const apps = [app];
     try {
       expect((await s.partitions.recordPartitionCount(1, 'probe')).count).toBe(4); // the first app recorded its count
-      const refused = createApp({ config: config(1), stores: await more(), logger: silentLogger, migrate: false });
-      await expect(refused).rejects.toBeInstanceOf(ConfigError);
-      await expect(refused).rejects.toThrow(/EXECUTOR_PARTITIONS is 1 but the database records 4 partition\(s\)/);
-      const again = await createApp({ config: config(4), stores: await more(), logger: silentLogger, migrate: false });
-      await again.close();
+      const fewer = await createApp({ config: config(1), stores: await more(), logger: silentLogger, migrate: false, timerMode: 'off' });
+      const more6 = await createApp({ config: config(6), stores: await more(), logger: silentLogger, migrate: false, timerMode: 'off' });
+      apps.push(fewer, more6);
+      expect([fewer.layout.count(), more6.layout.count()]).toEqual([4, 4]);
+      expect(more6.layout.mayAcquire(3)).toBe(true);
+      expect(more6.layout.mayAcquire(4)).toBe(false); // timers 4 and 5 wait until the count reaches them
+      expect((await s.partitions.recordPartitionCount(6, 'probe')).count).toBe(4); // nothing overwrote the count
     } finally {
-      await app.close();
+      for (const a of apps) await a.close();
     }
   });
 
-  it('concurrent first apps with different EXECUTOR_PARTITIONS: exactly one starts', async () => {
-    const outcomes = await Promise.allSettled([2, 3].map(async (n) => createApp({
-      config: testConfig('http://127.0.0.1:1/', { EXECUTOR_PARTITIONS: String(n) }), stores: await more(), logger: silentLogger, migrate: false })));
-    const started = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
-    const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as Error] : []));
+  it('concurrent first apps with different EXECUTOR_PARTITIONS: both start and act on the one count recorded', async () => {
+    const apps = await Promise.all([2, 3].map(async (n) => createApp({
+      config: testConfig('http://127.0.0.1:1/', { EXECUTOR_PARTITIONS: String(n) }), stores: await more(), logger: silentLogger, migrate: false,
+      timerMode: 'off' })));
     try {
-      expect(started).toHaveLength(1);
-      expect(refused).toHaveLength(1);
-      expect(refused[0]).toBeInstanceOf(ConfigError);
-      expect(refused[0]!.message).toContain(`but the database records ${started[0]!.config.partitions.count} partition(s)`);
+      const recorded = (await s.partitions.recordPartitionCount(9, 'probe')).count;
+      expect([2, 3]).toContain(recorded);
+      expect(apps.map((a) => a.layout.count())).toEqual([recorded, recorded]);
     } finally {
-      for (const a of started) await a.close();
+      for (const a of apps) await a.close();
     }
   });
 

@@ -31,7 +31,7 @@ function rig(p: number, held: number[], live: LiveInstance[]) {
   const requested: number[] = [];
   const cancelled: number[] = [];
   const holders: { value: ({ holderId: string; expiresInMs: number } | null)[] | null } = { value: null };
-  const share = new PartitionShare(leases, heartbeat, { request: (k) => requested.push(k), cancel: (k) => cancelled.push(k) },
+  const share = new PartitionShare(leases, () => leases.length, heartbeat, { request: (k) => requested.push(k), cancel: (k) => cancelled.push(k) },
     'me', PERIOD, 300, async () => {
       if (!holders.value) throw new Error('no lease read');
       return holders.value;

@@ -1,0 +1,270 @@
+// The partition-count changer (issue 26): drives the active change to completion, a bounded step per invocation of
+// partition 0's timer, on whichever process runs it (every process can; the one holding lease 0 proceeds).
+// Guarantees:
+// - Never a stolen lease: it takes each partition lease 0..M−1 (M = max(from, to)) only when free (tryAcquire), in
+//   order, so two changers never deadlock; the leaders drain and release on seeing the change (partitionLayout.ts),
+//   and no one else acquires while a change is active.
+// - Every write (claim, switch, move, complete) is fenced by all M leases at once: a changer that lost any lease
+//   writes nothing, forgets its leases and starts over at its next step.
+// - Resumable and idempotent: the change's state and scan cursor are in SQL; a crash, a lost reply or a database
+//   restart leaves a state the next step (this changer's or another's) continues from. Roll forward only.
+// - Its holder id is its own (partitionChangerHolderId), so the instance's lease managers never adopt its rows;
+//   a row found held by that id (our own lost acquire reply) is adopted.
+import type { Clock } from './clock.js';
+import type { Logger } from '../observability/logger.js';
+import { sqlErrorField } from '../observability/logger.js';
+import type { LeaseStore, LeaseToken, Fenced } from '../store/ports.js';
+import type { PartitionChange, PartitionLayout, PartitionStore } from '../store/partitionPorts.js';
+
+export interface ChangerSettings {
+  /** Partition k's lease name (partitionLeaseName(LEASE_NAME, k)). */
+  leaseNameOf: (partition: number) => string;
+  /** The partition rule (src/intents/partition.ts assignPartition), injected: the same as the insert's. */
+  partitionOf: (intent: { intentId: string; partitionKey: string | null }, count: number) => number;
+  /** How often a step waiting for a lease looks again (within its deadline). */
+  pollMs: number;
+  /** The changer's own holder id (partitionChangerHolderId of the instance's). */
+  holderId: string;
+  durationMs: number;
+  renewIntervalMs: number;
+  /** A held lease counts as ours until this long before it would expire (LEASE_SAFETY_MARGIN_MS). */
+  safetyMarginMs: number;
+  /** COMMIT_GRACE_MS: an insert that read the old count commits within this of its last_modified_at. */
+  commitGraceMs: number;
+  /** Rows per reassignment batch (one read, one fenced write). */
+  batchSize: number;
+}
+
+/** How far a step got. */
+export type ChangerProgress =
+  | { kind: 'none' }
+  | { kind: 'waiting'; partition: number; held: number; of: number }
+  | { kind: 'reassigning'; rowsMoved: number; phase: 'scan' | 'catch-up' }
+  | { kind: 'completed'; change: PartitionChange }
+  | { kind: 'leaseLost' }
+  | { kind: 'failed'; error: unknown };
+
+interface Held { token: LeaseToken; validUntilMs: number; renewedAtMs: number }
+
+export class PartitionChanger {
+  /** The leases this changer holds, by partition, for `changeId`. */
+  private readonly held = new Map<number, Held>();
+  private changeId: string | null = null;
+  private claimed = false;
+
+  constructor(
+    private readonly leases: LeaseStore,
+    private readonly store: PartitionStore,
+    private readonly s: ChangerSettings,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /** The number of leases held now (the dashboard reads the rows; this is for logs and tests). */
+  heldCount(): number {
+    return this.held.size;
+  }
+
+  /** Drive the layout's active change until done or `deadlineMs` (clock.nowMs()). Never rejects. */
+  async step(layout: PartitionLayout, deadlineMs: number): Promise<ChangerProgress> {
+    const change = layout.active;
+    if (!change) {
+      await this.releaseAll('no change active');
+      return { kind: 'none' };
+    }
+    if (this.changeId !== change.changeId) {
+      await this.releaseAll('another change');
+      this.changeId = change.changeId;
+      this.claimed = change.changer === this.s.holderId;
+    }
+    try {
+      return await this.drive(change, deadlineMs);
+    } catch (e) {
+      this.log.warn({ event: 'partition_change_step_failed', change_id: change.changeId, sql_error: sqlErrorField(e) },
+        'partition change step failed; the next step resumes');
+      return { kind: 'failed', error: e };
+    }
+  }
+
+  /** Release every lease held (graceful stop): the next changer need not wait for them to expire. Never rejects. */
+  async close(): Promise<void> {
+    await this.releaseAll('closing');
+  }
+
+  private async drive(initial: PartitionChange, deadlineMs: number): Promise<ChangerProgress> {
+    let change = initial;
+    const m = Math.max(change.fromCount, change.toCount);
+    for (let k = 0; k < m; k++) {
+      if (this.clock.nowMs() >= deadlineMs) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
+      // A lease still held by a draining leader: look again every pollMs until the deadline (renewing ours).
+      while (!(await this.hold(k))) {
+        const waitMs = Math.min(this.s.pollMs, deadlineMs - this.clock.nowMs());
+        if (waitMs <= 0 || !(await this.renewDue(k))) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
+        await new Promise((r) => setTimeout(r, waitMs));
+      }
+      if (k === 0 && !this.claimed) {
+        const out = await this.store.claimChange(this.fence(1), change.changeId);
+        if (out.kind === 'leaseLost') return this.lost(change);
+        this.claimed = true;
+        change = out.value;
+        this.log.info({ event: 'partition_change_claimed', change_id: change.changeId, from: change.fromCount, to: change.toCount },
+          `partition change ${change.fromCount} → ${change.toCount}: taking the ${m} partition leases as they are released`);
+      }
+    }
+    if (change.state === 'pending') {
+      const out = await this.store.switchCount(this.fence(m), change.changeId);
+      if (out.kind === 'leaseLost') return this.lost(change);
+      change = out.value;
+      this.log.warn({ event: 'partition_change_switched', change_id: change.changeId, from: change.fromCount, to: change.toCount },
+        `partition count switched to ${change.toCount}: every lease held, in-flight work recovered; moving intents`);
+    }
+    while (change.state === 'reassigning') {
+      if (this.clock.nowMs() >= deadlineMs) return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: change.scanDoneAt ? 'catch-up' : 'scan' };
+      if (!(await this.renewDue(m))) return this.lost(change);
+      const next = change.scanDoneAt === null ? await this.scanBatch(change, m) : await this.catchUp(change, m, deadlineMs);
+      if (next === 'lost') return this.lost(change);
+      if (next === 'wait') return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: 'catch-up' };
+      change = next;
+    }
+    this.held.clear(); // released by completeChange, in its transaction
+    this.log.warn({ event: 'partition_change_completed', change_id: change.changeId, from: change.fromCount, to: change.toCount,
+      rows_moved: change.rowsMoved, requested_at: change.requestedAt.toISOString(), completed_at: change.completedAt?.toISOString() ?? null },
+    `partition change completed: ${change.toCount} partition(s), ${change.rowsMoved} intent(s) moved; every lease released`);
+    return { kind: 'completed', change };
+  }
+
+  /** One batch of the scan by intent_id: move the rows whose partition differs, record the cursor. */
+  private async scanBatch(change: PartitionChange, m: number): Promise<PartitionChange | 'lost'> {
+    const rows = await this.store.listForReassign({ after: change.scanCursor, limit: this.s.batchSize, modifiedSince: null });
+    const moves = this.movesFor(rows, change.toCount);
+    const done = rows.length < this.s.batchSize;
+    const out = await this.store.moveIntents(this.fence(m), change.changeId, moves,
+      { scanCursor: rows.at(-1)?.intentId ?? change.scanCursor, scanDone: done });
+    return this.afterWrite(out, m);
+  }
+
+  /** The catch-up: rows an insert that read the old count committed after the switch. They committed within
+   *  COMMIT_GRACE_MS of their last_modified_at, so once database time passes switchedAt + grace, every such row is
+   *  visible among those modified since switchedAt − grace. Waits (within the deadline) for that moment. */
+  private async catchUp(change: PartitionChange, m: number, deadlineMs: number): Promise<PartitionChange | 'lost' | 'wait'> {
+    const switchedAt = change.switchedAt!.getTime();
+    const layout = await this.store.readLayout();
+    const waitMs = switchedAt + this.s.commitGraceMs - layout.dbNow.getTime() + 1;
+    if (waitMs > 0) {
+      if (this.clock.nowMs() + waitMs >= deadlineMs) return 'wait';
+      await new Promise((r) => setTimeout(r, waitMs));
+      if (!(await this.renewDue(m))) return 'lost';
+    }
+    const since = new Date(switchedAt - this.s.commitGraceMs);
+    let after: string | null = null;
+    let moved = 0;
+    for (;;) {
+      const rows = await this.store.listForReassign({ after, limit: this.s.batchSize, modifiedSince: since });
+      const moves = this.movesFor(rows, change.toCount);
+      moved += moves.length;
+      after = rows.at(-1)?.intentId ?? after;
+      if (rows.length < this.s.batchSize) {
+        if (moves.length > 0) {
+          const out = await this.store.moveIntents(this.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
+          if (out.kind === 'leaseLost') return 'lost';
+        }
+        if (moved > 0) this.log.warn({ event: 'partition_change_late_rows', change_id: change.changeId, moved }, `${moved} intent(s) inserted with the old count moved`);
+        const out = await this.store.completeChange(this.fence(m), change.changeId);
+        return this.afterWrite(out, m);
+      }
+      if (moves.length > 0) {
+        const out = await this.store.moveIntents(this.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
+        if (out.kind === 'leaseLost') return 'lost';
+      }
+      if (!(await this.renewDue(m))) return 'lost';
+    }
+  }
+
+  private movesFor(rows: { intentId: string; partitionKey: string | null; partition: number }[], count: number) {
+    return rows.flatMap((r) => {
+      const p = this.s.partitionOf({ intentId: r.intentId, partitionKey: r.partitionKey }, count);
+      return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }];
+    });
+  }
+
+  private afterWrite(out: Fenced<PartitionChange>, _m: number): PartitionChange | 'lost' {
+    return out.kind === 'leaseLost' ? 'lost' : out.value;
+  }
+
+  /** The fence of the first `n` partition leases, in partition order. */
+  private fence(n: number): LeaseToken[] {
+    return Array.from({ length: n }, (_, k) => this.held.get(k)!.token);
+  }
+
+  /** Hold partition k's lease: renew it when due, else take it if free (or adopt it: our own lost reply). */
+  private async hold(k: number): Promise<boolean> {
+    const h = this.held.get(k);
+    if (h && (await this.renewIfDue(k, h))) return true;
+    const name = this.s.leaseNameOf(k);
+    const sentAt = this.clock.nowMs();
+    const out = await this.leases.tryAcquire(name, this.s.holderId, this.s.durationMs);
+    if (out.acquired) {
+      this.keep(k, { leaseName: name, holderId: this.s.holderId, leaseEpoch: out.lease.leaseEpoch }, sentAt);
+      return true;
+    }
+    const cur = out.current;
+    if (cur && cur.holderId === this.s.holderId && cur.expiresAt.getTime() > out.dbNow.getTime()) {
+      // Ours: an acquire whose reply was lost. Renew it at once to learn it is still ours.
+      const token = { leaseName: name, holderId: this.s.holderId, leaseEpoch: cur.leaseEpoch };
+      const renewedSentAt = this.clock.nowMs();
+      if (await this.leases.renew(token, this.s.durationMs)) {
+        this.keep(k, token, renewedSentAt);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private keep(k: number, token: LeaseToken, sentAtMs: number): void {
+    this.held.set(k, { token, renewedAtMs: sentAtMs, validUntilMs: sentAtMs + this.s.durationMs - this.s.safetyMarginMs });
+  }
+
+  /** Renew a held lease if its renew interval passed. false: not ours any more (forgotten). A renew that failed
+   *  (no reply) keeps the lease while its local validity lasts. */
+  private async renewIfDue(k: number, h: Held): Promise<boolean> {
+    const now = this.clock.nowMs();
+    if (now - h.renewedAtMs < this.s.renewIntervalMs && now < h.validUntilMs) return true;
+    try {
+      if (await this.leases.renew(h.token, this.s.durationMs)) {
+        this.keep(k, h.token, now);
+        return true;
+      }
+    } catch (e) {
+      if (this.clock.nowMs() < h.validUntilMs) return true;
+      this.log.warn({ event: 'partition_change_renew_failed', partition: k, sql_error: sqlErrorField(e) }, 'changer lease renew failed');
+    }
+    this.held.delete(k);
+    return false;
+  }
+
+  /** Renew each of the first m leases that is due; false if any is not ours any more. */
+  private async renewDue(m: number): Promise<boolean> {
+    for (let k = 0; k < m; k++) {
+      const h = this.held.get(k);
+      if (!h || !(await this.renewIfDue(k, h))) return false;
+    }
+    return true;
+  }
+
+  private async lost(change: PartitionChange): Promise<ChangerProgress> {
+    this.log.warn({ event: 'partition_change_lease_lost', change_id: change.changeId },
+      'partition change: a lease of the fence is not ours any more; starting over at the next step');
+    await this.releaseAll('lease lost');
+    return { kind: 'leaseLost' };
+  }
+
+  private async releaseAll(reason: string): Promise<void> {
+    if (this.held.size === 0) return;
+    const tokens = [...this.held.values()].map((h) => h.token);
+    this.held.clear();
+    this.claimed = false;
+    await Promise.all(tokens.map((t) => this.leases.release(t).catch((e: unknown) => {
+      this.log.warn({ event: 'partition_change_release_failed', lease_name: t.leaseName, reason, sql_error: sqlErrorField(e) }, 'changer lease not released: it expires');
+    })));
+  }
+}

@@ -1,0 +1,103 @@
+// The partition layout this process acts on (issue 26): the count recorded in SQL and the change in progress, read
+// every pollMs (SCHEDULE_REFRESH_INTERVAL_MS) by a process whose timers run. Its one owner (this class) answers:
+// - mayAcquire(k): false while a change is active (only the changer takes leases then) and for k ≥ the count;
+// - when a change appears, `changeStarted` runs (the app asks every partition it leads to hand back: drain through
+//   the handover path, then release); when it is gone, `changeEnded` (hand-backs cancelled, the new count in force).
+// Liveness only: safety never rests on this read (the changer holds every lease while rows move, and every write is
+// fenced), so a stale or failed read costs time, never a duplicate.
+import type { Clock } from './clock.js';
+import type { Logger } from '../observability/logger.js';
+import { sqlErrorField } from '../observability/logger.js';
+import type { PartitionChange, PartitionLayout, PartitionStore } from '../store/partitionPorts.js';
+
+export interface LayoutHooks {
+  changeStarted(change: PartitionChange): void;
+  changeEnded(count: number): void;
+}
+
+export class PartitionLayoutWatch {
+  private timer: NodeJS.Timeout | null = null;
+  private reading: Promise<PartitionLayout> | null = null;
+  private readAtMs: number;
+
+  constructor(
+    private readonly store: Pick<PartitionStore, 'readLayout'>,
+    private layout: PartitionLayout,
+    private readonly pollMs: number,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly hooks: LayoutHooks,
+  ) {
+    this.readAtMs = clock.nowMs();
+  }
+
+  /** Start reading every pollMs (timers of this process may lead). The first layout's change, if any, applies now. */
+  start(): void {
+    if (this.layout.active) this.hooks.changeStarted(this.layout.active);
+    this.timer ??= setInterval(() => void this.refresh(), this.pollMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** The recorded count as last read. */
+  count(): number {
+    return this.layout.count;
+  }
+
+  /** The change in progress as last read (null: none). */
+  active(): PartitionChange | null {
+    return this.layout.active;
+  }
+
+  /** The layout as last read. */
+  current(): PartitionLayout {
+    return this.layout;
+  }
+
+  /** May partition k's lease manager acquire now? Not while a change is active, nor beyond the count. */
+  mayAcquire(k: number): boolean {
+    return this.layout.active === null && k < this.layout.count;
+  }
+
+  /** Read the layout now (concurrent callers share one read) and apply what changed. On a failed read the last
+   *  layout stays (logged at debug: the next poll tries again). */
+  refresh(): Promise<PartitionLayout> {
+    this.reading ??= this.store.readLayout().then((next) => {
+      this.apply(next);
+      return next;
+    }, (e: unknown) => {
+      this.log.debug({ event: 'partition_layout_read_failed', sql_error: sqlErrorField(e) }, 'partition layout not read; keeping the last');
+      return this.layout;
+    }).finally(() => {
+      this.reading = null;
+    });
+    return this.reading;
+  }
+
+  /** A layout no older than maxAgeMs (read again if it is). */
+  async fresh(maxAgeMs: number): Promise<PartitionLayout> {
+    return this.clock.nowMs() - this.readAtMs <= maxAgeMs ? this.layout : this.refresh();
+  }
+
+  private apply(next: PartitionLayout): void {
+    const before = this.layout;
+    this.layout = next;
+    this.readAtMs = this.clock.nowMs();
+    const was = before.active?.changeId ?? null;
+    const now = next.active?.changeId ?? null;
+    if (was === now) return;
+    if (now !== null) {
+      this.log.warn({ event: 'partition_change_observed', change_id: now, from: next.active!.fromCount, to: next.active!.toCount },
+        `partition change ${next.active!.fromCount} → ${next.active!.toCount} requested: leaders drain and hand their partitions to the changer`);
+      this.hooks.changeStarted(next.active!);
+    } else {
+      this.log.warn({ event: 'partition_count_changed', partitions: next.count, was: before.count },
+        `partition count is ${next.count}: partitions 0..${next.count - 1} execute`);
+      this.hooks.changeEnded(next.count);
+    }
+  }
+}
