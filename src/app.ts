@@ -10,7 +10,7 @@ import { systemClock, type Clock } from './lease/clock.js';
 import { LeaseManager } from './lease/leaseManager.js';
 import { FAIR_SHARE_ROLE, InstanceHeartbeat } from './lease/instanceHeartbeat.js';
 import { PartitionShare } from './lease/partitionShare.js';
-import { PartitionLayoutWatch } from './lease/partitionLayout.js';
+import { PartitionLayoutWatch, recordedPartitionLayout } from './lease/partitionLayout.js';
 import { PartitionChanger } from './lease/partitionChanger.js';
 import { assignPartition } from './intents/partition.js';
 import { Executor } from './executor/executor.js';
@@ -29,7 +29,6 @@ import type { ProviderGuard } from './provider/guard.js';
 import { createClusterGuard } from './provider/clusterGuard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
-import type { PartitionLayout, PartitionStore } from './store/partitionPorts.js';
 import { openStores } from './store/open.js';
 import { installTracing } from './observability/tracing.js';
 import { partitionChangerHolderId, partitionLeaseName, REASSIGN_BATCH_ROWS } from './limits.js';
@@ -118,7 +117,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   if (opts.migrate ?? true) await stores.migrate();
   let initialLayout;
   try {
-    initialLayout = await recordedPartitionLayout(stores.partitions, config, logger);
+    initialLayout = await recordedPartitionLayout(stores.partitions, config.partitions.count, config.lease.holderId, logger);
   } catch (e) {
     if (ownsStores) await stores.close().catch(() => {});
     throw e;
@@ -245,28 +244,6 @@ function buildPartition(k: number, d: PartitionDeps): PartitionRuntime {
     { ...executorSettingsFrom(config), partition: k }, clock, logger, Math.random, ops, d.guard);
   if (stores.notices && config.executor.dueNotices) executor.wakeOn(stores.notices);
   return { partition: k, leaseName, lease, executor, ops, logger, metrics };
-}
-
-/** The partition count is the database's (issues 25, 26): the first process on a fresh database records its
- *  EXECUTOR_PARTITIONS (of concurrent first starts exactly one does). A process registers EXECUTOR_PARTITIONS timers
- *  whatever is recorded: timers beyond the recorded count wait for it (how a deployment grows without a gap), and a
- *  recorded count above it is served by the processes that have the timers (said once, here). */
-async function recordedPartitionLayout(store: PartitionStore, config: Config, logger: Logger): Promise<PartitionLayout> {
-  const want = config.partitions.count;
-  const recorded = await store.recordPartitionCount(want, config.lease.holderId);
-  if (recorded.recordedBy === config.lease.holderId && recorded.count === want) {
-    logger.info({ event: 'partition_count_recorded', partitions: want }, `recorded EXECUTOR_PARTITIONS=${want} in the database`);
-  }
-  const layout = await store.readLayout();
-  if (layout.count > want) {
-    logger.warn({ event: 'partition_timers_missing', partitions: layout.count, executor_partitions: want },
-      `the database records ${layout.count} partitions but EXECUTOR_PARTITIONS is ${want}: partitions ${want}..${layout.count - 1} ` +
-      `run only on instances started with EXECUTOR_PARTITIONS >= ${layout.count}`);
-  } else if (layout.count < want) {
-    logger.info({ event: 'partition_timers_waiting', partitions: layout.count, executor_partitions: want },
-      `the database records ${layout.count} partitions: the timers of partitions ${layout.count}..${want - 1} wait until the count reaches them (POST /api/ops/partitions)`);
-  }
-  return layout;
 }
 
 /** Azure (Application Insights configured): the process-wide registry behind useAzureMonitor(); else one of our own. */

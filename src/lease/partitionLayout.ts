@@ -101,3 +101,25 @@ export class PartitionLayoutWatch {
     }
   }
 }
+
+/** The partition count is the database's (issues 25, 26): the first process on a fresh database records its
+ *  EXECUTOR_PARTITIONS (of concurrent first starts exactly one does). A process registers EXECUTOR_PARTITIONS timers
+ *  whatever is recorded: timers beyond the recorded count wait for it (how a deployment grows without a gap), and a
+ *  recorded count above it is served by the processes that have the timers (said once, here). */
+export async function recordedPartitionLayout(store: Pick<PartitionStore, 'recordPartitionCount' | 'readLayout'>, want: number, holderId: string,
+  logger: Logger): Promise<PartitionLayout> {
+  const recorded = await store.recordPartitionCount(want, holderId);
+  if (recorded.recordedBy === holderId && recorded.count === want) {
+    logger.info({ event: 'partition_count_recorded', partitions: want }, `recorded EXECUTOR_PARTITIONS=${want} in the database`);
+  }
+  const layout = await store.readLayout();
+  if (layout.count > want) {
+    logger.warn({ event: 'partition_timers_missing', partitions: layout.count, executor_partitions: want },
+      `the database records ${layout.count} partitions but EXECUTOR_PARTITIONS is ${want}: partitions ${want}..${layout.count - 1} ` +
+      `run only on instances started with EXECUTOR_PARTITIONS >= ${layout.count}`);
+  } else if (layout.count < want) {
+    logger.info({ event: 'partition_timers_waiting', partitions: layout.count, executor_partitions: want },
+      `the database records ${layout.count} partitions: the timers of partitions ${layout.count}..${want - 1} wait until the count reaches them (POST /api/ops/partitions)`);
+  }
+  return layout;
+}
