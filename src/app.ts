@@ -3,7 +3,7 @@
 // Everything else receives these as parameters. Imported by functions/*.ts and local/ only.
 // May import: `limits.ts`, `config.ts`, `intents/`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { loadConfig, type Config } from './config.js';
 import { ClusterViewCache } from './http/clusterView.js';
 import type { HttpContext } from './http/context.js';
 import { systemClock, type Clock } from './lease/clock.js';

@@ -1,0 +1,119 @@
+// The partition changer (src/lease/partitionChanger.ts, issue 26) on each dialect, against real stores: it never
+// takes a lease another holder has (it waits, in order), adopts a lease its own lost reply took, starts over when a
+// lease of its fence is gone, and a second changer resumes what a dead one left (a crash between any two steps).
+import { describe, expect, it } from 'vitest';
+import { PartitionChanger, type ChangerSettings } from '../../src/lease/partitionChanger.js';
+import { assignPartition, partitionHash } from '../../src/intents/partition.js';
+import { partitionLeaseName } from '../../src/limits.js';
+import { uuidv7 } from '../../src/intents/ids.js';
+import { systemClock } from '../../src/lease/clock.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import type { Stores } from '../../src/store/stores.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
+
+const LEASE = 'changer-test';
+const settings = (holderId: string, over: Partial<ChangerSettings> = {}): ChangerSettings => ({
+  leaseNameOf: (k) => partitionLeaseName(LEASE, k), partitionOf: assignPartition, holderId, durationMs: 2_000, renewIntervalMs: 500,
+  safetyMarginMs: 300, commitGraceMs: 200, batchSize: 7, pollMs: 50, ...over });
+const soon = (ms = 3_000) => systemClock.nowMs() + ms;
+
+describe.each(dialects)('partition changer: $name', (dialect) => {
+  let ctx: DialectContext;
+  let s: Stores;
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
+    s = await ctx.openStores({ poolMax: 4 });
+    await s.partitions.recordPartitionCount(2, 'test');
+  });
+
+  const insert = async (n: number) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const intentId = uuidv7();
+      const key = i % 4 === 0 ? `k-${i % 3}` : null;
+      await s.intents.insert({ intentId, idempotencyKey: null, requestHash: 'h', maxAttempts: 3, notBefore: null, partitionKey: key,
+        partitionHash: partitionHash(key ?? intentId), contract: { provider: { url: null }, payload: {}, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 10 } } });
+      ids.push(intentId);
+    }
+    return ids;
+  };
+  const request = async (to: number) => {
+    const out = await s.partitions.requestChange(to, 'test', uuidv7());
+    if (out.kind !== 'created') throw new Error(`request: ${out.kind}`);
+    return out.change;
+  };
+
+  it('2 → 5: waits for a lease another holder has, then switches, moves every row in batches and releases every lease', async () => {
+    const ids = await insert(30);
+    await request(5);
+    const other = await s.lease.tryAcquire(partitionLeaseName(LEASE, 1), 'a-leader', 60_000);
+    expect(other.acquired).toBe(true);
+    const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-a'), systemClock, silentLogger);
+    const waiting = await changer.step(await s.partitions.readLayout(), soon(300));
+    expect(waiting).toMatchObject({ kind: 'waiting', partition: 1, held: 1, of: 5 });
+    expect((await s.lease.get(partitionLeaseName(LEASE, 1)))!.holderId).toBe('a-leader'); // never stolen
+    expect((await s.partitions.readLayout()).active).toMatchObject({ state: 'pending', changer: 'changer-a' });
+    if (!other.acquired) throw new Error('unreachable');
+    await s.lease.release({ leaseName: other.lease.leaseName, holderId: 'a-leader', leaseEpoch: other.lease.leaseEpoch });
+    const done = await changer.step(await s.partitions.readLayout(), soon());
+    expect(done.kind).toBe('completed');
+    const layout = await s.partitions.readLayout();
+    expect([layout.count, layout.active]).toEqual([5, null]);
+    const rows = await ctx.intentRows();
+    for (const id of ids) {
+      const r = rows.find((x) => x.intentId === id)!;
+      expect(r.partition).toBe(assignPartition({ intentId: id, partitionKey: r.partitionKey }, 5));
+    }
+    for (let k = 0; k < 5; k++) {
+      const row = await s.lease.get(partitionLeaseName(LEASE, k));
+      expect(row!.expiresAt.getTime()).toBeLessThanOrEqual(row!.dbNow.getTime()); // released
+    }
+    expect(changer.heldCount()).toBe(0);
+  });
+
+  // A changer killed between two steps: its leases stay held until they expire, its steps stay in SQL.
+  it.each(['claimed', 'switched', 'mid-scan', 'scanned'] as const)('a changer killed once %s is resumed by another, which completes the change', async (stage) => {
+    const ids = await insert(40);
+    const change = await request(3);
+    const tokens = [];
+    for (let k = 0; k < (stage === 'claimed' ? 1 : 3); k++) {
+      const got = await s.lease.tryAcquire(partitionLeaseName(LEASE, k), 'changer-dead', 600);
+      if (!got.acquired) throw new Error('lease not free');
+      tokens.push({ leaseName: got.lease.leaseName, holderId: 'changer-dead', leaseEpoch: got.lease.leaseEpoch });
+    }
+    expect((await s.partitions.claimChange(tokens.slice(0, 1), change.changeId)).kind).toBe('ok');
+    if (stage !== 'claimed') expect((await s.partitions.switchCount(tokens, change.changeId)).kind).toBe('ok');
+    if (stage === 'mid-scan' || stage === 'scanned') {
+      const rows = await s.partitions.listForReassign({ after: null, limit: stage === 'scanned' ? 1_000 : 10, modifiedSince: null });
+      const moves = rows.flatMap((r) => { const p = assignPartition(r, 3); return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }]; });
+      const out = await s.partitions.moveIntents(tokens, change.changeId, moves, { scanCursor: rows.at(-1)!.intentId, scanDone: stage === 'scanned' });
+      expect(out.kind).toBe('ok');
+    }
+    const next = new PartitionChanger(s.lease, s.partitions, settings('changer-next'), systemClock, silentLogger);
+    expect((await next.step(await s.partitions.readLayout(), soon(50))).kind).toBe('waiting'); // never a stolen lease
+    let out;
+    for (let i = 0; i < 40 && out?.kind !== 'completed'; i++) out = await next.step(await s.partitions.readLayout(), soon(500));
+    expect(out?.kind).toBe('completed');
+    const rows = await ctx.intentRows();
+    for (const id of ids) {
+      const r = rows.find((x) => x.intentId === id)!;
+      expect(r.partition).toBe(assignPartition({ intentId: id, partitionKey: r.partitionKey }, 3));
+    }
+    const events = await s.lease.listEvents(partitionLeaseName(LEASE, 0));
+    expect(events.filter((e) => e.event === 'acquired').map((e) => e.holderId)).toEqual(['changer-dead', 'changer-next']);
+    expect((await s.partitions.readLayout()).count).toBe(3);
+  });
+
+  it('adopts a lease its own lost acquire reply took; starts over when a lease of its fence expired', async () => {
+    await insert(5);
+    await request(3);
+    // A lost reply: the acquire committed under the changer's id, the changer never heard.
+    await s.lease.tryAcquire(partitionLeaseName(LEASE, 0), 'changer-c', 2_000);
+    const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-c'), systemClock, silentLogger);
+    const out = await changer.step(await s.partitions.readLayout(), soon());
+    expect(out.kind).toBe('completed');
+    const acquired = (await s.lease.listEvents(partitionLeaseName(LEASE, 0))).filter((e) => e.event === 'acquired');
+    expect(acquired.map((e) => e.holderId)).toEqual(['changer-c']); // adopted: not taken a second time
+  });
+});
