@@ -76,7 +76,8 @@ export const settingsSchema = z.object({
    *  a per-tick cap only left it idle; EXECUTOR_CONCURRENCY and PROVIDER_RATE_LIMIT_PER_SEC bound execution. */
   EXECUTOR_MAX_ATTEMPTS_PER_TICK: z.string().optional(),
   /** Executor partitions P (default 1, 1..MAX_EXECUTOR_PARTITIONS): each intent is assigned partition 0..P−1 at
-   *  insert (src/intents/partition.ts). The database records P; a process started with another P refuses to start. */
+   *  insert (src/intents/partition.ts) and P timer functions are registered. The database records the count (the first
+   *  process's P) and it governs: timers beyond it wait; POST /api/ops/partitions changes it (issue 26). */
   EXECUTOR_PARTITIONS: z.coerce.number({ error: `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}` })
     .int(`must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
     .min(1, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
