@@ -137,4 +137,41 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     for (let i = 0; i < 20 && out?.kind !== 'completed'; i++) out = await changer.step(await s.partitions.readLayout(), soon(1_000));
     expect(out?.kind).toBe('completed');
   });
+
+  // Every changer write may commit with its reply lost: the call runs on the real store, then the caller sees an error.
+  it.each(['tryAcquire', 'renew', 'claimChange', 'switchCount', 'moveIntents', 'completeChange', 'release'] as const)(
+    'a lost reply of %s (committed, then an error) costs a retry, not the change', async (method) => {
+      const ids = await insert(20);
+      const change = await request(3);
+      let lost = 0;
+      const loseFirst = <T extends object>(target: T): T => new Proxy(target, {
+        get(t, prop, recv) {
+          const v = Reflect.get(t, prop, recv) as unknown;
+          if (prop !== method || typeof v !== 'function') return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(t) : v;
+          return async (...args: unknown[]) => {
+            const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(t, args);
+            if (lost++ === 0) throw Object.assign(new Error(`reply lost after ${String(prop)} committed`), { code: 'ECONNRESET' });
+            return out;
+          };
+        },
+      });
+      const changer = new PartitionChanger(loseFirst(s.lease), loseFirst(s.partitions),
+        settings('changer-l', { renewIntervalMs: method === 'renew' ? 0 : 500 }), systemClock, silentLogger);
+      // (After a lost reply of completeChange the next step finds no active change: done, by the row.)
+      for (let i = 0; i < 20 && (await s.partitions.getChange(change.changeId))!.state !== 'completed'; i++) {
+        await changer.step(await s.partitions.readLayout(), soon(1_000));
+      }
+      if (method !== 'release') expect(lost, `${method} was called`).toBeGreaterThan(0);
+      const done = (await s.partitions.getChange(change.changeId))!;
+      expect(done.state).toBe('completed');
+      const rows = await ctx.intentRows();
+      for (const id of ids) {
+        const r = rows.find((x) => x.intentId === id)!;
+        expect(r.partition).toBe(assignPartition({ intentId: id, partitionKey: r.partitionKey }, 3));
+      }
+      for (let k = 0; k < 3; k++) {
+        const row = (await s.lease.get(partitionLeaseName(LEASE, k)))!;
+        expect(row.expiresAt.getTime(), `lease ${k} released`).toBeLessThanOrEqual(row.dbNow.getTime());
+      }
+    });
 });
