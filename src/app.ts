@@ -275,7 +275,7 @@ export async function runPartitionTimer(app: App, partition: number, isPastDue: 
   await app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
   await runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
   if (partition !== 0 || app.layout.active() === null) return;
-  const layout = await app.layout.refresh();
+  const layout = await app.layout.readNow();
   if (!layout.active) return;
   const deadlineMs = app.clock.nowMs() + app.tickBudget.forTickStartingNow();
   await app.changer.step(layout, deadlineMs);

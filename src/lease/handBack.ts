@@ -87,6 +87,11 @@ export class HandBack {
     this.acquireUnseen = false;
   }
 
+  /** Whether an acquire of ours may have committed unseen (releaseUnseen has work to do). */
+  get unseenAcquirePending(): boolean {
+    return this.acquireUnseen;
+  }
+
   /** An acquire of ours failed on the client side: it may have committed (an epoch we never saw). */
   acquireMayHaveCommitted(): void {
     this.acquireUnseen = true;

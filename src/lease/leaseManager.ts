@@ -150,8 +150,13 @@ export class LeaseManager implements LeaderGate {
   async tryAcquire(): Promise<boolean> {
     this.dropIfPastDeadline();
     if (this.requireLeader()) return true;
-    if (!this.mayAcquire()) return false;
     const { name, holderId, durationMs } = this.settings;
+    if (!this.mayAcquire()) {
+      // Not ours to take now (a partition change, the fair share), but a row our lost acquire reply took is still
+      // handed back at once: whoever may take it (the changer) must not wait out a lease for our lost reply.
+      if (this.handBack.unseenAcquirePending) await this.store.get(name).then((row) => this.handBack.releaseUnseen(row)).catch(() => false);
+      return false;
+    }
     let sentAtMs = this.clock.nowMs();
     try {
       let out = await this.store.tryAcquire(name, holderId, durationMs);

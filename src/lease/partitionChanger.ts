@@ -98,17 +98,23 @@ export class PartitionChanger {
       if (this.clock.nowMs() >= deadlineMs) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
       // A lease still held by a draining leader: look again every pollMs until the deadline (renewing ours).
       while (!(await this.hold(k))) {
+        // A lease below others we hold went (it expired and was taken): let the higher ones go too, so a changer
+        // that took the lower one need not wait them out; taking in order resumes at the next step.
+        if ([...this.held.keys()].some((j) => j > k)) return this.lost(change);
         const waitMs = Math.min(this.s.pollMs, deadlineMs - this.clock.nowMs());
         if (waitMs <= 0 || !(await this.renewDue(k))) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
         await new Promise((r) => setTimeout(r, waitMs));
       }
-      if (k === 0 && !this.claimed) {
-        const out = await this.store.claimChange(this.fence(1), change.changeId);
-        if (out.kind === 'leaseLost') return this.lost(change);
-        this.claimed = true;
-        change = out.value;
-        this.log.info({ event: 'partition_change_claimed', change_id: change.changeId, from: change.fromCount, to: change.toCount },
-          `partition change ${change.fromCount} → ${change.toCount}: taking the ${m} partition leases as they are released`);
+      if (k === 0) {
+        // Holding lease 0, read the change as it is now: another changer may have completed it while this one
+        // waited (its layout was read before), and then every lease this one would take must stay free.
+        const now = this.claimed ? await this.store.getChange(change.changeId) : await this.claim(change);
+        if (now === 'lost') return this.lost(change);
+        if (!now || now.state === 'completed') {
+          await this.releaseAll('change already completed');
+          return { kind: 'none' };
+        }
+        change = now;
       }
     }
     if (change.state === 'pending') {
@@ -126,11 +132,21 @@ export class PartitionChanger {
       if (next === 'wait') return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: 'catch-up' };
       change = next;
     }
+    if (change.state !== 'completed') return { kind: 'none' };
     this.held.clear(); // released by completeChange, in its transaction
     this.log.warn({ event: 'partition_change_completed', change_id: change.changeId, from: change.fromCount, to: change.toCount,
       rows_moved: change.rowsMoved, requested_at: change.requestedAt.toISOString(), completed_at: change.completedAt?.toISOString() ?? null },
     `partition change completed: ${change.toCount} partition(s), ${change.rowsMoved} intent(s) moved; every lease released`);
     return { kind: 'completed', change };
+  }
+
+  private async claim(change: PartitionChange): Promise<PartitionChange | 'lost'> {
+    const out = await this.store.claimChange(this.fence(1), change.changeId);
+    if (out.kind === 'leaseLost') return 'lost';
+    this.claimed = true;
+    this.log.info({ event: 'partition_change_claimed', change_id: change.changeId, from: change.fromCount, to: change.toCount },
+      `partition change ${change.fromCount} → ${change.toCount}: taking the partition leases as they are released`);
+    return out.value;
   }
 
   /** One batch of the scan by intent_id: move the rows whose partition differs, record the cursor. */
@@ -149,7 +165,9 @@ export class PartitionChanger {
   private async catchUp(change: PartitionChange, m: number, deadlineMs: number): Promise<PartitionChange | 'lost' | 'wait'> {
     const switchedAt = change.switchedAt!.getTime();
     const layout = await this.store.readLayout();
-    const waitMs = switchedAt + this.s.commitGraceMs - layout.dbNow.getTime() + 1;
+    // From scanDoneAt, a database time after the switch committed (switchedAt is taken before): an insert whose
+    // statement read the old count began before that commit and has committed within COMMIT_GRACE_MS of it.
+    const waitMs = change.scanDoneAt!.getTime() + this.s.commitGraceMs - layout.dbNow.getTime() + 1;
     if (waitMs > 0) {
       if (this.clock.nowMs() + waitMs >= deadlineMs) return 'wait';
       await new Promise((r) => setTimeout(r, waitMs));
@@ -177,6 +195,7 @@ export class PartitionChanger {
         if (out.kind === 'leaseLost') return 'lost';
       }
       if (!(await this.renewDue(m))) return 'lost';
+      if (this.clock.nowMs() >= deadlineMs) return 'wait'; // the catch-up starts again at the next step (it is short)
     }
   }
 

@@ -78,6 +78,12 @@ export class PartitionLayoutWatch {
     return this.reading;
   }
 
+  /** A read begun after this call (one already in flight may have begun before a write the caller waits on). */
+  async readNow(): Promise<PartitionLayout> {
+    await this.reading;
+    return this.refresh();
+  }
+
   /** A layout no older than maxAgeMs (read again if it is). */
   async fresh(maxAgeMs: number): Promise<PartitionLayout> {
     return this.clock.nowMs() - this.readAtMs <= maxAgeMs ? this.layout : this.refresh();

@@ -3,6 +3,7 @@
 // lease of its fence is gone, and a second changer resumes what a dead one left (a crash between any two steps).
 import { describe, expect, it } from 'vitest';
 import { PartitionChanger, type ChangerSettings } from '../../src/lease/partitionChanger.js';
+import { LeaseManager } from '../../src/lease/leaseManager.js';
 import { assignPartition, partitionHash } from '../../src/intents/partition.js';
 import { partitionLeaseName } from '../../src/limits.js';
 import { uuidv7 } from '../../src/intents/ids.js';
@@ -174,4 +175,49 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
         expect(row.expiresAt.getTime(), `lease ${k} released`).toBeLessThanOrEqual(row.dbNow.getTime());
       }
     });
+
+  // Review finding: a changer whose step began with a layout read before another changer completed the change
+  // must not take (and keep) every lease of the finished change.
+  it('a second changer waiting on lease 0 while the first completes the change takes nothing afterwards', async () => {
+    await insert(20);
+    await request(4);
+    const a = new PartitionChanger(s.lease, s.partitions, settings('changer-a', { durationMs: 60_000, renewIntervalMs: 20_000 }), systemClock, silentLogger);
+    const b = new PartitionChanger(s.lease, s.partitions, settings('changer-b', { durationMs: 60_000, renewIntervalMs: 20_000 }), systemClock, silentLogger);
+    const x = await s.lease.tryAcquire(partitionLeaseName(LEASE, 2), 'leader-x', 60_000);
+    if (!x.acquired) throw new Error('lease not free');
+    expect(await a.step(await s.partitions.readLayout(), soon(100))).toMatchObject({ kind: 'waiting', partition: 2 });
+    const bStep = b.step(await s.partitions.readLayout(), soon(3_000)); // polls lease 0, held by a
+    await s.lease.release({ leaseName: x.lease.leaseName, holderId: 'leader-x', leaseEpoch: x.lease.leaseEpoch });
+    expect((await a.step(await s.partitions.readLayout(), soon(2_000))).kind).toBe('completed');
+    await bStep;
+    expect(b.heldCount()).toBe(0);
+    for (let k = 0; k < 4; k++) {
+      const row = (await s.lease.get(partitionLeaseName(LEASE, k)))!;
+      expect(row.expiresAt.getTime(), `lease ${k} free after the change`).toBeLessThanOrEqual(row.dbNow.getTime());
+    }
+  });
+
+  // Review finding: a partition's acquire whose reply was lost, then the change gate closes: the row is still handed
+  // back at once (the changer never waits a lease for our lost reply).
+  it('a lease manager gated by a change still hands back a row its lost acquire reply took', async () => {
+    let gateOpen = true;
+    let lose = true;
+    const lossy = new Proxy(s.lease, { get(t, p, r) {
+      const v = Reflect.get(t, p, r) as unknown;
+      if (typeof v !== 'function') return v;
+      if (p !== 'tryAcquire') return (v as (...a: unknown[]) => unknown).bind(t);
+      return async (...a: unknown[]) => {
+        const out = await (v as (...a: unknown[]) => Promise<unknown>).apply(t, a);
+        if (lose) { lose = false; throw Object.assign(new Error('reply lost'), { code: 'ECONNRESET' }); }
+        return out;
+      };
+    } });
+    const name = partitionLeaseName(LEASE, 1);
+    const m = new LeaseManager(lossy, { name, holderId: 'inst-a', durationMs: 60_000, renewIntervalMs: 20_000, acquireIntervalMs: 30_000,
+      safetyMarginMs: 5_000, acquireJitterMs: 0 } as never, systemClock, silentLogger, Math.random, () => gateOpen);
+    expect(await m.tryAcquire()).toBe(false); // committed, reply lost
+    gateOpen = false; // the change is observed
+    expect(await m.tryAcquire()).toBe(false);
+    expect((await s.lease.tryAcquire(name, 'inst-b~partition-change', 60_000)).acquired, 'the changer can take lease 1').toBe(true);
+  });
 });
