@@ -21,7 +21,11 @@ export interface PartitionCount {
 
 /** A change's steps, in order (issue 26). Roll forward only: once requested, a change completes. */
 export type PartitionChangeState =
-  /** Recorded; partition leaders drain and release; no one else acquires; the changer takes the leases in order. */
+  /** Recorded; execution goes on; the changer moves the FINISHED intents (succeeded, failed, cancelled) to their
+   *  partition under the new count, in batches, with no lease: nothing executes a finished intent, and the move is
+   *  conditional on the row being finished. Ends with prepareIntents(done). */
+  | 'preparing'
+  /** Partition leaders drain and release; no one else acquires; the changer takes the leases in order. */
   | 'pending'
   /** The changer holds every lease (0..max(from, to)−1), recovered what was in flight, and switched the count: new
    *  intents get `toCount`'s partitions; existing rows move in bounded batches (scan, then catch-up). */
@@ -36,13 +40,18 @@ export interface PartitionChange {
   state: PartitionChangeState;
   requestedAt: Date;
   requestedBy: string;
+  /** The preparing pass's progress: the last intent_id it passed (null: not started), and when it ended. */
+  prepareCursor: string | null;
+  preparedAt: Date | null;
   /** Holder id of the changer that last claimed the change (null before the first claim). */
   changer: string | null;
   claimedAt: Date | null;
   /** When the count became `toCount` (state reassigning), database time. */
   switchedAt: Date | null;
   /** Reassignment progress: the last intent_id the scan passed (null: not started); `scanDoneAt` ends the scan;
-   *  then the catch-up pass (rows modified since switchedAt − COMMIT_GRACE_MS) runs once and completes the change. */
+   *  then the catch-up pass (rows modified since switchedAt − COMMIT_GRACE_MS) runs once and completes the change.
+   *  The scan reads the open intents and those modified since requestedAt − COMMIT_GRACE_MS (finished after the
+   *  preparing pass passed them); `rowsMoved` counts the rows actually moved (a retried batch adds nothing). */
   scanCursor: string | null;
   scanDoneAt: Date | null;
   rowsMoved: number;
@@ -68,6 +77,11 @@ export type RequestChangeOutcome =
   | { kind: 'unchanged'; count: PartitionCount }
   /** Another change (to another count) is active: nothing recorded. */
   | { kind: 'conflict'; active: PartitionChange };
+
+/** Which rows a reassignment read returns: `finished` (succeeded, failed, cancelled: the preparing pass), `open`
+ *  (scheduled, in_flight, or last_modified_at >= modifiedSince: the scan under every lease), `all` (with
+ *  modifiedSince: the catch-up). */
+export type ReassignScope = 'finished' | 'open' | 'all';
 
 /** One row the reassignment reads: what its partition is hashed from, and the partition it has. */
 export interface ReassignRow {
@@ -100,8 +114,8 @@ export interface PartitionStore {
   recordPartitionCount(count: number, recordedBy: string): Promise<PartitionCount>;
   /** The recorded count (count 1 recorded by `none` if no row yet) and the active change, in one read. No side effect. */
   readLayout(): Promise<PartitionLayout>;
-  /** Records a change to `toCount` (fromCount = the recorded count), serialized with other requests by a lock on the
-   *  count row. At most one change is active at a time. */
+  /** Records a change to `toCount` (fromCount = the recorded count) in state preparing, serialized with other
+   *  requests by a lock on the count row. At most one change is active at a time. */
   requestChange(toCount: number, requestedBy: string, changeId: string): Promise<RequestChangeOutcome>;
   /** Changes, newest requested first. No side effect. */
   listChanges(limit: number): Promise<PartitionChange[]>;
@@ -112,15 +126,25 @@ export interface PartitionStore {
   claimChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
   /**
    * pending → reassigning, fenced by every lease: every in_flight intent's started attempt becomes `abandoned` and the
-   * intent `scheduled` due now (no executor can hold its partition: the changer holds them all); the count row
+   * intent `scheduled` due now, or `failed` when its attempt budget is spent (as orphan recovery; no executor can
+   * hold its partition: the changer holds them all); the count row
    * becomes toCount (recordedBy = changer); switchedAt := database time. Already reassigning or completed: unchanged.
    */
   switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
-  /** Up to `limit` intents (any status) ordered by intent_id, after `after` (exclusive; null = from the start), and
-   *  when `modifiedSince` is set only rows with last_modified_at >= it. A plain read, no side effect. */
-  listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]>;
+  /** Up to `limit` intents of `scope` ordered by intent_id, after `after` (exclusive; null = from the start). Scope
+   *  `all` with modifiedSince: only rows with last_modified_at >= it; `open`: scheduled or in_flight, or (when
+   *  modifiedSince is set) last_modified_at >= it; `finished`: succeeded, failed or cancelled (modifiedSince unused).
+   *  A plain read, no side effect: it walks the primary key and filters, so a pass costs one read of the table and
+   *  writes only the rows that move. */
+  listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]>;
+  /** The preparing pass (no fence): sets partition_no of each move whose intent is finished (an open intent is
+   *  never moved here), adds the rows moved to rowsMoved, records prepareCursor (never backwards), and with `done`
+   *  ends the pass (state pending, preparedAt := database time). Only in state preparing, else the change comes back
+   *  unchanged and nothing is written; null if no such change. Idempotent: a retry or a second changer writes the
+   *  same values. */
+  prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null>;
   /** Sets partition_no of each moved intent (last_modified_at unchanged: every partition's next leader rebuilds),
-   *  adds moves.length to rowsMoved, and records `progress`, fenced by every lease. Only in state reassigning (else
+   *  adds the rows actually moved to rowsMoved, and records `progress`, fenced by every lease. Only in state reassigning (else
    *  unchanged, nothing written). */
   moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): Promise<Fenced<PartitionChange>>;
   /** reassigning → completed (completedAt := database time) and every lease in `fence` released (expired in place,
