@@ -38,6 +38,7 @@ export interface ChangerSettings {
 /** How far a step got. */
 export type ChangerProgress =
   | { kind: 'none' }
+  | { kind: 'preparing'; rowsMoved: number }
   | { kind: 'waiting'; partition: number; held: number; of: number }
   | { kind: 'reassigning'; rowsMoved: number; phase: 'scan' | 'catch-up' }
   | { kind: 'completed'; change: PartitionChange }
@@ -93,6 +94,11 @@ export class PartitionChanger {
 
   private async drive(initial: PartitionChange, deadlineMs: number): Promise<ChangerProgress> {
     let change = initial;
+    if (change.state === 'preparing') {
+      const prepared = await this.prepare(change, deadlineMs);
+      if (prepared.state === 'preparing') return { kind: 'preparing', rowsMoved: prepared.rowsMoved };
+      change = prepared;
+    }
     const m = Math.max(change.fromCount, change.toCount);
     for (let k = 0; k < m; k++) {
       if (this.clock.nowMs() >= deadlineMs) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
@@ -140,6 +146,26 @@ export class PartitionChanger {
     return { kind: 'completed', change };
   }
 
+  /** The preparing pass, with no lease while execution goes on: finished intents (which nothing executes, and which
+   *  the store moves only while finished) go to their partition under the new count, a batch at a time, the cursor
+   *  recorded with each. Several changers may run it at once: each batch is idempotent. */
+  private async prepare(initial: PartitionChange, deadlineMs: number): Promise<PartitionChange> {
+    let change = initial;
+    while (change.state === 'preparing' && this.clock.nowMs() < deadlineMs) {
+      const rows = await this.store.listForReassign({ after: change.prepareCursor, limit: this.s.batchSize, modifiedSince: null, scope: 'finished' });
+      const done = rows.length < this.s.batchSize;
+      const next = await this.store.prepareIntents(change.changeId, this.movesFor(rows, change.toCount),
+        { cursor: rows.at(-1)?.intentId ?? change.prepareCursor, done });
+      if (!next) return change;
+      change = next;
+    }
+    if (change.state === 'pending' && initial.state === 'preparing') {
+      this.log.info({ event: 'partition_change_prepared', change_id: change.changeId, rows_moved: change.rowsMoved },
+        `partition change ${change.fromCount} → ${change.toCount}: finished intents moved; leaders now drain`);
+    }
+    return change;
+  }
+
   private async claim(change: PartitionChange): Promise<PartitionChange | 'lost'> {
     const out = await this.store.claimChange(this.fence(1), change.changeId);
     if (out.kind === 'leaseLost') return 'lost';
@@ -151,7 +177,10 @@ export class PartitionChanger {
 
   /** One batch of the scan by intent_id: move the rows whose partition differs, record the cursor. */
   private async scanBatch(change: PartitionChange, m: number): Promise<PartitionChange | 'lost'> {
-    const rows = await this.store.listForReassign({ after: change.scanCursor, limit: this.s.batchSize, modifiedSince: null });
+    // The open intents, and those modified since the request (less the grace): they may have finished after the
+    // preparing pass passed them. One read of the table; only these rows are written.
+    const rows = await this.store.listForReassign({ after: change.scanCursor, limit: this.s.batchSize, scope: 'open',
+      modifiedSince: new Date(change.requestedAt.getTime() - this.s.commitGraceMs) });
     const moves = this.movesFor(rows, change.toCount);
     const done = rows.length < this.s.batchSize;
     const out = await this.store.moveIntents(this.fence(m), change.changeId, moves,
@@ -177,7 +206,7 @@ export class PartitionChanger {
     let after: string | null = null;
     let moved = 0;
     for (;;) {
-      const rows = await this.store.listForReassign({ after, limit: this.s.batchSize, modifiedSince: since });
+      const rows = await this.store.listForReassign({ after, limit: this.s.batchSize, modifiedSince: since, scope: 'all' });
       const moves = this.movesFor(rows, change.toCount);
       moved += moves.length;
       after = rows.at(-1)?.intentId ?? after;

@@ -33,7 +33,7 @@ export class PartitionLayoutWatch {
 
   /** Start reading every pollMs (timers of this process may lead). The first layout's change, if any, applies now. */
   start(): void {
-    if (this.layout.active) this.hooks.changeStarted(this.layout.active);
+    if (draining(this.layout)) this.hooks.changeStarted(this.layout.active!);
     this.timer ??= setInterval(() => void this.refresh(), this.pollMs);
     this.timer.unref();
   }
@@ -58,9 +58,10 @@ export class PartitionLayoutWatch {
     return this.layout;
   }
 
-  /** May partition k's lease manager acquire now? Not while a change is active, nor beyond the count. */
+  /** May partition k's lease manager acquire now? Not while a change drains (past its preparing step: only the
+   *  changer takes leases then), nor beyond the count. */
   mayAcquire(k: number): boolean {
-    return this.layout.active === null && k < this.layout.count;
+    return !draining(this.layout) && k < this.layout.count;
   }
 
   /** Read the layout now (concurrent callers share one read) and apply what changed. On a failed read the last
@@ -95,15 +96,16 @@ export class PartitionLayoutWatch {
     this.readAtMs = this.clock.nowMs();
     const was = before.active?.changeId ?? null;
     const now = next.active?.changeId ?? null;
-    if (was === now) return;
-    if (now !== null) {
+    if (draining(next) && !(draining(before) && was === now)) {
       this.log.warn({ event: 'partition_change_observed', change_id: now, from: next.active!.fromCount, to: next.active!.toCount },
-        `partition change ${next.active!.fromCount} → ${next.active!.toCount} requested: leaders drain and hand their partitions to the changer`);
+        `partition change ${next.active!.fromCount} → ${next.active!.toCount}: leaders drain and hand their partitions to the changer`);
       this.hooks.changeStarted(next.active!);
-    } else {
+    } else if (draining(before) && !draining(next)) {
+      this.hooks.changeEnded(next.count); // (the next change, if one was requested meanwhile, is only preparing)
+    }
+    if (next.count !== before.count) {
       this.log.warn({ event: 'partition_count_changed', partitions: next.count, was: before.count },
         `partition count is ${next.count}: partitions 0..${next.count - 1} execute`);
-      this.hooks.changeEnded(next.count);
     }
   }
 }
@@ -128,4 +130,9 @@ export async function recordedPartitionLayout(store: Pick<PartitionStore, 'recor
       `the database records ${layout.count} partitions: the timers of partitions ${layout.count}..${want - 1} wait until the count reaches them (POST /api/ops/partitions)`);
   }
   return layout;
+}
+
+/** Past its preparing step, a change drains every partition: leaders hand back, only the changer acquires. */
+function draining(layout: PartitionLayout): boolean {
+  return layout.active !== null && layout.active.state !== 'preparing';
 }

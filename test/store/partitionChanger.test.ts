@@ -74,25 +74,32 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
   });
 
   // A changer killed between two steps: its leases stay held until they expire, its steps stay in SQL.
-  it.each(['claimed', 'switched', 'mid-scan', 'scanned'] as const)('a changer killed once %s is resumed by another, which completes the change', async (stage) => {
+  it.each(['preparing', 'claimed', 'switched', 'mid-scan', 'scanned'] as const)('a changer killed once %s is resumed by another, which completes the change', async (stage) => {
     const ids = await insert(40);
+    for (const id of ids.slice(0, 12)) await ctx.setIntentStatus(id, 'succeeded'); // finished rows: the preparing pass moves them
     const change = await request(3);
+    const finished = await s.partitions.listForReassign({ after: null, limit: stage === 'preparing' ? 5 : 1_000, modifiedSince: null, scope: 'finished' });
+    const prepared = await s.partitions.prepareIntents(change.changeId, finished.flatMap((r) => {
+      const p = assignPartition(r, 3);
+      return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }];
+    }), { cursor: finished.at(-1)?.intentId ?? null, done: stage !== 'preparing' });
+    expect(prepared!.state).toBe(stage === 'preparing' ? 'preparing' : 'pending');
     const tokens = [];
-    for (let k = 0; k < (stage === 'claimed' ? 1 : 3); k++) {
+    for (let k = 0; k < (stage === 'preparing' ? 0 : stage === 'claimed' ? 1 : 3); k++) {
       const got = await s.lease.tryAcquire(partitionLeaseName(LEASE, k), 'changer-dead', 600);
       if (!got.acquired) throw new Error('lease not free');
       tokens.push({ leaseName: got.lease.leaseName, holderId: 'changer-dead', leaseEpoch: got.lease.leaseEpoch });
     }
-    expect((await s.partitions.claimChange(tokens.slice(0, 1), change.changeId)).kind).toBe('ok');
-    if (stage !== 'claimed') expect((await s.partitions.switchCount(tokens, change.changeId)).kind).toBe('ok');
+    if (stage !== 'preparing') expect((await s.partitions.claimChange(tokens.slice(0, 1), change.changeId)).kind).toBe('ok');
+    if (stage !== 'claimed' && stage !== 'preparing') expect((await s.partitions.switchCount(tokens, change.changeId)).kind).toBe('ok');
     if (stage === 'mid-scan' || stage === 'scanned') {
-      const rows = await s.partitions.listForReassign({ after: null, limit: stage === 'scanned' ? 1_000 : 10, modifiedSince: null });
+      const rows = await s.partitions.listForReassign({ after: null, limit: stage === 'scanned' ? 1_000 : 10, modifiedSince: null, scope: 'open' });
       const moves = rows.flatMap((r) => { const p = assignPartition(r, 3); return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }]; });
       const out = await s.partitions.moveIntents(tokens, change.changeId, moves, { scanCursor: rows.at(-1)!.intentId, scanDone: stage === 'scanned' });
       expect(out.kind).toBe('ok');
     }
     const next = new PartitionChanger(s.lease, s.partitions, settings('changer-next'), systemClock, silentLogger);
-    expect((await next.step(await s.partitions.readLayout(), soon(50))).kind).toBe('waiting'); // never a stolen lease
+    if (stage !== 'preparing') expect((await next.step(await s.partitions.readLayout(), soon(50))).kind).toBe('waiting'); // never a stolen lease
     let out;
     for (let i = 0; i < 40 && out?.kind !== 'completed'; i++) out = await next.step(await s.partitions.readLayout(), soon(500));
     expect(out?.kind).toBe('completed');
@@ -102,7 +109,7 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
       expect(r.partition).toBe(assignPartition({ intentId: id, partitionKey: r.partitionKey }, 3));
     }
     const events = await s.lease.listEvents(partitionLeaseName(LEASE, 0));
-    expect(events.filter((e) => e.event === 'acquired').map((e) => e.holderId)).toEqual(['changer-dead', 'changer-next']);
+    expect(events.filter((e) => e.event === 'acquired').map((e) => e.holderId)).toEqual(stage === 'preparing' ? ['changer-next'] : ['changer-dead', 'changer-next']);
     expect((await s.partitions.readLayout()).count).toBe(3);
   });
 
@@ -140,9 +147,10 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
   });
 
   // Every changer write may commit with its reply lost: the call runs on the real store, then the caller sees an error.
-  it.each(['tryAcquire', 'renew', 'claimChange', 'switchCount', 'moveIntents', 'completeChange', 'release'] as const)(
+  it.each(['prepareIntents', 'tryAcquire', 'renew', 'claimChange', 'switchCount', 'moveIntents', 'completeChange', 'release'] as const)(
     'a lost reply of %s (committed, then an error) costs a retry, not the change', async (method) => {
       const ids = await insert(20);
+      for (const id of ids.slice(0, 6)) await ctx.setIntentStatus(id, 'failed');
       const change = await request(3);
       let lost = 0;
       const loseFirst = <T extends object>(target: T): T => new Proxy(target, {
