@@ -43,7 +43,7 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     s = stores;
   });
 
-  const { put, takeLeases, request, prepared, switched } = changeArrangement(() => s);
+  const { put, inFlight, takeLeases, request, prepared, switched } = changeArrangement(() => s);
 
   it('layout: count 1 recorded by none without a count row; the recorded count and the active change in one read', async () => {
     const empty = await s.partitions.readLayout();
@@ -164,10 +164,7 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
 
   it.each(spoilers)('every fenced write is refused, nothing written, when one lease of the fence is $name', async (spoiler) => {
     await s.partitions.recordPartitionCount(2, 'host-a');
-    const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(1));
-    const busy = await put({ partition: 1 });
-    ok(await s.executionFor(1).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
-    await s.lease.release(exec);
+    const busy = await inFlight(1);
     const intents = await ctx.intentRows();
     const change = await prepared(3);
     const fence = await takeLeases(3);

@@ -4,8 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectStores } from '../support/dialectFixture.js';
-import { acquireToken } from '../support/instances.js';
-import { changeArrangement, leaseOf, movesTo, ok } from '../support/partitionChanges.js';
+import { changeArrangement, movesTo, ok } from '../support/partitionChanges.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import type { ReassignScope } from '../../src/store/partitionPorts.js';
@@ -23,7 +22,7 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     ctx = fresh;
     s = stores;
   });
-  const { put, request, takeLeases } = changeArrangement(() => s);
+  const { put, inFlight, request, takeLeases } = changeArrangement(() => s);
 
   /** One intent per status (in id order), each with a key that moves from 2 to 4 partitions. */
   const arrange = async (statuses: IntentStatus[]) => {
@@ -77,10 +76,7 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
 
   it('switchCount leaves a preparing change as it is: the count, the in-flight intent and its attempt unchanged', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
-    const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(1));
-    const busy = await put({ partition: 1 });
-    ok(await s.executionFor(1).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
-    await s.lease.release(exec);
+    const busy = await inFlight(1);
     const intents = await ctx.intentRows();
     const change = await request(3);
     const fence = await takeLeases(3);

@@ -35,6 +35,14 @@ export function changeArrangement(stores: () => Stores) {
       ...(o.partition === undefined ? {} : { partition: o.partition }) });
     return made.intent;
   };
+  /** An intent of `partition` in flight: its attempt started by another holder, whose lease is then released. */
+  const inFlight = async (partition: number) => {
+    const exec = await acquireToken(stores(), 'host-x', 60_000, leaseOf(partition));
+    const busy = await put({ partition });
+    ok(await stores().executionFor(partition).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
+    await stores().lease.release(exec);
+    return busy;
+  };
   const takeLeases = (m: number): Promise<LeaseToken[]> =>
     Promise.all(Array.from({ length: m }, (_, k) => acquireToken(stores(), CHANGER, 60_000, leaseOf(k))));
   /** A new change to `to` (state preparing). */
@@ -57,5 +65,5 @@ export function changeArrangement(stores: () => Stores) {
     ok(await stores().partitions.claimChange([fence[0]!], change.changeId));
     return { change: ok(await stores().partitions.switchCount(fence, change.changeId)), fence };
   };
-  return { put, takeLeases, request, prepared, switched };
+  return { put, inFlight, takeLeases, request, prepared, switched };
 }

@@ -55,16 +55,18 @@ recorded AS (
 UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t
   FROM now WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
 
-// last_modified_at untouched (the port: every partition's next leader rebuilds). Only rows not yet in their target
-// partition are written and counted, so a retried batch adds nothing to rows_moved. The cursor only moves forward
-// (GREATEST ignores a NULL: the catch-up pass leaves it), scan_done_at is set once.
-const MOVE = `/* sm:partition_move */
-WITH moved AS (
+// The moves ($2 intent ids, $3 partitions) of the rows among `among` not yet in their target partition: a retried
+// batch writes and counts nothing. last_modified_at untouched (the port: every partition's next leader rebuilds).
+const movedCte = (among: string) => `moved AS (
   UPDATE submission_intents i SET partition_no = m.partition_no
     FROM unnest($2::uuid[], $3::int[]) AS m(intent_id, partition_no)
-   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY($2::uuid[]) AND i.partition_no <> m.partition_no
+   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY(${among}) AND i.partition_no <> m.partition_no
   RETURNING 1
-)
+)`;
+
+// The cursor only moves forward (GREATEST ignores a NULL: the catch-up pass leaves it), scan_done_at is set once.
+const MOVE = `/* sm:partition_move */
+WITH ${movedCte('$2::uuid[]')}
 UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + (SELECT count(*) FROM moved), scan_cursor = GREATEST(scan_cursor, $4::uuid),
        scan_done_at = CASE WHEN $5::boolean THEN COALESCE(scan_done_at, clock_timestamp()) ELSE scan_done_at END
@@ -76,15 +78,9 @@ RETURNING ${PARTITION_CHANGE_COLS}, (SELECT count(*) FROM moved)::int AS moved`;
 const PREPARE_LOCK = `SELECT intent_id FROM submission_intents
   WHERE intent_id = ANY($1::uuid[]) AND status IN ${TERMINAL_SQL_LIST} ORDER BY intent_id FOR UPDATE`;
 
-// Only rows locked above and not yet in their target partition are written and counted (a retried batch adds
-// nothing); last_modified_at untouched, as in MOVE. The cursor only moves forward; done ends the pass once.
+// Only the rows locked above ($6) move. The cursor only moves forward; done ends the pass once.
 const PREPARE = `/* sm:partition_prepare */
-WITH moved AS (
-  UPDATE submission_intents i SET partition_no = m.partition_no
-    FROM unnest($2::uuid[], $3::int[]) AS m(intent_id, partition_no)
-   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY($6::uuid[]) AND i.partition_no <> m.partition_no
-  RETURNING 1
-)
+WITH ${movedCte('$6::uuid[]')}
 UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + (SELECT count(*) FROM moved), prepare_cursor = GREATEST(prepare_cursor, $4::uuid),
        state = CASE WHEN $5::boolean THEN 'pending' ELSE state END,
