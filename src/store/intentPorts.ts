@@ -6,6 +6,8 @@ export type IntentStatus = 'scheduled' | 'in_flight' | 'succeeded' | 'failed' | 
 export const TERMINAL_STATUSES: readonly IntentStatus[] = ['succeeded', 'failed', 'cancelled'];
 /** `('succeeded', 'failed', 'cancelled')`: the terminal statuses as an SQL list (constant text, never user input). */
 export const TERMINAL_SQL_LIST = `(${TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ')})`;
+/** `('scheduled', 'in_flight')`: the statuses still to execute, as an SQL list (constant text). */
+export const OPEN_SQL_LIST = `('scheduled', 'in_flight')`;
 
 /** Immutable snapshot taken at submit: never changes afterwards. */
 export interface IntentContract {

@@ -1,10 +1,11 @@
 // Row ↔ domain mapping of the partition-change table (issue 26) and the request decision, shared by the dialects
 // (same column names in each; see partitionPorts.ts for the meaning of every field).
-import type { PartitionChange, PartitionChangeState, PartitionCount, RequestChangeOutcome } from './partitionPorts.js';
+import type { PartitionChange, PartitionChangeState, PartitionCount, PartitionMove, RequestChangeOutcome } from './partitionPorts.js';
+import type { LeaseToken } from './ports.js';
 import { num } from './rowMapping.js';
 
-export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, changer, claimed_at,
-  switched_at, scan_cursor, scan_done_at, rows_moved, completed_at`;
+export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, prepare_cursor,
+  prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, rows_moved, completed_at`;
 
 export interface PartitionChangeDbRow {
   change_id: string;
@@ -13,6 +14,8 @@ export interface PartitionChangeDbRow {
   state: PartitionChangeState;
   requested_at: Date;
   requested_by: string;
+  prepare_cursor: string | null;
+  prepared_at: Date | null;
   changer: string | null;
   claimed_at: Date | null;
   switched_at: Date | null;
@@ -29,6 +32,8 @@ export const toPartitionChange = (r: PartitionChangeDbRow): PartitionChange => (
   state: r.state,
   requestedAt: r.requested_at,
   requestedBy: r.requested_by,
+  prepareCursor: r.prepare_cursor === null ? null : r.prepare_cursor.toLowerCase(),
+  preparedAt: r.prepared_at,
   changer: r.changer,
   claimedAt: r.claimed_at,
   switchedAt: r.switched_at,
@@ -47,4 +52,16 @@ export function decideChangeRequest(toCount: number, count: PartitionCount, acti
   if (active) return active.toCount === toCount ? { kind: 'existing', change: active } : { kind: 'conflict', active };
   if (count.count === toCount) return { kind: 'unchanged', count };
   return { kind: 'create' };
+}
+
+/** The steps that need every lease 0..max(from, to)−1: a shorter fence is a caller's bug. */
+export function requireWholeFence(fence: LeaseToken[], c: PartitionChange): void {
+  const m = Math.max(c.fromCount, c.toCount);
+  if (fence.length < m) throw new RangeError(`partition change ${c.changeId}: fenced by ${fence.length} lease(s), needs all ${m}`);
+}
+
+/** A move outside 0..toCount−1 is a caller's bug: nothing is written. */
+export function requireMovesInRange(c: PartitionChange, moves: PartitionMove[]): void {
+  const bad = moves.find((m) => !Number.isInteger(m.partition) || m.partition < 0 || m.partition >= c.toCount);
+  if (bad) throw new RangeError(`partition change ${c.changeId}: intent ${bad.intentId} cannot move to partition ${bad.partition} of ${c.toCount}`);
 }

@@ -45,11 +45,11 @@ describe('mysql dialect: partition changes', () => {
       expect(Date.now() - t0).toBeLessThan(2_000);
       expect((await inserted).intent.partition).toBe(partitionHash(key) % 4);
 
-      const row = (id: string) => [id, 4, 8, 'pending', 'op'];
+      const row = (id: string, state: string) => [id, 4, 8, state, 'op'];
       const insert = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
         VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6), ?)`;
-      await db.query(insert, row(randomUUID()));
-      await expect(db.query(insert, row(randomUUID()))).rejects.toMatchObject({ name: 'StoreError', kind: 'conflict' });
+      await db.query(insert, row(randomUUID(), 'preparing')); // active too
+      await expect(db.query(insert, row(randomUUID(), 'pending'))).rejects.toMatchObject({ name: 'StoreError', kind: 'conflict' });
     } finally {
       await s.close();
       await admin.query(`DROP DATABASE IF EXISTS ${name}`);

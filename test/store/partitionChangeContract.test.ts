@@ -1,25 +1,23 @@
 // Changes of the partition count (issue 26; port: src/store/partitionPorts.ts), run unchanged against every dialect:
 // the layout read, requests (one active change at most, also when requested concurrently), the changer's steps with
-// real leases (claim, switch with in-flight recovery, move batches, complete releasing every lease), every fenced
-// write refused when any one lease of the fence is no longer the changer's, each step retried harmlessly, the insert
-// taking the recorded count's partition, and the reassignment's reads.
+// real leases (prepare, claim, switch with in-flight recovery, move batches, complete releasing every lease), every
+// fenced write refused when any one lease of the fence is no longer the changer's, each step retried harmlessly, the
+// insert taking the recorded count's partition, and the reassignment's reads (the preparing step and the read's
+// scopes in detail: partitionPrepareContract.test.ts).
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectStores } from '../support/dialectFixture.js';
-import { acquireToken, LEASE_NAME } from '../support/instances.js';
+import { acquireToken } from '../support/instances.js';
+import { CHANGER, changeArrangement, keyOf, leaseOf, movesTo, ok } from '../support/partitionChanges.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
 import type { LeaseToken } from '../../src/store/ports.js';
-import type { PartitionChange, PartitionMove } from '../../src/store/partitionPorts.js';
-import { partitionLeaseName } from '../../src/limits.js';
+import type { PartitionChange } from '../../src/store/partitionPorts.js';
 import { uuidv7 } from '../../src/intents/ids.js';
-import { partitionHash, partitionOf } from '../../src/intents/partition.js';
+import { partitionOf } from '../../src/intents/partition.js';
 
 const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } };
-const CHANGER = 'host-a/changer';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const leaseOf = (k: number) => partitionLeaseName(LEASE_NAME, k);
-const keyOf = (i: { intentId: string; partitionKey: string | null }) => i.partitionKey ?? i.intentId.toLowerCase();
 
 /** How one lease of the fence stops being the changer's, and how the changer gets it back (its new token). */
 interface Spoiler {
@@ -45,29 +43,7 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     s = stores;
   });
 
-  const put = async (o: { key?: string; partition?: number; maxAttempts?: number } = {}) => {
-    const intentId = uuidv7();
-    const made = await s.intents.insert({ intentId, idempotencyKey: null, requestHash: '0'.repeat(64), contract, maxAttempts: o.maxAttempts ?? 3,
-      notBefore: null, partitionKey: o.key ?? null, partitionHash: partitionHash(o.key ?? intentId), ...(o.partition === undefined ? {} : { partition: o.partition }) });
-    return made.intent;
-  };
-  const takeLeases = (m: number) => Promise.all(Array.from({ length: m }, (_, k) => acquireToken(s, CHANGER, 60_000, leaseOf(k))));
-  const request = async (to: number) => {
-    const out = await s.partitions.requestChange(to, 'ops', uuidv7());
-    if (out.kind !== 'created') throw new Error(`request ${to}: ${out.kind}`);
-    return out.change;
-  };
-  const ok = <T>(out: { kind: 'ok'; value: T } | { kind: 'leaseLost' }): T => {
-    if (out.kind !== 'ok') throw new Error('lease lost');
-    return out.value;
-  };
-  /** The change claimed and switched by the changer holding all `m` leases. */
-  const switched = async (to: number, m: number) => {
-    const change = await request(to);
-    const fence = await takeLeases(m);
-    ok(await s.partitions.claimChange([fence[0]!], change.changeId));
-    return { change: ok(await s.partitions.switchCount(fence, change.changeId)), fence };
-  };
+  const { put, inFlight, takeLeases, request, prepared, switched } = changeArrangement(() => s);
 
   it('layout: count 1 recorded by none without a count row; the recorded count and the active change in one read', async () => {
     const empty = await s.partitions.readLayout();
@@ -86,8 +62,8 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     await s.partitions.recordPartitionCount(1, 'host-a');
     const id = uuidv7();
     const made = await s.partitions.requestChange(4, 'ops-1', id);
-    expect(made).toMatchObject({ kind: 'created', change: { changeId: id, fromCount: 1, toCount: 4, state: 'pending', requestedBy: 'ops-1',
-      changer: null, claimedAt: null, switchedAt: null, scanCursor: null, scanDoneAt: null, rowsMoved: 0, completedAt: null } });
+    expect(made).toMatchObject({ kind: 'created', change: { changeId: id, fromCount: 1, toCount: 4, state: 'preparing', requestedBy: 'ops-1',
+      prepareCursor: null, preparedAt: null, changer: null, claimedAt: null, switchedAt: null, scanCursor: null, scanDoneAt: null, rowsMoved: 0, completedAt: null } });
     const change = (made as { change: PartitionChange }).change;
     expect(await s.partitions.requestChange(4, 'ops-2', uuidv7())).toEqual({ kind: 'existing', change });
     expect(await s.partitions.requestChange(4, 'ops-1', id)).toEqual({ kind: 'existing', change });
@@ -115,13 +91,33 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     expect((await s.partitions.readLayout()).active?.changeId).toBe(id);
   });
 
-  it('claim, switch, move and complete with every lease held by the changer; each step retried changes nothing', async () => {
+  it('prepare, claim, switch, move and complete with every lease held by the changer; each step retried changes nothing', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     const keys = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
     for (const key of keys) await put({ key });
     for (let i = 0; i < 4; i++) await put();
-    expect((await ctx.intentRows()).every((r) => r.partition === partitionOf(keyOf(r), 2))).toBe(true);
+    const all = await ctx.intentRows();
+    for (const r of all.filter((_, i) => i % 3 === 0)) expect((await s.intents.cancel(r.intentId)).kind).toBe('ok');
+    expect(all.every((r) => r.partition === partitionOf(keyOf(r), 2))).toBe(true);
     const change = await request(4);
+
+    // The preparing pass, no lease: the finished rows move, batch by batch.
+    let prep: PartitionChange = change;
+    let after: string | null = null;
+    let prepMoved = 0;
+    for (let done = false; !done;) {
+      const rows = await s.partitions.listForReassign({ after, limit: 2, modifiedSince: null, scope: 'finished' });
+      const moves = movesTo(4, rows);
+      prepMoved += moves.length;
+      after = rows.at(-1)?.intentId ?? after;
+      done = rows.length < 2;
+      prep = (await s.partitions.prepareIntents(change.changeId, moves, { cursor: after, done }))!;
+      expect(await s.partitions.prepareIntents(change.changeId, moves, { cursor: after, done })).toEqual(prep); // a retried batch
+    }
+    expect(prepMoved).toBeGreaterThan(0);
+    expect(prep).toMatchObject({ state: 'pending', rowsMoved: prepMoved, prepareCursor: after, preparedAt: expect.any(Date) });
+    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(keyOf(r), r.status === 'cancelled' ? 4 : 2));
+
     const fence = await takeLeases(4);
     const claimed = ok(await s.partitions.claimChange([fence[0]!], change.changeId));
     expect(claimed).toMatchObject({ state: 'pending', changer: CHANGER, claimedAt: expect.any(Date) });
@@ -130,23 +126,21 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     expect(ok(await s.partitions.switchCount(fence, change.changeId))).toEqual(sw);
     expect(await s.partitions.readLayout()).toMatchObject({ count: 4, recordedBy: CHANGER, active: sw });
 
-    let after: string | null = null;
-    let moved = 0;
+    // The scan under every lease: the open rows.
+    after = null;
+    let moved = prepMoved;
     let last: PartitionChange = sw;
     for (;;) {
-      const rows = await s.partitions.listForReassign({ after, limit: 5, modifiedSince: null });
+      const rows = await s.partitions.listForReassign({ after, limit: 5, modifiedSince: null, scope: 'open' });
       if (rows.length === 0) break;
-      const moves: PartitionMove[] = rows.flatMap((r) => {
-        const p = partitionOf(r.partitionKey ?? r.intentId.toLowerCase(), 4);
-        return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }];
-      });
+      const moves = movesTo(4, rows);
       moved += moves.length;
       after = rows.at(-1)!.intentId;
       const progress = { scanCursor: after, scanDone: rows.length < 5 };
       last = ok(await s.partitions.moveIntents(fence, change.changeId, moves, progress));
       expect(ok(await s.partitions.moveIntents(fence, change.changeId, moves, progress))).toEqual(last); // a retried batch
     }
-    expect(moved).toBeGreaterThan(0);
+    expect(moved).toBeGreaterThan(prepMoved);
     expect(last).toMatchObject({ state: 'reassigning', rowsMoved: moved, scanCursor: after });
     expect((await ctx.intentRows()).map((r) => r.partition)).toEqual((await ctx.intentRows()).map((r) => partitionOf(keyOf(r), 4)));
     if (last.scanDoneAt === null) last = ok(await s.partitions.moveIntents(fence, change.changeId, [], { scanCursor: null, scanDone: true }));
@@ -170,12 +164,9 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
 
   it.each(spoilers)('every fenced write is refused, nothing written, when one lease of the fence is $name', async (spoiler) => {
     await s.partitions.recordPartitionCount(2, 'host-a');
-    const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(1));
-    const busy = await put({ partition: 1 });
-    ok(await s.executionFor(1).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
-    await s.lease.release(exec);
+    const busy = await inFlight(1);
     const intents = await ctx.intentRows();
-    const change = await request(3);
+    const change = await prepared(3);
     const fence = await takeLeases(3);
     const audit = (await ctx.auditLog()).length;
     const refused = async (expected: PartitionChange) => {
@@ -194,7 +185,7 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     fence[2] = await spoiler.restore(s, ctx, fence[2]!);
     ok(await s.partitions.claimChange(fence, change.changeId));
     const sw = ok(await s.partitions.switchCount(fence, change.changeId));
-    const [first] = await s.partitions.listForReassign({ after: null, limit: 1, modifiedSince: null });
+    const [first] = await s.partitions.listForReassign({ after: null, limit: 1, modifiedSince: null, scope: 'all' });
     await spoiler.spoil(s, ctx, fence[0]!);
     const before = (await ctx.auditLog()).length;
     expect(await s.partitions.moveIntents(fence, change.changeId, [{ intentId: first!.intentId, partition: 2 }],
@@ -238,15 +229,19 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     expect(await ctx.intentRows()).toEqual(rows);
   });
 
-  it('moveIntents writes only while reassigning: a pending change is returned unchanged, nothing moved', async () => {
+  it.each(['preparing', 'pending'] as const)('moveIntents and completeChange write only while reassigning: a %s change is returned unchanged', async (state) => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     const intent = await put({ partition: 1 });
-    const change = await request(3);
+    const change = state === 'preparing' ? await request(3) : await prepared(3);
     const fence = await takeLeases(3);
     const claimed = ok(await s.partitions.claimChange([fence[0]!], change.changeId));
+    expect(claimed).toMatchObject({ state, changer: CHANGER });
     expect(ok(await s.partitions.moveIntents(fence, change.changeId, [{ intentId: intent.intentId, partition: 2 }],
       { scanCursor: intent.intentId, scanDone: true }))).toEqual(claimed);
+    expect(ok(await s.partitions.completeChange(fence, change.changeId))).toEqual(claimed);
     expect((await s.intents.get(intent.intentId))!.partition).toBe(1);
+    for (const t of fence) expect((await s.lease.get(t.leaseName))!.holderId).toBe(CHANGER); // not released
+    expect((await s.lease.listEvents(leaseOf(0))).map((e) => e.event)).toEqual(['acquired']);
   });
 
   it('a moved intent keeps its last_modified_at', async () => {
@@ -277,18 +272,18 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     expect((await s.intents.get(five.intentId))!.partition).toBe(partitionOf(key, 5));
   });
 
-  it('listForReassign: by intent_id from after a cursor, paged; modifiedSince keeps rows modified at or after it', async () => {
+  it('listForReassign scope all: by intent_id from after a cursor, paged; modifiedSince keeps rows modified at or after it', async () => {
     const made = [await put({ key: 'x' }), await put(), await put({ key: 'y' }), await put(), await put()];
     const ids = made.map((i) => i.intentId);
-    const page1 = await s.partitions.listForReassign({ after: null, limit: 3, modifiedSince: null });
+    const page1 = await s.partitions.listForReassign({ after: null, limit: 3, modifiedSince: null, scope: 'all' });
     expect(page1).toEqual(made.slice(0, 3).map((i) => ({ intentId: i.intentId, partitionKey: i.partitionKey, partition: 0 })));
-    expect((await s.partitions.listForReassign({ after: ids[2]!, limit: 3, modifiedSince: null })).map((r) => r.intentId)).toEqual(ids.slice(3));
-    expect(await s.partitions.listForReassign({ after: ids[4]!, limit: 3, modifiedSince: null })).toEqual([]);
+    expect((await s.partitions.listForReassign({ after: ids[2]!, limit: 3, modifiedSince: null, scope: 'all' })).map((r) => r.intentId)).toEqual(ids.slice(3));
+    expect(await s.partitions.listForReassign({ after: ids[4]!, limit: 3, modifiedSince: null, scope: 'all' })).toEqual([]);
     await sleep(5);
     const since = (await s.partitions.readLayout()).dbNow;
     await sleep(5);
     for (const i of [3, 1]) expect((await s.intents.reschedule(ids[i]!, new Date(Date.now() + 60_000))).kind).toBe('ok');
-    expect((await s.partitions.listForReassign({ after: null, limit: 10, modifiedSince: since })).map((r) => r.intentId)).toEqual([ids[1], ids[3]]);
-    expect((await s.partitions.listForReassign({ after: ids[1]!, limit: 10, modifiedSince: since })).map((r) => r.intentId)).toEqual([ids[3]]);
+    expect((await s.partitions.listForReassign({ after: null, limit: 10, modifiedSince: since, scope: 'all' })).map((r) => r.intentId)).toEqual([ids[1], ids[3]]);
+    expect((await s.partitions.listForReassign({ after: ids[1]!, limit: 10, modifiedSince: since, scope: 'all' })).map((r) => r.intentId)).toEqual([ids[3]]);
   });
 });

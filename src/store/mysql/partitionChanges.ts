@@ -1,11 +1,14 @@
-// MySQL / MariaDB: the partition changer's writes (issue 26; port: ../partitionPorts.ts), each one READ COMMITTED
-// transaction fenced by EVERY lease of `fence` (fence.ts fencedTransactionAll: the lease rows locked for share to
+// MySQL / MariaDB: the partition changer's writes (issue 26; port: ../partitionPorts.ts). The preparing pass is
+// unfenced (it moves finished intents only); every other step is one READ COMMITTED transaction fenced by EVERY lease of `fence` (fence.ts fencedTransactionAll: the lease rows locked for share to
 // commit, one audit row per lease). Lock order, as in every fenced write: lease rows (in lease-name order), the change
 // row (FOR UPDATE: the state each step decides from), then intents in id order. A step does nothing unless the change
 // is in the state it starts from, so a retry after a lost reply (or by the next changer) finds it done.
 import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
-import { PARTITION_CHANGE_COLS, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
+import {
+  PARTITION_CHANGE_COLS, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
+} from '../partitionMapping.js';
+import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MyDatabase, MyQueryable } from './db.js';
 import { fencedTransactionAll, writeAudit } from './fence.js';
 import { expireHeld, lockHeld, type Locked } from './leaseStore.js';
@@ -38,8 +41,12 @@ const SET_COUNT = `UPDATE submission_manager_partition_count SET partition_count
 const MOVES = `(SELECT * FROM JSON_TABLE(?, '$[*]' COLUMNS (intent_id ${ID} PATH '$.id', partition_no INT PATH '$.p')) AS jt)`;
 
 // Only rows not yet in their target partition (a retried batch finds them moved: nothing picked, nothing counted twice).
-const MOVE_PICK = `SELECT i.intent_id FROM submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
- WHERE i.intent_id IN (?) AND i.partition_no <> m.partition_no ORDER BY i.intent_id FOR UPDATE`;
+const pickMoves = (also: string) => `SELECT i.intent_id FROM submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
+ WHERE i.intent_id IN (?) AND i.partition_no <> m.partition_no${also} ORDER BY i.intent_id FOR UPDATE`;
+const MOVE_PICK = pickMoves('');
+
+// The preparing pass picks only finished intents (re-read under the lock: one no longer finished is left out).
+const PREPARE_PICK = pickMoves(` AND i.status IN ${TERMINAL_SQL_LIST}`);
 
 // last_modified_at untouched (the port: every partition's next leader rebuilds).
 const MOVE = `UPDATE submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
@@ -52,22 +59,29 @@ const PROGRESS = `UPDATE submission_manager_partition_changes
        scan_done_at = CASE WHEN ? THEN COALESCE(scan_done_at, ${NOW}) ELSE scan_done_at END
  WHERE change_id = ?`;
 
+// The preparing pass's progress: the cursor only moves forward (a NULL leaves it); done ends the pass.
+const PREPARED = `UPDATE submission_manager_partition_changes
+   SET rows_moved = rows_moved + ?,
+       prepare_cursor = CASE WHEN ? IS NULL OR (prepare_cursor IS NOT NULL AND prepare_cursor >= ?) THEN prepare_cursor ELSE ? END,
+       state = CASE WHEN ? THEN 'pending' ELSE state END,
+       prepared_at = CASE WHEN ? THEN ${NOW} ELSE prepared_at END
+ WHERE change_id = ?`;
+
 type Step = { value: PartitionChange; rowsWritten: number };
+
+async function lockChangeIfAny(tx: MyQueryable, changeId: string): Promise<PartitionChange | null> {
+  const row = (await tx.query<PartitionChangeDbRow>(`${CHANGE} FOR UPDATE`, [changeId])).rows[0];
+  return row ? toPartitionChange(row) : null;
+}
 
 /** The change row locked FOR UPDATE; an id no one requested is a caller's bug. */
 async function lockChange(tx: MyQueryable, changeId: string): Promise<PartitionChange> {
-  const row = (await tx.query<PartitionChangeDbRow>(`${CHANGE} FOR UPDATE`, [changeId])).rows[0];
-  if (!row) throw new Error(`no partition change ${changeId}`);
-  return toPartitionChange(row);
+  const c = await lockChangeIfAny(tx, changeId);
+  if (!c) throw new Error(`no partition change ${changeId}`);
+  return c;
 }
 
 const readChange = async (tx: MyQueryable, changeId: string) => toPartitionChange((await tx.query<PartitionChangeDbRow>(CHANGE, [changeId])).rows[0]!);
-
-/** The steps that need every lease 0..max(from, to)−1: a shorter fence is a caller's bug. */
-function requireWholeFence(fence: LeaseToken[], c: PartitionChange): void {
-  const m = Math.max(c.fromCount, c.toCount);
-  if (fence.length < m) throw new RangeError(`partition change ${c.changeId}: fenced by ${fence.length} lease(s), needs all ${m}`);
-}
 
 /** changer and claimedAt set (a retry: the same changer, claimedAt moves on). Completed: unchanged. */
 export function claimChange(db: MyDatabase, fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
@@ -95,18 +109,39 @@ export function switchCount(db: MyDatabase, fence: LeaseToken[], changeId: strin
   });
 }
 
+const moveBatch = (moves: PartitionMove[]) => {
+  const ids = moves.map((m) => idParam(m.intentId));
+  return { ids, json: JSON.stringify(moves.map((m, k) => ({ id: ids[k], p: m.partition }))) };
+};
+
+/** The preparing pass's batch, unfenced: only finished intents move (locked in id order, then moved), so no lease
+ *  is needed; the change row locked FOR UPDATE serialises two changers. Not preparing: unchanged, nothing written;
+ *  no such change: null. Idempotent: a retry picks nothing already moved and the cursor never moves back. */
+export function prepareIntents(db: MyDatabase, changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }):
+Promise<PartitionChange | null> {
+  const { ids, json } = moveBatch(moves);
+  const cursor = progress.cursor === null ? null : idParam(progress.cursor);
+  return db.transaction(async (tx) => {
+    const c = await lockChangeIfAny(tx, changeId);
+    if (!c || c.state !== 'preparing') return c;
+    requireMovesInRange(c, moves);
+    const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_PICK, [json, ids])).rows.map((r) => r.intent_id);
+    if (picked.length > 0) await tx.query(MOVE, [json, picked]);
+    await tx.query(PREPARED, [picked.length, cursor, cursor, cursor, progress.done, progress.done, changeId]);
+    return readChange(tx, changeId);
+  });
+}
+
 /** One batch of moves and the progress. Not reassigning: unchanged. rowsMoved counts only the rows this run moved. */
 export function moveIntents(db: MyDatabase, fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress):
 Promise<Fenced<PartitionChange>> {
-  const ids = moves.map((m) => idParam(m.intentId));
-  const batch = JSON.stringify(moves.map((m, k) => ({ id: ids[k], p: m.partition })));
+  const { ids, json: batch } = moveBatch(moves);
   const cursor = progress.scanCursor === null ? null : idParam(progress.scanCursor);
   return fencedTransactionAll(db, fence, 'partition_move', async (tx): Promise<Step> => {
     const c = await lockChange(tx, changeId);
     if (c.state !== 'reassigning') return { value: c, rowsWritten: 0 };
     requireWholeFence(fence, c);
-    const bad = moves.find((m) => !Number.isInteger(m.partition) || m.partition < 0 || m.partition >= c.toCount);
-    if (bad) throw new RangeError(`partition change ${changeId}: intent ${bad.intentId} cannot move to partition ${bad.partition} of ${c.toCount}`);
+    requireMovesInRange(c, moves);
     const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(MOVE_PICK, [batch, ids])).rows.map((r) => r.intent_id);
     if (picked.length > 0) await tx.query(MOVE, [batch, picked]);
     await tx.query(PROGRESS, [picked.length, cursor, cursor, cursor, progress.scanDone, changeId]);

@@ -1,11 +1,14 @@
-// PostgreSQL: the partition changer's fenced writes (issue 26; port: ../partitionPorts.ts). Each runs in one
-// transaction fenced by every lease of `fence` (fence.ts fencedByAll: all rows FOR SHARE, or FOR NO KEY UPDATE where
+// PostgreSQL: the partition changer's writes (issue 26; port: ../partitionPorts.ts). The preparing pass runs
+// unfenced (it moves finished intents only); every other step runs in one transaction fenced by every lease of `fence` (fence.ts fencedByAll: all rows FOR SHARE, or FOR NO KEY UPDATE where
 // the transaction releases them), locks the change row FOR UPDATE, and does nothing unless the change is in the
 // state the step starts from: a retry after a lost reply, or by the next changer, finds the step done and returns
 // the change as it is.
 import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
-import { PARTITION_CHANGE_COLS, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
+import {
+  PARTITION_CHANGE_COLS, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
+} from '../partitionMapping.js';
+import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase, PgQueryable } from './db.js';
 import { fencedByAll, tokenArrays } from './fence.js';
 import { BUDGET } from './rows.js';
@@ -52,21 +55,38 @@ recorded AS (
 UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t
   FROM now WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
 
-// last_modified_at untouched (the port: every partition's next leader rebuilds). Only rows not yet in their target
-// partition are written and counted, so a retried batch adds nothing to rows_moved. The cursor only moves forward
-// (GREATEST ignores a NULL: the catch-up pass leaves it), scan_done_at is set once.
-const MOVE = `/* sm:partition_move */
-WITH moved AS (
+// The moves ($2 intent ids, $3 partitions) of the rows among `among` not yet in their target partition: a retried
+// batch writes and counts nothing. last_modified_at untouched (the port: every partition's next leader rebuilds).
+const movedCte = (among: string) => `moved AS (
   UPDATE submission_intents i SET partition_no = m.partition_no
     FROM unnest($2::uuid[], $3::int[]) AS m(intent_id, partition_no)
-   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY($2::uuid[]) AND i.partition_no <> m.partition_no
+   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY(${among}) AND i.partition_no <> m.partition_no
   RETURNING 1
-)
+)`;
+
+// The cursor only moves forward (GREATEST ignores a NULL: the catch-up pass leaves it), scan_done_at is set once.
+const MOVE = `/* sm:partition_move */
+WITH ${movedCte('$2::uuid[]')}
 UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + (SELECT count(*) FROM moved), scan_cursor = GREATEST(scan_cursor, $4::uuid),
        scan_done_at = CASE WHEN $5::boolean THEN COALESCE(scan_done_at, clock_timestamp()) ELSE scan_done_at END
  WHERE change_id = $1
 RETURNING ${PARTITION_CHANGE_COLS}, (SELECT count(*) FROM moved)::int AS moved`;
+
+// The preparing pass's batch: the finished intents among the moves, locked in id order (a concurrent purge or status
+// change waits, or we wait for it; a row no longer finished once its lock is granted is left out), then moved.
+const PREPARE_LOCK = `SELECT intent_id FROM submission_intents
+  WHERE intent_id = ANY($1::uuid[]) AND status IN ${TERMINAL_SQL_LIST} ORDER BY intent_id FOR UPDATE`;
+
+// Only the rows locked above ($6) move. The cursor only moves forward; done ends the pass once.
+const PREPARE = `/* sm:partition_prepare */
+WITH ${movedCte('$6::uuid[]')}
+UPDATE submission_manager_partition_changes
+   SET rows_moved = rows_moved + (SELECT count(*) FROM moved), prepare_cursor = GREATEST(prepare_cursor, $4::uuid),
+       state = CASE WHEN $5::boolean THEN 'pending' ELSE state END,
+       prepared_at = CASE WHEN $5::boolean THEN clock_timestamp() ELSE prepared_at END
+ WHERE change_id = $1
+RETURNING ${PARTITION_CHANGE_COLS}`;
 
 const COMPLETE = `UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = clock_timestamp()
   WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
@@ -89,16 +109,15 @@ SELECT count(*)::int AS released FROM rel`;
 
 type Step = { value: PartitionChange; rowsWritten: number };
 
-async function lockChange(tx: PgQueryable, changeId: string): Promise<PartitionChange> {
+async function lockChangeIfAny(tx: PgQueryable, changeId: string): Promise<PartitionChange | null> {
   const row = (await tx.query<PartitionChangeDbRow>(LOCK_CHANGE, [changeId])).rows[0];
-  if (!row) throw new Error(`no partition change ${changeId}`);
-  return toPartitionChange(row);
+  return row ? toPartitionChange(row) : null;
 }
 
-/** The steps that need every lease 0..max(from, to)−1: a shorter fence is a caller's bug. */
-function requireWholeFence(fence: LeaseToken[], c: PartitionChange): void {
-  const m = Math.max(c.fromCount, c.toCount);
-  if (fence.length < m) throw new RangeError(`partition change ${c.changeId}: fenced by ${fence.length} lease(s), needs all ${m}`);
+async function lockChange(tx: PgQueryable, changeId: string): Promise<PartitionChange> {
+  const c = await lockChangeIfAny(tx, changeId);
+  if (!c) throw new Error(`no partition change ${changeId}`);
+  return c;
 }
 
 const one = (rows: PartitionChangeDbRow[]) => toPartitionChange(rows[0]!);
@@ -131,11 +150,25 @@ export class PgPartitionChanges {
       const c = await lockChange(tx, changeId);
       if (c.state !== 'reassigning') return { value: c, rowsWritten: 0 };
       requireWholeFence(fence, c);
-      const bad = moves.find((m) => !Number.isInteger(m.partition) || m.partition < 0 || m.partition >= c.toCount);
-      if (bad) throw new RangeError(`partition change ${changeId}: intent ${bad.intentId} cannot move to partition ${bad.partition} of ${c.toCount}`);
+      requireMovesInRange(c, moves);
       const r = await tx.query<PartitionChangeDbRow & { moved: number }>(MOVE, [changeId, moves.map((m) => m.intentId),
         moves.map((m) => m.partition), progress.scanCursor, progress.scanDone]);
       return { value: one(r.rows), rowsWritten: r.rows[0]!.moved + 1 };
+    });
+  }
+
+  /** Unfenced: only finished intents move (locked, then moved), so no lease is needed; the change row locked FOR
+   *  UPDATE serialises two changers' batches. Not preparing: returned as it is, nothing written. */
+  prepare(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
+    return this.db.transaction(async (tx) => {
+      const c = await lockChangeIfAny(tx, changeId);
+      if (!c || c.state !== 'preparing') return c;
+      requireMovesInRange(c, moves);
+      const ids = moves.map((m) => m.intentId);
+      const finished = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_LOCK, [ids])).rows.map((r) => r.intent_id);
+      const r = await tx.query<PartitionChangeDbRow>(PREPARE, [changeId, ids, moves.map((m) => m.partition), progress.cursor,
+        progress.done, finished]);
+      return one(r.rows);
     });
   }
 

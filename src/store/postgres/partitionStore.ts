@@ -3,8 +3,10 @@
 // SELECT in the same statement as an INSERT … ON CONFLICT DO NOTHING reads the statement's snapshot, which misses a
 // row that a concurrent first start committed while we waited on its key; a second statement (READ COMMITTED) sees it.
 import type {
-  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, RequestChangeOutcome,
+  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope,
+  RequestChangeOutcome,
 } from '../partitionPorts.js';
+import { OPEN_SQL_LIST, TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { PgDatabase } from './db.js';
@@ -38,14 +40,18 @@ const REQUEST_READ_CHANGES = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_ma
   WHERE state <> 'completed' OR change_id = $1`;
 const REQUEST_INSERT = `
 INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
-VALUES ($1, $2, $3, 'pending', clock_timestamp(), $4)
+VALUES ($1, $2, $3, 'preparing', clock_timestamp(), $4)
 RETURNING ${PARTITION_CHANGE_COLS}`;
 
-const REASSIGN_COLS = 'SELECT intent_id, partition_key, partition_no FROM submission_intents';
-// The scan: a primary-key range. The catch-up pass: the same range filtered by last_modified_at (one pass over the
-// rest of the primary key in all; no index leads with last_modified_at since migration 010).
-const REASSIGN_SCAN = `${REASSIGN_COLS} WHERE intent_id > $1::uuid ORDER BY intent_id LIMIT $2`;
-const REASSIGN_CATCH_UP = `${REASSIGN_COLS} WHERE intent_id > $1::uuid AND last_modified_at >= $3 ORDER BY intent_id LIMIT $2`;
+// Every scope walks the primary key from the cursor and filters (one read of the table per pass; no index leads with
+// status or last_modified_at since migration 010). $3 (modifiedSince) is passed only where the filter names it.
+const REASSIGN_FILTER: Record<ReassignScope, { plain: string; since: string }> = {
+  finished: { plain: `status IN ${TERMINAL_SQL_LIST}`, since: `status IN ${TERMINAL_SQL_LIST}` },
+  open: { plain: `status IN ${OPEN_SQL_LIST}`, since: `(status IN ${OPEN_SQL_LIST} OR last_modified_at >= $3)` },
+  all: { plain: 'true', since: 'last_modified_at >= $3' },
+};
+const reassignRead = (filter: string) =>
+  `SELECT intent_id, partition_key, partition_no FROM submission_intents WHERE intent_id > $1::uuid AND ${filter} ORDER BY intent_id LIMIT $2`;
 
 const countOf = (r: CountDbRow): PartitionCount => ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
 
@@ -115,11 +121,18 @@ export class PgPartitionStore implements PartitionStore {
     return this.changes.switchCount(fence, changeId);
   }
 
-  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]> {
-    const r = q.modifiedSince === null
-      ? await this.db.query<ReassignDbRow>(REASSIGN_SCAN, [q.after ?? NIL_UUID, q.limit])
-      : await this.db.query<ReassignDbRow>(REASSIGN_CATCH_UP, [q.after ?? NIL_UUID, q.limit, q.modifiedSince]);
+  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
+    const filter = REASSIGN_FILTER[q.scope][q.modifiedSince === null ? 'plain' : 'since'];
+    const params: unknown[] = [q.after ?? NIL_UUID, q.limit];
+    if (filter.includes('$3')) params.push(q.modifiedSince);
+    const r = await this.db.query<ReassignDbRow>(reassignRead(filter), params);
     return r.rows.map((x) => ({ intentId: x.intent_id, partitionKey: x.partition_key, partition: Number(x.partition_no) }));
+  }
+
+  /** Idempotent: only finished rows not yet in their target partition are written and counted; the cursor never moves
+   *  back; once done the change is pending and a retry finds it so (unchanged). */
+  prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
+    return this.changes.prepare(changeId, moves, progress);
   }
 
   /** Idempotent: only rows not yet in their target partition are written and counted; the cursor never moves back. */

@@ -1,16 +1,18 @@
 // 013: changes of the partition count (issue 26; port: src/store/partitionPorts.ts). One row per requested change,
-// pending → reassigning → completed, never deleted (the history the ops page lists). At most one change is active:
-// the unique partial index on a constant admits one row whose state is not 'completed' (the database enforces what
-// requestChange's lock on the count row already serialises), and it is the index "the active change" reads.
-// Newest first: the index on requested_at. Both tiny: a change is a rare operator action.
+// preparing → pending → reassigning → completed, never deleted (the history the ops page lists). At most one change
+// is active (preparing counts): the unique partial index on a constant admits one row whose state is not 'completed'
+// (the database enforces what requestChange's lock on the count row already serialises), and it is the index "the
+// active change" reads. Newest first: the index on requested_at. Both tiny: a change is a rare operator action.
 export const m013PartitionChanges = `
 CREATE TABLE IF NOT EXISTS submission_manager_partition_changes (
   change_id     uuid         PRIMARY KEY,
   from_count    smallint     NOT NULL CHECK (from_count >= 1),
   to_count      smallint     NOT NULL CHECK (to_count >= 1),
-  state         varchar(16)  NOT NULL CHECK (state IN ('pending', 'reassigning', 'completed')),
+  state         varchar(16)  NOT NULL CHECK (state IN ('preparing', 'pending', 'reassigning', 'completed')),
   requested_at  timestamptz  NOT NULL,
   requested_by  varchar(128) NOT NULL,
+  prepare_cursor uuid        NULL,
+  prepared_at   timestamptz  NULL,
   changer       varchar(128) NULL,
   claimed_at    timestamptz  NULL,
   switched_at   timestamptz  NULL,

@@ -1,0 +1,121 @@
+// The preparing step of a partition change (issue 26; port: src/store/partitionPorts.ts), run unchanged against every
+// dialect: prepareIntents moves finished intents only, with no lease, idempotently, its cursor never going back, and
+// `done` ends the step; a preparing change is left alone by switchCount; and the scopes of the reassignment read.
+import { describe, expect, it } from 'vitest';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectStores } from '../support/dialectFixture.js';
+import { changeArrangement, movesTo, ok } from '../support/partitionChanges.js';
+import type { Stores } from '../../src/store/stores.js';
+import type { IntentStatus } from '../../src/store/intentPorts.js';
+import type { ReassignScope } from '../../src/store/partitionPorts.js';
+import { uuidv7 } from '../../src/intents/ids.js';
+import { partitionOf } from '../../src/intents/partition.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Keys whose partition differs under 2 and 4 partitions: each of them moves. */
+const MOVING = Array.from({ length: 100 }, (_, i) => `key-${i}`).filter((k) => partitionOf(k, 2) !== partitionOf(k, 4));
+
+describe.each(dialects)('partition change preparing step: $name', (dialect) => {
+  let ctx: DialectContext;
+  let s: Stores;
+  useDialectStores(dialect, (fresh, stores) => {
+    ctx = fresh;
+    s = stores;
+  });
+  const { put, inFlight, request, takeLeases } = changeArrangement(() => s);
+
+  /** One intent per status (in id order), each with a key that moves from 2 to 4 partitions. */
+  const arrange = async (statuses: IntentStatus[]) => {
+    const made = [];
+    for (const [i, status] of statuses.entries()) {
+      const intent = await put({ key: MOVING[i]! });
+      if (status !== 'scheduled') await ctx.setIntentStatus(intent.intentId, status);
+      made.push(intent);
+    }
+    return made.map((i) => i.intentId);
+  };
+
+  it('prepareIntents moves the finished intents only, no lease; a retry adds nothing; the cursor never goes back; done ends the step', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    const ids = await arrange(['succeeded', 'scheduled', 'failed', 'in_flight', 'cancelled']);
+    const finished = [ids[0], ids[2], ids[4]];
+    const change = await request(4);
+    const rows = await s.partitions.listForReassign({ after: null, limit: 10, modifiedSince: null, scope: 'all' });
+    const moves = movesTo(4, rows);
+    expect(moves).toHaveLength(5); // the open ones too: the store leaves them alone
+    const modified = await Promise.all(ids.map((id) => ctx.modifiedAtText(id)));
+
+    const first = await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[2]!, done: false });
+    expect(first).toEqual({ ...change, rowsMoved: 3, prepareCursor: ids[2] });
+    expect(await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[2]!, done: false })).toEqual(first); // a retry
+    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(r.partitionKey!, finished.includes(r.intentId) ? 4 : 2));
+    expect(await Promise.all(ids.map((id) => ctx.modifiedAtText(id)))).toEqual(modified);
+    expect(await ctx.auditLog()).toEqual([]); // no fence
+
+    for (const cursor of [ids[0]!, null]) {
+      expect(await s.partitions.prepareIntents(change.changeId, [], { cursor, done: false })).toEqual(first); // never back
+    }
+    await expect(s.partitions.prepareIntents(change.changeId, [{ intentId: ids[1]!, partition: 4 }], { cursor: ids[4]!, done: false }))
+      .rejects.toThrow(RangeError);
+    expect(await s.partitions.getChange(change.changeId)).toEqual(first);
+    // An open intent finished since: the next batch moves it.
+    await ctx.setIntentStatus(ids[1]!, 'succeeded');
+    const second = await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[4]!, done: false });
+    expect(second).toEqual({ ...first, rowsMoved: 4, prepareCursor: ids[4] });
+
+    const done = (await s.partitions.prepareIntents(change.changeId, [], { cursor: null, done: true }))!;
+    expect(done).toEqual({ ...second, state: 'pending', preparedAt: expect.any(Date) });
+    expect(done.preparedAt!.getTime()).toBeGreaterThanOrEqual(change.requestedAt.getTime());
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, active: done });
+    // Past preparing: returned unchanged, nothing written (even a finished intent's move).
+    await ctx.setIntentStatus(ids[3]!, 'failed');
+    expect(await s.partitions.prepareIntents(change.changeId, moves, { cursor: uuidv7(), done: true })).toEqual(done);
+    expect((await s.intents.get(ids[3]!))!.partition).toBe(partitionOf(MOVING[3]!, 2));
+    expect(await s.partitions.prepareIntents(uuidv7(), moves, { cursor: null, done: true })).toBeNull();
+  });
+
+  it('switchCount leaves a preparing change as it is: the count, the in-flight intent and its attempt unchanged', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    const busy = await inFlight(1);
+    const intents = await ctx.intentRows();
+    const change = await request(3);
+    const fence = await takeLeases(3);
+    const claimed = ok(await s.partitions.claimChange([fence[0]!], change.changeId));
+    expect(ok(await s.partitions.switchCount(fence, change.changeId))).toEqual(claimed);
+    expect(claimed).toMatchObject({ state: 'preparing', switchedAt: null });
+    expect((await s.partitions.readLayout()).count).toBe(2);
+    expect(await ctx.intentRows()).toEqual(intents);
+    expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome)).toEqual(['started']);
+  });
+
+  it('listForReassign scopes: finished; open (or modified since); all (modified since); by intent_id after an exclusive cursor', async () => {
+    const ids = await arrange(['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled', 'scheduled']);
+    await sleep(5);
+    const since = (await s.partitions.readLayout()).dbNow;
+    await sleep(5);
+    expect((await s.intents.cancel(ids[5]!)).kind).toBe('ok'); // finished after `since`
+    const read = async (scope: ReassignScope, after: number | null, limit: number, modifiedSince: Date | null = null) =>
+      (await s.partitions.listForReassign({ scope, after: after === null ? null : ids[after]!, limit, modifiedSince }))
+        .map((r) => ids.indexOf(r.intentId));
+    const cases: [ReassignScope, number | null, number, Date | null, number[]][] = [
+      ['finished', null, 10, null, [2, 3, 4, 5]],
+      ['finished', null, 10, since, [2, 3, 4, 5]],
+      ['finished', null, 2, null, [2, 3]],
+      ['finished', 3, 2, null, [4, 5]],
+      ['finished', 5, 2, null, []],
+      ['open', null, 10, null, [0, 1]],
+      ['open', null, 10, since, [0, 1, 5]],
+      ['open', 0, 10, null, [1]],
+      ['open', 1, 10, since, [5]],
+      ['open', null, 2, since, [0, 1]],
+      ['all', null, 10, null, [0, 1, 2, 3, 4, 5]],
+      ['all', null, 10, since, [5]],
+      ['all', 2, 2, null, [3, 4]],
+    ];
+    for (const [scope, after, limit, modifiedSince, expected] of cases) {
+      expect([scope, after, limit, modifiedSince, await read(scope, after, limit, modifiedSince)]).toEqual([scope, after, limit, modifiedSince, expected]);
+    }
+    const [row] = await s.partitions.listForReassign({ scope: 'finished', after: null, limit: 1, modifiedSince: null });
+    expect(row).toEqual({ intentId: ids[2], partitionKey: MOVING[2], partition: 0 });
+  });
+});
