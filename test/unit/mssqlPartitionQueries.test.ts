@@ -67,6 +67,8 @@ describe('partition change statements', () => {
 
   it('requestChange: the count row WITH (UPDLOCK, HOLDLOCK) first in the transaction, then the decision and the insert; answers after COMMIT', () => {
     const t = q.requestChange(8, 'ops', ID).text;
+    // decideChangeRequest's order: this request's own change (a retry), the active change, the count, else create.
+    expect(t).toMatch(/IF @same IS NOT NULL\nBEGIN\n {2}SET @active = @same;\n {2}SET @outcome = 'existing';\nEND\nELSE IF @active IS NOT NULL\nBEGIN\n {2}SET @outcome = CASE WHEN @active_to = @to_count THEN 'existing' ELSE 'conflict' END;\nEND\nELSE IF ISNULL\(@count, 1\) = @to_count\nBEGIN\n {2}SET @outcome = 'unchanged';\nEND\nELSE\nBEGIN\n {2}INSERT/);
     const begin = t.indexOf('BEGIN TRANSACTION;');
     const lock = t.indexOf('FROM submission_manager_partition_count WITH (UPDLOCK, HOLDLOCK) WHERE id = 1;');
     const now = t.indexOf('SET @now = SYSUTCDATETIME();');
@@ -84,7 +86,8 @@ describe('partition change statements', () => {
     const t = q.switchCount(fence, ID).text;
     const at = (s: string) => t.indexOf(s);
     const steps = [
-      "SELECT @to = to_count FROM submission_manager_partition_changes WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';",
+      "SELECT @to = to_count, @m = CASE WHEN from_count > to_count THEN from_count ELSE to_count END FROM submission_manager_partition_changes WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';",
+      'IF @m IS NOT NULL AND @fence_n < @m\n  THROW 51001, ',
       'IF @to IS NOT NULL',
       "UPDATE submission_attempts\n     SET outcome = 'abandoned', finished_at = @now,",
       "   WHERE outcome = 'started';",
@@ -103,7 +106,7 @@ describe('partition change statements', () => {
   it('moveIntents: only while reassigning; partition_no from the JSON moves, last_modified_at untouched; rows_moved += rows changed (a retry adds 0); cursor forward only', () => {
     const x = q.moveIntents(fence, ID, [{ intentId: ID.toUpperCase(), partition: 2 }], { scanCursor: null, scanDone: false });
     expect(code(x.text)).not.toMatch(/last_modified_at/);
-    expect(x.text).toMatch(/IF EXISTS \(SELECT 1 FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'reassigning'\)/);
+    expect(x.text).toMatch(/SELECT @to = to_count, @m = [^;]* FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'reassigning';\nIF @m IS NOT NULL AND @fence_n < @m\n {2}THROW 51001, [^;]*;\nIF @to IS NOT NULL AND EXISTS \(SELECT 1 FROM OPENJSON\(@moves\) WITH \(partition_no int '\$\.partition'\) WHERE partition_no < 0 OR partition_no >= @to\)\n {2}THROW 51002, [^;]*;\nIF @to IS NOT NULL\nBEGIN\n/);
     expect(x.text).toMatch(/UPDATE i SET partition_no = m\.partition_no\n\s+FROM submission_intents AS i\n\s+JOIN OPENJSON\(@moves\) WITH \(intent_id char\(36\) '\$\.intentId', partition_no smallint '\$\.partition'\) AS m\n\s+ON i\.intent_id = m\.intent_id COLLATE Latin1_General_100_BIN2\n\s+WHERE i\.partition_no <> m\.partition_no;\n\s+SET @moved = @@ROWCOUNT;/);
     expect(x.text).toMatch(/rows_moved = rows_moved \+ @moved/);
     expect(x.text).toMatch(/scan_cursor = CASE WHEN @scan_cursor IS NOT NULL AND \(scan_cursor IS NULL OR @scan_cursor > scan_cursor\)/);
@@ -119,6 +122,7 @@ describe('partition change statements', () => {
     const loopEnd = t.indexOf('RETURN;\nEND;');
     const now = t.indexOf('SET @now = SYSUTCDATETIME();');
     expect(now).toBeGreaterThan(loopEnd); // the time is read after every lease row is locked
+    expect(t).toMatch(/SELECT @m = [^;]* WHERE change_id = @change_id AND state = 'reassigning';\nIF @m IS NOT NULL AND @fence_n < @m\n {2}THROW 51001, [^;]*;\nSET @now/);
     expect(t).toMatch(/UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = @now WHERE change_id = @change_id AND state = 'reassigning';\nSET @completed = @@ROWCOUNT;\nIF @completed > 0/);
     expect(t).toMatch(/UPDATE l\n\s+SET expires_at = @now, renewed_at = @now\n\s+OUTPUT inserted\.lease_name, inserted\.lease_epoch, inserted\.holder_id INTO @rel\n\s+FROM submission_manager_leases AS l\n\s+JOIN @fence AS f ON l\.lease_name = f\.lease_name AND l\.holder_id = f\.holder_id AND l\.lease_epoch = f\.lease_epoch\n\s+WHERE l\.expires_at > @now;/);
     expect(t).toMatch(/INSERT INTO submission_manager_lease_events \(lease_name, lease_epoch, holder_id, \[event\], \[at\]\)\n\s+SELECT lease_name, lease_epoch, holder_id, 'released', @now FROM @rel;/);

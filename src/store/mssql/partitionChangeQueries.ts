@@ -17,6 +17,11 @@ const COLS = PARTITION_CHANGE_COLS;
 /** The change row as it is, after COMMIT (the results of a fenced batch). */
 const CHANGE_RESULT = `SELECT ${COLS} FROM ${CHANGES} WHERE change_id = @change_id;`;
 const changeParam = (changeId: string) => p.uuid('change_id', changeId);
+/** M = max(from_count, to_count): the steps after the claim need every partition lease 0..M−1. */
+const WIDEST = 'CASE WHEN from_count > to_count THEN from_count ELSE to_count END';
+/** A fence short of M tokens is the caller's bug: fail the batch (XACT_ABORT rolls it back), as every dialect does. */
+const WHOLE_FENCE = `IF @m IS NOT NULL AND @fence_n < @m
+  THROW 51001, 'submission_manager_partition_changes: the fence must hold every partition lease 0..max(from, to)-1', 1;`;
 
 export const partitionChangeQueries = {
   /** One statement: the count row (absent: all NULL) and the active change (absent: all NULL), with database time.
@@ -35,8 +40,8 @@ export const partitionChangeQueries = {
   /**
    * One transaction: the count row under UPDLOCK+HOLDLOCK (a missing row: its key range), held to commit, so requests
    * run one at a time and at most one change is active (ux_partition_changes_active enforces it too); then the
-   * decision. Result set 0: outcome with the count as read (no row: 1, recorded by `none`); 1: the change (if any).
-   * A retry after a lost reply finds its own change active (`existing`) or, once completed, the count (`unchanged`).
+   * decision (as decideChangeRequest in ../partitionMapping.ts). Result set 0: outcome with the count as read (no row:
+   * 1, recorded by `none`); 1: the change (if any). A retry after a lost reply finds its own change by its id (`existing`).
    */
   requestChange(toCount: number, requestedBy: string, changeId: string): SqlQuery {
     return {
@@ -47,6 +52,7 @@ DECLARE @now datetime2(7);
 DECLARE @count smallint;
 DECLARE @recorded_at datetime2(7);
 DECLARE @recorded_by varchar(128);
+DECLARE @same char(36);
 DECLARE @active char(36);
 DECLARE @active_to smallint;
 DECLARE @outcome varchar(16);
@@ -54,9 +60,15 @@ BEGIN TRANSACTION;
 SELECT @count = partition_count, @recorded_at = recorded_at, @recorded_by = recorded_by
   FROM submission_manager_partition_count WITH (UPDLOCK, HOLDLOCK) WHERE id = 1;
 SET @now = SYSUTCDATETIME();
+SELECT @same = change_id FROM ${CHANGES} WHERE change_id = @change_id;
 SELECT TOP (1) @active = change_id, @active_to = to_count FROM ${CHANGES}
  WHERE state <> 'completed' ORDER BY requested_at DESC, change_id DESC;
-IF @active IS NOT NULL
+IF @same IS NOT NULL
+BEGIN
+  SET @active = @same;
+  SET @outcome = 'existing';
+END
+ELSE IF @active IS NOT NULL
 BEGIN
   SET @outcome = CASE WHEN @active_to = @to_count THEN 'existing' ELSE 'conflict' END;
 END
@@ -90,13 +102,12 @@ SELECT ${COLS} FROM ${CHANGES} WHERE change_id = @active;`,
     return { text: CHANGE_RESULT, params: [changeParam(changeId)] };
   },
 
-  /** Fenced: changer := the fence's holder, claimed_at := now, unless completed or already claimed by that holder (a
-   *  retry changes nothing). */
+  /** Fenced: changer := the fence's holder, claimed_at := now, unless completed (a retry only moves claimed_at). */
   claimChange(fence: LeaseToken[], changeId: string): SqlQuery {
     return buildFencedBatchAll(fence, 'partition_claim', {
       declare: '',
       body: `UPDATE ${CHANGES} SET changer = @changer, claimed_at = SYSUTCDATETIME()
- WHERE change_id = @change_id AND state <> 'completed' AND (changer IS NULL OR changer <> @changer);
+ WHERE change_id = @change_id AND state <> 'completed';
 SET @rows_written = @@ROWCOUNT;`,
       results: CHANGE_RESULT,
       params: [changeParam(changeId), p.varchar('changer', 128, changerOf(fence))],
@@ -114,11 +125,13 @@ SET @rows_written = @@ROWCOUNT;`,
     return buildFencedBatchAll(fence, 'partition_switch', {
       declare: `DECLARE @now datetime2(7);
 DECLARE @to smallint;
+DECLARE @m smallint;
 DECLARE @settled int;
 DECLARE @recovered int;
 DECLARE @switched int;`,
       body: `SET @now = SYSUTCDATETIME();
-SELECT @to = to_count FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';
+SELECT @to = to_count, @m = ${WIDEST} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';
+${WHOLE_FENCE}
 IF @to IS NOT NULL
 BEGIN
   UPDATE submission_attempts
@@ -178,9 +191,15 @@ END;`,
   moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): SqlQuery {
     const batch = moves.map((m) => ({ intentId: uuidText('moves.intentId', m.intentId), partition: p.smallint('moves.partition', m.partition).value }));
     return buildFencedBatchAll(fence, 'partition_move', {
-      declare: `DECLARE @moved int = 0;
+      declare: `DECLARE @to smallint;
+DECLARE @m smallint;
+DECLARE @moved int = 0;
 DECLARE @progressed int = 0;`,
-      body: `IF EXISTS (SELECT 1 FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'reassigning')
+      body: `SELECT @to = to_count, @m = ${WIDEST} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'reassigning';
+${WHOLE_FENCE}
+IF @to IS NOT NULL AND EXISTS (SELECT 1 FROM OPENJSON(@moves) WITH (partition_no int '$.partition') WHERE partition_no < 0 OR partition_no >= @to)
+  THROW 51002, 'submission_manager_partition_changes: a move names no partition of the new count', 1;
+IF @to IS NOT NULL
 BEGIN
   UPDATE i SET partition_no = m.partition_no
     FROM submission_intents AS i
@@ -215,10 +234,13 @@ END;`,
   completeChange(fence: LeaseToken[], changeId: string): SqlQuery {
     return buildFencedBatchAll(fence, 'partition_complete', {
       declare: `DECLARE @now datetime2(7);
+DECLARE @m smallint;
 DECLARE @completed int;
 DECLARE @rel TABLE (lease_name varchar(64) COLLATE ${BIN2} NOT NULL, lease_epoch bigint NOT NULL,
   holder_id varchar(128) COLLATE ${BIN2} NOT NULL);`,
-      body: `SET @now = SYSUTCDATETIME();
+      body: `SELECT @m = ${WIDEST} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'reassigning';
+${WHOLE_FENCE}
+SET @now = SYSUTCDATETIME();
 UPDATE ${CHANGES} SET state = 'completed', completed_at = @now WHERE change_id = @change_id AND state = 'reassigning';
 SET @completed = @@ROWCOUNT;
 IF @completed > 0
