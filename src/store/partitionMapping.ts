@@ -3,8 +3,8 @@
 import type { PartitionChange, PartitionChangeState, PartitionCount, RequestChangeOutcome } from './partitionPorts.js';
 import { num } from './rowMapping.js';
 
-export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, changer, claimed_at,
-  switched_at, scan_cursor, scan_done_at, rows_moved, completed_at`;
+export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, prepare_cursor,
+  prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, rows_moved, completed_at`;
 
 export interface PartitionChangeDbRow {
   change_id: string;
@@ -13,6 +13,8 @@ export interface PartitionChangeDbRow {
   state: PartitionChangeState;
   requested_at: Date;
   requested_by: string;
+  prepare_cursor: string | null;
+  prepared_at: Date | null;
   changer: string | null;
   claimed_at: Date | null;
   switched_at: Date | null;
@@ -29,6 +31,8 @@ export const toPartitionChange = (r: PartitionChangeDbRow): PartitionChange => (
   state: r.state,
   requestedAt: r.requested_at,
   requestedBy: r.requested_by,
+  prepareCursor: r.prepare_cursor === null ? null : r.prepare_cursor.toLowerCase(),
+  preparedAt: r.prepared_at,
   changer: r.changer,
   claimedAt: r.claimed_at,
   switchedAt: r.switched_at,

@@ -1,9 +1,11 @@
 // SQL Server partition changes (issue 26) and the intake's partition, inspected without a server (the contract suite
 // runs only where SQL Server does): the multi-lease fence, the request's lock on the count row, the switch's recovery,
-// moves that keep last_modified_at, the completion's release, and id order decided in SQL.
+// moves that keep last_modified_at, the unfenced preparing pass (finished intents only), the completion's release,
+// the reassignment read's scopes, and id order decided in SQL.
 import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
 import { partitionChangeQueries as q } from '../../src/store/mssql/partitionChangeQueries.js';
+import { partitionReassignQueries as r } from '../../src/store/mssql/partitionReassignQueries.js';
 import { intentQueries } from '../../src/store/mssql/intentStore.js';
 import type { SqlQuery } from '../../src/store/mssql/params.js';
 import { StoreError } from '../../src/store/ports.js';
@@ -77,7 +79,7 @@ describe('partition change statements', () => {
     const commit = t.indexOf('COMMIT TRANSACTION;');
     expect(begin).toBeGreaterThan(0);
     expect([lock, now, active, insert, commit].every((v, i, a) => v > (i === 0 ? begin : a[i - 1]!))).toBe(true);
-    expect(t.slice(insert)).toMatch(/VALUES \(@change_id, ISNULL\(@count, 1\), @to_count, 'pending', @now, @requested_by, 0\)/);
+    expect(t.slice(insert)).toMatch(/VALUES \(@change_id, ISNULL\(@count, 1\), @to_count, 'preparing', @now, @requested_by, 0\)/);
     expect(t.slice(commit)).toMatch(/ISNULL\(@count, 1\) AS partition_count[\s\S]*ISNULL\(@recorded_by, 'none'\) AS recorded_by;\nSELECT [^;]* WHERE change_id = @active;$/);
     expect(param(q.requestChange(8, 'ops', ID), 'to_count')!.type).toEqual(sql.SmallInt());
   });
@@ -130,15 +132,54 @@ describe('partition change statements', () => {
     expect(t.indexOf("'released'")).toBeLessThan(t.indexOf('COMMIT TRANSACTION;'));
   });
 
+  it('prepareIntents: unfenced, one transaction; the change row WITH (UPDLOCK, HOLDLOCK) first, nothing unless preparing; a move outside the new count fails the batch', () => {
+    const x = r.prepareIntents(ID, [{ intentId: ID.toUpperCase(), partition: 2 }], { cursor: ID, done: false });
+    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @to smallint;\nDECLARE @moved int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL AND EXISTS \(SELECT 1 FROM OPENJSON\(@moves\) WITH \(partition_no int '\$\.partition'\) WHERE partition_no < 0 OR partition_no >= @to\)\n {2}THROW 51002, [^;]*;\nIF @to IS NOT NULL\nBEGIN\n/);
+    const c = code(x.text);
+    expect(c).not.toMatch(/@fence|submission_manager_leases|submission_execution_audit/); // no lease: finished intents only
+    const commit = c.indexOf('COMMIT TRANSACTION;');
+    const writes = [...c.matchAll(/\b(UPDATE|INSERT INTO|DELETE)\b/g)];
+    expect(writes.map((m) => m[1])).toEqual(['UPDATE', 'UPDATE']);
+    for (const m of writes) expect(m.index!).toBeLessThan(commit);
+    expect(c.slice(commit)).toMatch(/^COMMIT TRANSACTION;\nSELECT change_id, [^;]* FROM submission_manager_partition_changes WHERE change_id = @change_id;$/);
+    expect(JSON.parse(param(x, 'moves')!.value as string)).toEqual([{ intentId: ID, partition: 2 }]);
+    expect([param(x, 'prepare_cursor')!.type, param(x, 'prepare_cursor')!.value, param(x, 'prepare_done')!.value]).toEqual([sql.Char(36), ID, 0]);
+    expect(param(r.prepareIntents(ID, [], { cursor: null, done: true }), 'prepare_done')!.value).toBe(1);
+    expect(() => r.prepareIntents(ID, [{ intentId: 'nope', partition: 1 }], { cursor: null, done: false })).toThrow(StoreError);
+    expect(() => r.prepareIntents('nope', [], { cursor: null, done: false })).toThrow(StoreError);
+  });
+
+  it('prepareIntents moves finished intents only (never an open one), not yet there, last_modified_at untouched; rows_moved += rows moved; cursor forward only; done → pending once', () => {
+    const t = r.prepareIntents(ID, [{ intentId: ID, partition: 2 }], { cursor: ID, done: true }).text;
+    expect(t).toMatch(/ {2}UPDATE i SET partition_no = m\.partition_no\n\s+FROM submission_intents AS i\n\s+JOIN OPENJSON\(@moves\) WITH \(intent_id char\(36\) '\$\.intentId', partition_no smallint '\$\.partition'\) AS m\n\s+ON i\.intent_id = m\.intent_id COLLATE Latin1_General_100_BIN2\n\s+WHERE i\.partition_no <> m\.partition_no AND i\.status IN \('succeeded', 'failed', 'cancelled'\);\n {2}SET @moved = @@ROWCOUNT;/);
+    expect(code(t).match(/UPDATE i\b/g)).toHaveLength(1);
+    expect(code(t)).not.toMatch(/last_modified_at|scheduled|in_flight/);
+    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @prepare_cursor IS NOT NULL AND \(prepare_cursor IS NULL OR @prepare_cursor > prepare_cursor\) THEN @prepare_cursor ELSE prepare_cursor END,\n\s+state = CASE WHEN @prepare_done = 1 THEN 'pending' ELSE state END,\n\s+prepared_at = CASE WHEN @prepare_done = 1 THEN SYSUTCDATETIME\(\) ELSE prepared_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
+  });
+
+  it('switchCount leaves a preparing change alone: it reads and writes only a pending one', () => {
+    const t = q.switchCount(fence, ID).text;
+    expect(t.match(/\bstate = '\w+'/g)).toEqual(["state = 'pending'", "state = 'reassigning'", "state = 'pending'"]); // read, set, guard
+    expect(t).not.toMatch(/preparing/);
+  });
+
+  const FINISHED = "status IN ('succeeded', 'failed', 'cancelled')";
+  const OPEN = "status IN ('scheduled', 'in_flight')";
   it.each([
-    [{ after: null, modifiedSince: null }, ''],
-    [{ after: ID, modifiedSince: null }, '\n WHERE intent_id > @after'],
-    [{ after: null, modifiedSince: new Date(0) }, '\n WHERE last_modified_at >= @modified_since'],
-    [{ after: ID, modifiedSince: new Date(0) }, '\n WHERE intent_id > @after AND last_modified_at >= @modified_since'],
-  ])('listForReassign %j: ids compared and ordered by SQL Server (BIN2 char(36)), absent predicates left out', (args, where) => {
-    const x = q.listForReassign({ ...args, limit: 100 });
+    ['finished', null, null, `\n WHERE ${FINISHED}`],
+    ['finished', ID, new Date(0), `\n WHERE intent_id > @after AND ${FINISHED}`], // modifiedSince unused
+    ['open', null, null, `\n WHERE ${OPEN}`],
+    ['open', ID, null, `\n WHERE intent_id > @after AND ${OPEN}`],
+    ['open', null, new Date(0), `\n WHERE (${OPEN} OR last_modified_at >= @modified_since)`],
+    ['open', ID, new Date(0), `\n WHERE intent_id > @after AND (${OPEN} OR last_modified_at >= @modified_since)`],
+    ['all', null, null, ''],
+    ['all', ID, null, '\n WHERE intent_id > @after'],
+    ['all', null, new Date(0), '\n WHERE last_modified_at >= @modified_since'],
+    ['all', ID, new Date(0), '\n WHERE intent_id > @after AND last_modified_at >= @modified_since'],
+  ] as const)('listForReassign %s after %s since %s: the primary key walked in BIN2 order and filtered, absent predicates left out', (scope, after, modifiedSince, where) => {
+    const x = r.listForReassign({ scope, after, modifiedSince, limit: 100 });
     expect(x.text).toBe(`SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents${where}\n ORDER BY intent_id;`);
-    expect(x.params.map((y) => y.name)).toEqual(['limit', ...(args.after ? ['after'] : []), ...(args.modifiedSince ? ['modified_since'] : [])]);
+    expect(x.params.map((y) => y.name)).toEqual(['limit', ...(after ? ['after'] : []), ...(where.includes('@modified_since') ? ['modified_since'] : [])]);
   });
 });
 

@@ -10,6 +10,7 @@ import { buildFencedBatch, fenceQueries } from '../../src/store/mssql/fence.js';
 import { migrateQueries } from '../../src/store/mssql/migrate.js';
 import { partitionQueries } from '../../src/store/mssql/partitionStore.js';
 import { partitionChangeQueries } from '../../src/store/mssql/partitionChangeQueries.js';
+import { partitionReassignQueries } from '../../src/store/mssql/partitionReassignQueries.js';
 import { bindParams } from '../../src/store/mssql/db.js';
 import { p, type SqlQuery } from '../../src/store/mssql/params.js';
 import { StoreError } from '../../src/store/ports.js';
@@ -65,9 +66,12 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
     getChange: () => partitionChangeQueries.getChange(ID),
     claimChange: () => partitionChangeQueries.claimChange(fence, ID),
     switchCount: () => partitionChangeQueries.switchCount(fence, ID),
-    listForReassign: () => partitionChangeQueries.listForReassign({ after: ID, limit: 500, modifiedSince: new Date() }),
     moveIntents: () => partitionChangeQueries.moveIntents(fence, ID, [{ intentId: ID, partition: 5 }], { scanCursor: ID, scanDone: false }),
     completeChange: () => partitionChangeQueries.completeChange(fence, ID),
+  },
+  partitionReassignQueries: {
+    listForReassign: () => partitionReassignQueries.listForReassign({ after: ID, limit: 500, modifiedSince: new Date(), scope: 'open' }),
+    prepareIntents: () => partitionReassignQueries.prepareIntents(ID, [{ intentId: ID, partition: 5 }], { cursor: ID, done: true }),
   },
   migrateQueries: {
     lock: () => migrateQueries.lock(30_000),
@@ -77,7 +81,7 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
   },
 };
 const modules: Record<string, Record<string, unknown>> = {
-  leaseQueries, intentQueries, executionQueries, fenceQueries, migrateQueries, partitionQueries, partitionChangeQueries,
+  leaseQueries, intentQueries, executionQueries, fenceQueries, migrateQueries, partitionQueries, partitionChangeQueries, partitionReassignQueries,
 };
 const all: [string, SqlQuery][] = Object.entries(samples).flatMap(([m, fns]) => Object.entries(fns).map(([n, f]) => [`${m}.${n}`, f()] as [string, SqlQuery]));
 
@@ -302,8 +306,9 @@ describe('mssql query shapes', () => {
 
   it('every insert into / update of submission_intents sets last_modified_at from the database clock', () => {
     let writes = 0;
-    // Except moving rows between partitions (issue 26): the port keeps last_modified_at (tested below).
-    for (const [name, q] of all.filter(([n]) => n !== 'partitionChangeQueries.moveIntents')) {
+    // Except moving rows between partitions (issue 26): the port keeps last_modified_at (mssqlPartitionQueries.test.ts).
+    const moves = ['partitionChangeQueries.moveIntents', 'partitionReassignQueries.prepareIntents'];
+    for (const [name, q] of all.filter(([n]) => !moves.includes(n))) {
       const c = code(q.text);
       for (const m of c.matchAll(/\b(?:UPDATE (?:submission_intents|i)\b|INSERT INTO submission_intents\b)[\s\S]*?;/g)) {
         writes++;

@@ -1,28 +1,26 @@
 // SQL Server query builders for partition changes (issue 26; the port: ../partitionPorts.ts). Requests are serialized
-// by UPDLOCK+HOLDLOCK on the count row; every changer write is one batch fenced by every lease token (fence.ts
-// buildFencedBatchAll: each lease row read WITH (HOLDLOCK, ROWLOCK), shared locks held to commit), its results selected
-// after COMMIT. Ids (change_id, scan_cursor, intent_id) are char(36) lower-case text in the binary collation, so every
-// id comparison and ORDER BY here is done by SQL Server in byte order — the order of PostgreSQL's uuid and of
-// JavaScript strings (m001, m013); the changer only hands back the last id it was given and never compares ids itself.
+// by UPDLOCK+HOLDLOCK on the count row; every changer write but the preparing pass (finished intents only, no lease) is
+// one batch fenced by every lease token (fence.ts buildFencedBatchAll: each lease row read WITH (HOLDLOCK, ROWLOCK),
+// shared locks held to commit), its results selected after COMMIT. Ids (change_id, the cursors, intent_id) are
+// char(36) lower-case text in the binary collation, so every id comparison and ORDER BY here is done by SQL Server in
+// byte order — the order of PostgreSQL's uuid and of JavaScript strings (m001, m013); the changer only hands back the
+// last id it was given and never compares ids itself.
 import type { PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { LeaseToken } from '../ports.js';
 import { PARTITION_CHANGE_COLS } from '../partitionMapping.js';
 import { buildFencedBatchAll } from './fence.js';
 import { NEXT_VERSION } from './executionQueries.js';
-import { BIN2, p, uuidText, type SqlQuery } from './params.js';
+import { BIN2, p, type SqlQuery } from './params.js';
 import { BUDGET } from './rows.js';
+import { CHANGE_RESULT, CHANGES, changeParam, FORWARD, MOVE_JOIN, MOVES_IN_RANGE, movesParam } from './partitionReassignQueries.js';
 
-const CHANGES = 'submission_manager_partition_changes';
 const COLS = PARTITION_CHANGE_COLS;
-/** The change row as it is, after COMMIT (the results of a fenced batch). */
-const CHANGE_RESULT = `SELECT ${COLS} FROM ${CHANGES} WHERE change_id = @change_id;`;
-const changeParam = (changeId: string) => p.uuid('change_id', changeId);
+
 /** M = max(from_count, to_count): the steps after the claim need every partition lease 0..M−1. */
 const WIDEST = 'CASE WHEN from_count > to_count THEN from_count ELSE to_count END';
 /** A fence short of M tokens is the caller's bug: fail the batch (XACT_ABORT rolls it back), as every dialect does. */
 const WHOLE_FENCE = `IF @m IS NOT NULL AND @fence_n < @m
   THROW 51001, 'submission_manager_partition_changes: the fence must hold every partition lease 0..max(from, to)-1', 1;`;
-
 export const partitionChangeQueries = {
   /** One statement: the count row (absent: all NULL) and the active change (absent: all NULL), with database time.
    *  Under READ_COMMITTED_SNAPSHOT both come from one statement snapshot. */
@@ -79,7 +77,7 @@ END
 ELSE
 BEGIN
   INSERT INTO ${CHANGES} (change_id, from_count, to_count, state, requested_at, requested_by, rows_moved)
-  VALUES (@change_id, ISNULL(@count, 1), @to_count, 'pending', @now, @requested_by, 0);
+  VALUES (@change_id, ISNULL(@count, 1), @to_count, 'preparing', @now, @requested_by, 0);
   SET @active = @change_id;
   SET @outcome = 'created';
 END;
@@ -115,8 +113,8 @@ SET @rows_written = @@ROWCOUNT;`,
   },
 
   /**
-   * Fenced: pending → reassigning, once (the state is re-read under UPDLOCK+HOLDLOCK: a retry finds reassigning and
-   * writes nothing). The changer holds every partition's lease, so no attempt is in progress: every attempt still
+   * Fenced: pending → reassigning, once (the state is re-read under UPDLOCK+HOLDLOCK: a retry finds reassigning, and a
+   * change still preparing stays so; either writes nothing). The changer holds every partition's lease, so no attempt is in progress: every attempt still
    * `started` is abandoned (finished now; it may have been sent), every in_flight intent is scheduled due now (failed
    * once its attempts are spent: the budget rule of recovery, ../attemptBudget.ts), its last_modified_at bumped as
    * every intent write does; the count row becomes to_count (inserted if missing, as the lease acquire does).
@@ -163,25 +161,6 @@ END;`,
     });
   },
 
-  /** Up to `limit` intents in intent_id order (BIN2: byte order, decided here in SQL) after `after`, and in the
-   *  catch-up pass only those modified since `modifiedSince`. The predicates are left out rather than OR-ed with
-   *  NULL, so the scan stays a seek on the primary key. */
-  listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null }): SqlQuery {
-    const where = [
-      ...(q.after === null ? [] : ['intent_id > @after']),
-      ...(q.modifiedSince === null ? [] : ['last_modified_at >= @modified_since']),
-    ];
-    return {
-      text: `SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents${where.length ? `\n WHERE ${where.join(' AND ')}` : ''}
- ORDER BY intent_id;`,
-      params: [
-        p.int('limit', q.limit),
-        ...(q.after === null ? [] : [p.uuid('after', q.after)]),
-        ...(q.modifiedSince === null ? [] : [p.datetime2('modified_since', q.modifiedSince)]),
-      ],
-    };
-  },
-
   /**
    * Fenced, only while reassigning: each intent's partition_no := its move (last_modified_at untouched: the port),
    * rows_moved += the rows whose partition this call changed (a retry after a lost reply changes none and adds 0),
@@ -189,7 +168,6 @@ END;`,
    * back), scan_done_at set once.
    */
   moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): SqlQuery {
-    const batch = moves.map((m) => ({ intentId: uuidText('moves.intentId', m.intentId), partition: p.smallint('moves.partition', m.partition).value }));
     return buildFencedBatchAll(fence, 'partition_move', {
       declare: `DECLARE @to smallint;
 DECLARE @m smallint;
@@ -197,20 +175,15 @@ DECLARE @moved int = 0;
 DECLARE @progressed int = 0;`,
       body: `SELECT @to = to_count, @m = ${WIDEST} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'reassigning';
 ${WHOLE_FENCE}
-IF @to IS NOT NULL AND EXISTS (SELECT 1 FROM OPENJSON(@moves) WITH (partition_no int '$.partition') WHERE partition_no < 0 OR partition_no >= @to)
-  THROW 51002, 'submission_manager_partition_changes: a move names no partition of the new count', 1;
+${MOVES_IN_RANGE}
 IF @to IS NOT NULL
 BEGIN
   UPDATE i SET partition_no = m.partition_no
-    FROM submission_intents AS i
-    JOIN OPENJSON(@moves) WITH (intent_id char(36) '$.intentId', partition_no smallint '$.partition') AS m
-      ON i.intent_id = m.intent_id COLLATE ${BIN2}
-   WHERE i.partition_no <> m.partition_no;
+    ${MOVE_JOIN};
   SET @moved = @@ROWCOUNT;
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
-         scan_cursor = CASE WHEN @scan_cursor IS NOT NULL AND (scan_cursor IS NULL OR @scan_cursor > scan_cursor)
-                            THEN @scan_cursor ELSE scan_cursor END,
+         scan_cursor = ${FORWARD('scan_cursor', '@scan_cursor')},
          scan_done_at = CASE WHEN @scan_done = 1 AND scan_done_at IS NULL THEN SYSUTCDATETIME() ELSE scan_done_at END
    WHERE change_id = @change_id AND state = 'reassigning';
   SET @progressed = @@ROWCOUNT;
@@ -219,7 +192,7 @@ END;`,
       results: CHANGE_RESULT,
       params: [
         changeParam(changeId),
-        p.nvarcharMax('moves', JSON.stringify(batch)),
+        movesParam(moves),
         p.uuid('scan_cursor', progress.scanCursor),
         p.int('scan_done', progress.scanDone ? 1 : 0),
       ],

@@ -1,13 +1,17 @@
 // SQL Server PartitionStore: the recorded partition count. The insert's NOT EXISTS probe takes UPDLOCK+HOLDLOCK on
 // the key (as the lease acquire does), so of two first starts one inserts and the other waits, then finds its row;
-// the row is read back as recorded in the same batch. Partition changes (issue 26): partitionChangeQueries.ts.
-import type { PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, RequestChangeOutcome } from '../partitionPorts.js';
+// the row is read back as recorded in the same batch. Partition changes (issue 26): partitionChangeQueries.ts and
+// partitionReassignQueries.ts.
+import type {
+  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope, RequestChangeOutcome,
+} from '../partitionPorts.js';
 import { StoreError, type Fenced, type LeaseToken } from '../ports.js';
 import { toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { MssqlRunner, Row } from './db.js';
 import { runFencedBatch } from './fence.js';
 import { isUuidText, p, type SqlQuery } from './params.js';
 import { partitionChangeQueries } from './partitionChangeQueries.js';
+import { partitionReassignQueries } from './partitionReassignQueries.js';
 
 interface CountDbRow { partition_count: number; recorded_at: Date; recorded_by: string }
 
@@ -78,10 +82,20 @@ export class MssqlPartitionStore implements PartitionStore {
     return this.fenced(fence, changeId, () => partitionChangeQueries.switchCount(fence, changeId));
   }
 
-  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]> {
+  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
     const [rows = []] = await this.db.run<{ intent_id: string; partition_key: string | null; partition_no: number | string }>(
-      partitionChangeQueries.listForReassign(q));
+      partitionReassignQueries.listForReassign(q));
     return rows.map((r) => ({ intentId: r.intent_id, partitionKey: r.partition_key, partition: Number(r.partition_no) }));
+  }
+
+  /** Unfenced, idempotent: only finished rows not yet in their target partition are written and counted; the cursor
+   *  never moves back; once done the change is pending and a retry finds it so (unchanged). No such id: null (an id
+   *  that is not a UUID without a query, as getChange). */
+  async prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
+    if (!isUuidText(changeId)) return null;
+    const sets = await callerBugs(this.db.run<PartitionChangeDbRow>(partitionReassignQueries.prepareIntents(changeId, moves, progress)));
+    const row = sets[sets.length - 1]?.[0];
+    return row ? toPartitionChange(row) : null;
   }
 
   moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): Promise<Fenced<PartitionChange>> {
@@ -100,7 +114,7 @@ export class MssqlPartitionStore implements PartitionStore {
   /** A fenced batch whose last result set is the change row; no token = no authority (leaseLost, nothing sent). */
   private async fenced(fence: LeaseToken[], changeId: string, build: () => SqlQuery): Promise<Fenced<PartitionChange>> {
     if (fence.length === 0) return { kind: 'leaseLost' };
-    const out = await runFencedBatch<PartitionChangeDbRow>(this.db, build());
+    const out = await callerBugs(runFencedBatch<PartitionChangeDbRow>(this.db, build()));
     if (out.kind === 'leaseLost') return out;
     const row = out.value[out.value.length - 1]?.[0];
     if (!row) throw new StoreError('fatal', `partition change ${changeId} not found`, undefined);
@@ -114,6 +128,17 @@ interface LayoutDbRow extends Omit<PartitionChangeDbRow, 'change_id'> {
   recorded_at: Date | null;
   recorded_by: string | null;
   change_id: string | null;
+}
+
+/** THROW 51001 (a fence short of every lease) or 51002 (a move outside the new count) = the caller's bug, the batch
+ *  rolled back: a RangeError, as the other dialects raise before writing. */
+async function callerBugs<T>(run: Promise<T>): Promise<T> {
+  try {
+    return await run;
+  } catch (e) {
+    if (e instanceof StoreError && (e.code === '51001' || e.code === '51002')) throw new RangeError(e.message, { cause: e });
+    throw e;
+  }
 }
 
 const countOf = (r: CountDbRow): PartitionCount => ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
