@@ -153,6 +153,12 @@ describe('SQL Server migrations', () => {
     expect(ddl).not.toMatch(/idempotency_key[^\n]*\bUNIQUE\b/);
   });
 
+  it('partition changes (m013): preparing is a state and counts as active (one not-completed row); the prepare cursor compares like intent_id', () => {
+    expect(ddl).toMatch(/CHECK \(state IN \('preparing', 'pending', 'reassigning', 'completed'\)\)/);
+    expect(ddl).toMatch(/CREATE UNIQUE INDEX ux_partition_changes_active\s+ON submission_manager_partition_changes \(completed_at\) WHERE state <> 'completed';/);
+    expect(ddl).toMatch(/prepare_cursor char\(36\)\s+COLLATE Latin1_General_100_BIN2 NULL,\n\s+prepared_at\s+datetime2\(7\) NULL,/);
+  });
+
   it('intent ids are char(36) text with a binary collation (plain string order), never uniqueidentifier', () => {
     expect(ddl).not.toMatch(/uniqueidentifier/i);
     expect(ddl.match(/intent_id\s+char\(36\)\s+COLLATE Latin1_General_100_BIN2/g)).toHaveLength(3);

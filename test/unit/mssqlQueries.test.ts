@@ -9,6 +9,8 @@ import { executionQueries } from '../../src/store/mssql/executionQueries.js';
 import { buildFencedBatch, fenceQueries } from '../../src/store/mssql/fence.js';
 import { migrateQueries } from '../../src/store/mssql/migrate.js';
 import { partitionQueries } from '../../src/store/mssql/partitionStore.js';
+import { partitionChangeQueries } from '../../src/store/mssql/partitionChangeQueries.js';
+import { partitionReassignQueries } from '../../src/store/mssql/partitionReassignQueries.js';
 import { bindParams } from '../../src/store/mssql/db.js';
 import { p, type SqlQuery } from '../../src/store/mssql/params.js';
 import { StoreError } from '../../src/store/ports.js';
@@ -17,6 +19,8 @@ const ID = '0190a5b2-7c3d-7abc-8def-0123456789ab';
 const token = { leaseName: 'submission-manager-executor', holderId: 'host-1-abc', leaseEpoch: 42 };
 const contract = { provider: { url: 'http://p.test' }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 } };
 const cursor = { modifiedAt: '2026-02-02 12:00:10.1234567', intentId: ID };
+/** A changer's fence: every partition lease, one token each (issue 26). */
+const fence = [0, 1, 2, 3].map((k) => ({ leaseName: k === 0 ? token.leaseName : `${token.leaseName}-${k}`, holderId: 'host-1-abc~changer', leaseEpoch: 40 + k }));
 
 /** One sample call per builder; a builder added without a sample fails the coverage test below. */
 const samples: Record<string, Record<string, () => SqlQuery>> = {
@@ -55,6 +59,20 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
   partitionQueries: {
     record: () => partitionQueries.record(4, 'host-1-abc'),
   },
+  partitionChangeQueries: {
+    readLayout: () => partitionChangeQueries.readLayout(),
+    requestChange: () => partitionChangeQueries.requestChange(8, 'ops-admin', ID),
+    listChanges: () => partitionChangeQueries.listChanges(20),
+    getChange: () => partitionChangeQueries.getChange(ID),
+    claimChange: () => partitionChangeQueries.claimChange(fence, ID),
+    switchCount: () => partitionChangeQueries.switchCount(fence, ID),
+    moveIntents: () => partitionChangeQueries.moveIntents(fence, ID, [{ intentId: ID, partition: 5 }], { scanCursor: ID, scanDone: false }),
+    completeChange: () => partitionChangeQueries.completeChange(fence, ID),
+  },
+  partitionReassignQueries: {
+    listForReassign: () => partitionReassignQueries.listForReassign({ after: ID, limit: 500, modifiedSince: new Date(), scope: 'open' }),
+    prepareIntents: () => partitionReassignQueries.prepareIntents(ID, [{ intentId: ID, partition: 5 }], { cursor: ID, done: true }),
+  },
   migrateQueries: {
     lock: () => migrateQueries.lock(30_000),
     applied: () => migrateQueries.applied(),
@@ -62,7 +80,9 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
     record: () => migrateQueries.record({ id: 1, name: 'initial', sql: '' }),
   },
 };
-const modules: Record<string, Record<string, unknown>> = { leaseQueries, intentQueries, executionQueries, fenceQueries, migrateQueries, partitionQueries };
+const modules: Record<string, Record<string, unknown>> = {
+  leaseQueries, intentQueries, executionQueries, fenceQueries, migrateQueries, partitionQueries, partitionChangeQueries, partitionReassignQueries,
+};
 const all: [string, SqlQuery][] = Object.entries(samples).flatMap(([m, fns]) => Object.entries(fns).map(([n, f]) => [`${m}.${n}`, f()] as [string, SqlQuery]));
 
 const ALLOWED_TYPES = new Map<unknown, string>([
@@ -82,15 +102,18 @@ describe('mssql query builders: typed parameters', () => {
     }
   });
 
-  it('intentQueries.insert binds the partition (int, default 0) and the partition key (nvarchar(256): 128 code points, default null)', () => {
+  it('intentQueries.insert binds the partition (int), the hash (bigint, unsigned 32-bit) and the partition key (nvarchar(256): 128 code points); absent: null', () => {
     const insert = (extra: object) => intentQueries.insert({ intentId: ID, idempotencyKey: null, requestHash: 'a'.repeat(64), contract, maxAttempts: 3,
       notBefore: null, ...extra });
     const bound = (q: SqlQuery) => Object.fromEntries(q.params.filter((x) => x.name.startsWith('partition_'))
       .map((x) => [x.name, { type: x.type?.type, length: (x.type as { length?: number }).length, value: x.value }]));
-    expect(bound(insert({ partition: 3, partitionKey: 'tenant-😀' }))).toEqual({
-      partition_no: { type: sql.Int, length: undefined, value: 3 }, partition_key: { type: sql.NVarChar, length: 256, value: 'tenant-😀' } });
-    expect(bound(insert({}))).toMatchObject({ partition_no: { value: 0 }, partition_key: { value: null } });
+    expect(bound(insert({ partition: 3, partitionHash: 4_294_967_295, partitionKey: 'tenant-😀' }))).toEqual({
+      partition_no: { type: sql.Int, length: undefined, value: 3 }, partition_hash: { type: sql.BigInt, length: undefined, value: 4_294_967_295 },
+      partition_key: { type: sql.NVarChar, length: 256, value: 'tenant-😀' } });
+    expect(bound(insert({}))).toMatchObject({ partition_no: { value: null }, partition_hash: { value: null }, partition_key: { value: null } });
     expect(() => insert({ partitionKey: 'k'.repeat(257) })).toThrow(StoreError);
+    expect(() => insert({ partitionHash: -1 })).toThrow(StoreError);
+    expect(() => insert({ partitionHash: 2 ** 32 })).toThrow(StoreError);
   });
 
   it.each(all)('%s binds only explicitly typed parameters', (_name, q) => {
@@ -283,7 +306,9 @@ describe('mssql query shapes', () => {
 
   it('every insert into / update of submission_intents sets last_modified_at from the database clock', () => {
     let writes = 0;
-    for (const [name, q] of all) {
+    // Except moving rows between partitions (issue 26): the port keeps last_modified_at (mssqlPartitionQueries.test.ts).
+    const moves = ['partitionChangeQueries.moveIntents', 'partitionReassignQueries.prepareIntents'];
+    for (const [name, q] of all.filter(([n]) => !moves.includes(n))) {
       const c = code(q.text);
       for (const m of c.matchAll(/\b(?:UPDATE (?:submission_intents|i)\b|INSERT INTO submission_intents\b)[\s\S]*?;/g)) {
         writes++;

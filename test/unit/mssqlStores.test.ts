@@ -7,6 +7,7 @@ import type { SqlQuery } from '../../src/store/mssql/params.js';
 import { MssqlLeaseStore } from '../../src/store/mssql/leaseStore.js';
 import { MssqlIntentStore } from '../../src/store/mssql/intentStore.js';
 import { MssqlExecutionStore } from '../../src/store/mssql/executionStore.js';
+import { MssqlPartitionStore } from '../../src/store/mssql/partitionStore.js';
 import { fencedTransaction } from '../../src/store/mssql/fence.js';
 import { mapMssqlError } from '../../src/store/mssql/errors.js';
 import { StoreError } from '../../src/store/ports.js';
@@ -152,6 +153,83 @@ describe('MssqlIntentStore', () => {
     const s = new MssqlIntentStore(db);
     expect(await s.cancel(ID)).toMatchObject({ kind: 'conflict', intent: { status: 'succeeded' } });
     expect(await s.cancel(ID)).toEqual({ kind: 'notFound' });
+  });
+});
+
+describe('MssqlPartitionStore (issue 26) result mapping', () => {
+  const change = { change_id: ID, from_count: 4, to_count: 8, state: 'pending', requested_at: t0, requested_by: 'ops', prepare_cursor: ID.toUpperCase(),
+    prepared_at: t1, changer: null, claimed_at: null, switched_at: null, scan_cursor: null, scan_done_at: null, rows_moved: '12', completed_at: null };
+  const noChange = Object.fromEntries(Object.keys(change).map((k) => [k, null]));
+  const fence = [{ leaseName: 'L', holderId: 'h~changer', leaseEpoch: 3 }, { leaseName: 'L-1', holderId: 'h~changer', leaseEpoch: 5 }];
+  const asChange = { changeId: ID, fromCount: 4, toCount: 8, state: 'pending', requestedAt: t0, requestedBy: 'ops', prepareCursor: ID, preparedAt: t1,
+    changer: null, claimedAt: null, switchedAt: null, scanCursor: null, scanDoneAt: null, rowsMoved: 12, completedAt: null };
+
+  it('readLayout: no count row → count 1 recorded by none at database time; the active change mapped (bigint text → number)', async () => {
+    const { db } = scripted([
+      [[{ db_now: t1, partition_count: null, recorded_at: null, recorded_by: null, ...noChange }]],
+      [[{ db_now: t1, partition_count: 4, recorded_at: t0, recorded_by: 'host-a', ...change }]],
+    ]);
+    const s = new MssqlPartitionStore(db);
+    expect(await s.readLayout()).toEqual({ count: 1, recordedAt: t1, recordedBy: 'none', active: null, dbNow: t1 });
+    expect(await s.readLayout()).toEqual({ count: 4, recordedAt: t0, recordedBy: 'host-a', active: asChange, dbNow: t1 });
+  });
+
+  it('requestChange: the outcome row picks the kind; unchanged carries the count as read', async () => {
+    const head = (outcome: string) => [{ outcome, partition_count: 4, recorded_at: t0, recorded_by: 'host-a' }];
+    const { db } = scripted([[head('created'), [change]], [head('existing'), [change]], [head('conflict'), [change]], [head('unchanged'), []]]);
+    const s = new MssqlPartitionStore(db);
+    expect(await s.requestChange(8, 'ops', ID)).toEqual({ kind: 'created', change: asChange });
+    expect(await s.requestChange(8, 'ops', ID)).toEqual({ kind: 'existing', change: asChange });
+    expect(await s.requestChange(2, 'ops', ID)).toEqual({ kind: 'conflict', active: asChange });
+    expect(await s.requestChange(4, 'ops', ID)).toEqual({ kind: 'unchanged', count: { count: 4, recordedAt: t0, recordedBy: 'host-a' } });
+  });
+
+  it('fenced writes: no token → leaseLost without a query; fenced = false → leaseLost; else the change row; an unknown id fails', async () => {
+    const { db, seen } = scripted([[[{ fenced: false }]], [[{ fenced: true }], [{ ...change, state: 'reassigning' }]], [[{ fenced: true }], []]]);
+    const s = new MssqlPartitionStore(db);
+    expect(await s.claimChange([], ID)).toEqual({ kind: 'leaseLost' });
+    expect(seen).toHaveLength(0);
+    expect(await s.claimChange(fence, ID)).toEqual({ kind: 'leaseLost' });
+    expect(await s.switchCount(fence, ID)).toEqual({ kind: 'ok', value: { ...asChange, state: 'reassigning' } });
+    await expect(s.moveIntents(fence, ID, [], { scanCursor: null, scanDone: true })).rejects.toThrow(StoreError);
+  });
+
+  it('completeChange after a lost reply: the fence is gone (leases released), the change completed → ok; still reassigning → leaseLost', async () => {
+    const completed = { ...change, state: 'completed', completed_at: t1 };
+    const { db } = scripted([[[{ fenced: false }]], [[completed]], [[{ fenced: false }]], [[{ ...change, state: 'reassigning' }]]]);
+    const s = new MssqlPartitionStore(db);
+    expect(await s.completeChange(fence, ID)).toEqual({ kind: 'ok', value: { ...asChange, state: 'completed', completedAt: t1 } });
+    expect(await s.completeChange(fence, ID)).toEqual({ kind: 'leaseLost' });
+  });
+
+  it('getChange: an id that is not a UUID is no such change (no query); listForReassign maps rows', async () => {
+    const { db, seen } = scripted([[[{ intent_id: ID, partition_key: null, partition_no: 3 }]]]);
+    const s = new MssqlPartitionStore(db);
+    expect(await s.getChange('not-a-uuid')).toBeNull();
+    expect(seen).toHaveLength(0);
+    expect(await s.listForReassign({ after: null, limit: 10, modifiedSince: null, scope: 'all' })).toEqual([{ intentId: ID, partitionKey: null, partition: 3 }]);
+  });
+
+  it('prepareIntents: unfenced (no fence result set); the change row mapped; no row → null; an id that is not a UUID → null without a query', async () => {
+    const preparing = { ...change, state: 'preparing', prepared_at: null };
+    const { db, seen } = scripted([[[preparing]], [[]]]);
+    const s = new MssqlPartitionStore(db);
+    expect(await s.prepareIntents(ID, [{ intentId: ID, partition: 1 }], { cursor: ID, done: false }))
+      .toEqual({ ...asChange, state: 'preparing', preparedAt: null });
+    expect(await s.prepareIntents(ID, [], { cursor: null, done: true })).toBeNull();
+    expect(await s.prepareIntents('not-a-uuid', [], { cursor: null, done: true })).toBeNull();
+    expect(seen).toHaveLength(2);
+    expect(seen[0]!.text).not.toMatch(/@fence/);
+  });
+
+  it('THROW 51001 / 51002 (a short fence, a move outside the new count: the batch rolled back) → RangeError, as the other dialects; other errors as they are', async () => {
+    const thrown = (n: number) => mapMssqlError(Object.assign(new sql.RequestError('refused', 'EREQUEST'), { number: n }));
+    const { db } = scripted([thrown(51002), thrown(51002), thrown(51001), thrown(1205)]);
+    const s = new MssqlPartitionStore(db);
+    await expect(s.prepareIntents(ID, [{ intentId: ID, partition: 9 }], { cursor: null, done: false })).rejects.toThrow(RangeError);
+    await expect(s.moveIntents(fence, ID, [{ intentId: ID, partition: 9 }], { scanCursor: null, scanDone: false })).rejects.toThrow(RangeError);
+    await expect(s.switchCount(fence, ID)).rejects.toThrow(RangeError);
+    await expect(s.switchCount(fence, ID)).rejects.toMatchObject({ name: 'StoreError', kind: 'transient' });
   });
 });
 

@@ -18,7 +18,7 @@
 //  - fencedTransaction: the same protocol over several requests (for callers that must run JS in between).
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { MssqlDatabase, MssqlRunner, Row } from './db.js';
-import { p, type SqlParam, type SqlQuery } from './params.js';
+import { BIN2, p, type SqlParam, type SqlQuery } from './params.js';
 import { runFenced } from '../fencedRun.js';
 
 /** The fence: the lease row of the token, read by its primary key WITH (HOLDLOCK, ROWLOCK) into @fence_expires. */
@@ -69,22 +69,28 @@ export interface FencedWork {
   lockTimeoutMs?: number;
 }
 
-/**
- * One batch: fence → work → audit → COMMIT → results. Result set 0 is `fenced` (0 = lease lost, nothing
- * written, nothing else follows); the work's result sets follow it. Params named fence_* and the locals
- * @fence_expires / @rows_written are reserved.
- */
-export function buildFencedBatch(token: LeaseToken, action: string, work: FencedWork): SqlQuery {
+/** How a batch fences: its declarations, the locking read after BEGIN, the condition that means "lost", and where the
+ *  audit rows' lease name, epoch and holder come from (one row per lease). */
+interface FenceShape {
+  declare: string;
+  read: string;
+  lost: string;
+  auditSource: string;
+  params: SqlParam[];
+}
+
+/** fence → work → audit → COMMIT → results (see buildFencedBatch). */
+function fencedBatchOf(fence: FenceShape, action: string, work: FencedWork): SqlQuery {
   return {
     text: `
 SET XACT_ABORT ON;
 SET NOCOUNT ON;${work.lockTimeoutMs === undefined ? '' : `\nSET LOCK_TIMEOUT ${Math.max(1, Math.ceil(work.lockTimeoutMs))};`}
-DECLARE @fence_expires datetime2(7);
+${fence.declare}
 DECLARE @rows_written int = 0;
 ${work.declare.trim()}
 BEGIN TRANSACTION;
-${FENCE_READ}
-IF @fence_expires IS NULL OR NOT (${FENCE_VALID})
+${fence.read}
+IF ${fence.lost}
 BEGIN
   ROLLBACK TRANSACTION;
   SELECT CAST(0 AS bit) AS fenced;
@@ -93,13 +99,80 @@ END;
 ${work.body.trim()}
 IF @rows_written > 0
   INSERT INTO submission_execution_audit (lease_name, lease_epoch, holder_id, [action], rows_written, [at])
-  VALUES (@fence_lease_name, @fence_lease_epoch, @fence_holder_id, @fence_action, @rows_written, SYSUTCDATETIME());
+  ${fence.auditSource};
 COMMIT TRANSACTION;
 SELECT CAST(1 AS bit) AS fenced;
 ${work.results.trim()}`,
-    params: [...fenceParams(token), p.varchar('fence_action', 32, action), ...work.params],
+    params: [...fence.params, p.varchar('fence_action', 32, action), ...work.params],
   };
 }
+
+/**
+ * One batch: fence → work → audit → COMMIT → results. Result set 0 is `fenced` (0 = lease lost, nothing
+ * written, nothing else follows); the work's result sets follow it. Params named fence_* and the locals
+ * @fence_expires / @rows_written are reserved.
+ */
+export function buildFencedBatch(token: LeaseToken, action: string, work: FencedWork): SqlQuery {
+  return fencedBatchOf({
+    declare: 'DECLARE @fence_expires datetime2(7);',
+    read: FENCE_READ,
+    lost: `@fence_expires IS NULL OR NOT (${FENCE_VALID})`,
+    auditSource: 'VALUES (@fence_lease_name, @fence_lease_epoch, @fence_holder_id, @fence_action, @rows_written, SYSUTCDATETIME())',
+    params: fenceParams(token),
+  }, action, work);
+}
+
+/**
+ * The same batch fenced by EVERY token (issue 26: a changer holds every partition's lease): the tokens travel as one
+ * JSON parameter into @fence, then each lease row is read by (name, holder, epoch) WITH (HOLDLOCK, ROWLOCK), one
+ * primary-key seek per token in token order (the order the changer took them in), and its expiry checked in the next
+ * statement, as FENCE_READ does. Every shared lock is held to commit; any token without its unexpired row, or no
+ * token at all, = lease lost. One audit row per token. Reserved: @fence, @fence_* locals and params, @rows_written.
+ */
+export function buildFencedBatchAll(tokens: LeaseToken[], action: string, work: FencedWork): SqlQuery {
+  return fencedBatchOf({
+    declare: `DECLARE @fence TABLE (ord int NOT NULL PRIMARY KEY, lease_name varchar(64) COLLATE ${BIN2} NOT NULL,
+  holder_id varchar(128) COLLATE ${BIN2} NOT NULL, lease_epoch bigint NOT NULL);
+DECLARE @fence_n int;
+DECLARE @fence_i int = 0;
+DECLARE @fence_name varchar(64);
+DECLARE @fence_holder varchar(128);
+DECLARE @fence_epoch bigint;
+DECLARE @fence_expires datetime2(7);
+INSERT INTO @fence (ord, lease_name, holder_id, lease_epoch)
+SELECT ord, lease_name, holder_id, lease_epoch
+  FROM OPENJSON(@fence_tokens) WITH (ord int '$.ord', lease_name varchar(64) '$.leaseName', holder_id varchar(128) '$.holderId',
+                                     lease_epoch bigint '$.leaseEpoch');
+SET @fence_n = @@ROWCOUNT;`,
+    read: `WHILE @fence_i < @fence_n
+BEGIN
+  SELECT @fence_name = lease_name, @fence_holder = holder_id, @fence_epoch = lease_epoch FROM @fence WHERE ord = @fence_i;
+  SET @fence_expires = NULL;
+  SELECT @fence_expires = expires_at FROM submission_manager_leases WITH (HOLDLOCK, ROWLOCK)
+   WHERE lease_name = @fence_name AND holder_id = @fence_holder AND lease_epoch = @fence_epoch;
+  IF @fence_expires IS NULL OR NOT (${FENCE_VALID}) BREAK;
+  SET @fence_i = @fence_i + 1;
+END;`,
+    lost: '@fence_n = 0 OR @fence_i < @fence_n',
+    auditSource: 'SELECT lease_name, lease_epoch, holder_id, @fence_action, @rows_written, SYSUTCDATETIME() FROM @fence',
+    params: [p.nvarcharMax('fence_tokens', JSON.stringify(uniqueTokens(tokens).map((t, ord) => ({
+      ord, leaseName: fenceText('leaseName', t.leaseName, 64), holderId: fenceText('holderId', t.holderId, 128),
+      leaseEpoch: p.bigint('fence_lease_epoch', t.leaseEpoch).value,
+    }))))],
+  }, action, work);
+}
+
+/** The tokens without exact repeats, in their order (a repeat would only be checked twice). */
+function uniqueTokens(tokens: LeaseToken[]): LeaseToken[] {
+  const seen = new Set<string>();
+  return tokens.filter((t) => {
+    const k = JSON.stringify([t.leaseName, t.holderId, t.leaseEpoch]);
+    return seen.has(k) ? false : (seen.add(k), true);
+  });
+}
+
+/** A token's text, checked like its column (OPENJSON would truncate silently). */
+const fenceText = (name: string, value: string, max: number) => p.varchar(`fence.${name}`, max, value).value;
 
 /** Run a fenced batch: leaseLost, or the work's result sets (after the `fenced` one), typed as `T` rows. */
 export async function runFencedBatch<T = Row>(db: MssqlRunner, q: SqlQuery): Promise<Fenced<T[][]>> {

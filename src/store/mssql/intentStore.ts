@@ -13,6 +13,8 @@ export const intentQueries = {
    * Idempotent insert. The NOT EXISTS probe takes UPDLOCK+SERIALIZABLE on the key's range in the filtered
    * unique index, so a concurrent insert with the same key waits for our commit and then finds our row
    * (like ON CONFLICT DO NOTHING). One result set: `created` + the stored row (ours, or the one holding the key).
+   * Partition (issue 26): the explicit one, else partitionHash (bigint) mod the recorded count (1 if none), read by this
+   * statement without a lock (hot path; a change's catch-up pass re-checks rows that read the old count), else 0.
    */
   insert(n: NewIntent): SqlQuery {
     return {
@@ -25,7 +27,11 @@ BEGIN TRANSACTION;
 INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
   max_attempts, next_attempt_at, created_at, last_modified_at, partition_no, partition_key)
 SELECT @intent_id, @idempotency_key, @request_hash, @contract, 'scheduled', 0,
-       @max_attempts, COALESCE(@not_before, @now), @now, @now, @partition_no, @partition_key
+       @max_attempts, COALESCE(@not_before, @now), @now, @now,
+       COALESCE(@partition_no,
+                @partition_hash % ISNULL((SELECT partition_count FROM submission_manager_partition_count WHERE id = 1), 1),
+                0),
+       @partition_key
  WHERE @idempotency_key IS NULL
     OR NOT EXISTS (SELECT 1 FROM submission_intents WITH (UPDLOCK, SERIALIZABLE)
                     WHERE idempotency_key = @idempotency_key AND idempotency_key IS NOT NULL);
@@ -46,7 +52,8 @@ END;`,
         p.nvarcharMax('contract', JSON.stringify(n.contract)),
         p.int('max_attempts', n.maxAttempts),
         p.datetime2('not_before', n.notBefore),
-        p.int('partition_no', n.partition ?? 0),
+        p.int('partition_no', n.partition ?? null),
+        p.uint32('partition_hash', n.partitionHash ?? null),
         p.nvarchar('partition_key', 2 * PARTITION_KEY_MAX_LENGTH, n.partitionKey ?? null), // code points → UTF-16 units
       ],
     };

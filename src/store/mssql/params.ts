@@ -32,6 +32,9 @@ export const BIN2 = 'Latin1_General_100_BIN2';
 
 const invalid = (message: string) => new StoreError('fatal', message, 'EARGS');
 
+/** Is `value` UUID text (any case)? For reads that answer "no such row" to any other id instead of failing. */
+export const isUuidText = (value: unknown): boolean => typeof value === 'string' && UUID_RE.test(value);
+
 /** Canonical lower-case UUID text, or a fatal StoreError (as PostgreSQL's uuid input would raise). */
 export function uuidText(name: string, value: string): string {
   if (typeof value !== 'string' || !UUID_RE.test(value)) throw invalid(`@${name}: invalid input syntax for a UUID: "${String(value).slice(0, 64)}"`);
@@ -69,6 +72,9 @@ export const p = {
   /** partition_no (smallint): typed as the column, so a comparison with it stays an index seek. */
   smallint: (name: string, value: number | null): SqlParam =>
     ({ name, type: sql.SmallInt(), value: integer(name, value, -32_768, 32_767) }),
+  /** An unsigned 32-bit hash (partitionHash), sent as bigint so its modulo stays in bigint arithmetic. */
+  uint32: (name: string, value: number | null): SqlParam =>
+    ({ name, type: sql.BigInt(), value: integer(name, value, 0, 4_294_967_295) }),
   bigint: (name: string, value: number | null): SqlParam =>
     ({ name, type: sql.BigInt(), value: integer(name, value, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER) }),
   datetime2: (name: string, value: Date | null): SqlParam => {

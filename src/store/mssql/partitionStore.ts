@@ -1,10 +1,17 @@
 // SQL Server PartitionStore: the recorded partition count. The insert's NOT EXISTS probe takes UPDLOCK+HOLDLOCK on
 // the key (as the lease acquire does), so of two first starts one inserts and the other waits, then finds its row;
-// the row is read back as recorded in the same batch.
-import type { PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, RequestChangeOutcome } from '../partitionPorts.js';
-import type { Fenced, LeaseToken } from '../ports.js';
-import type { MssqlRunner } from './db.js';
-import { p, type SqlQuery } from './params.js';
+// the row is read back as recorded in the same batch. Partition changes (issue 26): partitionChangeQueries.ts and
+// partitionReassignQueries.ts.
+import type {
+  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope, RequestChangeOutcome,
+} from '../partitionPorts.js';
+import { StoreError, type Fenced, type LeaseToken } from '../ports.js';
+import { toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
+import type { MssqlRunner, Row } from './db.js';
+import { runFencedBatch } from './fence.js';
+import { isUuidText, p, type SqlQuery } from './params.js';
+import { partitionChangeQueries } from './partitionChangeQueries.js';
+import { partitionReassignQueries } from './partitionReassignQueries.js';
 
 interface CountDbRow { partition_count: number; recorded_at: Date; recorded_by: string }
 
@@ -28,19 +35,110 @@ export class MssqlPartitionStore implements PartitionStore {
     const sets = await this.db.run<CountDbRow>(partitionQueries.record(count, recordedBy));
     const row = sets[sets.length - 1]?.[0];
     if (!row) throw new Error('submission_manager_partition_count: no row after the insert');
-    return { count: Number(row.partition_count), recordedAt: row.recorded_at, recordedBy: row.recorded_by };
+    return countOf(row);
   }
 
-  // Issue 26: placeholders until this dialect's change queries land (a helper replaces each).
-  readLayout(): Promise<PartitionLayout> { return notYet(); }
-  requestChange(_toCount: number, _requestedBy: string, _changeId: string): Promise<RequestChangeOutcome> { return notYet(); }
-  listChanges(_limit: number): Promise<PartitionChange[]> { return notYet(); }
-  getChange(_changeId: string): Promise<PartitionChange | null> { return notYet(); }
-  claimChange(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
-  switchCount(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
-  listForReassign(_q: { after: string | null; limit: number; modifiedSince: Date | null }): Promise<ReassignRow[]> { return notYet(); }
-  moveIntents(_fence: LeaseToken[], _changeId: string, _moves: PartitionMove[], _progress: ReassignProgress): Promise<Fenced<PartitionChange>> { return notYet(); }
-  completeChange(_fence: LeaseToken[], _changeId: string): Promise<Fenced<PartitionChange>> { return notYet(); }
+  async readLayout(): Promise<PartitionLayout> {
+    const [rows = []] = await this.db.run<LayoutDbRow>(partitionChangeQueries.readLayout());
+    const r = rows[0];
+    if (!r) throw new Error('readLayout: no row');
+    const counted = r.partition_count !== null;
+    return {
+      count: counted ? Number(r.partition_count) : 1,
+      recordedAt: counted ? r.recorded_at! : r.db_now,
+      recordedBy: counted ? r.recorded_by! : 'none',
+      active: r.change_id === null ? null : toPartitionChange(r as PartitionChangeDbRow),
+      dbNow: r.db_now,
+    };
+  }
+
+  async requestChange(toCount: number, requestedBy: string, changeId: string): Promise<RequestChangeOutcome> {
+    const [head = [], changes = []] = await this.db.run<Row>(partitionChangeQueries.requestChange(toCount, requestedBy, changeId));
+    const o = head[0] as (CountDbRow & { outcome: string }) | undefined;
+    const change = changes[0] ? toPartitionChange(changes[0] as unknown as PartitionChangeDbRow) : null;
+    if (o?.outcome === 'unchanged') return { kind: 'unchanged', count: countOf(o) };
+    if (!change || (o?.outcome !== 'created' && o?.outcome !== 'existing' && o?.outcome !== 'conflict')) {
+      throw new StoreError('fatal', `requestChange: unexpected answer ${JSON.stringify(o?.outcome)}`, undefined);
+    }
+    return o.outcome === 'conflict' ? { kind: 'conflict', active: change } : { kind: o.outcome, change };
+  }
+
+  async listChanges(limit: number): Promise<PartitionChange[]> {
+    const [rows = []] = await this.db.run<PartitionChangeDbRow>(partitionChangeQueries.listChanges(limit));
+    return rows.map(toPartitionChange);
+  }
+
+  async getChange(changeId: string): Promise<PartitionChange | null> {
+    if (!isUuidText(changeId)) return null; // no such id (the column holds UUID text only)
+    const [rows = []] = await this.db.run<PartitionChangeDbRow>(partitionChangeQueries.getChange(changeId));
+    return rows[0] ? toPartitionChange(rows[0]) : null;
+  }
+
+  claimChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+    return this.fenced(fence, changeId, () => partitionChangeQueries.claimChange(fence, changeId));
+  }
+
+  switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+    return this.fenced(fence, changeId, () => partitionChangeQueries.switchCount(fence, changeId));
+  }
+
+  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
+    const [rows = []] = await this.db.run<{ intent_id: string; partition_key: string | null; partition_no: number | string }>(
+      partitionReassignQueries.listForReassign(q));
+    return rows.map((r) => ({ intentId: r.intent_id, partitionKey: r.partition_key, partition: Number(r.partition_no) }));
+  }
+
+  /** Unfenced, idempotent: only finished rows not yet in their target partition are written and counted; the cursor
+   *  never moves back; once done the change is pending and a retry finds it so (unchanged). No such id: null (an id
+   *  that is not a UUID without a query, as getChange). */
+  async prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
+    if (!isUuidText(changeId)) return null;
+    const sets = await callerBugs(this.db.run<PartitionChangeDbRow>(partitionReassignQueries.prepareIntents(changeId, moves, progress)));
+    const row = sets[sets.length - 1]?.[0];
+    return row ? toPartitionChange(row) : null;
+  }
+
+  moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): Promise<Fenced<PartitionChange>> {
+    return this.fenced(fence, changeId, () => partitionChangeQueries.moveIntents(fence, changeId, moves, progress));
+  }
+
+  /** A completed change needs no fence: a retry after a lost reply (its leases released by the first call) reads
+   *  leaseLost from the fence, then finds the change completed and answers with it. */
+  async completeChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+    const out = await this.fenced(fence, changeId, () => partitionChangeQueries.completeChange(fence, changeId));
+    if (out.kind === 'ok') return out;
+    const now = await this.getChange(changeId);
+    return now?.state === 'completed' ? { kind: 'ok', value: now } : out;
+  }
+
+  /** A fenced batch whose last result set is the change row; no token = no authority (leaseLost, nothing sent). */
+  private async fenced(fence: LeaseToken[], changeId: string, build: () => SqlQuery): Promise<Fenced<PartitionChange>> {
+    if (fence.length === 0) return { kind: 'leaseLost' };
+    const out = await callerBugs(runFencedBatch<PartitionChangeDbRow>(this.db, build()));
+    if (out.kind === 'leaseLost') return out;
+    const row = out.value[out.value.length - 1]?.[0];
+    if (!row) throw new StoreError('fatal', `partition change ${changeId} not found`, undefined);
+    return { kind: 'ok', value: toPartitionChange(row) };
+  }
 }
 
-function notYet(): never { throw new Error('partition changes are not implemented for this dialect yet (issue 26)'); }
+interface LayoutDbRow extends Omit<PartitionChangeDbRow, 'change_id'> {
+  db_now: Date;
+  partition_count: number | null;
+  recorded_at: Date | null;
+  recorded_by: string | null;
+  change_id: string | null;
+}
+
+/** THROW 51001 (a fence short of every lease) or 51002 (a move outside the new count) = the caller's bug, the batch
+ *  rolled back: a RangeError, as the other dialects raise before writing. */
+async function callerBugs<T>(run: Promise<T>): Promise<T> {
+  try {
+    return await run;
+  } catch (e) {
+    if (e instanceof StoreError && (e.code === '51001' || e.code === '51002')) throw new RangeError(e.message, { cause: e });
+    throw e;
+  }
+}
+
+const countOf = (r: CountDbRow): PartitionCount => ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });

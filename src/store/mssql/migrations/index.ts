@@ -12,6 +12,7 @@ import { m009Partitions } from './m009Partitions.js';
 import { m010PartitionIndexes } from './m010PartitionIndexes.js';
 import { m011Instances } from './m011Instances.js';
 import { m012ProviderHolds } from './m012ProviderHolds.js';
+import { m013PartitionChanges } from './m013PartitionChanges.js';
 
 export interface MssqlMigration {
   id: number;
@@ -32,4 +33,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 10, name: 'partition_indexes', sql: m010PartitionIndexes },
   { id: 11, name: 'instances', sql: m011Instances },
   { id: 12, name: 'provider_holds', sql: m012ProviderHolds },
+  { id: 13, name: 'partition_changes', sql: m013PartitionChanges },
 ];

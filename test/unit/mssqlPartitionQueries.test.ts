@@ -1,0 +1,194 @@
+// SQL Server partition changes (issue 26) and the intake's partition, inspected without a server (the contract suite
+// runs only where SQL Server does): the multi-lease fence, the request's lock on the count row, the switch's recovery,
+// moves that keep last_modified_at, the unfenced preparing pass (finished intents only), the completion's release,
+// the reassignment read's scopes, and id order decided in SQL.
+import { describe, expect, it } from 'vitest';
+import sql from 'mssql';
+import { partitionChangeQueries as q } from '../../src/store/mssql/partitionChangeQueries.js';
+import { partitionReassignQueries as r } from '../../src/store/mssql/partitionReassignQueries.js';
+import { intentQueries } from '../../src/store/mssql/intentStore.js';
+import type { SqlQuery } from '../../src/store/mssql/params.js';
+import { StoreError } from '../../src/store/ports.js';
+
+const ID = '0190a5b2-7c3d-7abc-8def-0123456789ab';
+const fence = [0, 1, 2].map((k) => ({ leaseName: `executor${k === 0 ? '' : `-${k}`}`, holderId: 'h~changer', leaseEpoch: 7 + k }));
+const contract = { provider: { url: null }, payload: {}, retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 } };
+/** SQL with string literals and -- comments blanked. */
+const code = (text: string) => text.replace(/'(?:[^']|'')*'/g, "''").replace(/--.*$/gm, '');
+const param = (x: SqlQuery, name: string) => x.params.find((y) => y.name === name);
+
+const fenced: [string, SqlQuery][] = [
+  ['claimChange', q.claimChange(fence, ID)],
+  ['switchCount', q.switchCount(fence, ID)],
+  ['moveIntents', q.moveIntents(fence, ID, [{ intentId: ID, partition: 2 }], { scanCursor: ID, scanDone: true })],
+  ['completeChange', q.completeChange(fence, ID)],
+];
+
+describe('changer writes: one batch fenced by every lease token', () => {
+  it.each(fenced)('%s: tokens as one JSON parameter, in order; each lease row read WITH (HOLDLOCK, ROWLOCK) by (name, holder, epoch), expiry checked in the next statement', (_n, x) => {
+    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;/);
+    const tokens = param(x, 'fence_tokens')!;
+    expect(tokens.type).toEqual(sql.NVarChar(sql.MAX));
+    expect(JSON.parse(tokens.value as string)).toEqual(fence.map((t, ord) => ({ ord, ...t })));
+    const begin = x.text.indexOf('BEGIN TRANSACTION;');
+    const loop = x.text.indexOf('WHILE @fence_i < @fence_n');
+    expect(x.text.indexOf('FROM OPENJSON(@fence_tokens)')).toBeLessThan(begin);
+    expect(loop).toBeGreaterThan(begin);
+    expect(x.text.slice(loop)).toMatch(/^WHILE @fence_i < @fence_n\nBEGIN\n {2}SELECT @fence_name = lease_name, @fence_holder = holder_id, @fence_epoch = lease_epoch FROM @fence WHERE ord = @fence_i;\n {2}SET @fence_expires = NULL;\n {2}SELECT @fence_expires = expires_at FROM submission_manager_leases WITH \(HOLDLOCK, ROWLOCK\)\n {3}WHERE lease_name = @fence_name AND holder_id = @fence_holder AND lease_epoch = @fence_epoch;\n {2}IF @fence_expires IS NULL OR NOT \(@fence_expires > SYSUTCDATETIME\(\)\) BREAK;\n {2}SET @fence_i = @fence_i \+ 1;\nEND;\nIF @fence_n = 0 OR @fence_i < @fence_n\nBEGIN\n {2}ROLLBACK TRANSACTION;\n {2}SELECT CAST\(0 AS bit\) AS fenced;\n {2}RETURN;\nEND;/);
+  });
+
+  it.each(fenced)('%s: every write between the fence and COMMIT, one audit row per token, the change row selected after COMMIT', (_n, x) => {
+    const c = code(x.text);
+    const held = c.indexOf('RETURN;\nEND;');
+    const commit = c.indexOf('COMMIT TRANSACTION;');
+    expect(held).toBeGreaterThan(0);
+    for (const m of c.matchAll(/\b(UPDATE|INSERT INTO) (submission_\w+|[a-z])\b/g)) {
+      expect(m.index!).toBeGreaterThan(held);
+      expect(m.index!).toBeLessThan(commit);
+    }
+    expect(c).toMatch(/IF @rows_written > 0\n {2}INSERT INTO submission_execution_audit \(lease_name, lease_epoch, holder_id, \[action\], rows_written, \[at\]\)\n {2}SELECT lease_name, lease_epoch, holder_id, @fence_action, @rows_written, SYSUTCDATETIME\(\) FROM @fence;\nCOMMIT/);
+    expect(c.slice(commit)).toMatch(/^COMMIT TRANSACTION;\nSELECT CAST\(1 AS bit\) AS fenced;\nSELECT change_id, [^;]* FROM submission_manager_partition_changes WHERE change_id = @change_id;$/);
+  });
+
+  it('tokens are checked like their columns, exact repeats dropped', () => {
+    expect(() => q.claimChange([{ ...fence[0]!, leaseName: 'x'.repeat(65) }], ID)).toThrow(StoreError);
+    expect(() => q.claimChange([{ ...fence[0]!, leaseEpoch: 1.5 }], ID)).toThrow(StoreError);
+    expect(JSON.parse(param(q.claimChange([fence[0]!, fence[0]!, fence[1]!], ID), 'fence_tokens')!.value as string)).toHaveLength(2);
+  });
+});
+
+describe('partition change statements', () => {
+  it('readLayout: one statement, no lock hint, no write: the count row and the active change beside database time', () => {
+    const t = q.readLayout().text;
+    expect(t.trim().split(';').filter((s) => s.trim())).toHaveLength(1);
+    expect(t).toMatch(/SELECT SYSUTCDATETIME\(\) AS db_now, c\.partition_count, c\.recorded_at, c\.recorded_by, a\.\*\n/);
+    expect(t).toMatch(/LEFT JOIN submission_manager_partition_count AS c ON c\.id = one\.id/);
+    expect(t).toMatch(/OUTER APPLY \(SELECT TOP \(1\) [^)]* FROM submission_manager_partition_changes\s+WHERE state <> 'completed' ORDER BY requested_at DESC, change_id DESC\) AS a;/);
+    expect(code(t)).not.toMatch(/\bWITH \(|\b(UPDATE|INSERT|DELETE)\b/);
+  });
+
+  it('requestChange: the count row WITH (UPDLOCK, HOLDLOCK) first in the transaction, then the decision and the insert; answers after COMMIT', () => {
+    const t = q.requestChange(8, 'ops', ID).text;
+    // decideChangeRequest's order: this request's own change (a retry), the active change, the count, else create.
+    expect(t).toMatch(/IF @same IS NOT NULL\nBEGIN\n {2}SET @active = @same;\n {2}SET @outcome = 'existing';\nEND\nELSE IF @active IS NOT NULL\nBEGIN\n {2}SET @outcome = CASE WHEN @active_to = @to_count THEN 'existing' ELSE 'conflict' END;\nEND\nELSE IF ISNULL\(@count, 1\) = @to_count\nBEGIN\n {2}SET @outcome = 'unchanged';\nEND\nELSE\nBEGIN\n {2}INSERT/);
+    const begin = t.indexOf('BEGIN TRANSACTION;');
+    const lock = t.indexOf('FROM submission_manager_partition_count WITH (UPDLOCK, HOLDLOCK) WHERE id = 1;');
+    const now = t.indexOf('SET @now = SYSUTCDATETIME();');
+    const active = t.indexOf("WHERE state <> 'completed'");
+    const insert = t.indexOf('INSERT INTO submission_manager_partition_changes');
+    const commit = t.indexOf('COMMIT TRANSACTION;');
+    expect(begin).toBeGreaterThan(0);
+    expect([lock, now, active, insert, commit].every((v, i, a) => v > (i === 0 ? begin : a[i - 1]!))).toBe(true);
+    expect(t.slice(insert)).toMatch(/VALUES \(@change_id, ISNULL\(@count, 1\), @to_count, 'preparing', @now, @requested_by, 0\)/);
+    expect(t.slice(commit)).toMatch(/ISNULL\(@count, 1\) AS partition_count[\s\S]*ISNULL\(@recorded_by, 'none'\) AS recorded_by;\nSELECT [^;]* WHERE change_id = @active;$/);
+    expect(param(q.requestChange(8, 'ops', ID), 'to_count')!.type).toEqual(sql.SmallInt());
+  });
+
+  it('switchCount: only a pending change (re-read under UPDLOCK, HOLDLOCK); started attempts abandoned, in_flight intents due now (bumped), the count := to_count, then reassigning', () => {
+    const t = q.switchCount(fence, ID).text;
+    const at = (s: string) => t.indexOf(s);
+    const steps = [
+      "SELECT @to = to_count, @m = CASE WHEN from_count > to_count THEN from_count ELSE to_count END FROM submission_manager_partition_changes WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';",
+      'IF @m IS NOT NULL AND @fence_n < @m\n  THROW 51001, ',
+      'IF @to IS NOT NULL',
+      "UPDATE submission_attempts\n     SET outcome = 'abandoned', finished_at = @now,",
+      "   WHERE outcome = 'started';",
+      "UPDATE i\n     SET status = CASE WHEN ",
+      'next_attempt_at = @now, last_modified_at = CASE WHEN @now > i.last_modified_at THEN @now ELSE DATEADD(nanosecond, 100, i.last_modified_at) END,',
+      "   WHERE i.status = 'in_flight';",
+      'SET partition_count = @to, recorded_at = @now, recorded_by = @changer',
+      "UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = @now WHERE change_id = @change_id AND state = 'pending';",
+    ];
+    for (const s of steps) expect(at(s), s).toBeGreaterThan(0);
+    expect(steps.map(at)).toEqual([...steps.map(at)].sort((a, b) => a - b));
+    expect(t).toMatch(/THEN 'failed' ELSE 'scheduled' END/); // the recovery budget rule (attemptBudget.ts)
+    expect(param(q.switchCount(fence, ID), 'changer')!.value).toBe('h~changer');
+  });
+
+  it('moveIntents: only while reassigning; partition_no from the JSON moves, last_modified_at untouched; rows_moved += rows changed (a retry adds 0); cursor forward only', () => {
+    const x = q.moveIntents(fence, ID, [{ intentId: ID.toUpperCase(), partition: 2 }], { scanCursor: null, scanDone: false });
+    expect(code(x.text)).not.toMatch(/last_modified_at/);
+    expect(x.text).toMatch(/SELECT @to = to_count, @m = [^;]* FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'reassigning';\nIF @m IS NOT NULL AND @fence_n < @m\n {2}THROW 51001, [^;]*;\nIF @to IS NOT NULL AND EXISTS \(SELECT 1 FROM OPENJSON\(@moves\) WITH \(partition_no int '\$\.partition'\) WHERE partition_no < 0 OR partition_no >= @to\)\n {2}THROW 51002, [^;]*;\nIF @to IS NOT NULL\nBEGIN\n/);
+    expect(x.text).toMatch(/UPDATE i SET partition_no = m\.partition_no\n\s+FROM submission_intents AS i\n\s+JOIN OPENJSON\(@moves\) WITH \(intent_id char\(36\) '\$\.intentId', partition_no smallint '\$\.partition'\) AS m\n\s+ON i\.intent_id = m\.intent_id COLLATE Latin1_General_100_BIN2\n\s+WHERE i\.partition_no <> m\.partition_no;\n\s+SET @moved = @@ROWCOUNT;/);
+    expect(x.text).toMatch(/rows_moved = rows_moved \+ @moved/);
+    expect(x.text).toMatch(/scan_cursor = CASE WHEN @scan_cursor IS NOT NULL AND \(scan_cursor IS NULL OR @scan_cursor > scan_cursor\)/);
+    expect(x.text).toMatch(/scan_done_at = CASE WHEN @scan_done = 1 AND scan_done_at IS NULL THEN SYSUTCDATETIME\(\) ELSE scan_done_at END/);
+    expect(JSON.parse(param(x, 'moves')!.value as string)).toEqual([{ intentId: ID, partition: 2 }]);
+    expect([param(x, 'scan_cursor')!.value, param(x, 'scan_done')!.value]).toEqual([null, 0]);
+    expect(() => q.moveIntents(fence, ID, [{ intentId: 'nope', partition: 1 }], { scanCursor: null, scanDone: false })).toThrow(StoreError);
+    expect(() => q.moveIntents(fence, ID, [{ intentId: ID, partition: 40_000 }], { scanCursor: null, scanDone: false })).toThrow(StoreError);
+  });
+
+  it('completeChange: reassigning → completed, then every fenced lease expired in place (holder, epoch, unexpired at @now) with a released event, in the transaction', () => {
+    const t = q.completeChange(fence, ID).text;
+    const loopEnd = t.indexOf('RETURN;\nEND;');
+    const now = t.indexOf('SET @now = SYSUTCDATETIME();');
+    expect(now).toBeGreaterThan(loopEnd); // the time is read after every lease row is locked
+    expect(t).toMatch(/SELECT @m = [^;]* WHERE change_id = @change_id AND state = 'reassigning';\nIF @m IS NOT NULL AND @fence_n < @m\n {2}THROW 51001, [^;]*;\nSET @now/);
+    expect(t).toMatch(/UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = @now WHERE change_id = @change_id AND state = 'reassigning';\nSET @completed = @@ROWCOUNT;\nIF @completed > 0/);
+    expect(t).toMatch(/UPDATE l\n\s+SET expires_at = @now, renewed_at = @now\n\s+OUTPUT inserted\.lease_name, inserted\.lease_epoch, inserted\.holder_id INTO @rel\n\s+FROM submission_manager_leases AS l\n\s+JOIN @fence AS f ON l\.lease_name = f\.lease_name AND l\.holder_id = f\.holder_id AND l\.lease_epoch = f\.lease_epoch\n\s+WHERE l\.expires_at > @now;/);
+    expect(t).toMatch(/INSERT INTO submission_manager_lease_events \(lease_name, lease_epoch, holder_id, \[event\], \[at\]\)\n\s+SELECT lease_name, lease_epoch, holder_id, 'released', @now FROM @rel;/);
+    expect(code(t)).not.toMatch(/\bDELETE\b/);
+    expect(t.indexOf("'released'")).toBeLessThan(t.indexOf('COMMIT TRANSACTION;'));
+  });
+
+  it('prepareIntents: unfenced, one transaction; the change row WITH (UPDLOCK, HOLDLOCK) first, nothing unless preparing; a move outside the new count fails the batch', () => {
+    const x = r.prepareIntents(ID, [{ intentId: ID.toUpperCase(), partition: 2 }], { cursor: ID, done: false });
+    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @to smallint;\nDECLARE @moved int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL AND EXISTS \(SELECT 1 FROM OPENJSON\(@moves\) WITH \(partition_no int '\$\.partition'\) WHERE partition_no < 0 OR partition_no >= @to\)\n {2}THROW 51002, [^;]*;\nIF @to IS NOT NULL\nBEGIN\n/);
+    const c = code(x.text);
+    expect(c).not.toMatch(/@fence|submission_manager_leases|submission_execution_audit/); // no lease: finished intents only
+    const commit = c.indexOf('COMMIT TRANSACTION;');
+    const writes = [...c.matchAll(/\b(UPDATE|INSERT INTO|DELETE)\b/g)];
+    expect(writes.map((m) => m[1])).toEqual(['UPDATE', 'UPDATE']);
+    for (const m of writes) expect(m.index!).toBeLessThan(commit);
+    expect(c.slice(commit)).toMatch(/^COMMIT TRANSACTION;\nSELECT change_id, [^;]* FROM submission_manager_partition_changes WHERE change_id = @change_id;$/);
+    expect(JSON.parse(param(x, 'moves')!.value as string)).toEqual([{ intentId: ID, partition: 2 }]);
+    expect([param(x, 'prepare_cursor')!.type, param(x, 'prepare_cursor')!.value, param(x, 'prepare_done')!.value]).toEqual([sql.Char(36), ID, 0]);
+    expect(param(r.prepareIntents(ID, [], { cursor: null, done: true }), 'prepare_done')!.value).toBe(1);
+    expect(() => r.prepareIntents(ID, [{ intentId: 'nope', partition: 1 }], { cursor: null, done: false })).toThrow(StoreError);
+    expect(() => r.prepareIntents('nope', [], { cursor: null, done: false })).toThrow(StoreError);
+  });
+
+  it('prepareIntents moves finished intents only (never an open one), not yet there, last_modified_at untouched; rows_moved += rows moved; cursor forward only; done → pending once', () => {
+    const t = r.prepareIntents(ID, [{ intentId: ID, partition: 2 }], { cursor: ID, done: true }).text;
+    expect(t).toMatch(/ {2}UPDATE i SET partition_no = m\.partition_no\n\s+FROM submission_intents AS i\n\s+JOIN OPENJSON\(@moves\) WITH \(intent_id char\(36\) '\$\.intentId', partition_no smallint '\$\.partition'\) AS m\n\s+ON i\.intent_id = m\.intent_id COLLATE Latin1_General_100_BIN2\n\s+WHERE i\.partition_no <> m\.partition_no AND i\.status IN \('succeeded', 'failed', 'cancelled'\);\n {2}SET @moved = @@ROWCOUNT;/);
+    expect(code(t).match(/UPDATE i\b/g)).toHaveLength(1);
+    expect(code(t)).not.toMatch(/last_modified_at|scheduled|in_flight/);
+    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @prepare_cursor IS NOT NULL AND \(prepare_cursor IS NULL OR @prepare_cursor > prepare_cursor\) THEN @prepare_cursor ELSE prepare_cursor END,\n\s+state = CASE WHEN @prepare_done = 1 THEN 'pending' ELSE state END,\n\s+prepared_at = CASE WHEN @prepare_done = 1 THEN SYSUTCDATETIME\(\) ELSE prepared_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
+  });
+
+  it('switchCount leaves a preparing change alone: it reads and writes only a pending one', () => {
+    const t = q.switchCount(fence, ID).text;
+    expect(t.match(/\bstate = '\w+'/g)).toEqual(["state = 'pending'", "state = 'reassigning'", "state = 'pending'"]); // read, set, guard
+    expect(t).not.toMatch(/preparing/);
+  });
+
+  const FINISHED = "status IN ('succeeded', 'failed', 'cancelled')";
+  const OPEN = "status IN ('scheduled', 'in_flight')";
+  it.each([
+    ['finished', null, null, `\n WHERE ${FINISHED}`],
+    ['finished', ID, new Date(0), `\n WHERE intent_id > @after AND ${FINISHED}`], // modifiedSince unused
+    ['open', null, null, `\n WHERE ${OPEN}`],
+    ['open', ID, null, `\n WHERE intent_id > @after AND ${OPEN}`],
+    ['open', null, new Date(0), `\n WHERE (${OPEN} OR last_modified_at >= @modified_since)`],
+    ['open', ID, new Date(0), `\n WHERE intent_id > @after AND (${OPEN} OR last_modified_at >= @modified_since)`],
+    ['all', null, null, ''],
+    ['all', ID, null, '\n WHERE intent_id > @after'],
+    ['all', null, new Date(0), '\n WHERE last_modified_at >= @modified_since'],
+    ['all', ID, new Date(0), '\n WHERE intent_id > @after AND last_modified_at >= @modified_since'],
+  ] as const)('listForReassign %s after %s since %s: the primary key walked in BIN2 order and filtered, absent predicates left out', (scope, after, modifiedSince, where) => {
+    const x = r.listForReassign({ scope, after, modifiedSince, limit: 100 });
+    expect(x.text).toBe(`SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents${where}\n ORDER BY intent_id;`);
+    expect(x.params.map((y) => y.name)).toEqual(['limit', ...(after ? ['after'] : []), ...(where.includes('@modified_since') ? ['modified_since'] : [])]);
+  });
+});
+
+describe('intake: the partition in the INSERT', () => {
+  it('the explicit partition, else the hash mod the recorded count (1 if none; bigint arithmetic), else 0; the count read without a lock', () => {
+    const t = intentQueries.insert({ intentId: ID, idempotencyKey: null, requestHash: 'a'.repeat(64), contract, maxAttempts: 3, notBefore: null,
+      partitionHash: 123 }).text;
+    expect(t).toMatch(/last_modified_at, partition_no, partition_key\)\nSELECT [\s\S]*COALESCE\(@partition_no,\s+@partition_hash % ISNULL\(\(SELECT partition_count FROM submission_manager_partition_count WHERE id = 1\), 1\),\s+0\),\s+@partition_key\n WHERE/);
+    expect(t).not.toMatch(/submission_manager_partition_count WITH/);
+    expect(t).toMatch(/SELECT CAST\(1 AS bit\) AS created, [^;]*partition_no[^;]* FROM submission_intents WHERE intent_id = @intent_id;/);
+  });
+});
