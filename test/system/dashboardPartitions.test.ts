@@ -187,9 +187,13 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
   const intents: { intentId: string; partitionKey: string | null }[] = [];
   const steps = async () => Object.fromEntries(await page.locator('#partition-change-steps li').evaluateAll((lis) =>
     lis.map((li) => [(li as HTMLElement).dataset.step, `${li.className}: ${li.firstChild?.textContent ?? ''}`])));
+  /** The page reads everything again (its 5 s refresh, now): `data-loaded` is set again once it has rendered. */
   const reload = async () => {
-    await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange')));
-    await page.waitForSelector('#partition-change-steps');
+    await page.evaluate(() => {
+      delete document.body.dataset.loaded;
+      window.dispatchEvent(new HashChangeEvent('hashchange'));
+    });
+    await page.waitForSelector('body[data-loaded="true"]', { state: 'attached' });
   };
   const take = async (k: number) => {
     const r = await stores.lease.tryAcquire(partitionLeaseName(CHANGE_LEASE, k), CHANGER, 120_000);
