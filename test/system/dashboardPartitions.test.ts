@@ -255,7 +255,7 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     changeId = layout.active.changeId;
     expect(layout.active).toMatchObject({ state: 'pending', requestedBy: `admin@${host.holderIds[0]}` });
     expect(await steps()).toEqual({
-      requested: `done: 4 → 2 by admin@${host.holderIds[0]}`, leases: 'current: leases taken 0/4 (partition leaders drain and release)',
+      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, leases: 'current: leases taken 0/4 (partition leaders drain and release)',
       reassigning: 'todo: reassigning: 0 rows moved · not yet', completed: 'todo: completed',
     });
     expect(await page.textContent('#partition-change-active')).toBe('change in progress: 4 → 2 (pending); execution pauses until it completes');
@@ -293,11 +293,12 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     expect(ok(await stores.partitions.completeChange(fence, changeId)).state).toBe('completed');
     await reload();
     expect(await steps()).toMatchObject({
-      requested: `done: 4 → 2 by admin@${host.holderIds[0]}`, leases: `done: leases taken 4/4 by ${CHANGER}`,
+      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, leases: `done: leases taken 4/4 by ${CHANGER}`,
       reassigning: expect.stringMatching(new RegExp(`^done: reassigning: ${moves.length} rows moved · scan done .*, catch-up done$`)),
       completed: expect.stringMatching(/^done: completed \(\d+(\.\d)? (ms|s)\)$/),
     });
     expect(await page.locator('#partition-change-active').count()).toBe(0);
+    expect(await page.locator('#partitions-table tr.idle').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.partition))).toEqual(['2', '3']);
     expect(await page.isDisabled('#btn-partition-count')).toBe(false);
     expect(await page.locator(`#partition-changes tr[data-change="${changeId}"] td`).allTextContents())
       .toEqual([expect.any(String), '4 → 2', 'completed', String(moves.length), expect.any(String), expect.stringMatching(/ \(.+\)$/), `admin@${host.holderIds[0]}`]);

@@ -33,7 +33,7 @@ button.secondary { background: #6b7280; } .buttons { margin-top: 8px; } button.s
 #partitions { overflow-x: auto; } #partitions-table th, #partitions-table td { vertical-align: middle; white-space: nowrap; padding: 4px 5px; }
 #partitions-table .reason { max-width: 150px; overflow: hidden; text-overflow: ellipsis; } #partitions-table .drain, #partitions-table .maint { font-size: 12px; } #partitions-table td.actions { text-align: right; } #partitions-table td.actions button:last-child { margin-right: 0; } #partitions-table .due { font-weight: 700; }
 #partition-layout { margin-bottom: 8px; } #partition-change-steps { margin: 6px 0; padding-left: 22px; } #partition-change-steps li.done { color: #15803d; }
-#partition-change-steps li.current { font-weight: 600; color: #b45309; } #partition-change-steps li.todo { color: #9ca3af; } form#partition-count-form { margin: 6px 0; }
+#partition-change-steps li.current { font-weight: 600; color: #b45309; } #partition-change-steps li.todo { color: #9ca3af; } form#partition-count-form { margin: 6px 0; } button:disabled { opacity: 0.45; cursor: not-allowed; } #partitions-table tr.idle td { color: #9ca3af; }
 form#search { display: flex; gap: 8px; flex-wrap: wrap; align-items: end; margin-bottom: 8px; }
 form#search label { display: flex; flex-direction: column; font-size: 12px; color: #6b7280; }
 input, select { padding: 4px 6px; border: 1px solid #d1d5db; border-radius: 4px; }

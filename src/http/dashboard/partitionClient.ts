@@ -13,7 +13,7 @@ export function partitionClient(h) {
     const scan = c.scanDoneAt ? 'scan done ' + when(c.scanDoneAt) + ', catch-up' + (c.completedAt ? ' done' : ' (rows modified since the switch)')
       : c.scanCursor ? 'scan after ' + c.scanCursor : 'scan not started';
     const list = [
-      ['requested', c.fromCount + ' → ' + c.toCount + ' by ' + c.requestedBy, c.requestedAt],
+      ['requested', 'requested ' + c.fromCount + ' → ' + c.toCount + ' by ' + c.requestedBy, c.requestedAt],
       ['leases', 'leases taken ' + taken + '/' + m + (c.changer ? ' by ' + c.changer : ' (partition leaders drain and release)'), c.claimedAt],
       ['reassigning', 'reassigning: ' + c.rowsMoved + ' rows moved · ' + (phase >= 2 ? scan : 'not yet'), c.switchedAt],
       ['completed', c.completedAt ? 'completed' + span(c.requestedAt, c.completedAt) : 'completed', c.completedAt],
@@ -63,14 +63,20 @@ export function partitionClient(h) {
     const shown = p.count > 1 || p.executorPartitions > 1 || p.changes.length > 0;
     if (!shown) return false;
     const newest = p.active || p.changes[0] || null;
-    box.replaceChildren(
+    // Rows of partitions at or above the recorded count (this instance's timers beyond it) are idle until it grows.
+    for (const tr of document.querySelectorAll('#partitions-table tr[data-partition]')) {
+      const idle = Number(tr.dataset.partition) >= p.count;
+      tr.classList.toggle('idle', idle);
+      tr.title = idle ? 'above the recorded count (' + p.count + '): idle until the count grows' : '';
+    }
+    box.replaceChildren(...[
       el('div', {}, 'recorded count ', el('b', { id: 'partition-count-recorded' }, p.count), el('span', { class: 'muted' },
         ' · recorded ' + when(p.recordedAt) + ' by ' + p.recordedBy)),
       p.active ? el('div', { class: 'err', id: 'partition-change-active' }, 'change in progress: ' + p.active.fromCount + ' → ' + p.active.toCount + ' (' + p.active.state + '); execution pauses until it completes')
         : null,
       newest ? steps(newest, p.leases) : null,
       form(p),
-      el('details', {}, el('summary', {}, 'recent changes'), history(p.changes)));
+      el('details', {}, el('summary', {}, 'recent changes'), history(p.changes))].filter((n) => n !== null));
     $('#partitions-card').hidden = false;
     return true;
   };
