@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it as vitestIt } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchDashboardPage } from '../support/browser.js';
 import {
   FAST_ENV, ROOT, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
@@ -45,6 +46,13 @@ const get = async <T>(p: string): Promise<T> => {
 };
 const leases = async () => (await get<{ leases: LeaseView[] }>('leases')).leases;
 const cells = async (k: number) => page.locator(`#partitions-table tr[data-partition="${k}"] td`).allTextContents();
+/** The browser, the host, `other` (the provider, the test's stores) and the database, in that order. */
+const stopAll = async (other: { close(): Promise<unknown> } | undefined) => {
+  await browser?.close();
+  if (host) await killAll([host]);
+  await other?.close();
+  await db?.drop();
+};
 const refresh = async () => {
   await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange')));
   await page.waitForSelector('#partitions-table');
@@ -73,16 +81,11 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
       backlog[((await r.json()) as { partition: number }).partition]! += 1;
     }
     await waitFor('every partition led', async () => (await leases()).every((l) => l.held), 30_000, 200);
-    browser = await chromium.launch({ executablePath: BROWSER, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    ({ browser, page } = await launchDashboardPage(BROWSER));
   }, 120_000);
 
   afterAll(async () => {
-    if (skip) return;
-    await browser?.close();
-    if (host) await killAll([host]);
-    await provider?.close();
-    await db?.drop();
+    if (!skip) await stopAll(provider);
   });
 
   it('the Partitions card: four holders, their epochs and expiry, each partition\'s backlog, all running', async () => {
@@ -226,16 +229,11 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
       expect(r.status).toBe(201);
       intents.push({ intentId: ((await r.json()) as { intentId: string }).intentId, partitionKey });
     }
-    browser = await chromium.launch({ executablePath: BROWSER, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    ({ browser, page } = await launchDashboardPage(BROWSER));
   }, 120_000);
 
   afterAll(async () => {
-    if (skip) return;
-    await browser?.close();
-    if (host) await killAll([host]);
-    await stores?.close();
-    await db?.drop();
+    if (!skip) await stopAll(stores);
   });
 
   it('the card shows the recorded count and a form; requesting 2 records a pending change: leases taken 0/4, the form waits', async () => {
