@@ -85,7 +85,6 @@ export function partitionLeaseName(base: string, partition: number): string {
   return partition === 0 ? base : `${base}${PARTITION_SEPARATOR}${partition}`;
 }
 
-/** Lease names of partitions 0..count−1, in partition order. */
 /** Suffix of a partition changer's holder id (issue 26): its own id, so the instance's lease managers never take its
  *  rows for their own (a lost acquire reply is adopted by holder id). */
 export const PARTITION_CHANGER_SUFFIX = '~partition-change';
@@ -99,6 +98,7 @@ export function partitionChangerHolderId(holderId: string): string {
 /** Rows per reassignment batch of a partition change: one read and one fenced write each. */
 export const REASSIGN_BATCH_ROWS = 1_000;
 
+/** Lease names of partitions 0..count−1, in partition order. */
 export function partitionLeaseNames(base: string, count: number): string[] {
   return Array.from({ length: count }, (_, p) => partitionLeaseName(base, p));
 }
