@@ -174,6 +174,43 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
     const all = await get<{ partitions: { paused: boolean }[] }>('ops/execution');
     expect(all.partitions.map((c) => c.paused)).toEqual([false, false, false, false]);
   });
+
+  // Issue 26, end to end: the running cluster's changer (partition 0's timer) executes what the card's form asks.
+  /** Changes the count to `n` through the card; `succeeded`: intents succeeded once it is done (3 submitted during each). */
+  const changeTo = async (n: number, succeeded: number) => {
+    await refresh();
+    await page.fill('#partition-count', String(n));
+    await page.click('#btn-partition-count');
+    await page.click('#confirm-ok');
+    await page.waitForFunction((t) => document.querySelector('#result')?.textContent?.startsWith(t), `Change the partition count to ${n}: HTTP 202 — change recorded:`);
+    // Intents accepted while it runs: executed once it completes.
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`${host.api}/intents?code=${KEY}`, { method: 'POST', body: JSON.stringify({ payload: { during: n, i } }), headers: { 'content-type': 'application/json' } });
+      expect(r.status).toBe(201);
+    }
+    await waitFor(`the change to ${n} completed`, async () => {
+      const layout = await get<{ active: unknown; count: number }>('ops/partitions');
+      return layout.count === n && layout.active === null;
+    }, 60_000, 250);
+    await waitFor(`partitions 0..${n - 1} led again`, async () => (await leases()).slice(0, n).every((l) => l.held && host.holderIds.includes(l.holderId!)), 30_000, 200);
+    await refresh();
+    expect(await page.textContent('#partition-count-recorded')).toBe(String(n));
+    expect(Object.values(await page.locator('#partition-change-steps li').evaluateAll((lis) => lis.map((li) => li.className)))).toEqual(['done', 'done', 'done', 'done']);
+    const items = (await get<{ items: { intentId: string; partitionKey: string | null; partition: number; status: string }[] }>('intents?limit=100')).items;
+    for (const i of items) expect(i.partition, i.intentId).toBe(assignPartition(i, n));
+    await waitFor('the intents accepted during the change succeeded', async () =>
+      (await get<{ items: unknown[] }>('intents?status=succeeded&limit=100')).items.length === succeeded, 30_000, 200);
+  };
+
+  it('change the count to 2 from the card, then back to 4: each completes, its steps done; intents where the count puts them; executing again', async () => {
+    await changeTo(2, 3);
+    expect(await page.locator('#partitions-table tr.idle').count()).toBe(2);
+    await page.locator('#partitions-card').screenshot({ path: path.join(IMG, 'dashboard-partition-change.png') });
+    await changeTo(P, 6);
+    expect(await page.locator('#partitions-table tr.idle').count()).toBe(0);
+    expect((await get<{ changes: { fromCount: number; toCount: number; state: string }[] }>('ops/partitions')).changes.map((c) => [c.fromCount, c.toCount, c.state]))
+      .toEqual([[2, 4, 'completed'], [4, 2, 'completed']]);
+  });
 });
 
 // A change of the partition count on the card (issue 26), step by step: requested through the card's form, then
