@@ -53,9 +53,13 @@ const stopAll = async (other: { close(): Promise<unknown> } | undefined) => {
   await other?.close();
   await db?.drop();
 };
+/** The page reads everything again (its 5 s refresh, now): `data-loaded` is set again once it has rendered. */
 const refresh = async () => {
-  await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange')));
-  await page.waitForSelector('#partitions-table');
+  await page.evaluate(() => {
+    delete document.body.dataset.loaded;
+    window.dispatchEvent(new HashChangeEvent('hashchange'));
+  });
+  await page.waitForSelector('body[data-loaded="true"]', { state: 'attached' });
 };
 
 describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name server)', (server) => {
@@ -227,14 +231,6 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
   const intents: { intentId: string; partitionKey: string | null }[] = [];
   const steps = async () => Object.fromEntries(await page.locator('#partition-change-steps li').evaluateAll((lis) =>
     lis.map((li) => [(li as HTMLElement).dataset.step, `${li.className}: ${li.firstChild?.textContent ?? ''}`])));
-  /** The page reads everything again (its 5 s refresh, now): `data-loaded` is set again once it has rendered. */
-  const reload = async () => {
-    await page.evaluate(() => {
-      delete document.body.dataset.loaded;
-      window.dispatchEvent(new HashChangeEvent('hashchange'));
-    });
-    await page.waitForSelector('body[data-loaded="true"]', { state: 'attached' });
-  };
   const take = async (k: number) => {
     const r = await stores.lease.tryAcquire(partitionLeaseName(CHANGE_LEASE, k), CHANGER, 120_000);
     if (!r.acquired) throw new Error(`lease ${k} not acquired`);
@@ -302,7 +298,7 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     await take(0);
     await take(1);
     expect(ok(await stores.partitions.claimChange(fence, changeId))).toMatchObject({ changer: CHANGER, state: 'pending' });
-    await reload();
+    await refresh();
     expect((await steps()).leases).toBe(`current: leases taken 2/4 by ${CHANGER}`);
     const held = await get<{ leases: { partition: number; heldByChanger: boolean }[] }>('ops/partitions');
     expect(held.leases.map((l) => l.heldByChanger)).toEqual([true, true, false, false]);
@@ -310,7 +306,7 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     await take(2);
     await take(3);
     expect(ok(await stores.partitions.switchCount(fence, changeId)).state).toBe('reassigning');
-    await reload();
+    await refresh();
     expect(await page.textContent('#partition-count-recorded')).toBe('2');
     expect(await steps()).toMatchObject({ leases: `done: leases taken 4/4 by ${CHANGER}`, reassigning: 'current: reassigning: 0 rows moved · scan not started' });
 
@@ -322,11 +318,11 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     });
     expect(moves.length).toBeGreaterThan(0);
     ok(await stores.partitions.moveIntents(fence, changeId, moves, { scanCursor: rows.at(-1)!.intentId, scanDone: true }));
-    await reload();
+    await refresh();
     expect((await steps()).reassigning).toMatch(new RegExp(`^current: reassigning: ${moves.length} rows moved · scan done \\d{4}-.*, catch-up \\(rows modified since the switch\\)$`));
 
     expect(ok(await stores.partitions.completeChange(fence, changeId)).state).toBe('completed');
-    await reload();
+    await refresh();
     expect(await steps()).toMatchObject({
       requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, leases: `done: leases taken 4/4 by ${CHANGER}`,
       reassigning: expect.stringMatching(new RegExp(`^done: reassigning: ${moves.length} rows moved · scan done .*, catch-up done$`)),
