@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import {
-  LEASE_NAME_MAX_LENGTH, PARTITION_SEPARATOR, partitionLeaseName, partitionSuffixLength,
+  leaseNameRoomProblem,
   DEFAULT_MAINTENANCE, INVOCATION_MARGIN_MS, MIN_TICK_BUDGET_MS, PROVIDER_POOL_CONNECTIONS, closingReserveMs, shortestPeriodMs,
   type GuardSettings, type MaintenanceSettings,
 } from './limits.js';
@@ -275,13 +275,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       `: a leader holds ${LEADER_DB_CONNECTIONS} connections at ` +
       'once (the lease renew, a START or COMPLETE, the maintenance purge); with fewer, one waits for another and the ' +
       'leader steps down on the pool\'s checkout timeout');
-  check(partitions === 1 || !s.LEASE_NAME.includes(PARTITION_SEPARATOR),
-    `LEASE_NAME ("${s.LEASE_NAME}") may not contain "${PARTITION_SEPARATOR}" with EXECUTOR_PARTITIONS (${partitions}) above 1: ` +
-      `partition k's lease is LEASE_NAME${PARTITION_SEPARATOR}k, which must not be mistaken for another name's partition`);
-  const suffix = partitionSuffixLength(partitions);
-  check(s.LEASE_NAME.length + suffix <= LEASE_NAME_MAX_LENGTH,
-    `LEASE_NAME ("${s.LEASE_NAME}", ${s.LEASE_NAME.length} characters) is too long for EXECUTOR_PARTITIONS (${partitions}): ` +
-      `partition lease names add up to ${suffix} characters ("${partitionLeaseName(s.LEASE_NAME, partitions - 1)}") and may have at most ${LEASE_NAME_MAX_LENGTH}`);
+  const leaseNameProblem = leaseNameRoomProblem(s.LEASE_NAME, partitions, `EXECUTOR_PARTITIONS (${partitions})`);
+  check(leaseNameProblem === null, leaseNameProblem ?? '');
   const minLiveWindowMs = 2 * s.INSTANCE_HEARTBEAT_MS + s.DB_STATEMENT_TIMEOUT_MS;
   const liveWindowMs = s.INSTANCE_LIVE_WINDOW_MS ?? Math.max(15_000, minLiveWindowMs);
   check(liveWindowMs >= minLiveWindowMs,

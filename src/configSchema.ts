@@ -3,13 +3,7 @@
 // May import: `azureDatabase.ts` (the engines DATABASE_ENGINE accepts), `limits.ts` (a leaf: widths the settings share).
 import { z } from 'zod';
 import { DATABASE_ENGINES } from './azureDatabase.js';
-import { LEASE_NAME_MAX_LENGTH } from './limits.js';
-
-/** EXECUTOR_PARTITIONS at most. Each partition will be a lease row renewed on its own, a timer function with its own
- *  listener lock on Azure and a leader holding up to LEADER_DB_CONNECTIONS (config.ts) connections: 64 partitions are already
- *  192 leader connections (beyond a small server's limit) and more leaders than a Flex app usually runs instances.
- *  The stored partition is a smallint, so raising this takes a measurement, not a migration. */
-export const MAX_EXECUTOR_PARTITIONS = 64;
+import { LEASE_NAME_MAX_LENGTH, MAX_EXECUTOR_PARTITIONS } from './limits.js';
 
 const intMs = (def: number, min = 1) => z.coerce.number().int().min(min).default(def);
 

@@ -67,6 +67,12 @@ export function closingReserveMs(o: { providerTimeoutMs: number; statementTimeou
 // Partition 0 keeps LEASE_NAME itself, so with EXECUTOR_PARTITIONS=1 the lease row, the routes and every figure are
 // today's; partition k > 0 is `LEASE_NAME#k`. Config keeps LEASE_NAME short enough for the suffix.
 
+/** EXECUTOR_PARTITIONS at most. Each partition will be a lease row renewed on its own, a timer function with its own
+ *  listener lock on Azure and a leader holding up to LEADER_DB_CONNECTIONS (config.ts) connections: 64 partitions are already
+ *  192 leader connections (beyond a small server's limit) and more leaders than a Flex app usually runs instances.
+ *  The stored partition is a smallint, so raising this takes a measurement, not a migration. */
+export const MAX_EXECUTOR_PARTITIONS = 64;
+
 /** Width of lease_name in every dialect's lease table. */
 export const LEASE_NAME_MAX_LENGTH = 64;
 
@@ -79,7 +85,6 @@ export function partitionLeaseName(base: string, partition: number): string {
   return partition === 0 ? base : `${base}${PARTITION_SEPARATOR}${partition}`;
 }
 
-/** Lease names of partitions 0..count−1, in partition order. */
 /** Suffix of a partition changer's holder id (issue 26): its own id, so the instance's lease managers never take its
  *  rows for their own (a lost acquire reply is adopted by holder id). */
 export const PARTITION_CHANGER_SUFFIX = '~partition-change';
@@ -93,6 +98,7 @@ export function partitionChangerHolderId(holderId: string): string {
 /** Rows per reassignment batch of a partition change: one read and one fenced write each. */
 export const REASSIGN_BATCH_ROWS = 1_000;
 
+/** Lease names of partitions 0..count−1, in partition order. */
 export function partitionLeaseNames(base: string, count: number): string[] {
   return Array.from({ length: count }, (_, p) => partitionLeaseName(base, p));
 }
@@ -100,4 +106,20 @@ export function partitionLeaseNames(base: string, count: number): string[] {
 /** The longest suffix a partition adds to LEASE_NAME with `count` partitions (0 for one partition). */
 export function partitionSuffixLength(count: number): number {
   return count <= 1 ? 0 : PARTITION_SEPARATOR.length + String(count - 1).length;
+}
+
+/** Why LEASE_NAME cannot name the leases of `count` partitions (it contains the separator, or leaves no room for the
+ *  `#k` suffix), naming LEASE_NAME and `countName` (the setting or request that asks for `count`); null when it can.
+ *  The start's configuration check and POST /api/ops/partitions share it. */
+export function leaseNameRoomProblem(leaseName: string, count: number, countName: string): string | null {
+  if (count > 1 && leaseName.includes(PARTITION_SEPARATOR)) {
+    return `LEASE_NAME ("${leaseName}") may not contain "${PARTITION_SEPARATOR}" with ${countName} above 1: ` +
+      `partition k's lease is LEASE_NAME${PARTITION_SEPARATOR}k, which must not be mistaken for another name's partition`;
+  }
+  const suffix = partitionSuffixLength(count);
+  if (leaseName.length + suffix > LEASE_NAME_MAX_LENGTH) {
+    return `LEASE_NAME ("${leaseName}", ${leaseName.length} characters) is too long for ${countName}: ` +
+      `partition lease names add up to ${suffix} characters ("${partitionLeaseName(leaseName, count - 1)}") and may have at most ${LEASE_NAME_MAX_LENGTH}`;
+  }
+  return null;
 }

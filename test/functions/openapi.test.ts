@@ -208,10 +208,54 @@ describe('OpenAPI document', () => {
     expect((await call(leader, 'getHandovers', { method: 'GET', path: 'ops/lease/release?limit=0' })).status).toBe(400);
     expect((await call(follower, 'getExecution', { method: 'GET', path: 'ops/execution' })).json.pendingHandoverId).toBe(requested.json.requestId);
 
+    // Admin: the partition count (issue 26). This instance runs one partition: count 1 is unchanged, 2 is above it.
+    const partitionsOf = (app: App) => call(app, 'getPartitions', { method: 'GET', path: 'ops/partitions' });
+    const layout = (await partitionsOf(follower)).json;
+    expect(layout).toMatchObject({ count: 1, executorPartitions: 1, active: null, changes: [],
+      leases: [{ partition: 0, holderId: 'oa-leader', leaseEpoch: 1, held: true, heldByChanger: false }] });
+    const setCount = (app: App, b: string, h: Record<string, string> = J) => call(app, 'postPartitions', { method: 'POST', path: 'ops/partitions', body: b, headers: h });
+    const countsBefore = await follower.stores.partitions.listChanges(50);
+    expect((await setCount(follower, '{"count":1}')).json).toMatchObject({ unchanged: true, count: 1 });
+    const above = await setCount(follower, '{"count":2}');
+    expect([above.status, above.json.type, above.json.detail]).toEqual([409, 'urn:submission-manager:problem:partition-capacity',
+      'count 2 is more than this instance\'s EXECUTOR_PARTITIONS (1): partitions 1..1 would have no timer function here; ' +
+      'deploy with EXECUTOR_PARTITIONS ≥ 2 first, then request count 2']);
+    for (const bad of ['{"count":0}', '{"count":65}', '{"count":2.5}', '{"count":"2"}', '{"count":2,"x":1}', '{}', '[2]', '{']) {
+      expect((await setCount(follower, bad)).status, bad).toBe(400);
+    }
+    expect((await setCount(follower, '{"count":2}', { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await setCount(follower, `{"count":2,"x":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
+    // An instance deployed with EXECUTOR_PARTITIONS=4 (the same database): it records a change to 4, a retry is that
+    // change, a change to 3 meanwhile is refused naming it. A LEASE_NAME without room for 64 partitions is refused first.
+    const wide = { ...follower, config: { ...follower.config, partitions: { count: 4 } } } as App;
+    const noRoom = { ...follower, config: { ...follower.config, lease: { ...follower.config.lease, name: 'x'.repeat(62) }, partitions: { count: 64 } } } as App;
+    const tooLong = await setCount(noRoom, '{"count":64}');
+    expect([tooLong.status, tooLong.json.type]).toEqual([409, 'urn:submission-manager:problem:lease-name-room']);
+    expect(tooLong.json.detail).toMatch(/^LEASE_NAME \("x{62}", 62 characters\) is too long for count 64: .* at most 64$/);
+    expect(await follower.stores.partitions.listChanges(50)).toEqual(countsBefore); // nothing recorded on bad input
+    const changeCreated = await setCount(wide, '{"count":4}');
+    expect([changeCreated.status, changeCreated.json]).toMatchObject([202, { created: true, change: { fromCount: 1, toCount: 4, state: 'pending',
+      requestedBy: 'admin@oa-follower', changer: null, rowsMoved: 0 } }]);
+    const changeId = changeCreated.json.change.changeId as string;
+    expect((await setCount(wide, '{"count":4}')).json).toMatchObject({ created: false, change: { changeId, state: 'pending' } });
+    const otherChange = await setCount(wide, '{"count":3}');
+    expect([otherChange.status, otherChange.json.type, otherChange.json.activeChange.changeId]).toEqual([409, 'urn:submission-manager:problem:partition-change-active', changeId]);
+    expect(otherChange.json.detail).toContain(`another change is in progress: ${changeId} from 1 to 4 (pending`);
+    const during = (await partitionsOf(wide)).json;
+    expect(during).toMatchObject({ count: 1, executorPartitions: 4, active: { changeId }, changes: [{ changeId }] });
+    expect(during.leases.map((l: Json) => [l.partition, l.heldByChanger])).toEqual([[0, false], [1, false], [2, false], [3, false]]);
+    const change = (p: string) => call(leader, 'getPartitionChange', { method: 'GET', path: `ops/partitions/${p}`, params: { changeId: p } });
+    expect((await change(changeId)).json).toEqual(changeCreated.json.change);
+    expect((await change(changeId.toUpperCase())).json.changeId).toBe(changeId);
+    expect((await change('nope')).status).toBe(404);
+    expect((await change('01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
+
     // The database is unreachable: 503 problem+json (documented on every route that needs it).
     for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }], ['getInstances', { method: 'GET', path: 'instances' }],
       ['pauseExecution', { method: 'POST', path: 'ops/execution/pause' }], ['listIntents', { method: 'GET', path: 'intents' }],
-      ['redriveIntents', { method: 'POST', path: 'ops/intents/redrive', body: '{"filter":{}}', headers: J }]] as [string, Call][]) {
+      ['redriveIntents', { method: 'POST', path: 'ops/intents/redrive', body: '{"filter":{}}', headers: J }],
+      ['getPartitions', { method: 'GET', path: 'ops/partitions' }], ['postPartitions', { method: 'POST', path: 'ops/partitions', body: '{"count":1}', headers: J }],
+      ['getPartitionChange', { method: 'GET', path: `ops/partitions/${changeId}`, params: { changeId } }]] as [string, Call][]) {
       expect((await call(broken, name, c)).status, name).toBe(503);
     }
 

@@ -32,6 +32,9 @@ describe('function registrations', () => {
     http('pauseExecution', ['POST'], 'ops/execution/pause', 'admin'),
     http('resumeExecution', ['POST'], 'ops/execution/resume', 'admin'),
     http('redriveIntents', ['POST'], 'ops/intents/redrive', 'admin'),
+    http('postPartitions', ['POST'], 'ops/partitions', 'admin'),
+    http('getPartitions', ['GET'], 'ops/partitions', 'admin'),
+    http('getPartitionChange', ['GET'], 'ops/partitions/{changeId}', 'admin'),
     http('dashboard', ['GET'], 'dashboard', 'admin'),
   ])('$name: $methods /api/$route ($authLevel)', (want) => {
     const f = reg.functions.find((x) => x.name === want.name);
@@ -48,8 +51,8 @@ describe('function registrations', () => {
   it('registers exactly these functions and an appTerminate hook', () => {
     expect(reg.functions.map((f) => f.name).sort()).toEqual([
       'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getInstances', 'getIntent', 'getIntentAttempts', 'getLease', 'getLeases',
-      'getPartitionLease', 'healthz', 'listIntents',
-      'metrics', 'openapi', 'pauseExecution', 'postIntent', 'readyz', 'redriveIntents', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
+      'getPartitionChange', 'getPartitionLease', 'getPartitions', 'healthz', 'listIntents',
+      'metrics', 'openapi', 'pauseExecution', 'postIntent', 'postPartitions', 'readyz', 'redriveIntents', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
     expect(reg.hooks.map((h) => h.name)).toEqual(['appTerminate']);
   });
 

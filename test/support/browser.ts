@@ -2,6 +2,7 @@
 // usual Debian/Ubuntu/Chrome locations (BROWSER_SEARCH_PATHS, ':'-separated, replaces that list). None → the test
 // is skipped locally with one line, and FAILS under CI=true (the PostgreSQL server's policy, test/support/pgServer.ts).
 import { accessSync, constants } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
 
 export const DEFAULT_BROWSER_PATHS = [
   '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome', '/usr/bin/google-chrome-stable',
@@ -37,4 +38,11 @@ export function findBrowser(env: NodeJS.ProcessEnv = process.env): BrowserLookup
   const found = candidates.find(executable);
   return found ? { path: found, problem: '', misconfigured: false }
     : { path: null, problem: `no browser (BROWSER_PATH unset; none at ${candidates.join(', ') || '(empty search list)'})`, misconfigured: false };
+}
+
+/** Headless Chromium (or Chrome) at `executablePath` and one 1400 × 1000 page: the dashboard tests' window. */
+export async function launchDashboardPage(executablePath: string): Promise<{ browser: Browser; page: Page }> {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  return { browser, page: await browser.newPage({ viewport: { width: 1400, height: 1000 } }) };
 }

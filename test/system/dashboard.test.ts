@@ -9,7 +9,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it as vitestIt } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchDashboardPage } from '../support/browser.js';
 import {
   FAST_ENV, ROOT, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
@@ -64,8 +65,7 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
     await waitFor('6 succeeded and 2 failed', async () => { const c = await counts(); return c.succeeded === 6 && c.failed === 2; }, 30_000);
     // An intent shown in flight (arranged in SQL: the provider call of a leader that stalls mid-attempt).
     await db.sql("UPDATE submission_intents SET status = 'in_flight' WHERE intent_id = $1", [ids.flying]);
-    browser = await chromium.launch({ executablePath: BROWSER, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    ({ browser, page } = await launchDashboardPage(BROWSER));
   }, 120_000);
 
   afterAll(async () => {

@@ -3,17 +3,25 @@
 // The Partitions card shows every partition's holder, epoch, expiry, backlog and state as SQL holds them (compared
 // with GET /api/leases and the intents' own partitions); a per-partition pause stops that partition alone, and a
 // per-partition drain hands that partition over (a new epoch leads it) and asks nothing of the others; a partition's
-// failing maintenance shows on its row.
+// failing maintenance shows on its row. A change of the partition count (issue 26) shows step by step.
 // Screenshots: docs/img/ with UPDATE_SCREENSHOTS=1 (first server only), else the temporary folder.
 import { afterAll, beforeAll, describe, expect, inject, it as vitestIt } from 'vitest';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchDashboardPage } from '../support/browser.js';
 import {
   FAST_ENV, ROOT, ensureBuilt, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { serverDatabases } from '../support/dialects.js';
+import { assignPartition } from '../../src/intents/partition.js';
+import { partitionLeaseName } from '../../src/limits.js';
+import type { Fenced, LeaseToken } from '../../src/store/ports.js';
+import type { Stores } from '../../src/store/stores.js';
+import { openStores } from '../../src/store/open.js';
+import { loadConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/observability/logger.js';
 
 const BROWSER = inject('browserPath');
 const KEY = 'dash-admin-key';
@@ -38,9 +46,20 @@ const get = async <T>(p: string): Promise<T> => {
 };
 const leases = async () => (await get<{ leases: LeaseView[] }>('leases')).leases;
 const cells = async (k: number) => page.locator(`#partitions-table tr[data-partition="${k}"] td`).allTextContents();
+/** The browser, the host, `other` (the provider, the test's stores) and the database, in that order. */
+const stopAll = async (other: { close(): Promise<unknown> } | undefined) => {
+  await browser?.close();
+  if (host) await killAll([host]);
+  await other?.close();
+  await db?.drop();
+};
+/** The page reads everything again (its 5 s refresh, now): `data-loaded` is set again once it has rendered. */
 const refresh = async () => {
-  await page.evaluate(() => window.dispatchEvent(new HashChangeEvent('hashchange')));
-  await page.waitForSelector('#partitions-table');
+  await page.evaluate(() => {
+    delete document.body.dataset.loaded;
+    window.dispatchEvent(new HashChangeEvent('hashchange'));
+  });
+  await page.waitForSelector('body[data-loaded="true"]', { state: 'attached' });
 };
 
 describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name server)', (server) => {
@@ -66,16 +85,11 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
       backlog[((await r.json()) as { partition: number }).partition]! += 1;
     }
     await waitFor('every partition led', async () => (await leases()).every((l) => l.held), 30_000, 200);
-    browser = await chromium.launch({ executablePath: BROWSER, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    ({ browser, page } = await launchDashboardPage(BROWSER));
   }, 120_000);
 
   afterAll(async () => {
-    if (skip) return;
-    await browser?.close();
-    if (host) await killAll([host]);
-    await provider?.close();
-    await db?.drop();
+    if (!skip) await stopAll(provider);
   });
 
   it('the Partitions card: four holders, their epochs and expiry, each partition\'s backlog, all running', async () => {
@@ -163,5 +177,167 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
     await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'running');
     const all = await get<{ partitions: { paused: boolean }[] }>('ops/execution');
     expect(all.partitions.map((c) => c.paused)).toEqual([false, false, false, false]);
+  });
+
+  // Issue 26, end to end: the running cluster's changer (partition 0's timer) executes what the card's form asks.
+  /** Changes the count to `n` through the card; `succeeded`: intents succeeded once it is done (3 submitted during each). */
+  const changeTo = async (n: number, succeeded: number) => {
+    await refresh();
+    await page.fill('#partition-count', String(n));
+    await page.click('#btn-partition-count');
+    await page.click('#confirm-ok');
+    await page.waitForFunction((t) => document.querySelector('#result')?.textContent?.startsWith(t), `Change the partition count to ${n}: HTTP 202 — change recorded:`);
+    // Intents accepted while it runs: executed once it completes.
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(`${host.api}/intents?code=${KEY}`, { method: 'POST', body: JSON.stringify({ payload: { during: n, i } }), headers: { 'content-type': 'application/json' } });
+      expect(r.status).toBe(201);
+    }
+    await waitFor(`the change to ${n} completed`, async () => {
+      const layout = await get<{ active: unknown; count: number }>('ops/partitions');
+      return layout.count === n && layout.active === null;
+    }, 60_000, 250);
+    await waitFor(`partitions 0..${n - 1} led again`, async () => (await leases()).slice(0, n).every((l) => l.held && host.holderIds.includes(l.holderId!)), 30_000, 200);
+    await refresh();
+    expect(await page.textContent('#partition-count-recorded')).toBe(String(n));
+    expect(Object.values(await page.locator('#partition-change-steps li').evaluateAll((lis) => lis.map((li) => li.className)))).toEqual(['done', 'done', 'done', 'done']);
+    const items = (await get<{ items: { intentId: string; partitionKey: string | null; partition: number; status: string }[] }>('intents?limit=100')).items;
+    for (const i of items) expect(i.partition, i.intentId).toBe(assignPartition(i, n));
+    await waitFor('the intents accepted during the change succeeded', async () =>
+      (await get<{ items: unknown[] }>('intents?status=succeeded&limit=100')).items.length === succeeded, 30_000, 200);
+  };
+
+  it('change the count to 2 from the card, then back to 4: each completes, its steps done; intents where the count puts them; executing again', async () => {
+    await changeTo(2, 3);
+    expect(await page.locator('#partitions-table tr.idle').count()).toBe(2);
+    await page.locator('#partitions-card').screenshot({ path: path.join(IMG, 'dashboard-partition-change.png') });
+    await changeTo(P, 6);
+    expect(await page.locator('#partitions-table tr.idle').count()).toBe(0);
+    expect((await get<{ changes: { fromCount: number; toCount: number; state: string }[] }>('ops/partitions')).changes.map((c) => [c.fromCount, c.toCount, c.state]))
+      .toEqual([[2, 4, 'completed'], [4, 2, 'completed']]);
+  });
+});
+
+// A change of the partition count on the card (issue 26), step by step: requested through the card's form, then
+// driven by this test through the store port as the changer would (leases taken in order, claim, switch, one scan
+// batch, complete), on a host without timers (TIMER_MODE=off: nobody leads, so the test may take every lease).
+describe.each(serverDatabases)('dashboard: a partition count change step by step ($name server)', (server) => {
+  const skip = !BROWSER || server.unavailable() !== null;
+  const it = vitestIt.skipIf(skip);
+  const CHANGER = 'test-changer';
+  const CHANGE_LEASE = 'dash-change';
+  let stores: Stores;
+  let fence: LeaseToken[] = [];
+  let changeId = '';
+  const intents: { intentId: string; partitionKey: string | null }[] = [];
+  const steps = async () => Object.fromEntries(await page.locator('#partition-change-steps li').evaluateAll((lis) =>
+    lis.map((li) => [(li as HTMLElement).dataset.step, `${li.className}: ${li.firstChild?.textContent ?? ''}`])));
+  const take = async (k: number) => {
+    const r = await stores.lease.tryAcquire(partitionLeaseName(CHANGE_LEASE, k), CHANGER, 120_000);
+    if (!r.acquired) throw new Error(`lease ${k} not acquired`);
+    fence.push({ leaseName: r.lease.leaseName, holderId: CHANGER, leaseEpoch: r.lease.leaseEpoch });
+  };
+  const ok = <T>(f: Fenced<T>): T => {
+    if (f.kind !== 'ok') throw new Error('lease lost');
+    return f.value;
+  };
+
+  beforeAll(async () => {
+    if (skip) return;
+    ensureBuilt();
+    IMG = server === serverDatabases[0] ? DOCS_IMG : os.tmpdir();
+    db = await server.create();
+    host = await startHost({
+      ...FAST_ENV, DATABASE_URL: db.url, PROVIDER_URL: 'http://127.0.0.1:9/unused', INSTANCES: '1', ADMIN_KEY: KEY, FUNCTION_KEY: KEY,
+      EXECUTOR_PARTITIONS: String(P), LEASE_NAME: CHANGE_LEASE, TIMER_MODE: 'off',
+    });
+    const config = loadConfig({ DATABASE_URL: db.url, EXECUTOR_PARTITIONS: String(P), LEASE_NAME: CHANGE_LEASE });
+    stores = await openStores(config.database, config, silentLogger);
+    intents.length = 0;
+    for (let i = 0; i < 16; i++) {
+      const partitionKey = i % 2 ? `customer-${i}` : null;
+      const r = await fetch(`${host.api}/intents`, {
+        method: 'POST', body: JSON.stringify({ payload: { order: i }, notBefore: '2099-01-01T00:00:00Z', ...(partitionKey ? { partitionKey } : {}) }),
+        headers: { 'content-type': 'application/json', 'x-functions-key': KEY },
+      });
+      expect(r.status).toBe(201);
+      intents.push({ intentId: ((await r.json()) as { intentId: string }).intentId, partitionKey });
+    }
+    ({ browser, page } = await launchDashboardPage(BROWSER));
+  }, 120_000);
+
+  afterAll(async () => {
+    if (!skip) await stopAll(stores);
+  });
+
+  it('the card shows the recorded count and a form; requesting 2 records a pending change: leases taken 0/4, the form waits', async () => {
+    await page.goto(`${host.api}/dashboard?code=${KEY}`);
+    await page.waitForSelector('#partition-count-form');
+    expect(await page.isVisible('#partitions-card')).toBe(true);
+    expect(await page.textContent('#partition-count-recorded')).toBe('4');
+    expect(await page.textContent('#partition-changes')).toBe('no change requested yet');
+    await page.fill('#partition-count', '2');
+    await page.click('#btn-partition-count');
+    expect(await page.textContent('#confirm-title')).toBe('Change the partition count to 2');
+    expect(await page.textContent('#confirm-detail')).toContain('Deploy with the smaller EXECUTOR_PARTITIONS only after it completes.');
+    await page.click('#confirm-ok');
+    await page.waitForSelector('#partition-change-steps');
+    expect(await page.textContent('#result')).toBe('Change the partition count to 2: HTTP 202 — change recorded: 4 → 2 (pending)');
+    const layout = await get<{ active: { changeId: string; state: string; requestedBy: string } }>('ops/partitions');
+    changeId = layout.active.changeId;
+    expect(layout.active).toMatchObject({ state: 'pending', requestedBy: `admin@${host.holderIds[0]}` });
+    expect(await steps()).toEqual({
+      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, leases: 'current: leases taken 0/4 (partition leaders drain and release)',
+      reassigning: 'todo: reassigning: 0 rows moved · not yet', completed: 'todo: completed',
+    });
+    expect(await page.textContent('#partition-change-active')).toBe('change in progress: 4 → 2 (pending); execution pauses until it completes');
+    expect(await page.isDisabled('#btn-partition-count')).toBe(true);
+    await page.locator('#partitions-card').screenshot({ path: path.join(IMG, 'dashboard-partition-change-pending.png') });
+  });
+
+  it('the changer takes leases 0 and 1 (2/4), then all four and switches (reassigning), moves the rows (scan done), completes', async () => {
+    await take(0);
+    await take(1);
+    expect(ok(await stores.partitions.claimChange(fence, changeId))).toMatchObject({ changer: CHANGER, state: 'pending' });
+    await refresh();
+    expect((await steps()).leases).toBe(`current: leases taken 2/4 by ${CHANGER}`);
+    const held = await get<{ leases: { partition: number; heldByChanger: boolean }[] }>('ops/partitions');
+    expect(held.leases.map((l) => l.heldByChanger)).toEqual([true, true, false, false]);
+
+    await take(2);
+    await take(3);
+    expect(ok(await stores.partitions.switchCount(fence, changeId)).state).toBe('reassigning');
+    await refresh();
+    expect(await page.textContent('#partition-count-recorded')).toBe('2');
+    expect(await steps()).toMatchObject({ leases: `done: leases taken 4/4 by ${CHANGER}`, reassigning: 'current: reassigning: 0 rows moved · scan not started' });
+
+    const rows = await stores.partitions.listForReassign({ after: null, limit: 100, modifiedSince: null });
+    expect(rows).toHaveLength(intents.length);
+    const moves = rows.flatMap((r) => {
+      const to = assignPartition({ intentId: r.intentId, partitionKey: r.partitionKey }, 2);
+      return to === r.partition ? [] : [{ intentId: r.intentId, partition: to }];
+    });
+    expect(moves.length).toBeGreaterThan(0);
+    ok(await stores.partitions.moveIntents(fence, changeId, moves, { scanCursor: rows.at(-1)!.intentId, scanDone: true }));
+    await refresh();
+    expect((await steps()).reassigning).toMatch(new RegExp(`^current: reassigning: ${moves.length} rows moved · scan done \\d{4}-.*, catch-up \\(rows modified since the switch\\)$`));
+
+    expect(ok(await stores.partitions.completeChange(fence, changeId)).state).toBe('completed');
+    await refresh();
+    expect(await steps()).toMatchObject({
+      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, leases: `done: leases taken 4/4 by ${CHANGER}`,
+      reassigning: expect.stringMatching(new RegExp(`^done: reassigning: ${moves.length} rows moved · scan done .*, catch-up done$`)),
+      completed: expect.stringMatching(/^done: completed \(\d+(\.\d)? (ms|s)\)$/),
+    });
+    expect(await page.locator('#partition-change-active').count()).toBe(0);
+    expect(await page.locator('#partitions-table tr.idle').evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.partition))).toEqual(['2', '3']);
+    expect(await page.isDisabled('#btn-partition-count')).toBe(false);
+    expect(await page.locator(`#partition-changes tr[data-change="${changeId}"] td`).allTextContents())
+      .toEqual([expect.any(String), '4 → 2', 'completed', String(moves.length), expect.any(String), expect.stringMatching(/ \(.+\)$/), `admin@${host.holderIds[0]}`]);
+    const after = await get<{ count: number; active: unknown; leases: { held: boolean }[] }>('ops/partitions');
+    expect([after.count, after.active, after.leases.map((l) => l.held)]).toEqual([2, null, [false, false]]); // released; 0..count−1 only
+    // Every intent is where the count of 2 puts it, as the API reads it.
+    for (const i of intents) expect((await get<{ partition: number }>(`intents/${i.intentId}`)).partition).toBe(assignPartition(i, 2));
+    await page.click('#partitions-card details summary');
+    await page.locator('#partitions-card').screenshot({ path: path.join(IMG, 'dashboard-partition-change-completed.png') });
   });
 });

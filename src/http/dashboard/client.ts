@@ -1,7 +1,8 @@
 // @ts-nocheck — browser code: compiled by tsc like the rest and inlined into the page as
 // `(${dashboardClient})()`, so the dashboard needs no build toolchain. Plain DOM, uPlot for the charts.
 // Every request goes to the page's own base path (route-prefix aware) with the page's `?code=` key, if any.
-export function dashboardClient(): void {
+// `partitionClient` (partitionClient.ts, inlined beside it) renders the Partitions card's count and changes.
+export function dashboardClient(partitionClient): void {
   const $ = (sel) => document.querySelector(sel);
   const el = (tag, attrs, ...kids) => {
     const n = document.createElement(tag);
@@ -55,6 +56,8 @@ export function dashboardClient(): void {
     // Several partitions at once (no ?partition= with EXECUTOR_PARTITIONS > 1): every partition's row in `partitions`.
     if (Array.isArray(j.partitions)) return j.partitions.length + ' partitions: ' + summary(j.partitions[0]);
     if (j.detail) return j.detail;
+    if (j.change) return (j.created ? 'change recorded: ' : 'already in progress: ') + j.change.fromCount + ' → ' + j.change.toCount + ' (' + j.change.state + ')';
+    if (j.unchanged) return 'unchanged: the count already is ' + j.count;
     if (typeof j.redriven === 'number') return j.redriven + ' redriven' + (j.notRedriven && j.notRedriven.length ? ', ' + j.notRedriven.length + ' not failed' : '') + (j.more ? ' (more remain)' : '');
     if (typeof j.paused === 'boolean') return j.paused ? 'paused' : 'running';
     if (j.status) return 'status ' + j.status;
@@ -296,6 +299,7 @@ export function dashboardClient(): void {
       redrives.length ? el('ul', {}, ...redrives.map((x) => el('li', {}, when(x.requestedAt) + ' by ' + x.requestedBy + ' after ' + x.attemptsBefore + ' attempts' + (x.reason ? ' — ' + x.reason : '')))) : el('div', { class: 'muted' }, 'never redriven'));
   }
 
+  const renderPartitionLayout = partitionClient({ $, el, when, ago, act });
   let timer = null;
   async function route() {
     clearTimeout(timer);
@@ -306,6 +310,7 @@ export function dashboardClient(): void {
     const r = await api('GET', 'dashboard?data=overview');
     if (r.ok) renderOverview(r.json);
     else showResult('Overview', r);
+    renderPartitionLayout(await api('GET', 'ops/partitions'));
     renderInstances(await api('GET', 'instances'));
     document.body.dataset.loaded = 'true';
     timer = setTimeout(route, 5000);

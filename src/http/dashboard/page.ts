@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dashboardClient } from './client.js';
+import { partitionClient } from './partitionClient.js';
 
 const require = createRequire(import.meta.url);
 let cached: string | null = null;
@@ -31,6 +32,8 @@ button { background: #1d4ed8; color: #fff; border: 0; border-radius: 5px; paddin
 button.secondary { background: #6b7280; } .buttons { margin-top: 8px; } button.small { padding: 2px 8px; font-size: 12px; }
 #partitions { overflow-x: auto; } #partitions-table th, #partitions-table td { vertical-align: middle; white-space: nowrap; padding: 4px 5px; }
 #partitions-table .reason { max-width: 150px; overflow: hidden; text-overflow: ellipsis; } #partitions-table .drain, #partitions-table .maint { font-size: 12px; } #partitions-table td.actions { text-align: right; } #partitions-table td.actions button:last-child { margin-right: 0; } #partitions-table .due { font-weight: 700; }
+#partition-layout { margin-bottom: 8px; } #partition-change-steps { margin: 6px 0; padding-left: 22px; } #partition-change-steps li.done { color: #15803d; }
+#partition-change-steps li.current { font-weight: 600; color: #b45309; } #partition-change-steps li.todo { color: #9ca3af; } form#partition-count-form { margin: 6px 0; } button:disabled { opacity: 0.45; cursor: not-allowed; } #partitions-table tr.idle td { color: #9ca3af; }
 form#search { display: flex; gap: 8px; flex-wrap: wrap; align-items: end; margin-bottom: 8px; }
 form#search label { display: flex; flex-direction: column; font-size: 12px; color: #6b7280; }
 input, select { padding: 4px 6px; border: 1px solid #d1d5db; border-radius: 4px; }
@@ -50,7 +53,7 @@ const BODY = `
       <div class="card"><h3>Execution</h3><div id="execution">…</div></div>
       <div class="card" style="flex:2"><h3>Intents</h3><div id="counts">…</div></div>
     </div>
-    <div class="card" id="partitions-card" style="margin-bottom:16px" hidden><h3>Partitions <span class="muted" id="partitions-summary" style="text-transform:none"></span></h3><div id="partitions"></div></div>
+    <div class="card" id="partitions-card" style="margin-bottom:16px" hidden><h3>Partitions <span class="muted" id="partitions-summary" style="text-transform:none"></span></h3><div id="partition-layout"></div><div id="partitions"></div></div>
     <div class="card" style="margin-bottom:16px"><h3>Instances <span class="muted" id="instances-summary" style="text-transform:none"></span></h3><div id="instances"></div></div>
     <div class="card"><div id="charts"><div id="chart-attempts"></div><div id="chart-errors"></div></div></div>
     <div class="cards" style="margin-top:16px">
@@ -90,7 +93,7 @@ export function dashboardPage(): string {
 <title>SubmissionManager dashboard</title><style>${uplotCss}${CSS}</style></head>
 <body>${BODY}
 <script>${safe(uplotJs)}</script>
-<script>(${safe(dashboardClient.toString())})();</script>
+<script>(${safe(dashboardClient.toString())})(${safe(partitionClient.toString())});</script>
 </body></html>`;
   return cached;
 }

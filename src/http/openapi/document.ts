@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, rescheduleBodySchema, submitBodySchema } from '../../intents/contract.js';
 import type { ApiResponse } from '../problem.js';
+import * as P from './partitionSchemas.js';
 import * as S from './schemas.js';
 
 export const API_VERSION = '0.1.0';
@@ -44,6 +45,11 @@ function components(): Record<string, Json> {
   add('HandoverRequest', S.handoverRequestSchema);
   add('HandoverList', S.handoverListSchema);
   add('InstanceList', S.instanceListSchema);
+  add('PartitionCountRequest', P.partitionCountBodySchema);
+  add('PartitionChange', P.partitionChangeSchema);
+  add('PartitionChangeRequested', P.partitionChangeRequestedSchema);
+  add('PartitionCountUnchanged', P.partitionCountUnchangedSchema);
+  add('PartitionLayout', P.partitionLayoutSchema);
   const out = z.toJSONSchema(reg, { ...jsonSchemaOptions, io: 'output', uri: (id) => `#/components/schemas/${id}` });
   const schemas: Record<string, Json> = {};
   for (const [id, s] of Object.entries(out.schemas)) {
@@ -204,6 +210,30 @@ export function buildOpenApiDocument(): Json {
           responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') }, ...problems(400, 413, 415) },
         }),
       }])),
+      '/ops/partitions': {
+        post: op('postPartitions', 'admin', 'Change the partition count (a drained, fenced step), from any instance', {
+          description: 'Recorded in SQL and answered at once, on any instance; partition 0\'s changer executes it: every partition\'s leader ' +
+            'drains and releases, the changer takes every lease 0..max(from, to)−1, recovers what was in flight, switches the count (new ' +
+            'intents get the new partitions), moves the existing intents in batches and releases every lease. Execution pauses for the drain ' +
+            'and the reassignment. Grow: deploy with EXECUTOR_PARTITIONS ≥ count first; shrink: request first, then deploy. 409 when count is ' +
+            'above this instance\'s EXECUTOR_PARTITIONS, when LEASE_NAME has no room for its partitions\' names, or when another change is active.',
+          requestBody: { required: true, content: jsonContent('PartitionCountRequest') },
+          responses: {
+            202: { description: 'The change recorded, or the active change to the same count (a retry is harmless)', content: jsonContent('PartitionChangeRequested') },
+            200: { description: 'The count already is the one asked for and no change is active: nothing recorded', content: jsonContent('PartitionCountUnchanged') },
+            ...problems(400, 409, 413, 415),
+          },
+        }),
+        get: op('getPartitions', 'admin', 'The recorded partition count, the change in progress, recent changes and the partition leases', {
+          responses: { 200: { description: 'The layout', content: jsonContent('PartitionLayout') }, ...problems() },
+        }),
+      },
+      '/ops/partitions/{changeId}': {
+        get: op('getPartitionChange', 'admin', 'One partition count change and its progress', {
+          parameters: [{ name: 'changeId', in: 'path', required: true, schema: { type: 'string' }, description: 'Change id' }],
+          responses: { 200: { description: 'The change', content: jsonContent('PartitionChange') }, ...problems(404) },
+        }),
+      },
       '/dashboard': {
         get: op('dashboard', 'admin', 'The operator dashboard (HTML); its JSON views with ?data=overview|search|intent', {
           description: 'Open it in a browser as /api/dashboard?code=<key> (or behind App Service Authentication). Reads SQL only: any instance serves it. ' +

@@ -199,8 +199,9 @@ export function fromPglite(db: PGlite, opts: { closeOnClose: boolean } = { close
       try {
         return await db.transaction(async (tx) => fn(wrap(tx)));
       } catch (e) {
-        // Errors from fn (already mapped, or the caller's own) pass through; BEGIN/COMMIT failures are mapped.
-        throw typeof (e as { code?: unknown })?.code === 'string' ? mapPgError(e) : e;
+        // Errors from fn (already mapped, or the caller's own) pass through; BEGIN/COMMIT failures are mapped, and so
+        // is BEGIN on a closed PGlite (an error without a code: the store is gone, as for a single statement).
+        throw typeof (e as { code?: unknown })?.code === 'string' || db.closed ? mapPgError(e) : e;
       }
     },
     async exec(sql) {

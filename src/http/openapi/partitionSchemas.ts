@@ -1,0 +1,69 @@
+// zod schemas of the partition-count routes (issue 26): the POST body (it validates the request) and the views of
+// the recorded count, a change and the partition leases, checked against the port's types at compile time.
+import { z } from 'zod';
+import { MAX_EXECUTOR_PARTITIONS } from '../../limits.js';
+import type { PartitionChangeState } from '../../store/partitionPorts.js';
+
+const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant (UTC, milliseconds), database time');
+const count = z.int().min(1).max(MAX_EXECUTOR_PARTITIONS);
+const CHANGE_STATES = ['pending', 'reassigning', 'completed'] as const satisfies readonly PartitionChangeState[];
+
+/** POST /ops/partitions: the count to change to. */
+export const partitionCountBodySchema = z.strictObject({
+  count: z.int(`must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
+    .min(1, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
+    .max(MAX_EXECUTOR_PARTITIONS, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS} (EXECUTOR_PARTITIONS at most)`)
+    .describe('The partition count to change to; at most this instance\'s EXECUTOR_PARTITIONS'),
+}, { error: (i) => (i.code === 'unrecognized_keys' ? undefined : 'the body must be a JSON object {"count": N}') });
+
+export const partitionChangeSchema = z.strictObject({
+  changeId: z.uuid().describe('Change id (UUIDv7)'),
+  fromCount: count.describe('The recorded count when the change was requested'),
+  toCount: count,
+  state: z.enum(CHANGE_STATES).describe('pending: leaders drain and release, the changer takes every lease 0..max(from, to)−1 in order; ' +
+    'reassigning: the count is toCount, existing intents move in batches (scan, then catch-up); completed: every lease released'),
+  requestedAt: instant,
+  requestedBy: z.string(),
+  changer: z.string().nullable().describe('Holder id of the changer that last claimed it (null before the first claim)'),
+  claimedAt: instant.nullable(),
+  switchedAt: instant.nullable().describe('When the count became toCount (the step to reassigning)'),
+  scanCursor: z.string().nullable().describe('The last intent id the scan passed (null: not started)'),
+  scanDoneAt: instant.nullable().describe('The scan ended; the catch-up pass follows, then completion'),
+  rowsMoved: z.int().min(0).describe('Intents moved to another partition so far'),
+  completedAt: instant.nullable(),
+}).describe('A change of the partition count (roll forward only; at most one not completed)');
+export type PartitionChangeView = z.infer<typeof partitionChangeSchema>;
+
+export const changeLeaseSchema = z.strictObject({
+  partition: z.int().min(0),
+  leaseName: z.string(),
+  holderId: z.string().nullable().describe('The row\'s holder, held or not (null: never acquired)'),
+  leaseEpoch: z.int().min(0).describe('The newest epoch granted (0: never acquired)'),
+  expiresAt: instant.nullable(),
+  held: z.boolean().describe('expiresAt > database time'),
+  heldByChanger: z.boolean().describe('Held by the active change\'s changer (false with no active change)'),
+});
+export type ChangeLeaseView = z.infer<typeof changeLeaseSchema>;
+
+export const partitionLayoutSchema = z.strictObject({
+  count: count.describe('The recorded count: it governs execution and the partition of new intents'),
+  recordedAt: instant.describe('When it was recorded'),
+  recordedBy: z.string().describe('The first process, `migration`, or the changer that switched it (`none`: not recorded yet)'),
+  executorPartitions: count.describe('EXECUTOR_PARTITIONS of the instance that answered: the largest count it accepts'),
+  dbNow: instant,
+  active: partitionChangeSchema.nullable().describe('The change in progress (null: none)'),
+  changes: z.array(partitionChangeSchema).describe('The newest 20 changes, newest requested first'),
+  leases: z.array(changeLeaseSchema).describe('Lease rows of partitions 0..max(count, active.toCount)−1'),
+}).describe('The recorded partition count, the change in progress and the partition leases');
+
+export const partitionChangeRequestedSchema = z.strictObject({
+  created: z.boolean().describe('false: a change to the same count was already active, and this is it (a retry is harmless)'),
+  change: partitionChangeSchema,
+}).describe('The change recorded (or already active)');
+
+export const partitionCountUnchangedSchema = z.strictObject({
+  unchanged: z.literal(true),
+  count: count,
+  recordedAt: instant,
+  recordedBy: z.string(),
+}).describe('The count is already the one asked for and no change is active: nothing recorded');
