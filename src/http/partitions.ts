@@ -24,6 +24,8 @@ export const partitionChangeView = (c: PartitionChange): PartitionChangeView => 
   state: c.state,
   requestedAt: c.requestedAt.toISOString(),
   requestedBy: c.requestedBy,
+  prepareCursor: c.prepareCursor,
+  preparedAt: c.preparedAt?.toISOString() ?? null,
   changer: c.changer,
   claimedAt: c.claimedAt?.toISOString() ?? null,
   switchedAt: c.switchedAt?.toISOString() ?? null,

@@ -234,13 +234,13 @@ describe('OpenAPI document', () => {
     expect(tooLong.json.detail).toMatch(/^LEASE_NAME \("x{62}", 62 characters\) is too long for count 64: .* at most 64$/);
     expect(await follower.stores.partitions.listChanges(50)).toEqual(countsBefore); // nothing recorded on bad input
     const changeCreated = await setCount(wide, '{"count":4}');
-    expect([changeCreated.status, changeCreated.json]).toMatchObject([202, { created: true, change: { fromCount: 1, toCount: 4, state: 'pending',
+    expect([changeCreated.status, changeCreated.json]).toMatchObject([202, { created: true, change: { fromCount: 1, toCount: 4, state: 'preparing',
       requestedBy: 'admin@oa-follower', changer: null, rowsMoved: 0 } }]);
     const changeId = changeCreated.json.change.changeId as string;
-    expect((await setCount(wide, '{"count":4}')).json).toMatchObject({ created: false, change: { changeId, state: 'pending' } });
+    expect((await setCount(wide, '{"count":4}')).json).toMatchObject({ created: false, change: { changeId, state: 'preparing' } });
     const otherChange = await setCount(wide, '{"count":3}');
     expect([otherChange.status, otherChange.json.type, otherChange.json.activeChange.changeId]).toEqual([409, 'urn:submission-manager:problem:partition-change-active', changeId]);
-    expect(otherChange.json.detail).toContain(`another change is in progress: ${changeId} from 1 to 4 (pending`);
+    expect(otherChange.json.detail).toContain(`another change is in progress: ${changeId} from 1 to 4 (preparing`);
     const during = (await partitionsOf(wide)).json;
     expect(during).toMatchObject({ count: 1, executorPartitions: 4, active: { changeId }, changes: [{ changeId }] });
     expect(during.leases.map((l: Json) => [l.partition, l.heldByChanger])).toEqual([[0, false], [1, false], [2, false], [3, false]]);

@@ -199,7 +199,7 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
     await waitFor(`partitions 0..${n - 1} led again`, async () => (await leases()).slice(0, n).every((l) => l.held && host.holderIds.includes(l.holderId!)), 30_000, 200);
     await refresh();
     expect(await page.textContent('#partition-count-recorded')).toBe(String(n));
-    expect(Object.values(await page.locator('#partition-change-steps li').evaluateAll((lis) => lis.map((li) => li.className)))).toEqual(['done', 'done', 'done', 'done']);
+    expect(Object.values(await page.locator('#partition-change-steps li').evaluateAll((lis) => lis.map((li) => li.className)))).toEqual(['done', 'done', 'done', 'done', 'done']);
     const items = (await get<{ items: { intentId: string; partitionKey: string | null; partition: number; status: string }[] }>('intents?limit=100')).items;
     for (const i of items) expect(i.partition, i.intentId).toBe(assignPartition(i, n));
     await waitFor('the intents accepted during the change succeeded', async () =>
@@ -281,20 +281,22 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     expect(await page.textContent('#confirm-detail')).toContain('Deploy with the smaller EXECUTOR_PARTITIONS only after it completes.');
     await page.click('#confirm-ok');
     await page.waitForSelector('#partition-change-steps');
-    expect(await page.textContent('#result')).toBe('Change the partition count to 2: HTTP 202 — change recorded: 4 → 2 (pending)');
+    expect(await page.textContent('#result')).toBe('Change the partition count to 2: HTTP 202 — change recorded: 4 → 2 (preparing)');
     const layout = await get<{ active: { changeId: string; state: string; requestedBy: string } }>('ops/partitions');
     changeId = layout.active.changeId;
-    expect(layout.active).toMatchObject({ state: 'pending', requestedBy: `admin@${host.holderIds[0]}` });
+    expect(layout.active).toMatchObject({ state: 'preparing', requestedBy: `admin@${host.holderIds[0]}` });
     expect(await steps()).toEqual({
-      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, leases: 'current: leases taken 0/4 (partition leaders drain and release)',
+      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, preparing: 'current: finished intents moved (not started) · execution goes on',
+      leases: 'todo: leases taken 0/4 (partition leaders drain and release)',
       reassigning: 'todo: reassigning: 0 rows moved · not yet', completed: 'todo: completed',
     });
-    expect(await page.textContent('#partition-change-active')).toBe('change in progress: 4 → 2 (pending); execution pauses until it completes');
+    expect(await page.textContent('#partition-change-active')).toBe('change in progress: 4 → 2 (preparing); execution goes on while finished intents move, then pauses from the drain until it completes');
     expect(await page.isDisabled('#btn-partition-count')).toBe(true);
     await page.locator('#partitions-card').screenshot({ path: path.join(IMG, 'dashboard-partition-change-pending.png') });
   });
 
-  it('the changer takes leases 0 and 1 (2/4), then all four and switches (reassigning), moves the rows (scan done), completes', async () => {
+  it('the changer prepares, takes leases 0 and 1 (2/4), then all four and switches (reassigning), moves the rows (scan done), completes', async () => {
+    expect((await stores.partitions.prepareIntents(changeId, [], { cursor: null, done: true }))!.state).toBe('pending');
     await take(0);
     await take(1);
     expect(ok(await stores.partitions.claimChange(fence, changeId))).toMatchObject({ changer: CHANGER, state: 'pending' });
@@ -310,7 +312,7 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     expect(await page.textContent('#partition-count-recorded')).toBe('2');
     expect(await steps()).toMatchObject({ leases: `done: leases taken 4/4 by ${CHANGER}`, reassigning: 'current: reassigning: 0 rows moved · scan not started' });
 
-    const rows = await stores.partitions.listForReassign({ after: null, limit: 100, modifiedSince: null });
+    const rows = await stores.partitions.listForReassign({ after: null, limit: 100, modifiedSince: null, scope: 'all' });
     expect(rows).toHaveLength(intents.length);
     const moves = rows.flatMap((r) => {
       const to = assignPartition({ intentId: r.intentId, partitionKey: r.partitionKey }, 2);
@@ -324,7 +326,7 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     expect(ok(await stores.partitions.completeChange(fence, changeId)).state).toBe('completed');
     await refresh();
     expect(await steps()).toMatchObject({
-      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, leases: `done: leases taken 4/4 by ${CHANGER}`,
+      requested: `done: requested 4 → 2 by admin@${host.holderIds[0]}`, preparing: 'done: finished intents moved · execution goes on', leases: `done: leases taken 4/4 by ${CHANGER}`,
       reassigning: expect.stringMatching(new RegExp(`^done: reassigning: ${moves.length} rows moved · scan done .*, catch-up done$`)),
       completed: expect.stringMatching(/^done: completed \(\d+(\.\d)? (ms|s)\)$/),
     });

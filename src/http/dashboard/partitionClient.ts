@@ -1,6 +1,6 @@
 // @ts-nocheck — browser code, inlined into the page beside client.ts and handed to it (page.ts): the Partitions card's
 // count and change part (issue 26), from GET ops/partitions. `h` is the page's helpers: $, el, when, ago, act.
-// The newest change is shown step by step: requested → leases taken k/M → reassigning (rows moved; scan, then
+// The newest change is shown step by step: requested → finished intents moved (execution goes on) → leases taken k/M → reassigning (rows moved; scan, then
 // catch-up) → completed, each with its database time; older ones in a table; a form asks for a new count.
 export function partitionClient(h) {
   const { $, el, when, ago, act } = h;
@@ -8,14 +8,15 @@ export function partitionClient(h) {
 
   function steps(c, leases) {
     const m = Math.max(c.fromCount, c.toCount);
-    const taken = c.state === 'pending' ? leases.filter((l) => l.heldByChanger).length : m;
-    const phase = { pending: 1, reassigning: 2, completed: 4 }[c.state];
+    const taken = c.state === 'pending' ? leases.filter((l) => l.heldByChanger).length : c.state === 'preparing' ? 0 : m;
+    const phase = { preparing: 1, pending: 2, reassigning: 3, completed: 5 }[c.state];
     const scan = c.scanDoneAt ? 'scan done ' + when(c.scanDoneAt) + ', catch-up' + (c.completedAt ? ' done' : ' (rows modified since the switch)')
       : c.scanCursor ? 'scan after ' + c.scanCursor : 'scan not started';
     const list = [
       ['requested', 'requested ' + c.fromCount + ' → ' + c.toCount + ' by ' + c.requestedBy, c.requestedAt],
+      ['preparing', 'finished intents moved' + (c.preparedAt ? '' : c.prepareCursor ? ' up to ' + c.prepareCursor : ' (not started)') + ' · execution goes on', c.preparedAt],
       ['leases', 'leases taken ' + taken + '/' + m + (c.changer ? ' by ' + c.changer : ' (partition leaders drain and release)'), c.claimedAt],
-      ['reassigning', 'reassigning: ' + c.rowsMoved + ' rows moved · ' + (phase >= 2 ? scan : 'not yet'), c.switchedAt],
+      ['reassigning', 'reassigning: ' + c.rowsMoved + ' rows moved · ' + (phase >= 3 ? scan : 'not yet'), c.switchedAt],
       ['completed', c.completedAt ? 'completed' + span(c.requestedAt, c.completedAt) : 'completed', c.completedAt],
     ];
     return el('ol', { id: 'partition-change-steps', 'data-change': c.changeId, 'data-state': c.state },
@@ -72,7 +73,8 @@ export function partitionClient(h) {
     box.replaceChildren(...[
       el('div', {}, 'recorded count ', el('b', { id: 'partition-count-recorded' }, p.count), el('span', { class: 'muted' },
         ' · recorded ' + when(p.recordedAt) + ' by ' + p.recordedBy)),
-      p.active ? el('div', { class: 'err', id: 'partition-change-active' }, 'change in progress: ' + p.active.fromCount + ' → ' + p.active.toCount + ' (' + p.active.state + '); execution pauses until it completes')
+      p.active ? el('div', { class: 'err', id: 'partition-change-active' }, 'change in progress: ' + p.active.fromCount + ' → ' + p.active.toCount + ' (' + p.active.state + '); ' + (p.active.state === 'preparing'
+        ? 'execution goes on while finished intents move, then pauses from the drain until it completes' : 'execution pauses until it completes'))
         : null,
       newest ? steps(newest, p.leases) : null,
       form(p),

@@ -6,7 +6,7 @@ import type { PartitionChangeState } from '../../store/partitionPorts.js';
 
 const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant (UTC, milliseconds), database time');
 const count = z.int().min(1).max(MAX_EXECUTOR_PARTITIONS);
-const CHANGE_STATES = ['pending', 'reassigning', 'completed'] as const satisfies readonly PartitionChangeState[];
+const CHANGE_STATES = ['preparing', 'pending', 'reassigning', 'completed'] as const satisfies readonly PartitionChangeState[];
 
 /** POST /ops/partitions: the count to change to. */
 export const partitionCountBodySchema = z.strictObject({
@@ -20,10 +20,12 @@ export const partitionChangeSchema = z.strictObject({
   changeId: z.uuid().describe('Change id (UUIDv7)'),
   fromCount: count.describe('The recorded count when the change was requested'),
   toCount: count,
-  state: z.enum(CHANGE_STATES).describe('pending: leaders drain and release, the changer takes every lease 0..max(from, to)−1 in order; ' +
+  state: z.enum(CHANGE_STATES).describe('preparing: execution goes on while finished intents move to their new partition; pending: leaders drain and release, the changer takes every lease 0..max(from, to)−1 in order; ' +
     'reassigning: the count is toCount, existing intents move in batches (scan, then catch-up); completed: every lease released'),
   requestedAt: instant,
   requestedBy: z.string(),
+  prepareCursor: z.string().nullable().describe('The last intent id the preparing pass passed (null: not started)'),
+  preparedAt: instant.nullable().describe('The preparing pass ended; leaders drain from then on'),
   changer: z.string().nullable().describe('Holder id of the changer that last claimed it (null before the first claim)'),
   claimedAt: instant.nullable(),
   switchedAt: instant.nullable().describe('When the count became toCount (the step to reassigning)'),
