@@ -41,20 +41,18 @@ async function one(n: number, from: number, to: number) {
       leaseNameOf: (k) => partitionLeaseName('bench', k), partitionOf: assignPartition, holderId: 'bench~partition-change',
       durationMs: 60_000, renewIntervalMs: 20_000, safetyMarginMs: 5_000, commitGraceMs: GRACE_MS, batchSize: REASSIGN_BATCH_ROWS, pollMs: 50,
     }, systemClock, silentLogger);
-    const t0 = performance.now();
-    let preparedAt = 0;
     for (;;) {
       const layout = await s.partitions.readLayout();
       if (!layout.active) break;
-      if (layout.active.state !== 'preparing' && !preparedAt) preparedAt = performance.now();
       await changer.step(layout, systemClock.nowMs() + 8_000);
     }
-    const t1 = performance.now();
-    if (!preparedAt) preparedAt = t1;
     const rows = (await db.query<{ n: string }>(`SELECT count(*) AS n FROM submission_intents WHERE partition_no <> ${SQL_PARTITION(to)}`)).rows[0]!;
     if (Number(rows.n) !== 0) throw new Error(`${rows.n} rows left in the wrong partition`);
+    // Database times of the change row: preparing from the request to preparedAt, the pause from then to completion.
     const change = (await s.partitions.listChanges(1))[0]!;
-    return { prepareMs: preparedAt - t0, pauseMs: t1 - preparedAt, baseMs, moved: change.rowsMoved };
+    const ms = (a: Date | null, b: Date | null) => b!.getTime() - a!.getTime();
+    return { prepareMs: ms(change.requestedAt, change.preparedAt), pauseMs: ms(change.preparedAt, change.completedAt), baseMs, moved: change.rowsMoved,
+      scanMs: ms(change.switchedAt, change.scanDoneAt) };
   } finally {
     await db.close();
     await schema.drop();
@@ -67,7 +65,7 @@ export async function benchPartitionChange(sizes = (process.env.BENCH_CHANGE_SIZ
     const r = await one(n, 4, 6);
     const pauseWork = r.pauseMs - GRACE_MS;
     rows.push({ intents: n, open: n / 10, 'rows moved': r.moved, 'preparing s (runs on)': fmt(r.prepareMs / 1000, 2),
-      'pause s': fmt(r.pauseMs / 1000, 2), [`of which grace wait s`]: fmt(GRACE_MS / 1000, 2), 'one UPDATE s (baseline)': fmt(r.baseMs / 1000, 2),
+      'pause s': fmt(r.pauseMs / 1000, 2), 'of which scan s': fmt(r.scanMs / 1000, 2), [`of which grace wait s`]: fmt(GRACE_MS / 1000, 2), 'one UPDATE s (baseline)': fmt(r.baseMs / 1000, 2),
       'pause work ÷ baseline': fmt(pauseWork / r.baseMs, 2), 'all ÷ baseline': fmt((r.prepareMs + pauseWork) / r.baseMs, 2) });
   }
   printTable('Partition count change 4 → 6 (PostgreSQL server; 90 % finished, 10 % open; batches of 1 000)', rows);
