@@ -273,12 +273,19 @@ export async function runPartitionTimer(app: App, partition: number, isPastDue: 
   }
   if (idle || !p) return;
   await app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
-  await runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
-  if (partition !== 0 || app.layout.active() === null) return;
+  const tick = runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
+  // A change's preparing step runs beside partition 0's tick (execution goes on, and a leader's tick lasts the whole
+  // period); past it, the changer steps after the tick, which has handed partition 0 back by then.
+  const preparing = partition === 0 && app.layout.active()?.state === 'preparing' ? changerStep(app) : null;
+  await Promise.all([tick, preparing]);
+  if (partition === 0 && app.layout.active() !== null) await changerStep(app);
+}
+
+/** One step of the partition changer, on a layout read now, until the next occurrence's hand-off. */
+async function changerStep(app: App): Promise<void> {
   const layout = await app.layout.readNow();
   if (!layout.active) return;
-  const deadlineMs = app.clock.nowMs() + app.tickBudget.forTickStartingNow();
-  await app.changer.step(layout, deadlineMs);
+  await app.changer.step(layout, app.clock.nowMs() + app.tickBudget.forTickStartingNow());
   if (app.changer.heldCount() === 0) await app.layout.refresh(); // completed (or gave up): act on the new count at once
 }
 

@@ -11,7 +11,7 @@ import { uuidv7 } from '../../src/intents/ids.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
-import { TEST_LEASE, startApps, testConfig, waitUntil, sleep } from '../support/apps.js';
+import { TEST_LEASE, startApps, submitVia, testConfig, waitUntil, sleep } from '../support/apps.js';
 
 const C = 6; // timer functions per app: the most partitions the test asks for
 
@@ -103,4 +103,29 @@ describe.each(dialects)('partition count change (in-process apps): $name', (dial
       if (row && row.expiresAt > row.dbNow) expect(changer).not.toContain(row.holderId);
     }
   }, 240_000);
+
+  // One instance runs every timer and leads partition 0 the whole period (a leader's tick lasts until the next
+  // occurrence): the preparing step must run beside its tick, or it would never get time.
+  it('one app leading every partition: a change 2 → 3 completes, and its intents execute under the new count', async () => {
+    const seed = await ctx.openStores({ poolMax: 2 });
+    await seed.partitions.recordPartitionCount(2, 'test');
+    await seed.close();
+    apps = await startApps(ctx, 1, testConfig(provider.url, { EXECUTOR_PARTITIONS: '3', DB_POOL_MAX: '10' }), undefined, 10);
+    const [app] = apps as [App];
+    const loops = timerLoops(apps);
+    try {
+      await waitUntil('partitions 0 and 1 led', () => app.partitions.slice(0, 2).every((p) => p.lease.requireLeader() !== null));
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push((await submitVia(app, { i })));
+      await waitUntil('first intents succeeded', async () => ((await ctx.statusCounts()).succeeded ?? 0) >= 12);
+      expect((await app.stores.partitions.requestChange(3, 'test', uuidv7())).kind).toBe('created');
+      await waitUntil('the change completed', async () => (await app.stores.partitions.readLayout()).active === null, 30_000);
+      for (let i = 0; i < 12; i++) ids.push((await submitVia(app, { i })));
+      await waitUntil('every intent succeeded', async () => ((await ctx.statusCounts()).succeeded ?? 0) >= ids.length, 30_000);
+      await waitUntil('partition 2 led', () => app.partitions[2]!.lease.requireLeader() !== null);
+    } finally {
+      await loops.stop();
+    }
+    for (const r of await ctx.intentRows()) expect(r.partition).toBe(assignPartition({ intentId: r.intentId, partitionKey: r.partitionKey }, 3));
+  }, 90_000);
 });
