@@ -13,7 +13,8 @@
 import type { Clock } from './clock.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
-import type { LeaseStore, LeaseToken, Fenced } from '../store/ports.js';
+import type { LeaseStore, Fenced } from '../store/ports.js';
+import { ChangerLeases } from './changerLeases.js';
 import type { PartitionChange, PartitionLayout, PartitionStore } from '../store/partitionPorts.js';
 
 export interface ChangerSettings {
@@ -45,21 +46,21 @@ export type ChangerProgress =
   | { kind: 'leaseLost' }
   | { kind: 'failed'; error: unknown };
 
-interface Held { token: LeaseToken; validUntilMs: number; renewedAtMs: number }
-
 export class PartitionChanger {
-  /** The leases this changer holds, by partition, for `changeId`. */
-  private readonly held = new Map<number, Held>();
+  /** The partition leases this changer holds, for `changeId`. */
+  private readonly held: ChangerLeases;
   private changeId: string | null = null;
   private claimed = false;
 
   constructor(
-    private readonly leases: LeaseStore,
+    leases: LeaseStore,
     private readonly store: PartitionStore,
     private readonly s: ChangerSettings,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.held = new ChangerLeases(leases, s, clock, log);
+  }
 
   /** The number of leases held now (the dashboard reads the rows; this is for logs and tests). */
   heldCount(): number {
@@ -103,12 +104,12 @@ export class PartitionChanger {
     for (let k = 0; k < m; k++) {
       if (this.clock.nowMs() >= deadlineMs) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
       // A lease still held by a draining leader: look again every pollMs until the deadline (renewing ours).
-      while (!(await this.hold(k))) {
+      while (!(await this.held.hold(k))) {
         // A lease below others we hold went (it expired and was taken): let the higher ones go too, so a changer
         // that took the lower one need not wait them out; taking in order resumes at the next step.
-        if ([...this.held.keys()].some((j) => j > k)) return this.lost(change);
+        if (this.held.anyAbove(k)) return this.lost(change);
         const waitMs = Math.min(this.s.pollMs, deadlineMs - this.clock.nowMs());
-        if (waitMs <= 0 || !(await this.renewDue(k))) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
+        if (waitMs <= 0 || !(await this.held.renewDue(k))) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
         await new Promise((r) => setTimeout(r, waitMs));
       }
       if (k === 0) {
@@ -124,7 +125,7 @@ export class PartitionChanger {
       }
     }
     if (change.state === 'pending') {
-      const out = await this.store.switchCount(this.fence(m), change.changeId);
+      const out = await this.store.switchCount(this.held.fence(m), change.changeId);
       if (out.kind === 'leaseLost') return this.lost(change);
       change = out.value;
       this.log.warn({ event: 'partition_change_switched', change_id: change.changeId, from: change.fromCount, to: change.toCount },
@@ -132,14 +133,14 @@ export class PartitionChanger {
     }
     while (change.state === 'reassigning') {
       if (this.clock.nowMs() >= deadlineMs) return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: change.scanDoneAt ? 'catch-up' : 'scan' };
-      if (!(await this.renewDue(m))) return this.lost(change);
+      if (!(await this.held.renewDue(m))) return this.lost(change);
       const next = change.scanDoneAt === null ? await this.scanBatch(change, m) : await this.catchUp(change, m, deadlineMs);
       if (next === 'lost') return this.lost(change);
       if (next === 'wait') return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: 'catch-up' };
       change = next;
     }
     if (change.state !== 'completed') return { kind: 'none' };
-    this.held.clear(); // released by completeChange, in its transaction
+    this.held.forget(); // released by completeChange, in its transaction
     this.log.warn({ event: 'partition_change_completed', change_id: change.changeId, from: change.fromCount, to: change.toCount,
       rows_moved: change.rowsMoved, requested_at: change.requestedAt.toISOString(), completed_at: change.completedAt?.toISOString() ?? null },
     `partition change completed: ${change.toCount} partition(s), ${change.rowsMoved} intent(s) moved; every lease released`);
@@ -167,7 +168,7 @@ export class PartitionChanger {
   }
 
   private async claim(change: PartitionChange): Promise<PartitionChange | 'lost'> {
-    const out = await this.store.claimChange(this.fence(1), change.changeId);
+    const out = await this.store.claimChange(this.held.fence(1), change.changeId);
     if (out.kind === 'leaseLost') return 'lost';
     this.claimed = true;
     this.log.info({ event: 'partition_change_claimed', change_id: change.changeId, from: change.fromCount, to: change.toCount },
@@ -183,9 +184,9 @@ export class PartitionChanger {
       modifiedSince: new Date(change.requestedAt.getTime() - this.s.commitGraceMs) });
     const moves = this.movesFor(rows, change.toCount);
     const done = rows.length < this.s.batchSize;
-    const out = await this.store.moveIntents(this.fence(m), change.changeId, moves,
+    const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves,
       { scanCursor: rows.at(-1)?.intentId ?? change.scanCursor, scanDone: done });
-    return this.afterWrite(out, m);
+    return this.afterWrite(out);
   }
 
   /** The catch-up: rows an insert that read the old count committed after the switch. They committed within
@@ -200,7 +201,7 @@ export class PartitionChanger {
     if (waitMs > 0) {
       if (this.clock.nowMs() + waitMs >= deadlineMs) return 'wait';
       await new Promise((r) => setTimeout(r, waitMs));
-      if (!(await this.renewDue(m))) return 'lost';
+      if (!(await this.held.renewDue(m))) return 'lost';
     }
     const since = new Date(switchedAt - this.s.commitGraceMs);
     let after: string | null = null;
@@ -212,18 +213,18 @@ export class PartitionChanger {
       after = rows.at(-1)?.intentId ?? after;
       if (rows.length < this.s.batchSize) {
         if (moves.length > 0) {
-          const out = await this.store.moveIntents(this.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
+          const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
           if (out.kind === 'leaseLost') return 'lost';
         }
         if (moved > 0) this.log.warn({ event: 'partition_change_late_rows', change_id: change.changeId, moved }, `${moved} intent(s) inserted with the old count moved`);
-        const out = await this.store.completeChange(this.fence(m), change.changeId);
-        return this.afterWrite(out, m);
+        const out = await this.store.completeChange(this.held.fence(m), change.changeId);
+        return this.afterWrite(out);
       }
       if (moves.length > 0) {
-        const out = await this.store.moveIntents(this.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
+        const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
         if (out.kind === 'leaseLost') return 'lost';
       }
-      if (!(await this.renewDue(m))) return 'lost';
+      if (!(await this.held.renewDue(m))) return 'lost';
       if (this.clock.nowMs() >= deadlineMs) return 'wait'; // the catch-up starts again at the next step (it is short)
     }
   }
@@ -235,68 +236,8 @@ export class PartitionChanger {
     });
   }
 
-  private afterWrite(out: Fenced<PartitionChange>, _m: number): PartitionChange | 'lost' {
+  private afterWrite(out: Fenced<PartitionChange>): PartitionChange | 'lost' {
     return out.kind === 'leaseLost' ? 'lost' : out.value;
-  }
-
-  /** The fence of the first `n` partition leases, in partition order. */
-  private fence(n: number): LeaseToken[] {
-    return Array.from({ length: n }, (_, k) => this.held.get(k)!.token);
-  }
-
-  /** Hold partition k's lease: renew it when due, else take it if free (or adopt it: our own lost reply). */
-  private async hold(k: number): Promise<boolean> {
-    const h = this.held.get(k);
-    if (h && (await this.renewIfDue(k, h))) return true;
-    const name = this.s.leaseNameOf(k);
-    const sentAt = this.clock.nowMs();
-    const out = await this.leases.tryAcquire(name, this.s.holderId, this.s.durationMs);
-    if (out.acquired) {
-      this.keep(k, { leaseName: name, holderId: this.s.holderId, leaseEpoch: out.lease.leaseEpoch }, sentAt);
-      return true;
-    }
-    const cur = out.current;
-    if (cur && cur.holderId === this.s.holderId && cur.expiresAt.getTime() > out.dbNow.getTime()) {
-      // Ours: an acquire whose reply was lost. Renew it at once to learn it is still ours.
-      const token = { leaseName: name, holderId: this.s.holderId, leaseEpoch: cur.leaseEpoch };
-      const renewedSentAt = this.clock.nowMs();
-      if (await this.leases.renew(token, this.s.durationMs)) {
-        this.keep(k, token, renewedSentAt);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private keep(k: number, token: LeaseToken, sentAtMs: number): void {
-    this.held.set(k, { token, renewedAtMs: sentAtMs, validUntilMs: sentAtMs + this.s.durationMs - this.s.safetyMarginMs });
-  }
-
-  /** Renew a held lease if its renew interval passed. false: not ours any more (forgotten). A renew that failed
-   *  (no reply) keeps the lease while its local validity lasts. */
-  private async renewIfDue(k: number, h: Held): Promise<boolean> {
-    const now = this.clock.nowMs();
-    if (now - h.renewedAtMs < this.s.renewIntervalMs && now < h.validUntilMs) return true;
-    try {
-      if (await this.leases.renew(h.token, this.s.durationMs)) {
-        this.keep(k, h.token, now);
-        return true;
-      }
-    } catch (e) {
-      if (this.clock.nowMs() < h.validUntilMs) return true;
-      this.log.warn({ event: 'partition_change_renew_failed', partition: k, sql_error: sqlErrorField(e) }, 'changer lease renew failed');
-    }
-    this.held.delete(k);
-    return false;
-  }
-
-  /** Renew each of the first m leases that is due; false if any is not ours any more. */
-  private async renewDue(m: number): Promise<boolean> {
-    for (let k = 0; k < m; k++) {
-      const h = this.held.get(k);
-      if (!h || !(await this.renewIfDue(k, h))) return false;
-    }
-    return true;
   }
 
   private async lost(change: PartitionChange): Promise<ChangerProgress> {
@@ -307,12 +248,7 @@ export class PartitionChanger {
   }
 
   private async releaseAll(reason: string): Promise<void> {
-    if (this.held.size === 0) return;
-    const tokens = [...this.held.values()].map((h) => h.token);
-    this.held.clear();
     this.claimed = false;
-    await Promise.all(tokens.map((t) => this.leases.release(t).catch((e: unknown) => {
-      this.log.warn({ event: 'partition_change_release_failed', lease_name: t.leaseName, reason, sql_error: sqlErrorField(e) }, 'changer lease not released: it expires');
-    })));
+    await this.held.releaseAll(reason);
   }
 }
