@@ -73,6 +73,8 @@ export interface FaultOptions {
   /** Issue 25: the lease name of each partition; more than one: faults aimed at "the leader" hit the leader of one
    *  partition (drawn), and record every partition that instance led. */
   partitionLeases?: string[];
+  /** Issue 26: the partition count the database records now (--partition-changes: may be below the lease names'). */
+  recordedCount?: () => Promise<number>;
 }
 
 /** Faults on the database itself: they hit every partition's leader at once. */
@@ -155,7 +157,7 @@ export class FaultInjector {
       this.leaderless.push(Date.now());
       return null;
     }
-    const v = pickPartitionVictim({ led, count: this.o.partitionLeases!.length, rng: this.rng, live: this.cluster.live(), needsLeader,
+    const v = pickPartitionVictim({ led, count: await this.count(), rng: this.rng, live: this.cluster.live(), needsLeader,
       noVictim: kind === 'pg_restart', everyPartition: ALL_PARTITIONS_KINDS.includes(kind) });
     if (v.slot) this.busy.add(v.slot.index);
     return { kind, slot: v.slot, leader: v.leader, rng: this.rng, alongside: false, partitions: v.partitions };
@@ -214,7 +216,7 @@ export class FaultInjector {
         f.detail = `no committed ${f.kind.slice('lost_'.length)} within ${waitMs} ms while ${f.victim} led: nothing lost`;
         return;
       }
-      if (f.partitions && lost.slot !== slot) f.partitions = this.o.partitionLeases!.map((_, k) => k); // which partition: unknown
+      if (f.partitions && lost.slot !== slot) f.partitions = [...Array(await this.count()).keys()]; // which partition: unknown
       f.slot = lost.slot.index;
       f.victim = lost.record.holderId;
       f.lostReply = lost.record;
@@ -329,9 +331,11 @@ export class FaultInjector {
    *  clock), not by the victim; with partitions, the last of the first starts of the partitions the fault hit. */
   async firstStartAfter(f: FaultRecord, from = f.measureFrom): Promise<number | null> {
     const exclude = { holderId: f.exclude?.holderId ?? '', untilMs: f.exclude?.until ?? Number.POSITIVE_INFINITY };
-    if (!f.partitions?.length) return this.db.firstStartAfter(from, exclude);
+    const count = f.partitions?.length ? await this.count() : 0; // partitions the count no longer has start nothing
+    const on = f.partitions?.filter((p) => p < count) ?? [];
+    if (!on.length) return this.db.firstStartAfter(from, exclude);
     let last = Number.NEGATIVE_INFINITY;
-    for (const p of f.partitions) {
+    for (const p of on) {
       const t = await this.db.firstStartAfter(from, exclude, this.o.partitionLeases![p]!);
       if (t === null) return null;
       last = Math.max(last, t);
@@ -339,7 +343,13 @@ export class FaultInjector {
     return last;
   }
 
-  private async waitResumed(f: FaultRecord, from = f.measureFrom): Promise<number | null> {
+  /** The partition count now: the recorded one (issue 26), else every lease name's. */
+  private async count(): Promise<number> {
+    const all = this.o.partitionLeases?.length ?? 1;
+    return this.o.recordedCount ? Math.min(all, await this.o.recordedCount().catch(() => all)) : all;
+  }
+
+  async waitResumed(f: FaultRecord, from = f.measureFrom): Promise<number | null> {
     const end = Date.now() + this.o.resumeWaitMs;
     for (;;) {
       const t = await this.firstStartAfter(f, from).catch(() => null);

@@ -46,6 +46,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
   const partitions = Math.max(1, ...results.map((r) => r.stats?.partitions ?? 1));
   const hitCount: Record<string, number> = {};
   let keyPairs = 0, keySameBatch = 0, keyInversions = 0;
+  const changes = results.flatMap((r) => r.stats?.changes ?? []); // issue 26
   const drains: number[] = [];
   const skipped = results.reduce((n, r) => n + (r.pgRestartsSkipped ?? 0), 0);
   const offsets = results.flatMap((r) => Object.values(r.clockOffsets ?? {}));
@@ -54,7 +55,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
       faults[f.kind] = (faults[f.kind] ?? 0) + 1;
       if (f.victimWasLeader) leaderHit[f.kind] = (leaderHit[f.kind] ?? 0) + 1;
       if (f.alongside) alongside[f.kind] = (alongside[f.kind] ?? 0) + 1;
-      if (f.partitions) inc(hitCount, f.partitions.length >= partitions ? `all ${partitions}` : f.partitions.length === 0 ? 'none (a follower)' : `${f.partitions.length} of ${partitions}`);
+      if (f.partitions && f.kind !== 'partition_change') inc(hitCount, f.partitions.length >= partitions ? `all ${partitions}` : f.partitions.length === 0 ? 'none (a follower)' : `${f.partitions.length} of ${partitions}`);
     }
     for (const v of r.violations) checks[v.check] = (checks[v.check] ?? 0) + 1;
     if (r.drainMs !== null) drains.push(r.drainMs);
@@ -89,6 +90,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
       ['same-partitionKey intents (submitted one after the other)', `${keyPairs} pairs checked: each first started in submission order (otherwise a key_order violation); ` +
         `${keySameBatch} of them started by one batch (sent side by side); of the others, ${keyInversions} whose first attempts reached the provider the other way round`],
     ] as [string, string][] : []),
+    ...(changes.length ? [changeRow(changes)] : []),
     ...(skipped ? [['PostgreSQL restarts replaced by a kill (other tests were running)', String(skipped)] as [string, string]] : []),
     ['intents accepted (201/200)', `${accepted} (plus ${replays} key replays, ${cancels} cancels answered 200)`],
     ['intents at the end', list(status)],
@@ -110,4 +112,20 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['violations', `**${violations}**${violations ? ` (${list(checks)}${results.some((r) => r.error) ? ', harness errors' : ''})` : ''}`],
   ];
   return [`### ${info.title}`, '', '| | |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
+}
+
+type ChangeStat = NonNullable<RunResult['stats']>['changes'][number];
+const ms = (xs: (number | null)[]) => {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length ? `${quantile(v, 0.5)} / ${Math.max(...v)}` : '—';
+};
+
+/** Issue 26: the changes of the partition count, how long each took and how long execution paused around it. */
+function changeRow(changes: ChangeStat[]): [string, string] {
+  const kinds: Record<string, number> = {};
+  for (const c of changes) inc(kinds, `${c.from}→${c.to}`);
+  const open = changes.filter((c) => c.ms === null).length;
+  return ['partition changes', `${changes.length}${open ? ` (${open} never completed)` : ''}: ${list(kinds)}; request → completion ms, median / max ${ms(changes.map((c) => c.ms))}; ` +
+    `switch → completion ${ms(changes.map((c) => c.reassignMs))}; pause (provider arrivals) ${ms(changes.map((c) => c.pauseMs))}; ` +
+    `rows moved ${changes.reduce((n, c) => n + c.rowsMoved, 0)}`];
 }

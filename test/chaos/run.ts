@@ -6,6 +6,9 @@
 // PostgreSQL one every-instance run with 4 partitions.
 // `--partitions N` (issue 25): the hosts run EXECUTOR_PARTITIONS=N; a share of the load carries partitionKeys, faults
 // aimed at "the leader" hit one partition's leader, and the checker adds the per-partition rules (default 1: as before).
+// `--partition-changes` (issue 26, with --partitions C > 1): alongside the other faults, on a schedule of its own, the
+// partition count is changed to a random 1..C through POST /api/ops/partitions (fault kind partition_change), and the
+// checker reads each intent's partition at the count of the time (checkerChanges.ts).
 // `--db mariadb`: the same against the local MariaDB (MYSQL_TEST_URL); faults that speak PostgreSQL (terminate,
 // lease_lock, the lost-reply and stall traps) are left out, `--pg-restart` restarts MariaDB.
 // Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
@@ -26,7 +29,7 @@ import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--mode every-instance|azure] [--partitions N] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
+  [--mode every-instance|azure] [--partitions N] [--partition-changes] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
 
@@ -43,7 +46,7 @@ function parseArgs(argv: string[]) {
     const a = argv[i]!;
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
-    if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help'].includes(k)) flags.add(k);
+    if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help', 'partition-changes'].includes(k)) flags.add(k);
     else if (!['db', 'mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget', 'partitions'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
@@ -68,8 +71,10 @@ function parseArgs(argv: string[]) {
   const faultKinds = values.has('faults') ? values.get('faults')!.split(',').map((k) => k.trim())
     : db === 'mariadb' ? FAULT_KINDS.filter((k) => !(INDETERMINATE_KINDS as readonly string[]).includes(k)
       && !POSTGRES_ONLY_KINDS.includes(k)) : null;
-  const unknownKind = faultKinds?.find((k) => !(FAULT_KINDS as readonly string[]).includes(k));
-  if (unknownKind !== undefined) throw new Error(`--faults: unknown kind ${unknownKind} (kinds: ${FAULT_KINDS.join(', ')})\n${USAGE}`);
+  // partition_change is not drawn among these: --partition-changes schedules it alongside them.
+  const drawn = FAULT_KINDS.filter((k) => k !== 'partition_change');
+  const unknownKind = faultKinds?.find((k) => !(drawn as readonly string[]).includes(k));
+  if (unknownKind !== undefined) throw new Error(`--faults: unknown kind ${unknownKind} (kinds: ${drawn.join(', ')}; partition changes: --partition-changes)\n${USAGE}`);
   // Liveness bound (issue 13): worst resume ≤ 1.2 × lease + one tick; the CI campaign adds slack for a loaded
   // machine (its bound stays 3.5 × lease, as before).
   const slackMs = n('slack-ms', ci ? 3_600 : 0);
@@ -86,6 +91,7 @@ function parseArgs(argv: string[]) {
     azureCiDurationMs: 70_000,
     instances: Math.max(3, Math.floor(n('instances', 3))),
     partitions: Math.max(1, Math.floor(n('partitions', 1))),
+    partitionChanges: flags.has('partition-changes'),
     pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
     keep: flags.has('keep'),
     timings: { leaseMs, renewMs: 500, refreshMs: 200, tickMs },
@@ -125,6 +131,10 @@ async function main(): Promise<number> {
   }
   if (o.skewS > 0 && !FAKETIME_LIB) {
     console.error('[chaos] --skew needs libfaketime (Debian: apt-get install faketime); not found');
+    return 2;
+  }
+  if (o.partitionChanges && o.partitions < 2) {
+    console.error('[chaos] --partition-changes needs --partitions N > 1 (the hosts\' EXECUTOR_PARTITIONS: the highest count a change may ask for)');
     return 2;
   }
   useChaosServer(o.db);
@@ -200,12 +210,13 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
   console.log(`[chaos] database ${o.db}; mode ${mode === 'azure' ? 'azure (timer singleton under the listener lock, Azurite blob leases)' : 'every-instance (every process runs the timer)'}: ` +
     `${seeds.length} run(s) × ${durationMs / 1000} s, ${o.instances} instances${o.partitions > 1 ? `, ${o.partitions} partitions` : ''}, lease ${o.timings.leaseMs} ms, ` +
     `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
-      .filter((k) => (k !== 'pg_restart' || o.pgRestart) && (!o.faultKinds || o.faultKinds.includes(k as FaultKind))).join(', ')}; ${b.describe}; seeds ${seeds.join(', ')}`);
+      .filter((k) => (k !== 'pg_restart' || o.pgRestart) && (!o.faultKinds || o.faultKinds.includes(k as FaultKind)) && k !== 'partition_change')
+    .join(', ')}${o.partitionChanges ? `; partition changes (1..${o.partitions}) alongside` : ''}; ${b.describe}; seeds ${seeds.join(', ')}`);
   const t0 = Date.now();
   const results: RunResult[] = [];
   const title = (runs: number) => `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
     `${runs} runs × ${durationMs / 1000} s${o.db === 'mariadb' ? ' on MariaDB' : ''}${o.instances !== 3 ? `, ${o.instances} instances` : ''}` +
-    `${o.partitions > 1 ? `, ${o.partitions} partitions` : ''}` +
+    `${o.partitions > 1 ? `, ${o.partitions} partitions` : ''}${o.partitionChanges ? ' with changes of the count' : ''}` +
     `${o.pgRestart ? `, with ${o.db === 'mariadb' ? 'MariaDB' : 'PostgreSQL'} restarts` : ''}` +
     `${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`;
   const summary = (heading: string) => campaignTable(results, { title: heading, leaseMs: o.timings.leaseMs, resumeBound: b.resumeBound,
@@ -218,7 +229,7 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
         resumeBound: b.resumeBound, ...(b.byKind ? { resumeBoundByKind: b.byKind } : {}), ...(b.byLength ? { faultLengthBound: b.byLength } : {}),
         timers: azurite ? { mode: 'azure', storage: azurite.connectionString } : { mode: 'every-instance' },
         faultKinds: o.faultKinds, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate, lowBudgetRate: o.lowBudget },
-        campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l), ...(o.partitions > 1 ? { partitions: o.partitions } : {}),
+        campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l), ...(o.partitions > 1 ? { partitions: o.partitions, partitionChanges: o.partitionChanges } : {}),
       });
       results.push(r);
       report(r, i, seeds.length);

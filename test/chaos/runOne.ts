@@ -15,6 +15,7 @@ import { createRng, sleep } from './rng.js';
 import { settingsSchema } from '../../src/configSchema.js';
 import { partitionLeaseNames } from '../../src/limits.js';
 import { partitionLeaders } from './partitionTargets.js';
+import { PartitionChangeSchedule, readChanges, recordedCount } from './partitionChanges.js';
 
 export interface RunOptions {
   index: number;
@@ -48,6 +49,8 @@ export interface RunOptions {
   log: (line: string) => void;
   /** EXECUTOR_PARTITIONS of the hosts (issue 25; default 1: everything as before partitions). */
   partitions?: number;
+  /** Issue 26 (needs partitions > 1): changes of the partition count on a schedule of their own (partitionChanges.ts). */
+  partitionChanges?: boolean;
 }
 
 export interface RunResult {
@@ -102,6 +105,7 @@ async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, loa
       outcome: String(a.outcome), httpStatus: a.http_status == null ? null : num(a.http_status), error: (a.error as string | null) ?? null,
       startedAtMs: num(a.started_ms), finishedAtMs: a.finished_ms == null ? null : num(a.finished_ms),
     })),
+    ...((o.partitions ?? 1) > 1 ? { partitionChanges: await readChanges(db) } : {}),
     provider, accepted: [...load.accepted.values()], replays: load.replays, cancels: load.cancels,
     faults: injector.faults, leaderless: injector.leaderless,
   };
@@ -129,7 +133,9 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   let cluster: ChaosCluster | null = null;
   let load: LoadGenerator | null = null;
   let faultLog: FaultInjector | null = null;
+  let changes: PartitionChangeSchedule | null = null;
   const cleanup = async () => {
+    await changes?.stop(false);
     await load?.stop().catch(() => {});
     await cluster?.stopAll().catch(() => {});
     await provider?.stop().catch(() => {});
@@ -155,10 +161,15 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
       leaseMs: o.timings.leaseMs, statementTimeoutMs: Number(hostEnv(o.timings).DB_STATEMENT_TIMEOUT_MS), pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(Math.max(o.resumeBound, ...Object.values(o.resumeBoundByKind ?? {})) * o.timings.leaseMs) + 5_000,
       mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0, ...(o.faultKinds ? { kinds: o.faultKinds } : {}),
-      ...(P > 1 ? { partitionLeases: chaosLeaseNames(P) } : {}),
+      ...(P > 1 ? { partitionLeases: chaosLeaseNames(P) } : {}), ...(o.partitionChanges ? { recordedCount: () => recordedCount(d) } : {}),
     }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
     faultLog = injector;
+    // Issue 26: changes of the count, drawn from a stream of their own (the other draws stay as without them).
+    changes = o.partitionChanges && P > 1 ? new PartitionChangeSchedule(cluster, db, createRng(o.seed ^ 0x7f4a7c15), injector, {
+      maxCount: P, gapMs: [2_000, 6_000], completeWaitMs: 60_000, log: o.log,
+    }) : null;
+    changes?.start();
     const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd) {
       const target = await injector.target(injector.pickKind()); // victim reserved before any fault alongside
@@ -170,6 +181,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       }
       await sleep(rng.int(500, 2_500));
     }
+    await changes?.stop(); // the change in progress completes while the load still runs
     if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
     await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
     await load.stop();
