@@ -13,6 +13,7 @@ import type { Fenced, LeaseToken } from '../../src/store/ports.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { AttemptOutcome, AttemptRow, IntentContract, IntentRow, IntentStatus } from '../../src/store/intentPorts.js';
 import type { PgTestDatabase } from './localHostProcess.js';
+import type { HeldLock } from './heldLock.js';
 import { pglite, postgres } from './pgHarness.js';
 import { mssql } from './mssqlHarness.js';
 import { mysql } from './mysqlHarness.js';
@@ -112,6 +113,9 @@ export interface ServerCapability {
   openStores(url: string, statementTimeoutMs: number): Stores;
   /** An SQL expression for the database's time now, or `secondsAgo` seconds before (the stored timestamps' type). */
   dbTimeSql(secondsAgo?: number): string;
+  /** On a connection of its own, a transaction holding a SHARED lock on the rows of `table` whose `column` is one of
+   *  `keys` (every key must match a row) until release(): an UPDATE of them waits, plain reads do not. */
+  holdShareLock(db: PgTestDatabase, table: string, column: string, keys: (string | number)[]): Promise<HeldLock>;
 }
 
 /** A database server of the list, as the process-level tests iterate them (describe.each(serverDatabases)). */

@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
-import { openMysqlPool, type MyDatabase } from '../../src/store/mysql/db.js';
+import { openMysqlPool, type MyDatabase, type MyQueryable } from '../../src/store/mysql/db.js';
+import { holdTransaction } from './heldLock.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import { fencedTransaction, nextSeq, writeAudit } from '../../src/store/mysql/fence.js';
 import { ATTEMPT_COLS, INTENT_COLS, NOW, toAttempt, toIntent, utcText, type AttemptDbRow, type IntentDbRow } from '../../src/store/mysql/rows.js';
@@ -69,6 +70,18 @@ export const mysql: DialectHarness = {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
+    async holdShareLock(db, table, column, keys) {
+      const pool = openMysqlPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 });
+      let thread = 0;
+      const release = await holdTransaction<MyQueryable>((fn) => pool.transaction(fn), async (tx) => {
+        thread = Number((await tx.query<{ id: number }>('SELECT CONNECTION_ID() AS id')).rows[0]!.id);
+        const r = await tx.query(`SELECT 1 AS x FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')}) LOCK IN SHARE MODE`, keys);
+        if (r.rows.length !== keys.length) throw new Error(`holdShareLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
+      }, () => pool.close());
+      const waiters = async () => Number((await db.sql<{ n: number }>(`SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
+        JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id WHERE t.trx_mysql_thread_id = $1`, [thread]))[0]!.n);
+      return { release, waiters };
+    },
   },
   sqlFaults: {
     // Row triggers (MySQL has no statement triggers): per deleted row.
@@ -189,21 +202,10 @@ export const mysql: DialectHarness = {
       },
       async lockIntentRow(intentId) {
         const db = open(1, dbName);
-        let unlock!: () => void;
-        const released = new Promise<void>((r) => (unlock = r));
-        let locked!: () => void;
-        const held = new Promise<void>((r) => (locked = r));
-        const done = db.transaction(async (tx) => {
+        return holdTransaction<MyQueryable>((fn) => db.transaction(fn), async (tx) => {
           const [r] = (await tx.query<{ n: number }>('SELECT COUNT(*) AS n FROM submission_intents WHERE intent_id = ? FOR UPDATE', [intentId])).rows;
           if (Number(r!.n) !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
-          locked();
-          await released;
-        }).finally(() => db.close().catch(() => {}));
-        await Promise.race([held, done]);
-        return async () => {
-          unlock();
-          await done;
-        };
+        }, () => db.close());
       },
       async startVersionLog(intentId) {
         // A test-only trigger records every version the row takes.

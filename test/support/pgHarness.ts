@@ -9,7 +9,8 @@ import {
   INTENT_COLS, toAttempt as toPgAttempt, toIntent as toPgIntent,
   type AttemptDbRow as PgAttemptDbRow, type IntentDbRow as PgIntentDbRow,
 } from '../../src/store/postgres/rows.js';
-import { fromPglite, openPgPool, type PgDatabase } from '../../src/store/postgres/db.js';
+import { fromPglite, openPgPool, type PgDatabase, type PgQueryable } from '../../src/store/postgres/db.js';
+import { holdTransaction } from './heldLock.js';
 import { createPostgresStores } from '../../src/store/postgres/index.js';
 import { fencedTransaction } from '../../src/store/postgres/fence.js';
 import type { DialectContext, DialectHarness, SqlFaults } from './dialects.js';
@@ -141,21 +142,10 @@ function pgContext(o: PgContextOptions): DialectContext {
     async lockIntentRow(intentId) {
       if (!o.separateConnection) throw new Error(`${o.name}: one session only; it cannot hold a lock while others wait`);
       const db = o.separateConnection();
-      let unlock!: () => void;
-      const released = new Promise<void>((r) => (unlock = r));
-      let locked!: () => void;
-      const held = new Promise<void>((r) => (locked = r));
-      const done = db.transaction(async (tx) => {
+      return holdTransaction<PgQueryable>((fn) => db.transaction(fn), async (tx) => {
         const r = await tx.query('SELECT intent_id FROM submission_intents WHERE intent_id = $1 FOR UPDATE', [intentId]);
         if (r.rowCount !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
-        locked();
-        await released;
-      }).finally(() => db.close());
-      await Promise.race([held, done]);
-      return async () => {
-        unlock();
-        await done;
-      };
+      }, () => db.close());
     },
     async startVersionLog(intentId) {
       // A test-only trigger records every version the row takes, so nothing slows the updates down.
@@ -225,6 +215,17 @@ export const postgres: DialectHarness = {
     create: createPgDatabase,
     openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `clock_timestamp() - interval '${secondsAgo} seconds'` : 'clock_timestamp()'),
+    async holdShareLock(db, table, column, keys) {
+      const pool = openPgPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 }, () => {});
+      let pid = 0;
+      const release = await holdTransaction<PgQueryable>((fn) => pool.transaction(fn), async (tx) => {
+        pid = Number((await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+        const r = await tx.query(`SELECT 1 FROM ${table} WHERE ${column}::text = ANY($1::text[]) FOR SHARE`, [keys.map(String)]);
+        if (r.rows.length !== keys.length) throw new Error(`holdShareLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
+      }, () => pool.close());
+      const waiters = async () => Number((await db.sql<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0]!.n);
+      return { release, waiters };
+    },
   },
   sqlFaults: {
     slowDelete: (seconds) => [`CREATE FUNCTION t_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
