@@ -113,9 +113,10 @@ export interface ServerCapability {
   openStores(url: string, statementTimeoutMs: number): Stores;
   /** An SQL expression for the database's time now, or `secondsAgo` seconds before (the stored timestamps' type). */
   dbTimeSql(secondsAgo?: number): string;
-  /** On a connection of its own, a transaction holding a SHARED lock on the rows of `table` whose `column` is one of
-   *  `keys` (every key must match a row) until release(): an UPDATE of them waits, plain reads do not. */
-  holdShareLock(db: PgTestDatabase, table: string, column: string, keys: (string | number)[]): Promise<HeldLock>;
+  /** On a connection of its own, a transaction holding the rows of `table` whose `column` is one of `keys` locked
+   *  FOR UPDATE (every key must match a row) until release(): writers and locking readers of them wait, plain reads
+   *  do not. (Exclusive, not shared: MariaDB gives a read-only transaction no id of its own to find its waiters by.) */
+  holdRowLock(db: PgTestDatabase, table: string, column: string, keys: (string | number)[]): Promise<HeldLock>;
 }
 
 /** A database server of the list, as the process-level tests iterate them (describe.each(serverDatabases)). */

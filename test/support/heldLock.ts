@@ -1,5 +1,5 @@
 // A transaction held open on a connection of its own until the test releases it: the dialect harnesses' row locks
-// (lockIntentRow, holdShareLock) take their locks in `lock`, then wait here with them held.
+// (lockIntentRow, holdRowLock) take their locks in `lock`, then wait here with them held.
 
 /** A lock a test holds: who waits on it, and its release (the transaction ends; resolves once it has). */
 export interface HeldLock {

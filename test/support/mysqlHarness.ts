@@ -70,13 +70,13 @@ export const mysql: DialectHarness = {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
-    async holdShareLock(db, table, column, keys) {
+    async holdRowLock(db, table, column, keys) {
       const pool = openMysqlPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 });
       let thread = 0;
       const release = await holdTransaction<MyQueryable>((fn) => pool.transaction(fn), async (tx) => {
         thread = Number((await tx.query<{ id: number }>('SELECT CONNECTION_ID() AS id')).rows[0]!.id);
-        const r = await tx.query(`SELECT 1 AS x FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')}) LOCK IN SHARE MODE`, keys);
-        if (r.rows.length !== keys.length) throw new Error(`holdShareLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
+        const r = await tx.query(`SELECT 1 AS x FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')}) FOR UPDATE`, keys);
+        if (r.rows.length !== keys.length) throw new Error(`holdRowLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
       }, () => pool.close());
       const waiters = async () => Number((await db.sql<{ n: number }>(`SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
         JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id WHERE t.trx_mysql_thread_id = $1`, [thread]))[0]!.n);

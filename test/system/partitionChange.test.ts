@@ -1,0 +1,90 @@
+// Changing the partition count under load (issue 26) with separate OS processes on each server dialect: three
+// `node dist/src/local/main.js` processes (EXECUTOR_PARTITIONS=6, every-instance mode, the process tests' short
+// timings) on a fresh database, a provider failing 20 % with 503, a steady stream of intents (some sharing a
+// partitionKey). The count goes 6 → 4 first (no load), then 4 → 6 → 2 → 4 under the stream, each by POST
+// /api/ops/partitions to another process. Every intent succeeds, none is executed twice (one 2xx received per intent,
+// no call after it), attempt numbers stay contiguous, intents sharing a partitionKey are first started in submit order
+// (key_order), every rule of the campaign's checker holds (test/support/changeCluster.ts), and execution pauses around
+// each change at most the bound its settings give (pauseBoundMs: the drain, the changer's tick, the catch-up's commit
+// grace and tick, the leaders' next tick). PGlite cannot serve several processes: test/system/partitionChangeApps.test.ts
+// runs the same change with in-process apps on every dialect.
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { arrivalGap } from '../chaos/checkerChanges.js';
+import { serverDatabases } from '../support/dialects.js';
+import { ensureBuilt, killAll, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import type { ProviderRecord } from '../chaos/providerProcess.js';
+import {
+  allLed, C, completed, drained, expectCleanRun, IntentStream, partitionsView, pauseBoundMs, readHistory, requestCount, startChangeHost, startFlakyProvider,
+} from '../support/changeCluster.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(serverDatabases)('partition count change under load, separate OS processes ($name server)', (server) => {
+  const skip = server.unavailable();
+  let db: PgTestDatabase;
+  let provider: RecordingProvider;
+  let records: ProviderRecord[];
+  const hosts: HostProcess[] = [];
+
+  beforeAll(() => ensureBuilt(), 120_000);
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    db = await server.create();
+    ({ provider, records } = await startFlakyProvider(2626));
+  });
+  afterEach(async () => {
+    await killAll(hosts.splice(0));
+    await provider?.close();
+    await db?.drop();
+  });
+
+  it('6 → 4, then 4 → 6 → 2 → 4 under a stream of intents: each once, in key order, contiguous attempts; the pause per change within the drain + grace + ticks', async () => {
+    hosts.push(...await Promise.all([1, 2, 3].map((i) => startChangeHost(db, provider.url, `chg${i}`))));
+    await allLed(db, C, server.dbTimeSql());
+    // The first process recorded 6; the count that governs becomes 4: timers 4 and 5 go idle on every process.
+    const first = await requestCount(hosts[0]!.api, 4);
+    expect(first).toMatchObject({ status: 202, created: true, change: { fromCount: C, toCount: 4 } });
+    await completed(db, first.change!.changeId);
+    const stream = new IntentStream(() => hosts, 26);
+    stream.start();
+    const underLoad: string[] = [];
+    try {
+      await sleep(3_000);
+      for (const [k, to] of [6, 2, 4].entries()) {
+        const api = hosts[(k + 1) % 3]!.api;
+        const asked = await requestCount(api, to);
+        expect(asked, `POST count ${to}`).toMatchObject({ status: 202, created: true, change: { toCount: to } });
+        // A retried request (from another process) is the same change: harmless.
+        expect(await requestCount(hosts[k % 3]!.api, to)).toMatchObject({ status: 202, created: false, change: { changeId: asked.change!.changeId } });
+        underLoad.push(asked.change!.changeId);
+        await completed(db, asked.change!.changeId);
+        await sleep(3_000);
+      }
+    } finally {
+      await stream.stop();
+    }
+    const ids = stream.accepted.map((a) => a.intentId);
+    expect(ids.length, 'intents accepted').toBeGreaterThan(100);
+    await drained(db);
+    const view = await partitionsView(hosts[2]!.api);
+    expect(view).toMatchObject({ count: 4, active: null });
+    expect(view.changes.slice(0, 4).map((c) => [c.toCount, c.state])).toEqual([[4, 'completed'], [2, 'completed'], [6, 'completed'], [4, 'completed']]);
+    expect(view.leases.filter((l) => l.heldByChanger)).toEqual([]);
+    await killAll(hosts.splice(0)); // a quiescent database and provider record for the checker
+
+    const history = await readHistory(db, records, stream.accepted);
+    const stats = expectCleanRun(history);
+    expect(stats.keyOrderPairs, 'same-key pairs whose order was checked').toBeGreaterThan(10);
+    // The pause: the gap in provider arrivals from the last before each switch to the first after its completion.
+    const { drainMs, boundMs } = pauseBoundMs();
+    const arrivals = records.map((r) => r.arrivedAt);
+    const pauses = underLoad.map((id) => {
+      const c = history.partitionChanges!.find((x) => x.changeId === id)!;
+      return { change: `${c.fromCount} → ${c.toCount}`, pauseMs: arrivalGap(arrivals, c), switchToCompleteMs: c.completedAtMs! - c.switchedAtMs!, rowsMoved: c.rowsMoved };
+    });
+    console.log(`[partitionChange ${server.name}] pauses (bound ${boundMs} ms, drain ${drainMs} ms): ${JSON.stringify(pauses)}`);
+    // (null: no arrival before the switch or after the completion — nothing executed between the changes.)
+    for (const p of pauses) expect(p.pauseMs ?? Number.POSITIVE_INFINITY, `pause around ${p.change}: ${p.pauseMs ?? 'no execution around it'}`).toBeLessThanOrEqual(boundMs);
+  }, 240_000);
+});
