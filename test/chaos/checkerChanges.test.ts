@@ -143,6 +143,16 @@ describe('chaos checker, a change of the partition count (issue 26)', () => {
     expect(found(after)).toContainEqual({ check: 'liveness', message: expect.stringContaining('resumed after 5900 ms') });
   });
 
+  it('liveness of a change: from its completion; a fault begun before that resume (the stop of the new leader) judges it instead', () => {
+    const slow = clean();
+    slow.audit.find((a) => a.seq === 35)!.atMs = 18_000; // partition 2 started nothing for 6 s after the completion
+    slow.attempts[1]!.startedAtMs = 18_000;
+    expect(found(slow)).toContainEqual({ check: 'liveness', message: expect.stringContaining('partition_change (2 → 3, victim leader: false, partitions 0,1,2): resumed after 6000 ms') });
+    slow.faults.push(kill({ kind: 'stop', startedAt: 12_200, endedAt: 14_700, measureFrom: 12_200, victim: 'h2', partitions: [2],
+      exclude: { holderId: 'h2', until: 14_700 } }));
+    expect(found(slow).filter((v) => v.check === 'liveness').map((v) => v.message)).toEqual([expect.stringMatching(/^stop \(killed h2, .*resumed after 5800 ms/)]);
+  });
+
   it('partition_isolation: a pause of the other partitions by a change is the change\'s, not the fault\'s', () => {
     const h = clean();
     h.faults.push(kill({ partitions: [0], victim: 'h1', exclude: { holderId: 'h1', until: Number.POSITIVE_INFINITY } }));
