@@ -3,6 +3,8 @@
 
 /** A lock a test holds: who waits on it, and its release (the transaction ends; resolves once it has). */
 export interface HeldLock {
+  /** The holding session (PostgreSQL backend pid, MySQL connection id), for messages. */
+  session: number;
   /** Sessions waiting on this transaction's locks now. */
   waiters(): Promise<number>;
   release(): Promise<void>;

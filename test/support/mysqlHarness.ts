@@ -78,9 +78,10 @@ export const mysql: DialectHarness = {
         const r = await tx.query(`SELECT 1 AS x FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')}) FOR UPDATE`, keys);
         if (r.rows.length !== keys.length) throw new Error(`holdRowLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
       }, () => pool.close());
+      // (The server refreshes INNODB_TRX / INNODB_LOCK_WAITS only when they were not read for 100 ms: poll slower.)
       const waiters = async () => Number((await db.sql<{ n: number }>(`SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
         JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id WHERE t.trx_mysql_thread_id = $1`, [thread]))[0]!.n);
-      return { release, waiters };
+      return { release, waiters, get session() { return thread; } };
     },
   },
   sqlFaults: {

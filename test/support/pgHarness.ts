@@ -224,7 +224,7 @@ export const postgres: DialectHarness = {
         if (r.rows.length !== keys.length) throw new Error(`holdRowLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
       }, () => pool.close());
       const waiters = async () => Number((await db.sql<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0]!.n);
-      return { release, waiters };
+      return { release, waiters, get session() { return pid; } };
     },
   },
   sqlFaults: {

@@ -1,31 +1,43 @@
-// Changing the partition count under load (issue 26) with separate OS processes on each server dialect: three
-// `node dist/src/local/main.js` processes (EXECUTOR_PARTITIONS=6, every-instance mode, the process tests' short
-// timings) on a fresh database, a provider failing 20 % with 503, a steady stream of intents (some sharing a
-// partitionKey). The count goes 6 → 4 first (no load), then 4 → 6 → 2 → 4 under the stream, each by POST
-// /api/ops/partitions to another process. Every intent succeeds, none is executed twice (one 2xx received per intent,
-// no call after it), attempt numbers stay contiguous, intents sharing a partitionKey are first started in submit order
-// (key_order), every rule of the campaign's checker holds (test/support/changeCluster.ts), and execution pauses around
-// each change at most the bound its settings give (pauseBoundMs: the drain, the changer's tick, the catch-up's commit
-// grace and tick, the leaders' next tick). PGlite cannot serve several processes: test/system/partitionChangeApps.test.ts
-// runs the same change with in-process apps on every dialect.
+// Changing the partition count (issue 26) with separate OS processes on each server dialect: `node dist/src/local/main.js`
+// processes (EXECUTOR_PARTITIONS=6, every-instance mode, the process tests' short timings) on a fresh database, a
+// provider failing 20 % with 503, a steady stream of intents (some sharing a partitionKey), the run judged by every
+// rule of the campaign's checker (test/support/changeCluster.ts). One file, so its clusters never run side by side.
+//  1. Under load: three processes; the count goes 6 → 4 first (no load), then 4 → 6 → 2 → 4 under the stream, each
+//     POST /api/ops/partitions to another process. Every intent succeeds, none is executed twice (one 2xx received
+//     per intent, no call after it), attempt numbers stay contiguous, intents sharing a partitionKey are first started
+//     in submit order (key_order), and execution pauses around each change at most the bound its settings give
+//     (pauseBoundMs: the drain, the changer's tick, the catch-up's commit grace and tick, the leaders' next tick).
+//  2. Kill at each step: two processes, 2 500 more intents seeded not yet due (a scan takes three batches), four
+//     changes in a row (6 → 3 → 5 → 2 → 6), each held between two steps by a row lock the next step's statement needs
+//     (test/support/changeKill.ts): after the claim, after the switch, mid-reassignment, before completion. Once the
+//     changer waits on it, the state is read in SQL, the process whose changer claimed the change is SIGKILLed, the
+//     lock released, and the process restarted under the same HOLDER_ID — at once (its changer adopts the leases) or
+//     after the change completed (the other process's changer takes them over once they expire). Each change
+//     completes; every rule holds over the whole run; every seeded row is in its final partition.
+// PGlite cannot serve several processes: test/system/partitionChangeApps.test.ts runs a change with in-process apps on
+// every dialect.
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { arrivalGap } from '../chaos/checkerChanges.js';
+import type { ProviderRecord } from '../chaos/providerProcess.js';
+import { assignPartition } from '../../src/intents/partition.js';
 import { serverDatabases } from '../support/dialects.js';
 import { ensureBuilt, killAll, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
-import type { ProviderRecord } from '../chaos/providerProcess.js';
 import {
   allLed, C, completed, drained, expectCleanRun, IntentStream, partitionsView, pauseBoundMs, readHistory, requestCount, startChangeHost, startFlakyProvider,
 } from '../support/changeCluster.js';
+import { holdAndKill, KILL_ENV, seed, STEPS } from '../support/changeKill.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(serverDatabases)('partition count change under load, separate OS processes ($name server)', (server) => {
+describe.each(serverDatabases)('partition count change, separate OS processes ($name server)', (server) => {
   const skip = server.unavailable();
   let db: PgTestDatabase;
   let provider: RecordingProvider;
   let records: ProviderRecord[];
   const hosts: HostProcess[] = [];
+  /** Every process started (killed ones too): stopped after each test. */
+  const all: HostProcess[] = [];
 
   beforeAll(() => ensureBuilt(), 120_000);
   beforeEach(async (t) => {
@@ -34,13 +46,20 @@ describe.each(serverDatabases)('partition count change under load, separate OS p
     ({ provider, records } = await startFlakyProvider(2626));
   });
   afterEach(async () => {
-    await killAll(hosts.splice(0));
+    hosts.splice(0);
+    await killAll(all.splice(0));
     await provider?.close();
     await db?.drop();
   });
 
+  const start = async (holder: string, extra: Record<string, string> = {}) => {
+    const h = await startChangeHost(db, provider.url, holder, extra);
+    all.push(h);
+    return h;
+  };
+
   it('6 → 4, then 4 → 6 → 2 → 4 under a stream of intents: each once, in key order, contiguous attempts; the pause per change within the drain + grace + ticks', async () => {
-    hosts.push(...await Promise.all([1, 2, 3].map((i) => startChangeHost(db, provider.url, `chg${i}`))));
+    hosts.push(...await Promise.all([1, 2, 3].map((i) => start(`chg${i}`))));
     await allLed(db, C, server.dbTimeSql());
     // The first process recorded 6; the count that governs becomes 4: timers 4 and 5 go idle on every process.
     const first = await requestCount(hosts[0]!.api, 4);
@@ -71,7 +90,8 @@ describe.each(serverDatabases)('partition count change under load, separate OS p
     expect(view).toMatchObject({ count: 4, active: null });
     expect(view.changes.slice(0, 4).map((c) => [c.toCount, c.state])).toEqual([[4, 'completed'], [2, 'completed'], [6, 'completed'], [4, 'completed']]);
     expect(view.leases.filter((l) => l.heldByChanger)).toEqual([]);
-    await killAll(hosts.splice(0)); // a quiescent database and provider record for the checker
+    hosts.splice(0);
+    await killAll(all.splice(0)); // a quiescent database and provider record for the checker
 
     const history = await readHistory(db, records, stream.accepted);
     const stats = expectCleanRun(history);
@@ -87,4 +107,43 @@ describe.each(serverDatabases)('partition count change under load, separate OS p
     // (null: no arrival before the switch or after the completion — nothing executed between the changes.)
     for (const p of pauses) expect(p.pauseMs ?? Number.POSITIVE_INFINITY, `pause around ${p.change}: ${p.pauseMs ?? 'no execution around it'}`).toBeLessThanOrEqual(boundMs);
   }, 240_000);
+
+  it('kill the changer\'s process after the claim, after the switch, mid-reassignment, before completion: each change completes, the checker holds', async () => {
+    hosts.push(await start('kil1', KILL_ENV), await start('kil2', KILL_ENV));
+    await allLed(db, C, server.dbTimeSql());
+    const stream = new IntentStream(() => hosts, 27, { ratePerSec: 10, keyedRate: 0.35, keys: 4, tag: 'k' });
+    stream.start();
+    const seeded = await seed(server, db);
+    const seededSet = new Set(seeded);
+    try {
+      for (const s of STEPS) {
+        const t0 = Date.now();
+        const { victim, change } = await holdAndKill(server, db, hosts, s.step, s.to, s.state, seededSet);
+        // The killed process comes back under the same HOLDER_ID (its changer's holder id too).
+        const restart = async () => hosts.splice(hosts.indexOf(victim), 1, await start(victim.holderIds[0]!.replace(/-1$/, ''), KILL_ENV));
+        if (s.restart === 'at once') await restart();
+        else hosts.splice(hosts.indexOf(victim), 1);
+        const done = await completed(db, change.changeId, 60_000);
+        expect(done, `${s.step}: the change completed`).toMatchObject({ toCount: s.to, state: 'completed' });
+        if (s.restart === 'after') {
+          expect(done.changer, `${s.step}: the other process's changer completed it`).not.toBe(change.changer);
+          hosts.push(await start(victim.holderIds[0]!.replace(/-1$/, ''), KILL_ENV));
+        }
+        console.log(`[partitionChangeKill ${server.name}] ${s.step}: killed ${victim.holderIds[0]} (changer of ${change.fromCount} → ${change.toCount}, ` +
+          `${change.state}, ${change.rowsMoved} rows moved); completed ${Date.now() - t0} ms after the request by ${done.changer}`);
+      }
+    } finally {
+      await stream.stop();
+    }
+    await drained(db);
+    hosts.splice(0);
+    await killAll(all.splice(0));
+    const history = await readHistory(db, records, stream.accepted, seededSet);
+    expect(history.partitionChanges!.map((c) => c.toCount)).toEqual(STEPS.map((s) => s.to));
+    expectCleanRun(history);
+    const rows = await db.sql<{ intent_id: string; partition_no: number | string }>(`SELECT intent_id, partition_no FROM submission_intents`);
+    for (const r of rows.filter((x) => seededSet.has(x.intent_id))) {
+      expect(Number(r.partition_no), `seeded ${r.intent_id}`).toBe(assignPartition({ intentId: r.intent_id, partitionKey: null }, C));
+    }
+  }, 420_000);
 });

@@ -1,0 +1,84 @@
+// Killing the process that runs a change of the partition count between two of its steps (issue 26), for
+// test/system/partitionChange.test.ts: the steps, the lock that holds a change before each (taken by the test on a
+// connection of its own, on a row the next step's statement needs), and the rows seeded so a scan takes batches.
+import { expect } from 'vitest';
+import { partitionHash, assignPartition } from '../../src/intents/partition.js';
+import { partitionChangerHolderId, REASSIGN_BATCH_ROWS } from '../../src/limits.js';
+import { uuidv7 } from '../../src/intents/ids.js';
+import type { ServerDatabase } from './dialects.js';
+import type { HeldLock } from './heldLock.js';
+import { waitFor, type HostProcess, type PgTestDatabase } from './localHostProcess.js';
+import { changeRow, requestCount, type ChangeRow } from './changeCluster.js';
+
+/** A longer commit grace than the process tests' 1.5 s: the window in which the test takes the change row's lock
+ *  between the end of the scan and the catch-up (the changer waits for it). */
+export const KILL_ENV = { COMMIT_GRACE_MS: '3000' };
+export const SEEDED = 2_500;
+
+export type Step = 'claimed' | 'switched' | 'mid-reassignment' | 'before-complete';
+/** Each step, the count it changes to (from the one before: 6 → 3 → 5 → 2 → 6), the state the SQL shows, and when the
+ *  killed process restarts: at once (the restarted changer, same holder id, adopts the leases its predecessor held), or after the
+ *  change completed (the other process's changer takes the leases once they expire, and carries the change on). */
+export const STEPS: { step: Step; to: number; restart: 'at once' | 'after'; state: (c: ChangeRow) => boolean }[] = [
+  { step: 'claimed', to: 3, restart: 'at once', state: (c) => c.state === 'pending' && c.changer !== null && c.switchedAtMs === null },
+  { step: 'switched', to: 5, restart: 'after', state: (c) => c.state === 'reassigning' && c.scanCursor === null && c.rowsMoved === 0 },
+  { step: 'mid-reassignment', to: 2, restart: 'after', state: (c) => c.state === 'reassigning' && c.scanCursor !== null && c.scanDoneAtMs === null && c.rowsMoved > 0 },
+  { step: 'before-complete', to: 6, restart: 'at once', state: (c) => c.state === 'reassigning' && c.scanDoneAtMs !== null && c.completedAtMs === null },
+];
+
+/** 2 500 intents not due for an hour (no executor touches them), inserted through the product's store. */
+export async function seed(server: ServerDatabase, db: PgTestDatabase): Promise<string[]> {
+  const stores = server.openStores(db.url, 10_000);
+  const ids: string[] = [];
+  try {
+    for (let i = 0; i < SEEDED; i += 25) {
+      await Promise.all(Array.from({ length: 25 }, async () => {
+        const intentId = uuidv7();
+        ids.push(intentId);
+        await stores.intents.insert({ intentId, idempotencyKey: null, requestHash: 'seed', maxAttempts: 1, notBefore: new Date(Date.now() + 3_600_000),
+          contract: { provider: { url: null }, payload: { seed: true }, retry: { maxAttempts: 1, baseDelayMs: 100, maxDelayMs: 500 } },
+          partitionHash: partitionHash(intentId), partitionKey: null });
+      }));
+    }
+  } finally {
+    await stores.close();
+  }
+  return ids;
+}
+
+/** Request the change to `to`, hold it at `step` (see the header), kill the process whose changer claimed it, release. */
+export async function holdAndKill(server: ServerDatabase, db: PgTestDatabase, hosts: HostProcess[], step: Step, to: number, state: (c: ChangeRow) => boolean,
+  seeded: ReadonlySet<string>) {
+  let lock: HeldLock | null = null;
+  if (step === 'switched' || step === 'mid-reassignment') {
+    // A seeded row this change moves, in the first batch of the scan, or past the first batch.
+    const rows = await db.sql<{ intent_id: string; partition_no: number | string }>('SELECT intent_id, partition_no FROM submission_intents ORDER BY intent_id');
+    const target = rows.find((r, rank) => seeded.has(r.intent_id) && (step === 'switched' ? rank < REASSIGN_BATCH_ROWS : rank > REASSIGN_BATCH_ROWS + 100)
+      && assignPartition({ intentId: r.intent_id, partitionKey: null }, to) !== Number(r.partition_no));
+    expect(target, `${step}: a seeded row that moves`).toBeDefined();
+    lock = await server.holdRowLock(db, 'submission_intents', 'intent_id', [target!.intent_id]);
+  }
+  try {
+    const asked = await requestCount(hosts[to % hosts.length]!.api, to);
+    expect(asked, `${step}: POST count ${to}`).toMatchObject({ status: 202, change: { toCount: to } });
+    const changeId = asked.change!.changeId;
+    // (After the request: it locks the count row itself. The leaders' drain leaves time before the switch.)
+    if (step === 'claimed') lock = await server.holdRowLock(db, 'submission_manager_partition_count', 'id', [1]);
+    if (step === 'before-complete') {
+      // The scan is done and the catch-up waits for the commit grace: take the change row's lock in that window.
+      await waitFor(`${step}: scan done`, async () => (await changeRow(db, changeId))?.scanDoneAtMs != null, 60_000, 10);
+      lock = await server.holdRowLock(db, 'submission_manager_partition_changes', 'change_id', [changeId]);
+    }
+    // Every 250 ms: MariaDB refreshes its INNODB_TRX / INNODB_LOCK_WAITS cache only when no one read it for 100 ms.
+    await waitFor(`${step}: the changer waits on the test's lock`, async () => (await lock!.waiters()) > 0, 60_000, 250);
+    const change = (await changeRow(db, changeId))!;
+    expect(state(change), `${step}: state in SQL ${JSON.stringify(change)}`).toBe(true);
+    const victim = hosts.find((h) => partitionChangerHolderId(h.holderIds[0]!) === change.changer);
+    expect(victim, `${step}: the process of changer ${change.changer}`).toBeDefined();
+    victim!.signal('SIGKILL');
+    await victim!.exited;
+    return { victim: victim!, change };
+  } finally {
+    await lock?.release();
+  }
+}
