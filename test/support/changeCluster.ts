@@ -10,6 +10,7 @@ import { check, type History } from '../chaos/checker.js';
 import type { Accepted } from '../chaos/load.js';
 import type { ProviderRecord } from '../chaos/providerProcess.js';
 import type { PartitionChangeRow } from '../chaos/history.js';
+import type { FaultRecord } from '../chaos/faults.js';
 import { createRng, sleep, type Rng } from '../chaos/rng.js';
 import { settingsSchema } from '../../src/configSchema.js';
 import { partitionLeaseNames, settleWindowMs, shortestPeriodMs } from '../../src/limits.js';
@@ -180,7 +181,8 @@ export class IntentStream {
 
 /** The run as the chaos checker's history, read from the database (quiescent: the hosts stopped), with the provider's
  *  record and the stream's answers. `exclude`: intents the test inserted itself (not submitted by the stream). */
-export async function readHistory(db: PgTestDatabase, records: ProviderRecord[], accepted: Accepted[], exclude: ReadonlySet<string> = new Set()): Promise<History> {
+export async function readHistory(db: PgTestDatabase, records: ProviderRecord[], accepted: Accepted[], exclude: ReadonlySet<string> = new Set(),
+  faults: FaultRecord[] = []): Promise<History> {
   const t = (x: unknown) => new Date(x as Date).getTime();
   const [events, audit, intents, attempts, changes] = await Promise.all([
     db.sql<Record<string, unknown>>('SELECT seq, lease_name, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'),
@@ -204,19 +206,27 @@ export async function readHistory(db: PgTestDatabase, records: ProviderRecord[],
       httpStatus: a.http_status == null ? null : Number(a.http_status), error: (a.error as string | null) ?? null, startedAtMs: t(a.started_at),
       finishedAtMs: a.finished_at == null ? null : t(a.finished_at),
     })),
-    provider: [...records], accepted: [...accepted], replays: [], cancels: [], faults: [], leaderless: [],
+    provider: [...records], accepted: [...accepted], replays: [], cancels: [], faults, leaderless: [],
   };
 }
 
+/** A SIGKILL of `holderId`'s process as the chaos checker's fault record: it excuses what a killed leader leaves
+ *  behind (a 2xx received but not written is sent again by the next leader), and nothing else. */
+export function killRecord(holderId: string, atMs: number, restartedAtMs: number, detail: string): FaultRecord {
+  return { kind: 'kill', slot: null, victim: holderId, victimWasLeader: false, epochAtFault: null, startedAt: atMs, endedAt: atMs, measureFrom: atMs,
+    exclude: { holderId, until: restartedAtMs }, detail, resumedAt: null };
+}
+
 /**
- * The rules of the issue on a finished run: every accepted intent succeeded; none executed twice (exactly one 2xx
- * received by the provider per intent, and no call after it); attempt numbers contiguous (the checker's attempts
- * rule); per-key order (key_order); and every rule of the campaign's checker (no violation at all).
+ * The rules of the issue on a finished run: every accepted intent succeeded; none executed twice (with no fault:
+ * exactly one 2xx received by the provider per intent, and no call after it; with killed leaders, the checker's
+ * resend_after_2xx rule: only after a 2xx the killed leader never wrote); attempt numbers contiguous (the checker's
+ * attempts rule); per-key order (key_order); and every rule of the campaign's checker (no violation at all).
  */
 export function expectCleanRun(h: History): ReturnType<typeof check>['stats'] {
   const byId = new Map(h.intents.map((i) => [i.intentId, i]));
   for (const a of h.accepted) expect(byId.get(a.intentId)?.status, `intent ${a.intentId} (key ${a.key})`).toBe('succeeded');
-  for (const i of h.intents) {
+  for (const i of h.faults.length ? [] : h.intents) {
     const calls = h.provider.filter((p) => p.key === i.intentId).sort((a, b) => a.arrivedAt - b.arrivedAt);
     const ok = calls.filter((p) => p.status >= 200 && p.status < 300);
     expect(ok.length, `2xx answers to intent ${i.intentId}`).toBe(1);

@@ -15,14 +15,16 @@ import { changeRow, requestCount, type ChangeRow } from './changeCluster.js';
 export const KILL_ENV = { COMMIT_GRACE_MS: '3000' };
 export const SEEDED = 2_500;
 
-export type Step = 'claimed' | 'switched' | 'mid-reassignment' | 'before-complete';
-/** Each step, the count it changes to (from the one before: 6 → 3 → 5 → 2 → 6), the state the SQL shows, and when the
- *  killed process restarts: at once (the restarted changer, same holder id, adopts the leases its predecessor held), or after the
+export type Step = 'preparing' | 'claimed' | 'switched' | 'mid-reassignment' | 'before-complete';
+/** Each step, the count it changes to (from the one before: 6 → 4 → 3 → 5 → 2 → 6), the state the SQL shows, and when
+ *  the killed process restarts: at once (the restarted changer, same holder id, adopts the leases its predecessor held), or after the
  *  change completed (the other process's changer takes the leases once they expire, and carries the change on). */
 export const STEPS: { step: Step; to: number; restart: 'at once' | 'after'; state: (c: ChangeRow) => boolean }[] = [
+  // Every process's changer runs the preparing pass (no lease, idempotent batches): all of them are killed.
+  { step: 'preparing', to: 4, restart: 'at once', state: (c) => c.state === 'preparing' && c.changer === null },
   { step: 'claimed', to: 3, restart: 'at once', state: (c) => c.state === 'pending' && c.changer !== null && c.switchedAtMs === null },
-  { step: 'switched', to: 5, restart: 'after', state: (c) => c.state === 'reassigning' && c.scanCursor === null && c.rowsMoved === 0 },
-  { step: 'mid-reassignment', to: 2, restart: 'after', state: (c) => c.state === 'reassigning' && c.scanCursor !== null && c.scanDoneAtMs === null && c.rowsMoved > 0 },
+  { step: 'switched', to: 5, restart: 'after', state: (c) => c.state === 'reassigning' && c.scanCursor === null },
+  { step: 'mid-reassignment', to: 2, restart: 'after', state: (c) => c.state === 'reassigning' && c.scanCursor !== null && c.scanDoneAtMs === null },
   { step: 'before-complete', to: 6, restart: 'at once', state: (c) => c.state === 'reassigning' && c.scanDoneAtMs !== null && c.completedAtMs === null },
 ];
 
@@ -46,14 +48,28 @@ export async function seed(server: ServerDatabase, db: PgTestDatabase): Promise<
   return ids;
 }
 
-/** Request the change to `to`, hold it at `step` (see the header), kill the process whose changer claimed it, release. */
+/** Request the change to `to`, hold it at `step` (see the header), kill the process whose changer claimed it (every
+ *  process while preparing), release. */
 export async function holdAndKill(server: ServerDatabase, db: PgTestDatabase, hosts: HostProcess[], step: Step, to: number, state: (c: ChangeRow) => boolean,
   seeded: ReadonlySet<string>) {
   let lock: HeldLock | null = null;
+  if (step === 'preparing') {
+    // A finished row this change moves: the preparing pass moves finished rows while execution goes on.
+    const rows = await waitFor('finished intents', async () => {
+      const r = await db.sql<{ intent_id: string; partition_no: number | string }>(
+        `SELECT intent_id, partition_no, partition_key FROM submission_intents WHERE status = 'succeeded' AND partition_key IS NULL ORDER BY intent_id`);
+      return r.length >= 20 ? r : null;
+    }, 30_000, 250);
+    const target = rows.find((r) => assignPartition({ intentId: r.intent_id, partitionKey: null }, to) !== Number(r.partition_no));
+    expect(target, `${step}: a finished row that moves`).toBeDefined();
+    lock = await server.holdRowLock(db, 'submission_intents', 'intent_id', [target!.intent_id]);
+  }
   if (step === 'switched' || step === 'mid-reassignment') {
     // A seeded row this change moves, in the first batch of the scan, or past the first batch.
-    const rows = await db.sql<{ intent_id: string; partition_no: number | string }>('SELECT intent_id, partition_no FROM submission_intents ORDER BY intent_id');
-    const target = rows.find((r, rank) => seeded.has(r.intent_id) && (step === 'switched' ? rank < REASSIGN_BATCH_ROWS : rank > REASSIGN_BATCH_ROWS + 100)
+    // The scan reads the open intents (and those finished since the request): rank among the open ones, with a margin.
+    const rows = await db.sql<{ intent_id: string; partition_no: number | string }>(
+      `SELECT intent_id, partition_no FROM submission_intents WHERE status IN ('scheduled', 'in_flight') ORDER BY intent_id`);
+    const target = rows.find((r, rank) => seeded.has(r.intent_id) && (step === 'switched' ? rank < REASSIGN_BATCH_ROWS - 200 : rank > REASSIGN_BATCH_ROWS + 200)
       && assignPartition({ intentId: r.intent_id, partitionKey: null }, to) !== Number(r.partition_no));
     expect(target, `${step}: a seeded row that moves`).toBeDefined();
     lock = await server.holdRowLock(db, 'submission_intents', 'intent_id', [target!.intent_id]);
@@ -73,11 +89,12 @@ export async function holdAndKill(server: ServerDatabase, db: PgTestDatabase, ho
     await waitFor(`${step}: the changer waits on the test's lock`, async () => (await lock!.waiters()) > 0, 60_000, 250);
     const change = (await changeRow(db, changeId))!;
     expect(state(change), `${step}: state in SQL ${JSON.stringify(change)}`).toBe(true);
-    const victim = hosts.find((h) => partitionChangerHolderId(h.holderIds[0]!) === change.changer);
-    expect(victim, `${step}: the process of changer ${change.changer}`).toBeDefined();
-    victim!.signal('SIGKILL');
-    await victim!.exited;
-    return { victim: victim!, change };
+    const victims = step === 'preparing' ? [...hosts] : hosts.filter((h) => partitionChangerHolderId(h.holderIds[0]!) === change.changer);
+    expect(victims.length, `${step}: the process of changer ${change.changer}`).toBeGreaterThan(0);
+    const killedAt = Date.now();
+    for (const v of victims) v.signal('SIGKILL');
+    await Promise.all(victims.map((v) => v.exited));
+    return { victims, change, killedAt };
   } finally {
     await lock?.release();
   }

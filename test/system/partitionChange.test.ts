@@ -7,11 +7,12 @@
 //     per intent, no call after it), attempt numbers stay contiguous, intents sharing a partitionKey are first started
 //     in submit order (key_order), and execution pauses around each change at most the bound its settings give
 //     (pauseBoundMs: the drain, the changer's tick, the catch-up's commit grace and tick, the leaders' next tick).
-//  2. Kill at each step: two processes, 2 500 more intents seeded not yet due (a scan takes three batches), four
-//     changes in a row (6 → 3 → 5 → 2 → 6), each held between two steps by a row lock the next step's statement needs
-//     (test/support/changeKill.ts): after the claim, after the switch, mid-reassignment, before completion. Once the
-//     changer waits on it, the state is read in SQL, the process whose changer claimed the change is SIGKILLed, the
-//     lock released, and the process restarted under the same HOLDER_ID — at once (its changer adopts the leases) or
+//  2. Kill at each step: two processes, 2 500 more intents seeded not yet due (a scan takes three batches), five
+//     changes in a row (6 → 4 → 3 → 5 → 2 → 6), each held between two steps by a row lock the next step's statement
+//     needs (test/support/changeKill.ts): while preparing, after the claim, after the switch, mid-reassignment, before
+//     completion. Once the changer waits on it, the state is read in SQL, the process whose changer claimed the change
+//     is SIGKILLed (while preparing, when every process's changer moves finished rows: all of them), the lock
+//     released, and the process restarted under the same HOLDER_ID — at once (its changer adopts the leases) or
 //     after the change completed (the other process's changer takes them over once they expire). Each change
 //     completes; every rule holds over the whole run; every seeded row is in its final partition.
 // PGlite cannot serve several processes: test/system/partitionChangeApps.test.ts runs a change with in-process apps on
@@ -19,12 +20,13 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { arrivalGap } from '../chaos/checkerChanges.js';
 import type { ProviderRecord } from '../chaos/providerProcess.js';
+import type { FaultRecord } from '../chaos/faults.js';
 import { assignPartition } from '../../src/intents/partition.js';
 import { serverDatabases } from '../support/dialects.js';
 import { ensureBuilt, killAll, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import {
-  allLed, C, completed, drained, expectCleanRun, IntentStream, partitionsView, pauseBoundMs, readHistory, requestCount, startChangeHost, startFlakyProvider,
+  allLed, C, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, pauseBoundMs, readHistory, requestCount, startChangeHost, startFlakyProvider,
 } from '../support/changeCluster.js';
 import { holdAndKill, KILL_ENV, seed, STEPS } from '../support/changeKill.js';
 
@@ -108,28 +110,32 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
     for (const p of pauses) expect(p.pauseMs ?? Number.POSITIVE_INFINITY, `pause around ${p.change}: ${p.pauseMs ?? 'no execution around it'}`).toBeLessThanOrEqual(boundMs);
   }, 240_000);
 
-  it('kill the changer\'s process after the claim, after the switch, mid-reassignment, before completion: each change completes, the checker holds', async () => {
+  it('kill the changer\'s process while preparing, after the claim, after the switch, mid-reassignment, before completion: each change completes, the checker holds', async () => {
     hosts.push(await start('kil1', KILL_ENV), await start('kil2', KILL_ENV));
     await allLed(db, C, server.dbTimeSql());
     const stream = new IntentStream(() => hosts, 27, { ratePerSec: 10, keyedRate: 0.35, keys: 4, tag: 'k' });
     stream.start();
     const seeded = await seed(server, db);
     const seededSet = new Set(seeded);
+    const kills: FaultRecord[] = [];
     try {
       for (const s of STEPS) {
         const t0 = Date.now();
-        const { victim, change } = await holdAndKill(server, db, hosts, s.step, s.to, s.state, seededSet);
-        // The killed process comes back under the same HOLDER_ID (its changer's holder id too).
-        const restart = async () => hosts.splice(hosts.indexOf(victim), 1, await start(victim.holderIds[0]!.replace(/-1$/, ''), KILL_ENV));
+        const { victims, change, killedAt } = await holdAndKill(server, db, hosts, s.step, s.to, s.state, seededSet);
+        // The killed processes come back under the same HOLDER_ID (their changers' holder ids too).
+        const restart = async () => {
+          for (const v of victims) hosts.splice(hosts.indexOf(v), 1, await start(v.holderIds[0]!.replace(/-1$/, ''), KILL_ENV));
+        };
         if (s.restart === 'at once') await restart();
-        else hosts.splice(hosts.indexOf(victim), 1);
+        else for (const v of victims) hosts.splice(hosts.indexOf(v), 1);
         const done = await completed(db, change.changeId, 60_000);
         expect(done, `${s.step}: the change completed`).toMatchObject({ toCount: s.to, state: 'completed' });
         if (s.restart === 'after') {
           expect(done.changer, `${s.step}: the other process's changer completed it`).not.toBe(change.changer);
-          hosts.push(await start(victim.holderIds[0]!.replace(/-1$/, ''), KILL_ENV));
+          for (const v of victims) hosts.push(await start(v.holderIds[0]!.replace(/-1$/, ''), KILL_ENV));
         }
-        console.log(`[partitionChangeKill ${server.name}] ${s.step}: killed ${victim.holderIds[0]} (changer of ${change.fromCount} → ${change.toCount}, ` +
+        kills.push(...victims.map((v) => killRecord(v.holderIds[0]!, killedAt, Date.now(), `${s.step}: killed ${v.holderIds[0]}`)));
+        console.log(`[partitionChangeKill ${server.name}] ${s.step}: killed ${victims.map((v) => v.holderIds[0]).join(', ')} (changer of ${change.fromCount} → ${change.toCount}, ` +
           `${change.state}, ${change.rowsMoved} rows moved); completed ${Date.now() - t0} ms after the request by ${done.changer}`);
       }
     } finally {
@@ -138,7 +144,7 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
     await drained(db);
     hosts.splice(0);
     await killAll(all.splice(0));
-    const history = await readHistory(db, records, stream.accepted, seededSet);
+    const history = await readHistory(db, records, stream.accepted, seededSet, kills);
     expect(history.partitionChanges!.map((c) => c.toCount)).toEqual(STEPS.map((s) => s.to));
     expectCleanRun(history);
     const rows = await db.sql<{ intent_id: string; partition_no: number | string }>(`SELECT intent_id, partition_no FROM submission_intents`);
