@@ -3,7 +3,7 @@
 // `--mode every-instance|azure`: every process runs the timer (adversarial, the default), or as Azure runs it —
 // one process at a time under the listener lock (blob leases on an Azurite the campaign starts).
 // `--ci`: the short campaigns `npm test` runs after vitest, one per mode (fixed seeds, no PostgreSQL restart), and on
-// PostgreSQL one every-instance run with 4 partitions.
+// PostgreSQL one every-instance run with 4 partitions, and one with changes of the partition count (issue 26).
 // `--partitions N` (issue 25): the hosts run EXECUTOR_PARTITIONS=N; a share of the load carries partitionKeys, faults
 // aimed at "the leader" hit one partition's leader, and the checker adds the per-partition rules (default 1: as before).
 // `--partition-changes` (issue 26, with --partitions C > 1): alongside the other faults, on a schedule of its own, the
@@ -33,8 +33,8 @@ const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--run
 
 type Mode = 'every-instance' | 'azure';
 
-/** The --ci campaign with partitions (PostgreSQL, every-instance). */
-const CI_PARTITIONED = { partitions: 4, seeds: [6606] };
+/** The --ci campaigns with partitions (PostgreSQL, every-instance): one without and one with changes of the count. */
+const CI_PARTITIONED = { partitions: 4, seeds: [6606], changeSeeds: [7707] };
 
 /** Faults written in PostgreSQL terms (pg_terminate_backend, LOCK TABLE, the wire traps): not drawn on MariaDB. */
 const POSTGRES_ONLY_KINDS: readonly string[] = ['terminate', 'lease_lock'];
@@ -166,6 +166,11 @@ async function main(): Promise<number> {
     const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, seeds: { 'every-instance': CI_PARTITIONED.seeds, azure: [] } }, 'every-instance', writeReport);
     failed += r.failed;
     tables.push(r.table);
+    // Issue 26: the same layout with changes of the count (1..4) injected alongside the other faults.
+    const c = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, partitionChanges: true,
+      seeds: { 'every-instance': CI_PARTITIONED.changeSeeds, azure: [] } }, 'every-instance', writeReport);
+    failed += c.failed;
+    tables.push(c.table);
   }
   writeReport(null);
   try {
