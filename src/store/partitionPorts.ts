@@ -21,9 +21,11 @@ export interface PartitionCount {
 
 /** A change's steps, in order (issue 26). Roll forward only: once requested, a change completes. */
 export type PartitionChangeState =
-  /** Recorded; execution goes on; the changer moves the FINISHED intents (succeeded, failed, cancelled) to their
-   *  partition under the new count, in batches, with no lease: nothing executes a finished intent, and the move is
-   *  conditional on the row being finished. Ends with prepareIntents(done). */
+  /** Recorded; execution goes on; the changer moves the FINISHED intents (succeeded, cancelled: never open again;
+   *  not failed, which a redrive reopens) that settled before the horizon (requestedAt − COMMIT_GRACE_MS −
+   *  SCHEDULE_REFRESH_INTERVAL_MS: every leader's schedule has seen them finish) to their partition under the new
+   *  count, in batches, with no lease; the move is conditional on the row being finished with no attempt `started`
+   *  (a call cancelled in flight still has its completion to write in its partition). Ends with prepareIntents(done). */
   | 'preparing'
   /** Partition leaders drain and release; no one else acquires; the changer takes the leases in order. */
   | 'pending'
@@ -50,8 +52,8 @@ export interface PartitionChange {
   switchedAt: Date | null;
   /** Reassignment progress: the last intent_id the scan passed (null: not started); `scanDoneAt` ends the scan;
    *  then the catch-up pass (rows modified since switchedAt − COMMIT_GRACE_MS) runs once and completes the change.
-   *  The scan reads the open intents and those modified since requestedAt − COMMIT_GRACE_MS (finished after the
-   *  preparing pass passed them); `rowsMoved` counts the rows actually moved (a retried batch adds nothing). */
+   *  The scan reads the open intents (failed included) and those modified since the horizon (finished after it, or
+   *  whose attempt the switch abandoned); `rowsMoved` counts the rows actually moved (a retried batch adds nothing). */
   scanCursor: string | null;
   scanDoneAt: Date | null;
   rowsMoved: number;
@@ -78,9 +80,9 @@ export type RequestChangeOutcome =
   /** Another change (to another count) is active: nothing recorded. */
   | { kind: 'conflict'; active: PartitionChange };
 
-/** Which rows a reassignment read returns: `finished` (succeeded, failed, cancelled: the preparing pass), `open`
- *  (scheduled, in_flight, or last_modified_at >= modifiedSince: the scan under every lease), `all` (with
- *  modifiedSince: the catch-up). */
+/** Which rows a reassignment read returns: `finished` (succeeded, cancelled, last_modified_at < modifiedSince: the
+ *  preparing pass), `open` (scheduled, in_flight, failed, or last_modified_at >= modifiedSince: the scan under every
+ *  lease), `all` (with modifiedSince: the catch-up). */
 export type ReassignScope = 'finished' | 'open' | 'all';
 
 /** One row the reassignment reads: what its partition is hashed from, and the partition it has. */
@@ -125,20 +127,22 @@ export interface PartitionStore {
    *  least lease 0). A completed change: unchanged. */
   claimChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
   /**
-   * pending → reassigning, fenced by every lease: every in_flight intent's started attempt becomes `abandoned` and the
-   * intent `scheduled` due now, or `failed` when its attempt budget is spent (as orphan recovery; no executor can
-   * hold its partition: the changer holds them all); the count row
+   * pending → reassigning, fenced by every lease: every `started` attempt becomes `abandoned`, its intent's
+   * last_modified_at is bumped (so the scan, which reads rows modified since the horizon, moves it), and an in_flight
+   * intent becomes `scheduled` due now, or `failed` when its attempt budget is spent (as orphan recovery; no executor
+   * can hold its partition: the changer holds them all); the count row
    * becomes toCount (recordedBy = changer); switchedAt := database time. Already reassigning or completed: unchanged.
    */
   switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
   /** Up to `limit` intents of `scope` ordered by intent_id, after `after` (exclusive; null = from the start). Scope
-   *  `all` with modifiedSince: only rows with last_modified_at >= it; `open`: scheduled or in_flight, or (when
-   *  modifiedSince is set) last_modified_at >= it; `finished`: succeeded, failed or cancelled (modifiedSince unused).
+   *  `all` with modifiedSince: only rows with last_modified_at >= it; `open`: scheduled, in_flight or failed, or (when
+   *  modifiedSince is set) last_modified_at >= it; `finished`: succeeded or cancelled, and (when modifiedSince is set)
+   *  last_modified_at < it.
    *  A plain read, no side effect: it walks the primary key and filters, so a pass costs one read of the table and
    *  writes only the rows that move. */
   listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]>;
-  /** The preparing pass (no fence): sets partition_no of each move whose intent is finished (an open intent is
-   *  never moved here), adds the rows moved to rowsMoved, records prepareCursor (never backwards), and with `done`
+  /** The preparing pass (no fence): sets partition_no of each move whose intent is succeeded or cancelled and has no
+   *  attempt `started` (an open or failed intent, or one whose cancelled call is still out, is never moved here), adds the rows moved to rowsMoved, records prepareCursor (never backwards), and with `done`
    *  ends the pass (state pending, preparedAt := database time). Only in state preparing, else the change comes back
    *  unchanged and nothing is written; null if no such change. Idempotent: a retry or a second changer writes the
    *  same values. */
