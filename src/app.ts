@@ -151,7 +151,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const changer = new PartitionChanger(stores.lease, stores.partitions, {
     leaseNameOf: (k) => partitionLeaseName(config.lease.name, k), partitionOf: assignPartition,
     holderId: partitionChangerHolderId(config.lease.holderId), durationMs: config.lease.durationMs, renewIntervalMs: config.lease.renewIntervalMs,
-    safetyMarginMs: config.lease.safetyMarginMs, commitGraceMs: config.schedule.commitGraceMs, batchSize: REASSIGN_BATCH_ROWS,
+    safetyMarginMs: config.lease.safetyMarginMs, commitGraceMs: config.schedule.commitGraceMs, refreshIntervalMs: config.schedule.refreshIntervalMs,
+    batchSize: REASSIGN_BATCH_ROWS,
     pollMs: Math.min(250, config.schedule.refreshIntervalMs) }, clock, logger);
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
   const heartbeat = await InstanceHeartbeat.start(stores.instances, { holderId: config.lease.holderId, version: config.instances.version,
@@ -273,19 +274,24 @@ export async function runPartitionTimer(app: App, partition: number, isPastDue: 
   }
   if (idle || !p) return;
   await app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
+  // The changer's steps end by this invocation's next occurrence less the hand-off (fixed now: asked later, the
+  // budget would look past the occurrence this invocation must leave free), and within functionTimeout.
+  const { invocationLimitMs, closingReserveMs, handoffMs } = app.config.executor;
+  const stepsEndBy = app.clock.nowMs() + Math.min(invocationLimitMs - closingReserveMs, app.tickBudget.nextOccurrenceInMs() - handoffMs);
+  const deadline = () => stepsEndBy;
   const tick = runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
   // A change's preparing step runs beside partition 0's tick (execution goes on, and a leader's tick lasts the whole
   // period); past it, the changer steps after the tick, which has handed partition 0 back by then.
-  const preparing = partition === 0 && app.layout.active()?.state === 'preparing' ? changerStep(app) : null;
+  const preparing = partition === 0 && app.layout.active()?.state === 'preparing' ? changerStep(app, deadline()) : null;
   await Promise.all([tick, preparing]);
-  if (partition === 0 && app.layout.active() !== null) await changerStep(app);
+  if (partition === 0 && app.layout.active() !== null) await changerStep(app, deadline());
 }
 
-/** One step of the partition changer, on a layout read now, until the next occurrence's hand-off. */
-async function changerStep(app: App): Promise<void> {
+/** One step of the partition changer, on a layout read now, until `deadlineMs` (app.clock). */
+async function changerStep(app: App, deadlineMs: number): Promise<void> {
   const layout = await app.layout.readNow();
-  if (!layout.active) return;
-  await app.changer.step(layout, app.clock.nowMs() + app.tickBudget.forTickStartingNow());
+  if (!layout.active || app.clock.nowMs() >= deadlineMs) return;
+  await app.changer.step(layout, deadlineMs);
   if (app.changer.heldCount() === 0) await app.layout.refresh(); // completed (or gave up): act on the new count at once
 }
 

@@ -32,6 +32,8 @@ export interface ChangerSettings {
   safetyMarginMs: number;
   /** COMMIT_GRACE_MS: an insert that read the old count commits within this of its last_modified_at. */
   commitGraceMs: number;
+  /** SCHEDULE_REFRESH_INTERVAL_MS: a leader's schedule sees a write within it (plus the grace). */
+  refreshIntervalMs: number;
   /** Rows per reassignment batch (one read, one fenced write). */
   batchSize: number;
 }
@@ -153,7 +155,8 @@ export class PartitionChanger {
   private async prepare(initial: PartitionChange, deadlineMs: number): Promise<PartitionChange> {
     let change = initial;
     while (change.state === 'preparing' && this.clock.nowMs() < deadlineMs) {
-      const rows = await this.store.listForReassign({ after: change.prepareCursor, limit: this.s.batchSize, modifiedSince: null, scope: 'finished' });
+      const rows = await this.store.listForReassign({ after: change.prepareCursor, limit: this.s.batchSize, modifiedSince: this.horizon(change),
+        scope: 'finished' });
       const done = rows.length < this.s.batchSize;
       const next = await this.store.prepareIntents(change.changeId, this.movesFor(rows, change.toCount),
         { cursor: rows.at(-1)?.intentId ?? change.prepareCursor, done });
@@ -178,10 +181,10 @@ export class PartitionChanger {
 
   /** One batch of the scan by intent_id: move the rows whose partition differs, record the cursor. */
   private async scanBatch(change: PartitionChange, m: number): Promise<PartitionChange | 'lost'> {
-    // The open intents, and those modified since the request (less the grace): they may have finished after the
-    // preparing pass passed them. One read of the table; only these rows are written.
+    // The open intents (failed included), and those modified since the horizon: left by the preparing pass, finished
+    // after it passed them, or their attempt abandoned by the switch. One read of the table; only these are written.
     const rows = await this.store.listForReassign({ after: change.scanCursor, limit: this.s.batchSize, scope: 'open',
-      modifiedSince: new Date(change.requestedAt.getTime() - this.s.commitGraceMs) });
+      modifiedSince: this.horizon(change) });
     const moves = this.movesFor(rows, change.toCount);
     const done = rows.length < this.s.batchSize;
     const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves,
@@ -227,6 +230,12 @@ export class PartitionChanger {
       if (!(await this.held.renewDue(m))) return 'lost';
       if (this.clock.nowMs() >= deadlineMs) return 'wait'; // the catch-up starts again at the next step (it is short)
     }
+  }
+
+  /** Rows last modified before this settled before the change: every leader's schedule has seen them finish (a
+   *  refresh interval, plus the grace for late commits), so moving one strands no schedule entry. */
+  private horizon(change: PartitionChange): Date {
+    return new Date(change.requestedAt.getTime() - this.s.commitGraceMs - this.s.refreshIntervalMs);
   }
 
   private movesFor(rows: { intentId: string; partitionKey: string | null; partition: number }[], count: number) {
