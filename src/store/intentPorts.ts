@@ -4,10 +4,14 @@ import type { Fenced, LeaseToken } from './ports.js';
 
 export type IntentStatus = 'scheduled' | 'in_flight' | 'succeeded' | 'failed' | 'cancelled';
 export const TERMINAL_STATUSES: readonly IntentStatus[] = ['succeeded', 'failed', 'cancelled'];
+const sqlList = (statuses: readonly IntentStatus[]) => `(${statuses.map((s) => `'${s}'`).join(', ')})`;
 /** `('succeeded', 'failed', 'cancelled')`: the terminal statuses as an SQL list (constant text, never user input). */
-export const TERMINAL_SQL_LIST = `(${TERMINAL_STATUSES.map((s) => `'${s}'`).join(', ')})`;
-/** `('scheduled', 'in_flight')`: the statuses still to execute, as an SQL list (constant text). */
-export const OPEN_SQL_LIST = `('scheduled', 'in_flight')`;
+export const TERMINAL_SQL_LIST = sqlList(TERMINAL_STATUSES);
+/** `('succeeded', 'cancelled')`: the statuses an intent never leaves (failed is terminal too, but a redrive reopens
+ *  it), as an SQL list (constant text). */
+export const SETTLED_SQL_LIST = sqlList(['succeeded', 'cancelled']);
+/** `('scheduled', 'in_flight', 'failed')`: every other status (still to execute, or failed: a redrive reopens it). */
+export const UNSETTLED_SQL_LIST = sqlList(['scheduled', 'in_flight', 'failed']);
 
 /** Immutable snapshot taken at submit: never changes afterwards. */
 export interface IntentContract {

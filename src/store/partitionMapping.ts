@@ -3,9 +3,16 @@
 import type { PartitionChange, PartitionChangeState, PartitionCount, PartitionMove, RequestChangeOutcome } from './partitionPorts.js';
 import type { LeaseToken } from './ports.js';
 import { num } from './rowMapping.js';
+import { SETTLED_SQL_LIST } from './intentPorts.js';
 
 export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, prepare_cursor,
   prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, rows_moved, completed_at`;
+
+/** What the preparing pass may move (the intent as `alias`): settled, and no attempt `started` (a call cancelled in
+ *  flight still has its completion to write in its partition). A settled intent never gets a new started attempt (a
+ *  start needs status scheduled), so once true under the row's lock, it stays true. Portable SQL, every dialect. */
+export const PREPARABLE_SQL = (alias: string) => `${alias}.status IN ${SETTLED_SQL_LIST}
+     AND NOT EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = ${alias}.intent_id AND a.outcome = 'started')`;
 
 export interface PartitionChangeDbRow {
   change_id: string;

@@ -199,7 +199,7 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     }
   });
 
-  it('switchCount recovers every in-flight intent (attempt abandoned; scheduled due now, failed when its budget is spent); a retry changes nothing', async () => {
+  it('switchCount recovers every in-flight intent (attempt abandoned; scheduled due now, failed when its budget is spent), bumps every intent whose attempt it abandons; a retry changes nothing', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     const execs = [await acquireToken(s, 'host-x', 60_000, leaseOf(0)), await acquireToken(s, 'host-x', 60_000, leaseOf(1))];
     const retried = await put({ partition: 0 });
@@ -211,6 +211,9 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     expect((await s.intents.cancel(cancelled.intentId)).kind).toBe('ok');
     for (const t of execs) await s.lease.release(t);
     const idleBefore = await ctx.modifiedAtText(idle.intentId);
+    const cancelledBefore = await ctx.modifiedAtText(cancelled.intentId);
+    await sleep(5);
+    const horizon = (await s.partitions.readLayout()).dbNow;
     const { change, fence } = await switched(4, 4);
     const now = (await s.partitions.readLayout()).dbNow;
 
@@ -224,6 +227,10 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
       expect(a).toMatchObject({ outcome: 'abandoned', finishedAt: expect.any(Date) });
     }
     expect(await ctx.modifiedAtText(idle.intentId)).toBe(idleBefore);
+    expect((await ctx.modifiedAtText(cancelled.intentId)) > cancelledBefore).toBe(true); // the scan reads it (modified since)
+    const open = await s.partitions.listForReassign({ after: null, limit: 10, modifiedSince: horizon, scope: 'open' });
+    expect(open.map((r) => r.intentId).sort()).toEqual([retried, spent, cancelled, idle].map((i) => i.intentId).sort());
+    expect(await s.partitions.listForReassign({ after: null, limit: 10, modifiedSince: horizon, scope: 'finished' })).toEqual([]);
     const rows = await ctx.intentRows();
     expect(ok(await s.partitions.switchCount(fence, change.changeId))).toEqual(change);
     expect(await ctx.intentRows()).toEqual(rows);

@@ -1,10 +1,13 @@
 // The preparing step of a partition change (issue 26; port: src/store/partitionPorts.ts), run unchanged against every
-// dialect: prepareIntents moves finished intents only, with no lease, idempotently, its cursor never going back, and
-// `done` ends the step; a preparing change is left alone by switchCount; and the scopes of the reassignment read.
+// dialect: prepareIntents moves settled intents (succeeded, cancelled) with no attempt started only, with no lease,
+// idempotently, its cursor never going back, and `done` ends the step; a failed intent is open (a redrive reopens
+// it); a call cancelled in flight is left to the scan, which finds it by the switch's bump; a preparing change is left
+// alone by switchCount; and the scopes of the reassignment read.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectStores } from '../support/dialectFixture.js';
-import { changeArrangement, movesTo, ok } from '../support/partitionChanges.js';
+import { changeArrangement, leaseOf, movesTo, ok } from '../support/partitionChanges.js';
+import { acquireToken } from '../support/instances.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import type { ReassignScope } from '../../src/store/partitionPorts.js';
@@ -12,6 +15,8 @@ import { uuidv7 } from '../../src/intents/ids.js';
 import { partitionOf } from '../../src/intents/partition.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A full-precision database time text ('YYYY-MM-DD hh:mm:ss.ffffff…', UTC) truncated to the millisecond. */
+const msOf = (text: string) => new Date(`${text.slice(0, 23).replace(' ', 'T')}Z`);
 /** Keys whose partition differs under 2 and 4 partitions: each of them moves. */
 const MOVING = Array.from({ length: 100 }, (_, i) => `key-${i}`).filter((k) => partitionOf(k, 2) !== partitionOf(k, 4));
 
@@ -23,6 +28,8 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     s = stores;
   });
   const { put, inFlight, request, takeLeases } = changeArrangement(() => s);
+  const listed = async (scope: ReassignScope, modifiedSince: Date | null) =>
+    (await s.partitions.listForReassign({ scope, after: null, limit: 100, modifiedSince })).map((r) => r.intentId);
 
   /** One intent per status (in id order), each with a key that moves from 2 to 4 partitions. */
   const arrange = async (statuses: IntentStatus[]) => {
@@ -35,10 +42,10 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     return made.map((i) => i.intentId);
   };
 
-  it('prepareIntents moves the finished intents only, no lease; a retry adds nothing; the cursor never goes back; done ends the step', async () => {
+  it('prepareIntents moves the settled intents only, no lease; a retry adds nothing; the cursor never goes back; done ends the step', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     const ids = await arrange(['succeeded', 'scheduled', 'failed', 'in_flight', 'cancelled']);
-    const finished = [ids[0], ids[2], ids[4]];
+    const settled = [ids[0], ids[4]];
     const change = await request(4);
     const rows = await s.partitions.listForReassign({ after: null, limit: 10, modifiedSince: null, scope: 'all' });
     const moves = movesTo(4, rows);
@@ -46,9 +53,9 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     const modified = await Promise.all(ids.map((id) => ctx.modifiedAtText(id)));
 
     const first = await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[2]!, done: false });
-    expect(first).toEqual({ ...change, rowsMoved: 3, prepareCursor: ids[2] });
+    expect(first).toEqual({ ...change, rowsMoved: 2, prepareCursor: ids[2] });
     expect(await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[2]!, done: false })).toEqual(first); // a retry
-    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(r.partitionKey!, finished.includes(r.intentId) ? 4 : 2));
+    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(r.partitionKey!, settled.includes(r.intentId) ? 4 : 2));
     expect(await Promise.all(ids.map((id) => ctx.modifiedAtText(id)))).toEqual(modified);
     expect(await ctx.auditLog()).toEqual([]); // no fence
 
@@ -61,14 +68,14 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     // An open intent finished since: the next batch moves it.
     await ctx.setIntentStatus(ids[1]!, 'succeeded');
     const second = await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[4]!, done: false });
-    expect(second).toEqual({ ...first, rowsMoved: 4, prepareCursor: ids[4] });
+    expect(second).toEqual({ ...first, rowsMoved: 3, prepareCursor: ids[4] });
 
     const done = (await s.partitions.prepareIntents(change.changeId, [], { cursor: null, done: true }))!;
     expect(done).toEqual({ ...second, state: 'pending', preparedAt: expect.any(Date) });
     expect(done.preparedAt!.getTime()).toBeGreaterThanOrEqual(change.requestedAt.getTime());
     expect(await s.partitions.readLayout()).toMatchObject({ count: 2, active: done });
-    // Past preparing: returned unchanged, nothing written (even a finished intent's move).
-    await ctx.setIntentStatus(ids[3]!, 'failed');
+    // Past preparing: returned unchanged, nothing written (even a settled intent's move).
+    await ctx.setIntentStatus(ids[3]!, 'succeeded');
     expect(await s.partitions.prepareIntents(change.changeId, moves, { cursor: uuidv7(), done: true })).toEqual(done);
     expect((await s.intents.get(ids[3]!))!.partition).toBe(partitionOf(MOVING[3]!, 2));
     expect(await s.partitions.prepareIntents(uuidv7(), moves, { cursor: null, done: true })).toBeNull();
@@ -88,7 +95,7 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome)).toEqual(['started']);
   });
 
-  it('listForReassign scopes: finished; open (or modified since); all (modified since); by intent_id after an exclusive cursor', async () => {
+  it('listForReassign scopes: finished (before since); open, failed too (or modified since); all (modified since); by intent_id after an exclusive cursor', async () => {
     const ids = await arrange(['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled', 'scheduled']);
     await sleep(5);
     const since = (await s.partitions.readLayout()).dbNow;
@@ -98,15 +105,15 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
       (await s.partitions.listForReassign({ scope, after: after === null ? null : ids[after]!, limit, modifiedSince }))
         .map((r) => ids.indexOf(r.intentId));
     const cases: [ReassignScope, number | null, number, Date | null, number[]][] = [
-      ['finished', null, 10, null, [2, 3, 4, 5]],
-      ['finished', null, 10, since, [2, 3, 4, 5]],
-      ['finished', null, 2, null, [2, 3]],
+      ['finished', null, 10, null, [2, 4, 5]],
+      ['finished', null, 10, since, [2, 4]],
+      ['finished', null, 2, null, [2, 4]],
       ['finished', 3, 2, null, [4, 5]],
       ['finished', 5, 2, null, []],
-      ['open', null, 10, null, [0, 1]],
-      ['open', null, 10, since, [0, 1, 5]],
-      ['open', 0, 10, null, [1]],
-      ['open', 1, 10, since, [5]],
+      ['open', null, 10, null, [0, 1, 3]],
+      ['open', null, 10, since, [0, 1, 3, 5]],
+      ['open', 0, 10, null, [1, 3]],
+      ['open', 1, 10, since, [3, 5]],
       ['open', null, 2, since, [0, 1]],
       ['all', null, 10, null, [0, 1, 2, 3, 4, 5]],
       ['all', null, 10, since, [5]],
@@ -117,5 +124,67 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     }
     const [row] = await s.partitions.listForReassign({ scope: 'finished', after: null, limit: 1, modifiedSince: null });
     expect(row).toEqual({ intentId: ids[2], partitionKey: MOVING[2], partition: 0 });
+  });
+
+  it('a cancelled intent whose call is still out: not moved by prepareIntents; the switch abandons its attempt and bumps it, so the scan reads it', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    const [key] = MOVING;
+    const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(partitionOf(key!, 2)));
+    const busy = await put({ key: key! });
+    ok(await s.executionFor(busy.partition).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
+    expect((await s.intents.cancel(busy.intentId)).kind).toBe('ok');
+    await s.lease.release(exec);
+    await sleep(5);
+    const change = await request(4);
+    const horizon = (await s.partitions.readLayout()).dbNow;
+    expect(await listed('finished', horizon)).toEqual([busy.intentId]); // settled before the horizon: the pass reads it
+    const rows = await s.partitions.listForReassign({ scope: 'finished', after: null, limit: 10, modifiedSince: horizon });
+    const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), { cursor: busy.intentId, done: true });
+    expect(prepared).toMatchObject({ state: 'pending', rowsMoved: 0 });
+    expect((await s.intents.get(busy.intentId))!.partition).toBe(partitionOf(key!, 2));
+    const before = await ctx.modifiedAtText(busy.intentId);
+    expect(await listed('open', horizon)).toEqual([]);
+
+    await sleep(5);
+    const fence = await takeLeases(4);
+    ok(await s.partitions.claimChange([fence[0]!], change.changeId));
+    ok(await s.partitions.switchCount(fence, change.changeId));
+    expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome)).toEqual(['abandoned']);
+    expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
+    expect((await ctx.modifiedAtText(busy.intentId)) > before).toBe(true);
+    expect(await listed('open', horizon)).toEqual([busy.intentId]);
+    expect(await listed('finished', horizon)).toEqual([]);
+  });
+
+  it('a failed intent is open, never finished, and prepareIntents leaves it (a redrive reopens it)', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    const [failed] = await arrange(['failed']);
+    await sleep(5);
+    const since = (await s.partitions.readLayout()).dbNow;
+    for (const modifiedSince of [null, since]) {
+      expect(await listed('open', modifiedSince)).toEqual([failed]);
+      expect(await listed('finished', modifiedSince)).toEqual([]);
+    }
+    const change = await request(4);
+    const move = { intentId: failed!, partition: partitionOf(MOVING[0]!, 4) };
+    expect(await s.partitions.prepareIntents(change.changeId, [move], { cursor: failed!, done: false })).toMatchObject({ rowsMoved: 0 });
+    expect((await s.intents.get(failed!))!.partition).toBe(partitionOf(MOVING[0]!, 2));
+  });
+
+  it('finished with modifiedSince keeps a row modified before it only: not one modified at or after it', async () => {
+    const [early, late] = await arrange(['succeeded', 'scheduled']);
+    await sleep(5);
+    expect((await s.intents.cancel(late!)).kind).toBe('ok');
+    // Bounds at the row's own time, to the millisecond: since ≤ its time excludes it, since > its time keeps it.
+    for (const id of [early!, late!]) {
+      const at = msOf(await ctx.modifiedAtText(id));
+      expect(await listed('finished', at)).not.toContain(id);
+      expect(await listed('open', at)).toContain(id);
+      expect(await listed('finished', new Date(at.getTime() + 1))).toContain(id);
+      expect(await listed('open', new Date(at.getTime() + 1))).not.toContain(id);
+    }
+    const between = new Date(msOf(await ctx.modifiedAtText(early!)).getTime() + 1);
+    expect(await listed('finished', between)).toEqual([early]);
+    expect(await listed('open', between)).toEqual([late]);
   });
 });

@@ -1,6 +1,7 @@
 // SQL Server partition changes (issue 26) and the intake's partition, inspected without a server (the contract suite
 // runs only where SQL Server does): the multi-lease fence, the request's lock on the count row, the switch's recovery,
-// moves that keep last_modified_at, the unfenced preparing pass (finished intents only), the completion's release,
+// moves that keep last_modified_at, the unfenced preparing pass (settled intents with no attempt started only), the
+// completion's release,
 // the reassignment read's scopes, and id order decided in SQL.
 import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
@@ -84,13 +85,15 @@ describe('partition change statements', () => {
     expect(param(q.requestChange(8, 'ops', ID), 'to_count')!.type).toEqual(sql.SmallInt());
   });
 
-  it('switchCount: only a pending change (re-read under UPDLOCK, HOLDLOCK); started attempts abandoned, in_flight intents due now (bumped), the count := to_count, then reassigning', () => {
+  it('switchCount: only a pending change (re-read under UPDLOCK, HOLDLOCK); other intents with a started attempt bumped, started attempts abandoned, in_flight intents due now (bumped), the count := to_count, then reassigning', () => {
     const t = q.switchCount(fence, ID).text;
     const at = (s: string) => t.indexOf(s);
     const steps = [
       "SELECT @to = to_count, @m = CASE WHEN from_count > to_count THEN from_count ELSE to_count END FROM submission_manager_partition_changes WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';",
       'IF @m IS NOT NULL AND @fence_n < @m\n  THROW 51001, ',
       'IF @to IS NOT NULL',
+      'UPDATE i\n     SET last_modified_at = CASE WHEN @now > i.last_modified_at THEN @now ELSE DATEADD(nanosecond, 100, i.last_modified_at) END\n    FROM submission_intents AS i\n',
+      "   WHERE i.status <> 'in_flight'\n     AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = i.intent_id AND a.outcome = 'started');\n  SET @bumped = @@ROWCOUNT;",
       "UPDATE submission_attempts\n     SET outcome = 'abandoned', finished_at = @now,",
       "   WHERE outcome = 'started';",
       "UPDATE i\n     SET status = CASE WHEN ",
@@ -102,6 +105,7 @@ describe('partition change statements', () => {
     for (const s of steps) expect(at(s), s).toBeGreaterThan(0);
     expect(steps.map(at)).toEqual([...steps.map(at)].sort((a, b) => a - b));
     expect(t).toMatch(/THEN 'failed' ELSE 'scheduled' END/); // the recovery budget rule (attemptBudget.ts)
+    expect(t).toMatch(/SET @rows_written = @bumped \+ @settled \+ @recovered \+ @switched;/);
     expect(param(q.switchCount(fence, ID), 'changer')!.value).toBe('h~changer');
   });
 
@@ -134,9 +138,9 @@ describe('partition change statements', () => {
 
   it('prepareIntents: unfenced, one transaction; the change row WITH (UPDLOCK, HOLDLOCK) first, nothing unless preparing; a move outside the new count fails the batch', () => {
     const x = r.prepareIntents(ID, [{ intentId: ID.toUpperCase(), partition: 2 }], { cursor: ID, done: false });
-    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @to smallint;\nDECLARE @moved int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL AND EXISTS \(SELECT 1 FROM OPENJSON\(@moves\) WITH \(partition_no int '\$\.partition'\) WHERE partition_no < 0 OR partition_no >= @to\)\n {2}THROW 51002, [^;]*;\nIF @to IS NOT NULL\nBEGIN\n/);
+    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @to smallint;\nDECLARE @moved int = 0;\nDECLARE @locked int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL AND EXISTS \(SELECT 1 FROM OPENJSON\(@moves\) WITH \(partition_no int '\$\.partition'\) WHERE partition_no < 0 OR partition_no >= @to\)\n {2}THROW 51002, [^;]*;\nIF @to IS NOT NULL\nBEGIN\n/);
     const c = code(x.text);
-    expect(c).not.toMatch(/@fence|submission_manager_leases|submission_execution_audit/); // no lease: finished intents only
+    expect(c).not.toMatch(/@fence|submission_manager_leases|submission_execution_audit/); // no lease: settled intents only
     const commit = c.indexOf('COMMIT TRANSACTION;');
     const writes = [...c.matchAll(/\b(UPDATE|INSERT INTO|DELETE)\b/g)];
     expect(writes.map((m) => m[1])).toEqual(['UPDATE', 'UPDATE']);
@@ -149,9 +153,10 @@ describe('partition change statements', () => {
     expect(() => r.prepareIntents('nope', [], { cursor: null, done: false })).toThrow(StoreError);
   });
 
-  it('prepareIntents moves finished intents only (never an open one), not yet there, last_modified_at untouched; rows_moved += rows moved; cursor forward only; done → pending once', () => {
+  it('prepareIntents locks the settled intents, then moves those with no attempt started (never an open or failed one, tested in the UPDATE), not yet there, last_modified_at untouched; rows_moved += rows moved; cursor forward only; done → pending once', () => {
     const t = r.prepareIntents(ID, [{ intentId: ID, partition: 2 }], { cursor: ID, done: true }).text;
-    expect(t).toMatch(/ {2}UPDATE i SET partition_no = m\.partition_no\n\s+FROM submission_intents AS i\n\s+JOIN OPENJSON\(@moves\) WITH \(intent_id char\(36\) '\$\.intentId', partition_no smallint '\$\.partition'\) AS m\n\s+ON i\.intent_id = m\.intent_id COLLATE Latin1_General_100_BIN2\n\s+WHERE i\.partition_no <> m\.partition_no AND i\.status IN \('succeeded', 'failed', 'cancelled'\);\n {2}SET @moved = @@ROWCOUNT;/);
+    const join = "JOIN OPENJSON\\(@moves\\) WITH \\(intent_id char\\(36\\) '\\$\\.intentId', partition_no smallint '\\$\\.partition'\\) AS m\\n\\s+ON i\\.intent_id = m\\.intent_id COLLATE Latin1_General_100_BIN2\\n\\s+WHERE i\\.partition_no <> m\\.partition_no AND i\\.status IN \\('succeeded', 'cancelled'\\)";
+    expect(t).toMatch(new RegExp(`\\nBEGIN\\n {2}SELECT @locked = COUNT\\(\\*\\)\\n\\s+FROM submission_intents AS i WITH \\(UPDLOCK, ROWLOCK\\)\\n\\s+${join};\\n {2}UPDATE i SET partition_no = m\\.partition_no\\n\\s+FROM submission_intents AS i\\n\\s+${join}\\n\\s+AND NOT EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n {2}SET @moved = @@ROWCOUNT;`));
     expect(code(t).match(/UPDATE i\b/g)).toHaveLength(1);
     expect(code(t)).not.toMatch(/last_modified_at|scheduled|in_flight/);
     expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @prepare_cursor IS NOT NULL AND \(prepare_cursor IS NULL OR @prepare_cursor > prepare_cursor\) THEN @prepare_cursor ELSE prepare_cursor END,\n\s+state = CASE WHEN @prepare_done = 1 THEN 'pending' ELSE state END,\n\s+prepared_at = CASE WHEN @prepare_done = 1 THEN SYSUTCDATETIME\(\) ELSE prepared_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
@@ -163,11 +168,13 @@ describe('partition change statements', () => {
     expect(t).not.toMatch(/preparing/);
   });
 
-  const FINISHED = "status IN ('succeeded', 'failed', 'cancelled')";
-  const OPEN = "status IN ('scheduled', 'in_flight')";
+  const FINISHED = "status IN ('succeeded', 'cancelled')";
+  const OPEN = "status IN ('scheduled', 'in_flight', 'failed')";
   it.each([
     ['finished', null, null, `\n WHERE ${FINISHED}`],
-    ['finished', ID, new Date(0), `\n WHERE intent_id > @after AND ${FINISHED}`], // modifiedSince unused
+    ['finished', ID, null, `\n WHERE intent_id > @after AND ${FINISHED}`],
+    ['finished', null, new Date(0), `\n WHERE ${FINISHED} AND last_modified_at < @modified_since`],
+    ['finished', ID, new Date(0), `\n WHERE intent_id > @after AND ${FINISHED} AND last_modified_at < @modified_since`],
     ['open', null, null, `\n WHERE ${OPEN}`],
     ['open', ID, null, `\n WHERE intent_id > @after AND ${OPEN}`],
     ['open', null, new Date(0), `\n WHERE (${OPEN} OR last_modified_at >= @modified_since)`],

@@ -1,5 +1,5 @@
 // SQL Server query builders for partition changes (issue 26; the port: ../partitionPorts.ts). Requests are serialized
-// by UPDLOCK+HOLDLOCK on the count row; every changer write but the preparing pass (finished intents only, no lease) is
+// by UPDLOCK+HOLDLOCK on the count row; every changer write but the preparing pass (settled intents only, no lease) is
 // one batch fenced by every lease token (fence.ts buildFencedBatchAll: each lease row read WITH (HOLDLOCK, ROWLOCK),
 // shared locks held to commit), its results selected after COMMIT. Ids (change_id, the cursors, intent_id) are
 // char(36) lower-case text in the binary collation, so every id comparison and ORDER BY here is done by SQL Server in
@@ -114,16 +114,20 @@ SET @rows_written = @@ROWCOUNT;`,
 
   /**
    * Fenced: pending → reassigning, once (the state is re-read under UPDLOCK+HOLDLOCK: a retry finds reassigning, and a
-   * change still preparing stays so; either writes nothing). The changer holds every partition's lease, so no attempt is in progress: every attempt still
-   * `started` is abandoned (finished now; it may have been sent), every in_flight intent is scheduled due now (failed
-   * once its attempts are spent: the budget rule of recovery, ../attemptBudget.ts), its last_modified_at bumped as
-   * every intent write does; the count row becomes to_count (inserted if missing, as the lease acquire does).
+   * change still preparing stays so; either writes nothing). The changer holds every partition's lease, so no attempt
+   * is in progress: every attempt still `started` is abandoned (finished now; it may have been sent), every in_flight
+   * intent is scheduled due now (failed once its attempts are spent: the budget rule of recovery, ../attemptBudget.ts);
+   * every intent whose attempt is abandoned gets its last_modified_at bumped as every intent write does (any other
+   * status first, before its attempt is abandoned: a call cancelled in flight, which the preparing pass left, so the
+   * scan of rows modified since the horizon moves it); the count row becomes to_count (inserted if missing, as the
+   * lease acquire does).
    */
   switchCount(fence: LeaseToken[], changeId: string): SqlQuery {
     return buildFencedBatchAll(fence, 'partition_switch', {
       declare: `DECLARE @now datetime2(7);
 DECLARE @to smallint;
 DECLARE @m smallint;
+DECLARE @bumped int;
 DECLARE @settled int;
 DECLARE @recovered int;
 DECLARE @switched int;`,
@@ -132,6 +136,12 @@ SELECT @to = to_count, @m = ${WIDEST} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) W
 ${WHOLE_FENCE}
 IF @to IS NOT NULL
 BEGIN
+  UPDATE i
+     SET last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}
+    FROM submission_intents AS i
+   WHERE i.status <> 'in_flight'
+     AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = i.intent_id AND a.outcome = 'started');
+  SET @bumped = @@ROWCOUNT;
   UPDATE submission_attempts
      SET outcome = 'abandoned', finished_at = @now,
          error = CONCAT(N'abandoned: leader epoch ', lease_epoch, N' did not complete the attempt before the partition count changed; it may have been sent')
@@ -154,7 +164,7 @@ BEGIN
      WHERE NOT EXISTS (SELECT 1 FROM submission_manager_partition_count WITH (UPDLOCK, SERIALIZABLE) WHERE id = 1);
   UPDATE ${CHANGES} SET state = 'reassigning', switched_at = @now WHERE change_id = @change_id AND state = 'pending';
   SET @switched = @@ROWCOUNT;
-  SET @rows_written = @settled + @recovered + @switched;
+  SET @rows_written = @bumped + @settled + @recovered + @switched;
 END;`,
       results: CHANGE_RESULT,
       params: [changeParam(changeId), p.varchar('changer', 128, changerOf(fence))],

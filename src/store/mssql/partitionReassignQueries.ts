@@ -3,8 +3,8 @@
 // other steps). Ids are char(36) lower-case text in the binary collation: every comparison and ORDER BY of ids is
 // SQL Server's, in byte order (m001, m013).
 import type { PartitionMove, ReassignScope } from '../partitionPorts.js';
-import { TERMINAL_SQL_LIST } from '../intentPorts.js';
-import { PARTITION_CHANGE_COLS } from '../partitionMapping.js';
+import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
+import { PARTITION_CHANGE_COLS, PREPARABLE_SQL } from '../partitionMapping.js';
 import { BIN2, p, uuidText, type SqlQuery } from './params.js';
 
 export const CHANGES = 'submission_manager_partition_changes';
@@ -18,27 +18,28 @@ export const MOVES_IN_RANGE = `IF @to IS NOT NULL AND EXISTS (SELECT 1 FROM OPEN
 /** The moves as one JSON parameter ([{intentId, partition}], ids canonical), each value checked like its column. */
 export const movesParam = (moves: PartitionMove[]) => p.nvarcharMax('moves', JSON.stringify(moves.map((m) => ({
   intentId: uuidText('moves.intentId', m.intentId), partition: p.smallint('moves.partition', m.partition).value }))));
-/** Each move joined to its intent (BIN2 ids), where the intent is not there yet: a retried batch moves nothing. */
-export const MOVE_JOIN = `FROM submission_intents AS i
+/** Each move joined to its intent (BIN2 ids; `hint`: the intents' table hint), where the intent is not there yet: a
+ *  retried batch moves nothing. */
+const moveJoin = (hint = '') => `FROM submission_intents AS i${hint}
     JOIN OPENJSON(@moves) WITH (intent_id char(36) '$.intentId', partition_no smallint '$.partition') AS m
       ON i.intent_id = m.intent_id COLLATE ${BIN2}
    WHERE i.partition_no <> m.partition_no`;
+export const MOVE_JOIN = moveJoin();
 /** A cursor column moved to @param only forward, compared in BIN2 byte order (an older batch cannot move it back). */
 export const FORWARD = (col: string, param: string) =>
   `CASE WHEN ${param} IS NOT NULL AND (${col} IS NULL OR ${param} > ${col}) THEN ${param} ELSE ${col} END`;
-const OPEN_STATUSES = "('scheduled', 'in_flight')"; // still to execute (scope `open`); TERMINAL_SQL_LIST: the rest
 
 export const partitionReassignQueries = {
   /** Up to `limit` intents of `scope` in intent_id order (BIN2: byte order, decided here in SQL) after `after`: the
-   *  primary key walked and filtered (one read of the table per pass). `finished` ignores modifiedSince; `open` adds
-   *  the rows modified since it, `all` keeps only those. Absent predicates are left out rather than OR-ed with NULL,
-   *  so the plan never carries a dead branch. */
+   *  primary key walked and filtered (one read of the table per pass). With modifiedSince, `finished` keeps the rows
+   *  modified before it, `open` adds those modified since it (so the two split the settled rows exactly), `all` keeps
+   *  only those. Absent predicates are left out rather than OR-ed with NULL, so the plan never carries a dead branch. */
   listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): SqlQuery {
-    const since = q.modifiedSince !== null && q.scope !== 'finished' ? 'last_modified_at >= @modified_since' : null;
-    const scope = q.scope === 'finished' ? `status IN ${TERMINAL_SQL_LIST}`
-      : q.scope === 'open' ? (since === null ? `status IN ${OPEN_STATUSES}` : `(status IN ${OPEN_STATUSES} OR ${since})`)
-        : since;
-    const where = [...(q.after === null ? [] : ['intent_id > @after']), ...(scope === null ? [] : [scope])];
+    const since = q.modifiedSince === null ? null : `last_modified_at ${q.scope === 'finished' ? '<' : '>='} @modified_since`;
+    const scope = q.scope === 'finished' ? [`status IN ${SETTLED_SQL_LIST}`, ...(since === null ? [] : [since])]
+      : q.scope === 'open' ? [since === null ? `status IN ${UNSETTLED_SQL_LIST}` : `(status IN ${UNSETTLED_SQL_LIST} OR ${since})`]
+        : since === null ? [] : [since];
+    const where = [...(q.after === null ? [] : ['intent_id > @after']), ...scope];
     return {
       text: `SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents${where.length ? `\n WHERE ${where.join(' AND ')}` : ''}
  ORDER BY intent_id;`,
@@ -51,11 +52,14 @@ export const partitionReassignQueries = {
   },
 
   /**
-   * The preparing pass, unfenced (only finished intents move: nothing executes one). One transaction: the change row
-   * under UPDLOCK+HOLDLOCK (two changers' batches run one at a time), nothing unless it is preparing; then each move
-   * applied where the intent is finished as the UPDATE reads it (update locks on the committed row, also under RCSI;
-   * X to commit, so a redrive waits) and not there yet; last_modified_at untouched. rows_moved += the rows moved (a
-   * retry adds 0), prepare_cursor only forward, done → pending with prepared_at. The row after COMMIT (none: no id).
+   * The preparing pass, unfenced (only settled intents with no attempt started move: nothing executes one, and no
+   * completion is still to be written in its partition). One transaction: the change row under UPDLOCK+HOLDLOCK (two
+   * changers' batches run one at a time), nothing unless it is preparing; then the settled intents among the moves
+   * locked (UPDLOCK: the committed row, also under RCSI, held to commit); then each move applied where the intent is
+   * settled with no attempt started as the UPDATE reads it (its statement snapshot, taken after those locks, holds
+   * every start of those rows: a start changes the intent row) and not there yet; last_modified_at untouched.
+   * rows_moved += the rows moved (a retry adds 0), prepare_cursor only forward, done → pending with prepared_at. The
+   * row after COMMIT (none: no id).
    */
   prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): SqlQuery {
     return {
@@ -64,13 +68,16 @@ SET XACT_ABORT ON;
 SET NOCOUNT ON;
 DECLARE @to smallint;
 DECLARE @moved int = 0;
+DECLARE @locked int = 0;
 BEGIN TRANSACTION;
 SELECT @to = to_count FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'preparing';
 ${MOVES_IN_RANGE}
 IF @to IS NOT NULL
 BEGIN
+  SELECT @locked = COUNT(*)
+    ${moveJoin(' WITH (UPDLOCK, ROWLOCK)')} AND i.status IN ${SETTLED_SQL_LIST};
   UPDATE i SET partition_no = m.partition_no
-    ${MOVE_JOIN} AND i.status IN ${TERMINAL_SQL_LIST};
+    ${MOVE_JOIN} AND ${PREPARABLE_SQL('i')};
   SET @moved = @@ROWCOUNT;
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,

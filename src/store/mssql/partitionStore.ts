@@ -88,9 +88,9 @@ export class MssqlPartitionStore implements PartitionStore {
     return rows.map((r) => ({ intentId: r.intent_id, partitionKey: r.partition_key, partition: Number(r.partition_no) }));
   }
 
-  /** Unfenced, idempotent: only finished rows not yet in their target partition are written and counted; the cursor
-   *  never moves back; once done the change is pending and a retry finds it so (unchanged). No such id: null (an id
-   *  that is not a UUID without a query, as getChange). */
+  /** Unfenced, idempotent: only settled rows with no attempt started, not yet in their target partition, are written
+   *  and counted; the cursor never moves back; once done the change is pending and a retry finds it so (unchanged). No
+   *  such id: null (an id that is not a UUID without a query, as getChange). */
   async prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
     if (!isUuidText(changeId)) return null;
     const sets = await callerBugs(this.db.run<PartitionChangeDbRow>(partitionReassignQueries.prepareIntents(changeId, moves, progress)));

@@ -1,14 +1,13 @@
 // MySQL / MariaDB: the partition changer's writes (issue 26; port: ../partitionPorts.ts). The preparing pass is
-// unfenced (it moves finished intents only); every other step is one READ COMMITTED transaction fenced by EVERY lease of `fence` (fence.ts fencedTransactionAll: the lease rows locked for share to
+// unfenced (it moves settled intents with no attempt started only); every other step is one READ COMMITTED transaction fenced by EVERY lease of `fence` (fence.ts fencedTransactionAll: the lease rows locked for share to
 // commit, one audit row per lease). Lock order, as in every fenced write: lease rows (in lease-name order), the change
 // row (FOR UPDATE: the state each step decides from), then intents in id order. A step does nothing unless the change
 // is in the state it starts from, so a retry after a lost reply (or by the next changer) finds it done.
 import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import {
-  PARTITION_CHANGE_COLS, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
+  PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
 } from '../partitionMapping.js';
-import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MyDatabase, MyQueryable } from './db.js';
 import { fencedTransactionAll, writeAudit } from './fence.js';
 import { expireHeld, lockHeld, type Locked } from './leaseStore.js';
@@ -22,6 +21,14 @@ const CHANGE = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partitio
 // (the changer holds every lease), and the next leader of an intent's NEW partition could not recover it: its epoch
 // is of another lease. last_epoch is left as it was, for the same reason.
 const IN_FLIGHT = `SELECT intent_id FROM submission_intents WHERE status = 'in_flight' ORDER BY intent_id FOR UPDATE`;
+
+// Every other intent whose attempt is abandoned (a call cancelled in flight, left by the preparing pass) gets only
+// last_modified_at bumped, before its attempt is abandoned, so the scan (rows modified since the horizon) moves it.
+// The set is stable while the changer holds every lease: no attempt starts or completes.
+const BUMP_ABANDONED = `UPDATE submission_intents AS i
+  JOIN (SELECT DISTINCT intent_id FROM submission_attempts WHERE outcome = 'started') AS s ON s.intent_id = i.intent_id
+   SET i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')}
+ WHERE i.status <> 'in_flight'`;
 
 const ABANDON = `UPDATE submission_attempts SET outcome = 'abandoned', finished_at = ${NOW},
   error = CONCAT('abandoned: the partition count changed (', ?, ' to ', ?, ') while the attempt was in flight; it may have been sent')
@@ -45,12 +52,16 @@ const pickMoves = (also: string) => `SELECT i.intent_id FROM submission_intents 
  WHERE i.intent_id IN (?) AND i.partition_no <> m.partition_no${also} ORDER BY i.intent_id FOR UPDATE`;
 const MOVE_PICK = pickMoves('');
 
-// The preparing pass picks only finished intents (re-read under the lock: one no longer finished is left out).
-const PREPARE_PICK = pickMoves(` AND i.status IN ${TERMINAL_SQL_LIST}`);
+// The preparing pass picks only settled intents with no attempt started (read under the lock: a row that no longer
+// meets that is left out).
+const PREPARE_PICK = pickMoves(` AND ${PREPARABLE_SQL('i')}`);
 
 // last_modified_at untouched (the port: every partition's next leader rebuilds).
 const MOVE = `UPDATE submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
    SET i.partition_no = m.partition_no WHERE i.intent_id IN (?)`;
+// The preparing pass's move tests the condition again in the UPDATE itself. Every picked row still meets it (locked:
+// its status stays settled, and a settled intent never gets a started attempt), so the rows moved are the picked ones.
+const PREPARE_MOVE = `${MOVE} AND ${PREPARABLE_SQL('i')}`;
 
 // The cursor only moves forward (a NULL one, the catch-up pass's, leaves it); scan_done_at is set once.
 const PROGRESS = `UPDATE submission_manager_partition_changes
@@ -101,11 +112,12 @@ export function switchCount(db: MyDatabase, fence: LeaseToken[], changeId: strin
     if (c.state !== 'pending') return { value: c, rowsWritten: 0 };
     requireWholeFence(fence, c);
     const ids = (await tx.query<{ intent_id: string }>(IN_FLIGHT)).rows.map((r) => r.intent_id);
+    const bumped = (await tx.query(BUMP_ABANDONED)).affectedRows; // the audit's count only
     const abandoned = (await tx.query(ABANDON, [c.fromCount, c.toCount])).affectedRows; // the audit's count only
     if (ids.length > 0) await tx.query(RESCHEDULE, [ids]);
     await tx.query(SET_COUNT, [c.toCount, fence[0]!.holderId.slice(0, 128)]);
     await tx.query(`UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = ${NOW} WHERE change_id = ?`, [changeId]);
-    return { value: await readChange(tx, changeId), rowsWritten: abandoned + ids.length + 2 };
+    return { value: await readChange(tx, changeId), rowsWritten: bumped + abandoned + ids.length + 2 };
   });
 }
 
@@ -114,8 +126,8 @@ const moveBatch = (moves: PartitionMove[]) => {
   return { ids, json: JSON.stringify(moves.map((m, k) => ({ id: ids[k], p: m.partition }))) };
 };
 
-/** The preparing pass's batch, unfenced: only finished intents move (locked in id order, then moved), so no lease
- *  is needed; the change row locked FOR UPDATE serialises two changers. Not preparing: unchanged, nothing written;
+/** The preparing pass's batch, unfenced: only settled intents with no attempt started move (locked in id order, then
+ *  moved), so no lease is needed; the change row locked FOR UPDATE serialises two changers. Not preparing: unchanged, nothing written;
  *  no such change: null. Idempotent: a retry picks nothing already moved and the cursor never moves back. */
 export function prepareIntents(db: MyDatabase, changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }):
 Promise<PartitionChange | null> {
@@ -126,7 +138,7 @@ Promise<PartitionChange | null> {
     if (!c || c.state !== 'preparing') return c;
     requireMovesInRange(c, moves);
     const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_PICK, [json, ids])).rows.map((r) => r.intent_id);
-    if (picked.length > 0) await tx.query(MOVE, [json, picked]);
+    if (picked.length > 0) await tx.query(PREPARE_MOVE, [json, picked]);
     await tx.query(PREPARED, [picked.length, cursor, cursor, cursor, progress.done, progress.done, changeId]);
     return readChange(tx, changeId);
   });

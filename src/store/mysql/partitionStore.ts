@@ -6,7 +6,7 @@ import type {
   PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope,
   RequestChangeOutcome,
 } from '../partitionPorts.js';
-import { OPEN_SQL_LIST, TERMINAL_SQL_LIST } from '../intentPorts.js';
+import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import { dbTime, type MyDatabase } from './db.js';
 import { claimChange, completeChange, moveIntents, prepareIntents, switchCount } from './partitionChanges.js';
@@ -35,11 +35,13 @@ const INSERT_CHANGE = `INSERT INTO submission_manager_partition_changes (change_
 VALUES (?, ?, ?, 'preparing', ${NOW}, ?)`;
 
 // The scopes that walk the primary key from the cursor and filter (one read of the table per pass); `?` is
-// modifiedSince. Scope `all` with modifiedSince reads the partition index instead (listForReassign).
+// modifiedSince. Scope `all` with modifiedSince reads the partition index instead (listForReassign). With
+// modifiedSince, `finished` and `open` split the settled rows at it exactly (< and >=): each row is in one.
+const SINCE = 'CAST(? AS DATETIME(6))';
 const REASSIGN_FILTER: Record<ReassignScope, { plain: string; since: string }> = {
-  finished: { plain: `status IN ${TERMINAL_SQL_LIST}`, since: `status IN ${TERMINAL_SQL_LIST}` },
-  open: { plain: `status IN ${OPEN_SQL_LIST}`, since: `(status IN ${OPEN_SQL_LIST} OR last_modified_at >= CAST(? AS DATETIME(6)))` },
-  all: { plain: 'TRUE', since: 'last_modified_at >= CAST(? AS DATETIME(6))' },
+  finished: { plain: `status IN ${SETTLED_SQL_LIST}`, since: `status IN ${SETTLED_SQL_LIST} AND last_modified_at < ${SINCE}` },
+  open: { plain: `status IN ${UNSETTLED_SQL_LIST}`, since: `(status IN ${UNSETTLED_SQL_LIST} OR last_modified_at >= ${SINCE})` },
+  all: { plain: 'TRUE', since: `last_modified_at >= ${SINCE}` },
 };
 
 const toCount = (r: CountDbRow): PartitionCount =>
@@ -114,7 +116,7 @@ export class MysqlPartitionStore implements PartitionStore {
       const max = (await this.db.query<{ m: number | null }>('SELECT MAX(partition_no) AS m FROM submission_intents')).rows[0]?.m;
       if (max === null || max === undefined) return [];
       text = `SELECT intent_id, partition_key, partition_no FROM submission_intents FORCE INDEX (ix_intents_partition_modified)
-        WHERE partition_no IN (?) AND last_modified_at >= CAST(? AS DATETIME(6)) AND intent_id > ? ORDER BY intent_id LIMIT ?`;
+        WHERE partition_no IN (?) AND last_modified_at >= ${SINCE} AND intent_id > ? ORDER BY intent_id LIMIT ?`;
       params = [Array.from({ length: Number(max) + 1 }, (_, p) => p), dbTime(q.modifiedSince), after, q.limit];
     } else {
       const filter = REASSIGN_FILTER[q.scope][q.modifiedSince === null ? 'plain' : 'since'];

@@ -1,14 +1,14 @@
 // PostgreSQL: the partition changer's writes (issue 26; port: ../partitionPorts.ts). The preparing pass runs
-// unfenced (it moves finished intents only); every other step runs in one transaction fenced by every lease of `fence` (fence.ts fencedByAll: all rows FOR SHARE, or FOR NO KEY UPDATE where
+// unfenced (it moves settled intents with no attempt started only); every other step runs in one transaction fenced by every lease of `fence` (fence.ts fencedByAll: all rows FOR SHARE, or FOR NO KEY UPDATE where
 // the transaction releases them), locks the change row FOR UPDATE, and does nothing unless the change is in the
 // state the step starts from: a retry after a lost reply, or by the next changer, finds the step done and returns
 // the change as it is.
 import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import {
-  PARTITION_CHANGE_COLS, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
+  PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
 } from '../partitionMapping.js';
-import { TERMINAL_SQL_LIST } from '../intentPorts.js';
+import { SETTLED_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase, PgQueryable } from './db.js';
 import { fencedByAll, tokenArrays } from './fence.js';
 import { BUDGET } from './rows.js';
@@ -22,6 +22,9 @@ const CLAIM = `UPDATE submission_manager_partition_changes SET changer = $2, cla
 // budget is spent, as orphan recovery does: an abandoned attempt counts as sent). No executor can hold a partition
 // now (the changer holds every lease), and the next leader of an intent's NEW partition could not recover it: its
 // epoch is of another lease, not comparable with the attempt's. last_epoch is left as it was, for the same reason.
+// Every other intent whose attempt is abandoned (a call cancelled in flight, left by the preparing pass) gets only
+// last_modified_at bumped, so the scan (rows modified since the horizon) moves it; the two updates' rows are disjoint
+// by status, so no row is updated twice in the statement.
 const RECOVER_IN_FLIGHT = `/* sm:partition_recover */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 abandoned AS (
@@ -41,8 +44,14 @@ recovered AS (
     FROM now
    WHERE i.status = 'in_flight'
   RETURNING i.intent_id
+),
+bumped AS (
+  UPDATE submission_intents i SET last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond')
+    FROM now
+   WHERE i.intent_id IN (SELECT intent_id FROM abandoned) AND i.status <> 'in_flight'
+  RETURNING i.intent_id
 )
-SELECT (SELECT count(*) FROM abandoned)::int + (SELECT count(*) FROM recovered)::int AS written`;
+SELECT (SELECT count(*) FROM abandoned)::int + (SELECT count(*) FROM recovered)::int + (SELECT count(*) FROM bumped)::int AS written`;
 
 const SWITCH = `/* sm:partition_switch */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
@@ -55,12 +64,13 @@ recorded AS (
 UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t
   FROM now WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
 
-// The moves ($2 intent ids, $3 partitions) of the rows among `among` not yet in their target partition: a retried
-// batch writes and counts nothing. last_modified_at untouched (the port: every partition's next leader rebuilds).
-const movedCte = (among: string) => `moved AS (
+// The moves ($2 intent ids, $3 partitions) of the rows among `among` (and meeting `also`) not yet in their target
+// partition: a retried batch writes and counts nothing. last_modified_at untouched (the port: every partition's next
+// leader rebuilds).
+const movedCte = (among: string, also = '') => `moved AS (
   UPDATE submission_intents i SET partition_no = m.partition_no
     FROM unnest($2::uuid[], $3::int[]) AS m(intent_id, partition_no)
-   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY(${among}) AND i.partition_no <> m.partition_no
+   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY(${among}) AND i.partition_no <> m.partition_no${also}
   RETURNING 1
 )`;
 
@@ -73,14 +83,16 @@ UPDATE submission_manager_partition_changes
  WHERE change_id = $1
 RETURNING ${PARTITION_CHANGE_COLS}, (SELECT count(*) FROM moved)::int AS moved`;
 
-// The preparing pass's batch: the finished intents among the moves, locked in id order (a concurrent purge or status
-// change waits, or we wait for it; a row no longer finished once its lock is granted is left out), then moved.
+// The preparing pass's batch: the settled intents among the moves, locked in id order (a concurrent purge or status
+// change waits, or we wait for it; a row no longer settled once its lock is granted is left out), then moved.
 const PREPARE_LOCK = `SELECT intent_id FROM submission_intents
-  WHERE intent_id = ANY($1::uuid[]) AND status IN ${TERMINAL_SQL_LIST} ORDER BY intent_id FOR UPDATE`;
+  WHERE intent_id = ANY($1::uuid[]) AND status IN ${SETTLED_SQL_LIST} ORDER BY intent_id FOR UPDATE`;
 
-// Only the rows locked above ($6) move. The cursor only moves forward; done ends the pass once.
+// Only the rows locked above ($6) move, and only those with no attempt started: tested by the UPDATE itself, whose
+// snapshot (taken after the locks were granted) holds every start of those rows (a start changes the intent row).
+// The cursor only moves forward; done ends the pass once.
 const PREPARE = `/* sm:partition_prepare */
-WITH ${movedCte('$6::uuid[]')}
+WITH ${movedCte('$6::uuid[]', ` AND ${PREPARABLE_SQL('i')}`)}
 UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + (SELECT count(*) FROM moved), prepare_cursor = GREATEST(prepare_cursor, $4::uuid),
        state = CASE WHEN $5::boolean THEN 'pending' ELSE state END,
@@ -157,17 +169,17 @@ export class PgPartitionChanges {
     });
   }
 
-  /** Unfenced: only finished intents move (locked, then moved), so no lease is needed; the change row locked FOR
-   *  UPDATE serialises two changers' batches. Not preparing: returned as it is, nothing written. */
+  /** Unfenced: only settled intents with no attempt started move (locked, then moved), so no lease is needed; the
+   *  change row locked FOR UPDATE serialises two changers' batches. Not preparing: returned as it is, nothing written. */
   prepare(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
     return this.db.transaction(async (tx) => {
       const c = await lockChangeIfAny(tx, changeId);
       if (!c || c.state !== 'preparing') return c;
       requireMovesInRange(c, moves);
       const ids = moves.map((m) => m.intentId);
-      const finished = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_LOCK, [ids])).rows.map((r) => r.intent_id);
+      const settled = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_LOCK, [ids])).rows.map((r) => r.intent_id);
       const r = await tx.query<PartitionChangeDbRow>(PREPARE, [changeId, ids, moves.map((m) => m.partition), progress.cursor,
-        progress.done, finished]);
+        progress.done, settled]);
       return one(r.rows);
     });
   }

@@ -6,7 +6,7 @@ import type {
   PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope,
   RequestChangeOutcome,
 } from '../partitionPorts.js';
-import { OPEN_SQL_LIST, TERMINAL_SQL_LIST } from '../intentPorts.js';
+import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { PgDatabase } from './db.js';
@@ -45,9 +45,10 @@ RETURNING ${PARTITION_CHANGE_COLS}`;
 
 // Every scope walks the primary key from the cursor and filters (one read of the table per pass; no index leads with
 // status or last_modified_at since migration 010). $3 (modifiedSince) is passed only where the filter names it.
+// With modifiedSince, `finished` and `open` split the settled rows at it exactly (< and >=): each row is in one.
 const REASSIGN_FILTER: Record<ReassignScope, { plain: string; since: string }> = {
-  finished: { plain: `status IN ${TERMINAL_SQL_LIST}`, since: `status IN ${TERMINAL_SQL_LIST}` },
-  open: { plain: `status IN ${OPEN_SQL_LIST}`, since: `(status IN ${OPEN_SQL_LIST} OR last_modified_at >= $3)` },
+  finished: { plain: `status IN ${SETTLED_SQL_LIST}`, since: `status IN ${SETTLED_SQL_LIST} AND last_modified_at < $3` },
+  open: { plain: `status IN ${UNSETTLED_SQL_LIST}`, since: `(status IN ${UNSETTLED_SQL_LIST} OR last_modified_at >= $3)` },
   all: { plain: 'true', since: 'last_modified_at >= $3' },
 };
 const reassignRead = (filter: string) =>
@@ -129,8 +130,8 @@ export class PgPartitionStore implements PartitionStore {
     return r.rows.map((x) => ({ intentId: x.intent_id, partitionKey: x.partition_key, partition: Number(x.partition_no) }));
   }
 
-  /** Idempotent: only finished rows not yet in their target partition are written and counted; the cursor never moves
-   *  back; once done the change is pending and a retry finds it so (unchanged). */
+  /** Idempotent: only settled rows with no attempt started, not yet in their target partition, are written and
+   *  counted; the cursor never moves back; once done the change is pending and a retry finds it so (unchanged). */
   prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
     return this.changes.prepare(changeId, moves, progress);
   }
