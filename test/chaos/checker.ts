@@ -185,8 +185,10 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     const byLength = h.faultLengthBound && f.victimWasLeader && h.faultLengthBound.kinds.includes(f.kind)
       ? (f.endedAt - f.measureFrom + tickMs + h.faultLengthBound.slackMs) / h.leaseMs : 0;
     const bound = Math.max(h.resumeBoundByKind?.[f.kind] ?? h.resumeBound, byLength);
-    // A change's resume (from its completion) that another fault interrupted: that fault's own rule judges it.
-    const interrupted = f.kind === 'partition_change' && h.faults.some((g) => g.kind !== 'partition_change' && g.startedAt > from && g.startedAt < (at ?? Number.POSITIVE_INFINITY));
+    // A resume measured from a change's completion (the change's own, or a fault's whose recovery it interrupted)
+    // that another fault cut into (active at the completion or begun before the resume): that fault's rule judges it.
+    const interrupted = (f.kind === 'partition_change' || change !== null) && h.faults.some((g) => g !== f && g.kind !== 'partition_change' &&
+      g.startedAt < (at ?? Number.POSITIVE_INFINITY) && Math.max(g.endedAt, g.startedAt) > from);
     if (!interrupted && (ratio === null || ratio > bound)) {
       fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}${on ? `, partitions ${f.partitions!.join(',')}` : ''}): ` +
         `${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`}${change ? ` (after partition change ${change.changeId} completed)` : ''} > bound ${bound.toFixed(2)}`);

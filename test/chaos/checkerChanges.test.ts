@@ -153,6 +153,20 @@ describe('chaos checker, a change of the partition count (issue 26)', () => {
     expect(found(slow).filter((v) => v.check === 'liveness').map((v) => v.message)).toEqual([expect.stringMatching(/^stop \(killed h2, .*resumed after 5800 ms/)]);
   });
 
+  it('liveness of a fault deferred to a change\'s completion: another fault active at the completion judges the resume instead', () => {
+    const slow = clean();
+    slow.faults.push(kill({})); // judged from the change's completion (12 000)
+    slow.audit.find((a) => a.seq === 33)!.atMs = 17_500; // no start on any partition for 5.5 s after the completion
+    slow.audit.find((a) => a.seq === 34)!.atMs = 17_500;
+    slow.audit.find((a) => a.seq === 35)!.atMs = 17_500;
+    slow.attempts[1]!.startedAtMs = 17_500;
+    expect(found(slow).filter((v) => v.check === 'liveness').map((v) => v.message)).toContainEqual(expect.stringMatching(/^kill \(killed h2, .*after partition change c1 completed/));
+    // A blackhole of the new leader from before the completion until after it: the blackhole's rule judges the resume.
+    slow.faults.push(kill({ kind: 'proxy_blackhole', startedAt: 11_500, endedAt: 14_500, measureFrom: 11_500, victim: 'h1', partitions: [0, 1, 2],
+      exclude: null, detail: 'blackholed h1' }));
+    expect(found(slow).filter((v) => v.check === 'liveness').map((v) => v.message)).not.toContainEqual(expect.stringMatching(/^kill /));
+  });
+
   it('partition_isolation: a pause of the other partitions by a change is the change\'s, not the fault\'s', () => {
     const h = clean();
     h.faults.push(kill({ partitions: [0], victim: 'h1', exclude: { holderId: 'h1', until: Number.POSITIVE_INFINITY } }));
