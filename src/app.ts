@@ -143,7 +143,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const timerMode = opts.timerMode ?? 'singleton';
   // While a change of the count is active, every partition this process leads hands back (drains, then releases) and
   // none acquires; the changer takes them all. Read every refresh interval where timers run.
-  const layout = new PartitionLayoutWatch(stores.partitions, initialLayout, config.schedule.refreshIntervalMs, clock, logger, {
+  const layout = new PartitionLayoutWatch(stores.partitions, initialLayout, config.schedule.refreshIntervalMs, logger, {
     changeStarted: () => partitions.forEach((p) => p.ops.requestHandBack()),
     changeEnded: () => partitions.forEach((p) => p.ops.cancelHandBack()),
   });
@@ -278,13 +278,12 @@ export async function runPartitionTimer(app: App, partition: number, isPastDue: 
   // budget would look past the occurrence this invocation must leave free), and within functionTimeout.
   const { invocationLimitMs, closingReserveMs, handoffMs } = app.config.executor;
   const stepsEndBy = app.clock.nowMs() + Math.min(invocationLimitMs - closingReserveMs, app.tickBudget.nextOccurrenceInMs() - handoffMs);
-  const deadline = () => stepsEndBy;
   const tick = runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
   // A change's preparing step runs beside partition 0's tick (execution goes on, and a leader's tick lasts the whole
   // period); past it, the changer steps after the tick, which has handed partition 0 back by then.
-  const preparing = partition === 0 && app.layout.active()?.state === 'preparing' ? changerStep(app, deadline()) : null;
+  const preparing = partition === 0 && app.layout.active()?.state === 'preparing' ? changerStep(app, stepsEndBy) : null;
   await Promise.all([tick, preparing]);
-  if (partition === 0 && app.layout.active() !== null) await changerStep(app, deadline());
+  if (partition === 0 && app.layout.active() !== null) await changerStep(app, stepsEndBy);
 }
 
 /** One step of the partition changer, on a layout read now, until `deadlineMs` (app.clock). */

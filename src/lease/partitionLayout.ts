@@ -5,7 +5,6 @@
 //   the handover path, then release); when it is gone, `changeEnded` (hand-backs cancelled, the new count in force).
 // Liveness only: safety never rests on this read (the changer holds every lease while rows move, and every write is
 // fenced), so a stale or failed read costs time, never a duplicate.
-import type { Clock } from './clock.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { PartitionChange, PartitionLayout, PartitionStore } from '../store/partitionPorts.js';
@@ -18,18 +17,14 @@ export interface LayoutHooks {
 export class PartitionLayoutWatch {
   private timer: NodeJS.Timeout | null = null;
   private reading: Promise<PartitionLayout> | null = null;
-  private readAtMs: number;
 
   constructor(
     private readonly store: Pick<PartitionStore, 'readLayout'>,
     private layout: PartitionLayout,
     private readonly pollMs: number,
-    private readonly clock: Clock,
     private readonly log: Logger,
     private readonly hooks: LayoutHooks,
-  ) {
-    this.readAtMs = clock.nowMs();
-  }
+  ) {}
 
   /** Start reading every pollMs (timers of this process may lead). The first layout's change, if any, applies now. */
   start(): void {
@@ -51,11 +46,6 @@ export class PartitionLayoutWatch {
   /** The change in progress as last read (null: none). */
   active(): PartitionChange | null {
     return this.layout.active;
-  }
-
-  /** The layout as last read. */
-  current(): PartitionLayout {
-    return this.layout;
   }
 
   /** May partition k's lease manager acquire now? Not while a change drains (past its preparing step: only the
@@ -85,15 +75,9 @@ export class PartitionLayoutWatch {
     return this.refresh();
   }
 
-  /** A layout no older than maxAgeMs (read again if it is). */
-  async fresh(maxAgeMs: number): Promise<PartitionLayout> {
-    return this.clock.nowMs() - this.readAtMs <= maxAgeMs ? this.layout : this.refresh();
-  }
-
   private apply(next: PartitionLayout): void {
     const before = this.layout;
     this.layout = next;
-    this.readAtMs = this.clock.nowMs();
     const was = before.active?.changeId ?? null;
     const now = next.active?.changeId ?? null;
     if (draining(next) && !(draining(before) && was === now)) {
