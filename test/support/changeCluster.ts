@@ -34,15 +34,15 @@ export const LEASE_NAMES = partitionLeaseNames(settingsSchema.shape.LEASE_NAME.p
 /**
  * The longest execution may pause around a change, from the settings (no other wall-clock speed is asserted):
  * the drain — leaders see the change (refresh), hand back at a tick, their calls in flight end (provider timeout)
- * and are written (settle window) — then one tick (partition 0's timer runs the changer: it takes the released leases
- * and switches), COMMIT_GRACE_MS and one tick (the catch-up pass waits for inserts that read the old count, at an
- * invocation), then refresh + one tick (the leaders see the completion and acquire at their next tick).
+ * and are written (settle window) — then one tick (partition 0's timer runs the changer: it takes the released leases,
+ * switches, moves the rows and completes; the switch itself waits for inserts in flight, so no commit grace), then
+ * refresh + one tick (the leaders see the completion and acquire at their next tick).
  */
 export function pauseBoundMs(env: Record<string, string> = CHANGE_ENV): { drainMs: number; boundMs: number } {
   const tick = shortestPeriodMs(env.EXECUTOR_SCHEDULE!);
   const refresh = Number(env.SCHEDULE_REFRESH_INTERVAL_MS);
   const drainMs = refresh + tick + Number(env.PROVIDER_TIMEOUT_MS) + settleWindowMs(Number(env.DB_STATEMENT_TIMEOUT_MS));
-  return { drainMs, boundMs: drainMs + tick + Number(env.COMMIT_GRACE_MS) + tick + refresh + tick };
+  return { drainMs, boundMs: drainMs + tick + refresh + tick };
 }
 
 /** A provider failing 20 % with 503 (seeded), answering after 5–30 ms; its record as the campaign provider's. */

@@ -11,7 +11,7 @@
 import { it } from 'vitest';
 import type { Fenced, LeaseToken } from '../../src/store/ports.js';
 import type { Stores } from '../../src/store/stores.js';
-import type { AttemptOutcome, AttemptRow, IntentContract, IntentRow, IntentStatus } from '../../src/store/intentPorts.js';
+import type { AttemptOutcome, AttemptRow, IntentContract, IntentRow, IntentStatus, NewIntent } from '../../src/store/intentPorts.js';
 import type { PgTestDatabase } from './localHostProcess.js';
 import type { HeldLock } from './heldLock.js';
 import { pglite, postgres } from './pgHarness.js';
@@ -77,6 +77,9 @@ export interface DialectContext {
   /** On a separate connection: BEGIN and lock the intent's row (FOR UPDATE) until the returned function is called
    *  (it commits). Resolves once the lock is held. Not possible on PGlite (one session). */
   lockIntentRow?(intentId: string): Promise<() => Promise<void>>;
+  /** On a separate connection: BEGIN and the dialect's own intake insert of `n`, left uncommitted (its locks held) until
+   *  commit() is called. Resolves once inserted, with the partition it took. Not possible on PGlite (one session). */
+  insertHeldOpen(n: NewIntent): Promise<{ partition: number; commit: () => Promise<void> }>;
   /** From now on, record every version (last_modified_at text) that UPDATEs give `intentId`. */
   startVersionLog(intentId: string): Promise<void>;
   /** The versions recorded since startVersionLog, in update order, as full-precision database text. */

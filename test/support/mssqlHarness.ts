@@ -10,6 +10,8 @@ import type { DatabaseTarget } from '../../src/config.js';
 import type { Stores } from '../../src/store/stores.js';
 import { createMssqlStores, openMssqlPool, type MssqlDatabase } from '../../src/store/mssql/index.js';
 import type { MssqlRunner } from '../../src/store/mssql/db.js';
+import { MssqlIntentStore } from '../../src/store/mssql/intentStore.js';
+import { holdTransaction } from './heldLock.js';
 import { fencedTransaction } from '../../src/store/mssql/fence.js';
 import { BIN2, p, type SqlParam, type SqlQuery } from '../../src/store/mssql/params.js';
 import {
@@ -235,6 +237,15 @@ SELECT COUNT(*) AS stolen FROM @s;`,
           params: [p.varchar('lease_name', 64, leaseName), p.varchar('holder_id', 128, holderId)],
         });
         if (Number(r?.stolen) !== 1) throw new Error(`stealLease: no lease ${leaseName}`);
+      },
+      async insertHeldOpen(n) {
+        // Its own pool (one connection); the insert's own BEGIN/COMMIT nest inside this transaction (locks held).
+        const db = await open(target, 1, dbName);
+        let partition = -1;
+        const commit = await holdTransaction<MssqlRunner>((fn) => db.transaction(fn), async (tx) => {
+          partition = (await new MssqlIntentStore(tx).insert(n)).intent.partition;
+        }, () => db.close());
+        return { partition, commit };
       },
       async holdLateReschedule(intentId, holdMs) {
         // Its own pool (one connection), so the open transaction never borrows a connection the test needs.

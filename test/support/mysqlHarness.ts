@@ -8,6 +8,7 @@ import type { IntentStatus } from '../../src/store/intentPorts.js';
 import { openMysqlPool, type MyDatabase, type MyQueryable } from '../../src/store/mysql/db.js';
 import { holdTransaction } from './heldLock.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
+import { MysqlIntentStore } from '../../src/store/mysql/intentStore.js';
 import { fencedTransaction, nextSeq, writeAudit } from '../../src/store/mysql/fence.js';
 import { ATTEMPT_COLS, INTENT_COLS, NOW, toAttempt, toIntent, utcText, type AttemptDbRow, type IntentDbRow } from '../../src/store/mysql/rows.js';
 import type { DialectContext, DialectHarness } from './dialects.js';
@@ -207,6 +208,15 @@ export const mysql: DialectHarness = {
           const [r] = (await tx.query<{ n: number }>('SELECT COUNT(*) AS n FROM submission_intents WHERE intent_id = ? FOR UPDATE', [intentId])).rows;
           if (Number(r!.n) !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
         }, () => db.close());
+      },
+      async insertHeldOpen(n) {
+        const db = open(1, dbName);
+        let partition = -1;
+        const commit = await holdTransaction<MyQueryable>((fn) => db.transaction(fn), async (tx) => {
+          // The store's insert runs only single statements: the transaction's connection stands in for the pool.
+          partition = (await new MysqlIntentStore(tx as MyDatabase).insert(n)).intent.partition;
+        }, () => db.close());
+        return { partition, commit };
       },
       async startVersionLog(intentId) {
         // A test-only trigger records every version the row takes.

@@ -12,6 +12,7 @@ import {
 import { fromPglite, openPgPool, type PgDatabase, type PgQueryable } from '../../src/store/postgres/db.js';
 import { holdTransaction } from './heldLock.js';
 import { createPostgresStores } from '../../src/store/postgres/index.js';
+import { PgIntentStore } from '../../src/store/postgres/intentStore.js';
 import { fencedTransaction } from '../../src/store/postgres/fence.js';
 import type { DialectContext, DialectHarness, SqlFaults } from './dialects.js';
 import { createPgDatabase } from './localHostProcess.js';
@@ -146,6 +147,15 @@ function pgContext(o: PgContextOptions): DialectContext {
         const r = await tx.query('SELECT intent_id FROM submission_intents WHERE intent_id = $1 FOR UPDATE', [intentId]);
         if (r.rowCount !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
       }, () => db.close());
+    },
+    async insertHeldOpen(n) {
+      if (!o.separateConnection) throw new Error(`${o.name}: one session only; it cannot hold a transaction open while others wait`);
+      const db = o.separateConnection();
+      let partition = -1;
+      const commit = await holdTransaction<PgQueryable>((fn) => db.transaction(fn), async (tx) => {
+        partition = (await new PgIntentStore(tx).insert(n)).intent.partition;
+      }, () => db.close());
+      return { partition, commit };
     },
     async startVersionLog(intentId) {
       // A test-only trigger records every version the row takes, so nothing slows the updates down.

@@ -6,7 +6,7 @@
 //     POST /api/ops/partitions to another process. Every intent succeeds, none is executed twice (one 2xx received
 //     per intent, no call after it), attempt numbers stay contiguous, intents sharing a partitionKey are first started
 //     in submit order (key_order), and execution pauses around each change at most the bound its settings give
-//     (pauseBoundMs: the drain, the changer's tick, the catch-up's commit grace and tick, the leaders' next tick).
+//     (pauseBoundMs: the drain, the changer's tick, the leaders' next tick).
 //  2. Kill at each step: two processes, 2 500 more intents seeded not yet due (a scan takes three batches), five
 //     changes in a row (6 → 4 → 3 → 5 → 2 → 6), each held between two steps by a row lock the next step's statement
 //     needs (test/support/changeKill.ts): while preparing, after the claim, after the switch, mid-reassignment, before
@@ -103,7 +103,9 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
     const arrivals = records.map((r) => r.arrivedAt);
     const pauses = underLoad.map((id) => {
       const c = history.partitionChanges!.find((x) => x.changeId === id)!;
-      return { change: `${c.fromCount} → ${c.toCount}`, pauseMs: arrivalGap(arrivals, c), switchToCompleteMs: c.completedAtMs! - c.switchedAtMs!, rowsMoved: c.rowsMoved };
+      const resumedAt = Math.min(...arrivals.filter((t) => t >= c.completedAtMs!));
+      return { change: `${c.fromCount} → ${c.toCount}`, pauseMs: arrivalGap(arrivals, c), switchToCompleteMs: c.completedAtMs! - c.switchedAtMs!,
+        switchToResumeMs: Math.round(resumedAt - c.switchedAtMs!), rowsMoved: c.rowsMoved };
     });
     console.log(`[partitionChange ${server.name}] pauses (bound ${boundMs} ms, drain ${drainMs} ms): ${JSON.stringify(pauses)}`);
     // (null: no arrival before the switch or after the completion — nothing executed between the changes.)

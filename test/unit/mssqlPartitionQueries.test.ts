@@ -85,13 +85,14 @@ describe('partition change statements', () => {
     expect(param(q.requestChange(8, 'ops', ID), 'to_count')!.type).toEqual(sql.SmallInt());
   });
 
-  it('switchCount: only a pending change (re-read under UPDLOCK, HOLDLOCK); other intents with a started attempt bumped, started attempts abandoned, in_flight intents due now (bumped), the count := to_count, then reassigning', () => {
+  it('switchCount: only a pending change (re-read under UPDLOCK, HOLDLOCK); the count := to_count first (it waits for inserts in flight); other intents with a started attempt bumped, started attempts abandoned, in_flight intents due now (bumped), then reassigning', () => {
     const t = q.switchCount(fence, ID).text;
     const at = (s: string) => t.indexOf(s);
     const steps = [
       "SELECT @to = to_count, @m = CASE WHEN from_count > to_count THEN from_count ELSE to_count END FROM submission_manager_partition_changes WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';",
       'IF @m IS NOT NULL AND @fence_n < @m\n  THROW 51001, ',
       'IF @to IS NOT NULL',
+      'SET partition_count = @to, recorded_at = @now, recorded_by = @changer',
       'UPDATE i\n     SET last_modified_at = CASE WHEN @now > i.last_modified_at THEN @now ELSE DATEADD(nanosecond, 100, i.last_modified_at) END\n    FROM submission_intents AS i\n',
       "   WHERE i.status <> 'in_flight'\n     AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = i.intent_id AND a.outcome = 'started');\n  SET @bumped = @@ROWCOUNT;",
       "UPDATE submission_attempts\n     SET outcome = 'abandoned', finished_at = @now,",
@@ -99,7 +100,6 @@ describe('partition change statements', () => {
       "UPDATE i\n     SET status = CASE WHEN ",
       'next_attempt_at = @now, last_modified_at = CASE WHEN @now > i.last_modified_at THEN @now ELSE DATEADD(nanosecond, 100, i.last_modified_at) END,',
       "   WHERE i.status = 'in_flight';",
-      'SET partition_count = @to, recorded_at = @now, recorded_by = @changer',
       "UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = @now WHERE change_id = @change_id AND state = 'pending';",
     ];
     for (const s of steps) expect(at(s), s).toBeGreaterThan(0);
@@ -191,11 +191,11 @@ describe('partition change statements', () => {
 });
 
 describe('intake: the partition in the INSERT', () => {
-  it('the explicit partition, else the hash mod the recorded count (1 if none; bigint arithmetic), else 0; the count read without a lock', () => {
+  it('the explicit partition, else the hash mod the recorded count (1 if none; bigint arithmetic), else 0; the count read with a shared lock held to the commit', () => {
     const t = intentQueries.insert({ intentId: ID, idempotencyKey: null, requestHash: 'a'.repeat(64), contract, maxAttempts: 3, notBefore: null,
       partitionHash: 123 }).text;
-    expect(t).toMatch(/last_modified_at, partition_no, partition_key\)\nSELECT [\s\S]*COALESCE\(@partition_no,\s+@partition_hash % ISNULL\(\(SELECT partition_count FROM submission_manager_partition_count WHERE id = 1\), 1\),\s+0\),\s+@partition_key\n WHERE/);
-    expect(t).not.toMatch(/submission_manager_partition_count WITH/);
+    expect(t).toMatch(/last_modified_at, partition_no, partition_key\)\nSELECT [\s\S]*COALESCE\(@partition_no,\s+@partition_hash % ISNULL\(\(SELECT partition_count FROM submission_manager_partition_count WITH \(REPEATABLEREAD\) WHERE id = 1\), 1\),\s+0\),\s+@partition_key\n WHERE/);
+    expect(t.match(/submission_manager_partition_count WITH \(REPEATABLEREAD\)/g)).toHaveLength(1);
     expect(t).toMatch(/SELECT CAST\(1 AS bit\) AS created, [^;]*partition_no[^;]* FROM submission_intents WHERE intent_id = @intent_id;/);
   });
 });

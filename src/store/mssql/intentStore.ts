@@ -13,8 +13,9 @@ export const intentQueries = {
    * Idempotent insert. The NOT EXISTS probe takes UPDLOCK+SERIALIZABLE on the key's range in the filtered
    * unique index, so a concurrent insert with the same key waits for our commit and then finds our row
    * (like ON CONFLICT DO NOTHING). One result set: `created` + the stored row (ours, or the one holding the key).
-   * Partition (issue 26): the explicit one, else partitionHash (bigint) mod the recorded count (1 if none), read by this
-   * statement without a lock (hot path; a change's catch-up pass re-checks rows that read the old count), else 0.
+   * Partition (issue 26): the explicit one, else partitionHash (bigint) mod the recorded count (1 if none), else 0. The
+   * count row is read with a shared lock held to the commit (REPEATABLEREAD; a locking read under RCSI too): a change's
+   * switch, which updates the row, waits for inserts in flight, and an insert begun meanwhile reads the new count.
    */
   insert(n: NewIntent): SqlQuery {
     return {
@@ -29,7 +30,7 @@ INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contra
 SELECT @intent_id, @idempotency_key, @request_hash, @contract, 'scheduled', 0,
        @max_attempts, COALESCE(@not_before, @now), @now, @now,
        COALESCE(@partition_no,
-                @partition_hash % ISNULL((SELECT partition_count FROM submission_manager_partition_count WHERE id = 1), 1),
+                @partition_hash % ISNULL((SELECT partition_count FROM submission_manager_partition_count WITH (REPEATABLEREAD) WHERE id = 1), 1),
                 0),
        @partition_key
  WHERE @idempotency_key IS NULL

@@ -120,7 +120,7 @@ SET @rows_written = @@ROWCOUNT;`,
    * every intent whose attempt is abandoned gets its last_modified_at bumped as every intent write does (any other
    * status first, before its attempt is abandoned: a call cancelled in flight, which the preparing pass left, so the
    * scan of rows modified since the horizon moves it); the count row becomes to_count (inserted if missing, as the
-   * lease acquire does).
+   * lease acquire does), first: no insert commits with the old count after the switch (intentStore.ts).
    */
   switchCount(fence: LeaseToken[], changeId: string): SqlQuery {
     return buildFencedBatchAll(fence, 'partition_switch', {
@@ -136,6 +136,15 @@ SELECT @to = to_count, @m = ${WIDEST} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) W
 ${WHOLE_FENCE}
 IF @to IS NOT NULL
 BEGIN
+  -- The count row first: its update waits for inserts in flight (they hold a shared lock on it to their commit) before
+  -- this batch locks any intent, and inserts begun meanwhile wait for this commit and read the new count.
+  UPDATE submission_manager_partition_count WITH (UPDLOCK, SERIALIZABLE)
+     SET partition_count = @to, recorded_at = @now, recorded_by = @changer
+   WHERE id = 1;
+  IF @@ROWCOUNT = 0
+    INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by)
+    SELECT 1, @to, @now, @changer
+     WHERE NOT EXISTS (SELECT 1 FROM submission_manager_partition_count WITH (UPDLOCK, SERIALIZABLE) WHERE id = 1);
   UPDATE i
      SET last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}
     FROM submission_intents AS i
@@ -155,13 +164,6 @@ BEGIN
     FROM submission_intents AS i
    WHERE i.status = 'in_flight';
   SET @recovered = @@ROWCOUNT;
-  UPDATE submission_manager_partition_count WITH (UPDLOCK, SERIALIZABLE)
-     SET partition_count = @to, recorded_at = @now, recorded_by = @changer
-   WHERE id = 1;
-  IF @@ROWCOUNT = 0
-    INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by)
-    SELECT 1, @to, @now, @changer
-     WHERE NOT EXISTS (SELECT 1 FROM submission_manager_partition_count WITH (UPDLOCK, SERIALIZABLE) WHERE id = 1);
   UPDATE ${CHANGES} SET state = 'reassigning', switched_at = @now WHERE change_id = @change_id AND state = 'pending';
   SET @switched = @@ROWCOUNT;
   SET @rows_written = @bumped + @settled + @recovered + @switched;

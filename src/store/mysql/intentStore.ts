@@ -7,13 +7,14 @@ import { dbTime, type MyDatabase, type MyQueryable } from './db.js';
 import { ATTEMPT_COLS, INTENT_COLS, NEXT_MODIFIED, NOW, idParam, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
 // partition_no: the explicit partition, else partitionHash mod the count recorded when the statement runs (1 if none
-// yet), else 0 (issue 26). INSERT … SELECT, not VALUES: under READ COMMITTED InnoDB reads the count row of an
-// INSERT … SELECT consistently (no lock), where a subquery in VALUES would take a shared lock and wait for a change's
-// request or switch holding the row.
+// yet), else 0 (issue 26). The count row is read with a shared lock held to the commit: a change's switch (which
+// updates the row) waits for inserts in flight, and an insert begun meanwhile waits for the switch and reads the new
+// count, so no insert commits with the old count after the switch. Shared locks do not wait for each other.
 const INSERT = `INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
   max_attempts, next_attempt_at, created_at, last_modified_at, partition_no, partition_key)
 SELECT ?, ?, ?, ?, 'scheduled', 0, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW}), ${NOW}, ${NOW},
-  COALESCE(?, ? MOD COALESCE((SELECT partition_count FROM submission_manager_partition_count WHERE id = 1), 1), 0), ? FROM DUAL`;
+  COALESCE(?, ? MOD COALESCE((SELECT partition_count FROM submission_manager_partition_count WHERE id = 1 LOCK IN SHARE MODE), 1), 0),
+  ? FROM DUAL`;
 
 const BY_ID = `SELECT ${INTENT_COLS} FROM submission_intents WHERE intent_id = ?`;
 

@@ -111,11 +111,13 @@ export function switchCount(db: MyDatabase, fence: LeaseToken[], changeId: strin
     const c = await lockChange(tx, changeId);
     if (c.state !== 'pending') return { value: c, rowsWritten: 0 };
     requireWholeFence(fence, c);
+    // The count row first: its update waits for inserts in flight (they hold a shared lock on it to their commit)
+    // before this transaction locks any intent, and inserts begun meanwhile wait for the commit and read the new count.
+    await tx.query(SET_COUNT, [c.toCount, fence[0]!.holderId.slice(0, 128)]);
     const ids = (await tx.query<{ intent_id: string }>(IN_FLIGHT)).rows.map((r) => r.intent_id);
     const bumped = (await tx.query(BUMP_ABANDONED)).affectedRows; // the audit's count only
     const abandoned = (await tx.query(ABANDON, [c.fromCount, c.toCount])).affectedRows; // the audit's count only
     if (ids.length > 0) await tx.query(RESCHEDULE, [ids]);
-    await tx.query(SET_COUNT, [c.toCount, fence[0]!.holderId.slice(0, 128)]);
     await tx.query(`UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = ${NOW} WHERE change_id = ?`, [changeId]);
     return { value: await readChange(tx, changeId), rowsWritten: bumped + abandoned + ids.length + 2 };
   });

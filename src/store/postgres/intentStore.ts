@@ -7,8 +7,8 @@ import { INTENT_COLS, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow }
 // Returns only what the database decides (its clock, the partition); the rest of the new row is what we sent. A
 // prepared (named) statement: parsed and planned once per connection (PGlite ignores the name).
 // The partition (issue 26): the explicit one ($7), else the key's hash ($9) mod the count recorded now (1 if none),
-// else 0 — read by this statement without a lock on the count row (the hot path); an insert that read the count a
-// change is switching commits within the commit grace, and the changer's catch-up pass moves it.
+// else 0 — read without a lock on the count row (the hot path): a change's switch locks the table (SHARE), so this
+// statement either commits before the switch or reads the count the switch recorded.
 const INSERT = {
   name: 'sm_intent_insert_v3',
   text: `

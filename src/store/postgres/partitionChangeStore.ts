@@ -151,6 +151,10 @@ export class PgPartitionChanges {
       const c = await lockChange(tx, changeId);
       if (c.state !== 'pending') return { value: c, rowsWritten: 0 };
       requireWholeFence(fence, c);
+      // Waits for every insert in flight (they read the old count) to commit, and makes inserts begun meanwhile wait
+      // for this commit and read the new count (a statement's snapshot follows its locks): no insert commits with
+      // the old count after the switch. Bounded by the statement timeout; intake pauses for this transaction only.
+      await tx.query('LOCK TABLE submission_intents IN SHARE MODE');
       const recovered = (await tx.query<{ written: number }>(RECOVER_IN_FLIGHT, [c.fromCount, c.toCount])).rows[0]!.written;
       const r = await tx.query<PartitionChangeDbRow>(SWITCH, [changeId, c.toCount, fence[0]!.holderId.slice(0, 128)]);
       return { value: one(r.rows), rowsWritten: recovered + 2 };
