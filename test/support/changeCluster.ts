@@ -45,6 +45,13 @@ export function pauseBoundMs(env: Record<string, string> = CHANGE_ENV): { drainM
   return { drainMs, boundMs: drainMs + tick + refresh + tick };
 }
 
+/** The longest from a change's switch (the drain's end) to the first provider call after it: the leaders' next tick,
+ *  their layout poll (refresh) and 500 ms for a loaded machine's acquire and rebuild. The changer switches and
+ *  completes in the invocation the drain ends in (the provider answers in 30 ms here, so no hand-back outlasts it). */
+export function resumeBoundMs(env: Record<string, string> = CHANGE_ENV): number {
+  return shortestPeriodMs(env.EXECUTOR_SCHEDULE!) + Number(env.SCHEDULE_REFRESH_INTERVAL_MS) + 500;
+}
+
 /** A provider failing 20 % with 503 (seeded), answering after 5–30 ms; its record as the campaign provider's. */
 export async function startFlakyProvider(seed: number): Promise<{ provider: RecordingProvider; records: ProviderRecord[] }> {
   const rng = createRng(seed);

@@ -8,11 +8,10 @@ import { uuidv7 } from '../../src/intents/ids.js';
 import type { ServerDatabase } from './dialects.js';
 import type { HeldLock } from './heldLock.js';
 import { waitFor, type HostProcess, type PgTestDatabase } from './localHostProcess.js';
-import { changeRow, requestCount, type ChangeRow } from './changeCluster.js';
+import { changeRow, LEASE_NAMES, requestCount, type ChangeRow } from './changeCluster.js';
 
-/** A longer commit grace than the process tests' 1.5 s: the window in which the test takes the change row's lock
- *  between the end of the scan and the catch-up (the changer waits for it). */
-export const KILL_ENV = { COMMIT_GRACE_MS: '3000' };
+/** The process tests' settings as they are (the steps are held by locks, not by timings). */
+export const KILL_ENV: Record<string, string> = {};
 export const SEEDED = 2_500;
 
 export type Step = 'preparing' | 'claimed' | 'switched' | 'mid-reassignment' | 'before-complete';
@@ -64,30 +63,45 @@ export async function holdAndKill(server: ServerDatabase, db: PgTestDatabase, ho
     expect(target, `${step}: a finished row that moves`).toBeDefined();
     lock = await server.holdRowLock(db, 'submission_intents', 'intent_id', [target!.intent_id]);
   }
-  if (step === 'switched' || step === 'mid-reassignment') {
-    // A seeded row this change moves, in the first batch of the scan, or past the first batch.
+  if (step === 'switched' || step === 'mid-reassignment' || step === 'before-complete') {
+    // A seeded row this change moves, in the first batch of the scan, past the first batch, or in the last (third) one.
     // The scan reads the open intents (and those finished since the request): rank among the open ones, with a margin.
     const rows = await db.sql<{ intent_id: string; partition_no: number | string }>(
       `SELECT intent_id, partition_no FROM submission_intents WHERE status IN ('scheduled', 'in_flight') ORDER BY intent_id`);
-    const target = rows.find((r, rank) => seeded.has(r.intent_id) && (step === 'switched' ? rank < REASSIGN_BATCH_ROWS - 200 : rank > REASSIGN_BATCH_ROWS + 200)
+    const ranked = { switched: (rank: number) => rank < REASSIGN_BATCH_ROWS - 200, 'mid-reassignment': (rank: number) => rank > REASSIGN_BATCH_ROWS + 200,
+      'before-complete': (rank: number) => rank > 2 * REASSIGN_BATCH_ROWS + 200 }[step];
+    const target = rows.find((r, rank) => seeded.has(r.intent_id) && ranked(rank)
       && assignPartition({ intentId: r.intent_id, partitionKey: null }, to) !== Number(r.partition_no));
     expect(target, `${step}: a seeded row that moves`).toBeDefined();
     lock = await server.holdRowLock(db, 'submission_intents', 'intent_id', [target!.intent_id]);
   }
+  let leaseLock: HeldLock | null = null;
   try {
     const asked = await requestCount(hosts[to % hosts.length]!.api, to);
     expect(asked, `${step}: POST count ${to}`).toMatchObject({ status: 202, change: { toCount: to } });
     const changeId = asked.change!.changeId;
     // (After the request: it locks the count row itself. The leaders' drain leaves time before the switch.)
     if (step === 'claimed') lock = await server.holdRowLock(db, 'submission_manager_partition_count', 'id', [1]);
-    if (step === 'before-complete') {
-      // The scan is done and the catch-up waits for the commit grace: take the change row's lock in that window.
-      await waitFor(`${step}: scan done`, async () => (await changeRow(db, changeId))?.scanDoneAtMs != null, 60_000, 10);
-      lock = await server.holdRowLock(db, 'submission_manager_partition_changes', 'change_id', [changeId]);
-    }
     // Every 250 ms: MariaDB refreshes its INNODB_TRX / INNODB_LOCK_WAITS cache only when no one read it for 100 ms.
-    await waitFor(`${step}: the changer waits on the test's lock`, async () => (await lock!.waiters()) > 0, 60_000, 250);
-    const change = (await changeRow(db, changeId))!;
+    // Someone waits on the lock and the change is at the step (on MySQL intake waits on the count row too, earlier).
+    const atStep = step === 'before-complete' ? (c: ChangeRow) => c.state === 'reassigning' && c.scanDoneAtMs === null : state;
+    let change = await waitFor(`${step}: the changer waits on the test's lock`, async () => {
+      if ((await lock!.waiters()) === 0) return null;
+      const c = await changeRow(db, changeId);
+      return c && atStep(c) ? c : null;
+    }, 60_000, 250);
+    if (step === 'before-complete') {
+      // The last batch of the scan waits on the row lock, its transaction holding the leases' rows for share. Hold one
+      // lease row for share too (the last batch goes on; completing, which updates the lease rows, waits), then let
+      // the batch go: the change rests with its scan done, not completed, until the kill.
+      leaseLock = await server.holdRowLock(db, 'submission_manager_leases', 'lease_name', [LEASE_NAMES[0]!], 'shared');
+      await lock!.release();
+      lock = null;
+      change = await waitFor(`${step}: scan done, not completed`, async () => {
+        const c = await changeRow(db, changeId);
+        return c && state(c) ? c : null;
+      }, 60_000, 50);
+    }
     expect(state(change), `${step}: state in SQL ${JSON.stringify(change)}`).toBe(true);
     const victims = step === 'preparing' ? [...hosts] : hosts.filter((h) => partitionChangerHolderId(h.holderIds[0]!) === change.changer);
     expect(victims.length, `${step}: the process of changer ${change.changer}`).toBeGreaterThan(0);
@@ -97,5 +111,6 @@ export async function holdAndKill(server: ServerDatabase, db: PgTestDatabase, ho
     return { victims, change, killedAt };
   } finally {
     await lock?.release();
+    await leaseLock?.release();
   }
 }

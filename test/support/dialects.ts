@@ -118,8 +118,9 @@ export interface ServerCapability {
   dbTimeSql(secondsAgo?: number): string;
   /** On a connection of its own, a transaction holding the rows of `table` whose `column` is one of `keys` locked
    *  FOR UPDATE (every key must match a row) until release(): writers and locking readers of them wait, plain reads
-   *  do not. (Exclusive, not shared: MariaDB gives a read-only transaction no id of its own to find its waiters by.) */
-  holdRowLock(db: PgTestDatabase, table: string, column: string, keys: (string | number)[]): Promise<HeldLock>;
+   *  do not. `shared`: FOR SHARE / LOCK IN SHARE MODE instead (writers wait, shared lockers do not); its waiters()
+   *  may miss them on MariaDB (a read-only transaction has no id of its own to find its waiters by). */
+  holdRowLock(db: PgTestDatabase, table: string, column: string, keys: (string | number)[], mode?: 'exclusive' | 'shared'): Promise<HeldLock>;
 }
 
 /** A database server of the list, as the process-level tests iterate them (describe.each(serverDatabases)). */

@@ -71,12 +71,12 @@ export const mysql: DialectHarness = {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
-    async holdRowLock(db, table, column, keys) {
+    async holdRowLock(db, table, column, keys, mode = 'exclusive') {
       const pool = openMysqlPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 });
       let thread = 0;
       const release = await holdTransaction<MyQueryable>((fn) => pool.transaction(fn), async (tx) => {
         thread = Number((await tx.query<{ id: number }>('SELECT CONNECTION_ID() AS id')).rows[0]!.id);
-        const r = await tx.query(`SELECT 1 AS x FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')}) FOR UPDATE`, keys);
+        const r = await tx.query(`SELECT 1 AS x FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')}) ${mode === 'shared' ? 'LOCK IN SHARE MODE' : 'FOR UPDATE'}`, keys);
         if (r.rows.length !== keys.length) throw new Error(`holdRowLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
       }, () => pool.close());
       // (The server refreshes INNODB_TRX / INNODB_LOCK_WAITS only when they were not read for 100 ms: poll slower.)

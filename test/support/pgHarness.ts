@@ -225,12 +225,12 @@ export const postgres: DialectHarness = {
     create: createPgDatabase,
     openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `clock_timestamp() - interval '${secondsAgo} seconds'` : 'clock_timestamp()'),
-    async holdRowLock(db, table, column, keys) {
+    async holdRowLock(db, table, column, keys, mode = 'exclusive') {
       const pool = openPgPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 }, () => {});
       let pid = 0;
       const release = await holdTransaction<PgQueryable>((fn) => pool.transaction(fn), async (tx) => {
         pid = Number((await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
-        const r = await tx.query(`SELECT 1 FROM ${table} WHERE ${column}::text = ANY($1::text[]) FOR UPDATE`, [keys.map(String)]);
+        const r = await tx.query(`SELECT 1 FROM ${table} WHERE ${column}::text = ANY($1::text[]) ${mode === 'shared' ? 'FOR SHARE' : 'FOR UPDATE'}`, [keys.map(String)]);
         if (r.rows.length !== keys.length) throw new Error(`holdRowLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
       }, () => pool.close());
       const waiters = async () => Number((await db.sql<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [pid]))[0]!.n);
