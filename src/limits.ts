@@ -98,6 +98,12 @@ export function partitionChangerHolderId(holderId: string): string {
 /** Rows per reassignment batch of a partition change: one read and one fenced write each. */
 export const REASSIGN_BATCH_ROWS = 1_000;
 
+/** The longest a partition change's switch waits for its lock on intake (PostgreSQL: a SHARE lock on the intents
+ *  table, which waits for writes in flight while new inserts queue behind it). Longer than PostgreSQL's default
+ *  deadlock_timeout (1 s), after which a plain autovacuum holding the table is cancelled for the switch; not had in
+ *  time (an anti-wraparound vacuum), the changer switches without it and waits COMMIT_GRACE_MS for late inserts. */
+export const SWITCH_LOCK_TIMEOUT_MS = 2_000;
+
 /** Lease names of partitions 0..count−1, in partition order. */
 export function partitionLeaseNames(base: string, count: number): string[] {
   return Array.from({ length: count }, (_, p) => partitionLeaseName(base, p));

@@ -53,6 +53,10 @@ export class PartitionChanger {
   private readonly held: ChangerLeases;
   private changeId: string | null = null;
   private claimed = false;
+  /** The change this changer switched excluding inserts that read the old count (its catch-up waits for nothing). */
+  private switchedExcluding: string | null = null;
+  /** The change whose switch excluding such inserts failed here: the next try switches without. */
+  private exclusionFailed: string | null = null;
 
   constructor(
     leases: LeaseStore,
@@ -127,7 +131,7 @@ export class PartitionChanger {
       }
     }
     if (change.state === 'pending') {
-      const out = await this.store.switchCount(this.held.fence(m), change.changeId);
+      const out = await this.switch(change, m);
       if (out.kind === 'leaseLost') return this.lost(change);
       change = out.value;
       this.log.warn({ event: 'partition_change_switched', change_id: change.changeId, from: change.fromCount, to: change.toCount },
@@ -192,11 +196,37 @@ export class PartitionChanger {
     return this.afterWrite(out);
   }
 
-  /** The catch-up, a check: rows modified since switchedAt − COMMIT_GRACE_MS not in their partition under the new
-   *  count. The switch excludes inserts that read the old count (each dialect's switch waits for inserts in flight,
-   *  and later ones read the new count), so it finds none; one found is moved and logged as an error. No wait. */
+  /** The switch, excluding inserts that read the old count; if that failed here once (PostgreSQL: its lock not had
+   *  within SWITCH_LOCK_TIMEOUT_MS, say under an anti-wraparound vacuum), without: the catch-up then waits the grace. */
+  private async switch(change: PartitionChange, m: number): Promise<Fenced<PartitionChange>> {
+    const inserts = this.exclusionFailed === change.changeId ? 'unexcluded' : 'excluded';
+    try {
+      const out = await this.store.switchCount(this.held.fence(m), change.changeId, inserts);
+      if (out.kind === 'ok' && inserts === 'excluded') this.switchedExcluding = change.changeId;
+      return out;
+    } catch (e) {
+      if (inserts === 'excluded') this.exclusionFailed = change.changeId;
+      throw e;
+    }
+  }
+
+  /** The catch-up: rows modified since switchedAt − COMMIT_GRACE_MS not in their partition under the new count. After
+   *  a switch this changer made excluding inserts that read the old count, it finds none (one found is moved and
+   *  logged as an error) and waits for nothing. Otherwise (switched without, or by another changer: unknown here) such
+   *  inserts commit within COMMIT_GRACE_MS of the switch, so it waits until database time passes scanDoneAt + grace. */
   private async catchUp(change: PartitionChange, m: number, deadlineMs: number): Promise<PartitionChange | 'lost' | 'wait'> {
     const switchedAt = change.switchedAt!.getTime();
+    if (this.switchedExcluding !== change.changeId) {
+      const layout = await this.store.readLayout();
+      // From scanDoneAt, a database time after the switch committed (switchedAt is taken before): an insert whose
+      // statement read the old count began before that commit and has committed within COMMIT_GRACE_MS of it.
+      const waitMs = change.scanDoneAt!.getTime() + this.s.commitGraceMs - layout.dbNow.getTime() + 1;
+      if (waitMs > 0) {
+        if (this.clock.nowMs() + waitMs >= deadlineMs) return 'wait';
+        await new Promise((r) => setTimeout(r, waitMs));
+        if (!(await this.held.renewDue(m))) return 'lost';
+      }
+    }
     const since = new Date(switchedAt - this.s.commitGraceMs);
     let after: string | null = null;
     let moved = 0;
@@ -210,8 +240,11 @@ export class PartitionChanger {
           const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
           if (out.kind === 'leaseLost') return 'lost';
         }
-        if (moved > 0) this.log.error({ event: 'partition_change_late_rows', change_id: change.changeId, moved },
-          `${moved} intent(s) found with the old count after the switch (the switch should exclude them); moved`);
+        if (moved > 0) {
+          const excluded = this.switchedExcluding === change.changeId;
+          this.log[excluded ? 'error' : 'warn']({ event: 'partition_change_late_rows', change_id: change.changeId, moved, excluded },
+            `${moved} intent(s) inserted with the old count moved${excluded ? ' (the switch should have excluded them)' : ''}`);
+        }
         const out = await this.store.completeChange(this.held.fence(m), change.changeId);
         return this.afterWrite(out);
       }

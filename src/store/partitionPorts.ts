@@ -132,8 +132,13 @@ export interface PartitionStore {
    * intent becomes `scheduled` due now, or `failed` when its attempt budget is spent (as orphan recovery; no executor
    * can hold its partition: the changer holds them all); the count row
    * becomes toCount (recordedBy = changer); switchedAt := database time. Already reassigning or completed: unchanged.
+   * No insert that read the old count commits after the switch (it waits for inserts in flight; later ones read the
+   * new count) unless `inserts` is 'unexcluded': a dialect whose exclusion is a lock of the switch's own (PostgreSQL)
+   * then takes none, and such inserts commit within COMMIT_GRACE_MS of the switch. The wait is bounded (PostgreSQL:
+   * SWITCH_LOCK_TIMEOUT_MS; elsewhere the statement timeout): over it, the switch throws a transient StoreError and
+   * writes nothing.
    */
-  switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
+  switchCount(fence: LeaseToken[], changeId: string, inserts?: 'excluded' | 'unexcluded'): Promise<Fenced<PartitionChange>>;
   /** Up to `limit` intents of `scope` ordered by intent_id, after `after` (exclusive; null = from the start). Scope
    *  `all` with modifiedSince: only rows with last_modified_at >= it; `open`: scheduled, in_flight or failed, or (when
    *  modifiedSince is set) last_modified_at >= it; `finished`: succeeded or cancelled, and (when modifiedSince is set)

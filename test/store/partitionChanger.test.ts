@@ -132,8 +132,13 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     if (!x.acquired) throw new Error('lease not free');
     const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-d', { durationMs: 300, renewIntervalMs: 100, safetyMarginMs: 50 }),
       systemClock, silentLogger);
-    expect(await changer.step(await s.partitions.readLayout(), soon(50))).toMatchObject({ kind: 'waiting', partition: 2 });
-    await new Promise((r) => setTimeout(r, 400)); // its leases 0 and 1 expire
+    // (A deadline that leaves a loaded machine time to take leases 0 and 1 first: the step then waits on lease 2.)
+    expect(await changer.step(await s.partitions.readLayout(), soon(300))).toMatchObject({ kind: 'waiting', partition: 2 });
+    for (let i = 0; i < 100; i++) { // its leases 0 and 1 expire (300 ms after their last renew; no step renews them)
+      const row = (await s.lease.get(partitionLeaseName(LEASE, 1)))!;
+      if (row.expiresAt.getTime() <= row.dbNow.getTime()) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const thief = await s.lease.tryAcquire(partitionLeaseName(LEASE, 1), 'thief', 60_000);
     expect(thief.acquired).toBe(true);
     await s.lease.release({ leaseName: x.lease.leaseName, holderId: 'x', leaseEpoch: x.lease.leaseEpoch });
@@ -183,6 +188,37 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
         expect(row.expiresAt.getTime(), `lease ${k} released`).toBeLessThanOrEqual(row.dbNow.getTime());
       }
     });
+
+  it('a switch excluding inserts that fails (its lock not had in time) is tried again without; the catch-up then waits COMMIT_GRACE_MS', async () => {
+    const ids = await insert(20);
+    const change = await request(3);
+    const asked: unknown[] = [];
+    const partitions = new Proxy(s.partitions, {
+      get(t, prop, recv) {
+        const v = Reflect.get(t, prop, recv) as unknown;
+        if (typeof v !== 'function') return v;
+        if (prop !== 'switchCount') return (v as (...a: unknown[]) => unknown).bind(t);
+        return async (...args: unknown[]) => {
+          asked.push(args[2] ?? 'excluded');
+          if (asked.length === 1) throw Object.assign(new Error('canceling statement due to lock timeout'), { name: 'StoreError', kind: 'transient', code: '55P03' });
+          return (v as (...a: unknown[]) => Promise<unknown>).apply(t, args);
+        };
+      },
+    });
+    const changer = new PartitionChanger(s.lease, partitions, settings('changer-f', { commitGraceMs: 400 }), systemClock, silentLogger);
+    for (let i = 0; i < 20 && (await s.partitions.getChange(change.changeId))!.state !== 'completed'; i++) {
+      await changer.step(await s.partitions.readLayout(), soon(1_000));
+    }
+    expect(asked).toEqual(['excluded', 'unexcluded']);
+    const done = (await s.partitions.getChange(change.changeId))!;
+    expect(done.state).toBe('completed');
+    expect(done.completedAt!.getTime() - done.scanDoneAt!.getTime()).toBeGreaterThanOrEqual(400); // database times
+    const rows = await ctx.intentRows();
+    for (const id of ids) {
+      const r = rows.find((x) => x.intentId === id)!;
+      expect(r.partition).toBe(assignPartition({ intentId: id, partitionKey: r.partitionKey }, 3));
+    }
+  });
 
   // Review finding: a changer whose step began with a layout read before another changer completed the change
   // must not take (and keep) every lease of the finished change.

@@ -1,7 +1,7 @@
 // The switch and intake (issue 26), run unchanged against every dialect with more than one session: no insert commits
 // with the old count after a change's switch. An insert in flight (it read the old count) holds the switch until it
 // commits, so the reassignment's scan, which begins after the switch, sees it and moves it; an insert begun while the
-// switch is open waits for it and reads the new count (MySQL: mysqlPartitionChanges.test.ts). Before, the switch
+// switch waits waits for it and reads the new count (PostgreSQL's bounded wait: pgSwitchLock.test.ts). Before, the switch
 // committed at once and the changer waited COMMIT_GRACE_MS for such inserts before it let execution resume.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
@@ -46,13 +46,22 @@ describe.each(dialects)('partition switch and intake: $name', (dialect) => {
       switchedBeforeInsert = !insertCommitted;
       return out;
     });
-    await new Promise((r) => setTimeout(r, 500));
-    expect(switchedBeforeInsert).toBeNull(); // still waiting for the insert
+    await new Promise((r) => setTimeout(r, 300));
+    // An insert begun while the switch waits: it waits for the switch, then reads the new count.
+    let queuedDone = false;
+    const queued = s.intents.insert({ ...n, intentId: uuidv7() }).then((r) => {
+      queuedDone = true;
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(switchedBeforeInsert).toBeNull(); // still waiting for the insert in flight
+    expect(queuedDone).toBe(false); // and the later insert for the switch
     insertCommitted = true;
     await held.commit();
     const sw = ok(await switching);
     expect(switchedBeforeInsert).toBe(false);
     expect(sw).toMatchObject({ state: 'reassigning', toCount: 4 });
+    expect((await queued).intent.partition).toBe(partitionHash(key) % 4);
 
     // The scan (after the switch) reads the intent where the old count put it; later inserts take the new count.
     const rows = await s.partitions.listForReassign({ after: null, limit: 100, modifiedSince: null, scope: 'all' });

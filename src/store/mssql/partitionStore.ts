@@ -78,6 +78,7 @@ export class MssqlPartitionStore implements PartitionStore {
     return this.fenced(fence, changeId, () => partitionChangeQueries.claimChange(fence, changeId));
   }
 
+  /** Inserts are always excluded (intake reads the count row with a shared lock the switch's update waits for). */
   switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
     return this.fenced(fence, changeId, () => partitionChangeQueries.switchCount(fence, changeId));
   }

@@ -101,6 +101,7 @@ export class MysqlPartitionStore implements PartitionStore {
     return claimChange(this.db, fence, idParam(changeId));
   }
 
+  /** Inserts are always excluded (intake reads the count row with a shared lock the switch's update waits for). */
   switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
     return switchCount(this.db, fence, idParam(changeId));
   }

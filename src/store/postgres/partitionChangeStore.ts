@@ -12,6 +12,7 @@ import { SETTLED_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase, PgQueryable } from './db.js';
 import { fencedByAll, tokenArrays } from './fence.js';
 import { BUDGET } from './rows.js';
+import { SWITCH_LOCK_TIMEOUT_MS } from '../../limits.js';
 
 const LOCK_CHANGE = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = $1 FOR UPDATE`;
 
@@ -146,15 +147,20 @@ export class PgPartitionChanges {
     });
   }
 
-  switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
+  switchCount(fence: LeaseToken[], changeId: string, inserts: 'excluded' | 'unexcluded' = 'excluded'): Promise<Fenced<PartitionChange>> {
     return fencedByAll(this.db, fence, 'partition_switch', async (tx): Promise<Step> => {
       const c = await lockChange(tx, changeId);
       if (c.state !== 'pending') return { value: c, rowsWritten: 0 };
       requireWholeFence(fence, c);
-      // Waits for every insert in flight (they read the old count) to commit, and makes inserts begun meanwhile wait
-      // for this commit and read the new count (a statement's snapshot follows its locks): no insert commits with
-      // the old count after the switch. Bounded by the statement timeout; intake pauses for this transaction only.
-      await tx.query('LOCK TABLE submission_intents IN SHARE MODE');
+      if (inserts === 'excluded') {
+        // Waits for every insert in flight (they read the old count) to commit, and makes inserts begun meanwhile
+        // wait for this commit and read the new count (a READ COMMITTED statement's snapshot follows its locks): no
+        // insert commits with the old count after the switch. Intake waits for this transaction and the writes in
+        // flight, at most the lock timeout (longer than deadlock_timeout, so a plain autovacuum is cancelled for it).
+        await tx.query(`SET LOCAL lock_timeout = ${SWITCH_LOCK_TIMEOUT_MS}`);
+        await tx.query('LOCK TABLE submission_intents IN SHARE MODE');
+        await tx.query('SET LOCAL lock_timeout = DEFAULT');
+      }
       const recovered = (await tx.query<{ written: number }>(RECOVER_IN_FLIGHT, [c.fromCount, c.toCount])).rows[0]!.written;
       const r = await tx.query<PartitionChangeDbRow>(SWITCH, [changeId, c.toCount, fence[0]!.holderId.slice(0, 128)]);
       return { value: one(r.rows), rowsWritten: recovered + 2 };

@@ -118,8 +118,8 @@ export class PgPartitionStore implements PartitionStore {
   }
 
   /** Idempotent: only a pending change switches (the change row locked); a retry finds it reassigning. */
-  switchCount(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
-    return this.changes.switchCount(fence, changeId);
+  switchCount(fence: LeaseToken[], changeId: string, inserts?: 'excluded' | 'unexcluded'): Promise<Fenced<PartitionChange>> {
+    return this.changes.switchCount(fence, changeId, inserts);
   }
 
   async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
