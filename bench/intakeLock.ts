@@ -11,16 +11,16 @@
 // first), and the server's InnoDB row-lock waits and deadlocks meanwhile (global counters: S locks do not wait for
 // each other, so anything here is from elsewhere or a surprise). `BENCH_LOCK_N` inserts per arm and round at c = 16
 // and 64 (default 2 000; c = 1: a sixth of it), `BENCH_LOCK_ROUNDS` (default 4), `BENCH_MYSQL_URL`.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { partitionHash } from '../src/intents/partition.js';
 import { uuidv7 } from '../src/intents/ids.js';
 import type { NewIntent } from '../src/store/intentPorts.js';
-import { openMysqlPool, type MyDatabase } from '../src/store/mysql/db.js';
+import type { MyDatabase } from '../src/store/mysql/db.js';
 import { createMysqlStores } from '../src/store/mysql/index.js';
 import { MysqlIntentStore } from '../src/store/mysql/intentStore.js';
+import { freshMysqlDatabase } from './mysqlDatabase.js';
 import { fmt, pool, printTable } from './support.js';
 
-const URL_ = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const N = Number(process.env.BENCH_LOCK_N ?? 2_000);
 const ROUNDS = Number(process.env.BENCH_LOCK_ROUNDS ?? 4);
 const LEVELS = [1, 16, 64] as const;
@@ -49,21 +49,6 @@ function unlocked(db: MyDatabase): MyDatabase & { rewritten: number } {
   return w as MyDatabase & { rewritten: number };
 }
 
-async function freshDatabase(): Promise<{ open(max: number): MyDatabase; drop(): Promise<void> }> {
-  const name = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = openMysqlPool({ url: URL_, max: 1, statementTimeoutMs: 600_000 });
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(URL_);
-  url.pathname = `/${name}`;
-  const open = (max: number) => openMysqlPool({ url: url.toString(), max, statementTimeoutMs: 600_000 });
-  const m = open(1);
-  await createMysqlStores(m).migrate();
-  await m.close();
-  return { open, async drop() {
-    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-    await admin.close();
-  } };
-}
 
 // As the intake use case builds it (src/intents/useCases.ts): a fresh UUIDv7, partitionHash of the id, a key; not
 // due before 2099 (nothing runs them anyway: no executor here).
@@ -111,7 +96,7 @@ async function run(store: MysqlIntentStore, admin: MyDatabase, n: number, c: num
   a.deadlocks += after.deadlocks - before.deadlocks;
 }
 
-const d = await freshDatabase();
+const d = await freshMysqlDatabase();
 const db = d.open(POOL);
 const admin = d.open(1);
 const plain = unlocked(db);

@@ -7,37 +7,22 @@
 //    single-row INSERTs of the same columns straight through the driver (same pool size and concurrency);
 //  - pickup: submit → first provider call with the default settings (10 s timer, 1 s refresh; MySQL has no
 //    notices, so the refresh interval bounds pickup): p99 ÷ refresh is the figure.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { LeaseManager } from '../src/lease/leaseManager.js';
 import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
-import { openMysqlPool, type MyDatabase } from '../src/store/mysql/db.js';
+import type { MyDatabase } from '../src/store/mysql/db.js';
 import { createMysqlStores } from '../src/store/mysql/index.js';
+import { freshMysqlDatabase } from './mysqlDatabase.js';
 import { fmt, pool, printTable, startProviderProcess } from './support.js';
 import { startHost } from './localHost.js';
 import { BODY, postAll } from './intake.js';
 import { measure, RATE, REFRESH_MS, SECONDS } from './pickup.js';
 
-const URL_ = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const POOL = 16;
 
-async function freshDatabase(): Promise<{ url: string; open(max: number): MyDatabase; drop(): Promise<void> }> {
-  const name = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = openMysqlPool({ url: URL_, max: 1, statementTimeoutMs: 600_000 });
-  await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(URL_);
-  url.pathname = `/${name}`;
-  const open = (max: number) => openMysqlPool({ url: url.toString(), max, statementTimeoutMs: 600_000 });
-  const m = open(1);
-  await createMysqlStores(m).migrate();
-  await m.close();
-  return { url: url.toString(), open, async drop() {
-    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-    await admin.close();
-  } };
-}
 
 const CONTRACT = JSON.stringify({ provider: { url: null }, payload: { bench: true }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 } });
 
@@ -50,7 +35,7 @@ async function seed(db: MyDatabase, n: number): Promise<void> {
 }
 
 async function execution(n: number, concurrency: number) {
-  const d = await freshDatabase();
+  const d = await freshMysqlDatabase();
   const db = d.open(POOL);
   const s = createMysqlStores(db);
   const provider = await startProviderProcess(0, 'raw');
@@ -93,7 +78,7 @@ const LATER = JSON.stringify({ ...JSON.parse(BODY), notBefore: '2099-01-01T00:00
 const INTAKE_POOL = 10;
 
 async function intake(n: number) {
-  const d = await freshDatabase();
+  const d = await freshMysqlDatabase();
   const host = await startHost({ DATABASE_URL: d.url, INSTANCES: '1', DB_POOL_MAX: String(INTAKE_POOL), PROVIDER_URL: 'http://127.0.0.1:9/unused' });
   const db = d.open(INTAKE_POOL);
   const contract = JSON.stringify({ provider: { url: null }, payload: JSON.parse(BODY).payload, retry: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 300000 } });
@@ -135,7 +120,7 @@ printTable('Execution (MariaDB, one leader, no-op provider in its own process; b
 const intakeRows = await intake(Number(process.env.BENCH_MYSQL_INTAKE_N ?? 2_000));
 printTable('Intake (MariaDB, POST /api/intents through the local host, 1 instance; baseline: single-row INSERT, same pool)', intakeRows);
 ratios.push(`intake vs INSERT ${intakeRows.map((r) => `c${r.concurrency}=${r['ratio vs INSERT']}x`).join(' ')}`);
-const d = await freshDatabase();
+const d = await freshMysqlDatabase();
 try {
   const r = await measure('defaults (no notices on MySQL)', d.url, {});
   printTable(`Submit → first provider call (MariaDB, default settings, ${RATE}/s for ${SECONDS} s, refresh ${REFRESH_MS} ms)`, [{
