@@ -10,10 +10,12 @@ describe('pg pool (PostgreSQL server)', () => {
   it('keeps URL options, applies the statement timeout, maps errors, survives a killed backend', async (t) => {
     const skip = inject('pgUnavailable');
     if (skip) return t.skip(skip);
-    const url = `${PG_TEST_URL}${PG_TEST_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c search_path=pg_catalog')}`;
+    const url = `${PG_TEST_URL}${PG_TEST_URL.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c search_path=pg_catalog -c default_transaction_isolation=serializable')}`;
     const db = openPgPool({ url, max: 2, statementTimeoutMs: 300, applicationName: 'pool-test' }, () => {});
     try {
       expect((await db.query<{ search_path: string }>('SHOW search_path')).rows[0]!.search_path).toBe('pg_catalog');
+      // READ COMMITTED is ours to set (a partition change's switch relies on it), whatever the URL or database says.
+      expect((await db.query<{ default_transaction_isolation: string }>('SHOW default_transaction_isolation')).rows[0]!.default_transaction_isolation).toBe('read committed');
       const timedOut = await db.query('SELECT pg_sleep(2)').catch((e: unknown) => e);
       expect(timedOut).toBeInstanceOf(StoreError);
       expect(timedOut).toMatchObject({ kind: 'transient', code: '57014' });

@@ -75,6 +75,9 @@ export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void
     ...(fromUrl ? [fromUrl] : []),
     `-c statement_timeout=${opts.statementTimeoutMs}`,
     `-c idle_in_transaction_session_timeout=${opts.statementTimeoutMs}`,
+    // READ COMMITTED whatever the database's default: a statement's snapshot follows its locks, which a partition
+    // change's switch relies on (partitionChangeStore.ts), as the refresh cursor relies on per-statement snapshots.
+    '-c default_transaction_isolation=read\\ committed',
     ...(opts.schema ? [`-c search_path=${opts.schema}`] : []),
   ];
   // pg lets a connection string's (empty) password override a password function, so with one the URL's parts
