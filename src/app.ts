@@ -275,22 +275,25 @@ export async function runPartitionTimer(app: App, partition: number, isPastDue: 
   if (idle || !p) return;
   await app.share?.onTick(); // (every-instance: the fair share decides, and may hand a partition back, once per half period)
   // The changer's steps end by this invocation's next occurrence less the hand-off (fixed now: asked later, the
-  // budget would look past the occurrence this invocation must leave free), and within functionTimeout.
+  // budget would look past the occurrence this invocation must leave free), and within functionTimeout; a switched
+  // change runs on to its completion within functionTimeout (every partition waits for it; partition 0's next
+  // occurrence, which would only wait too, may be skipped).
   const { invocationLimitMs, closingReserveMs, handoffMs } = app.config.executor;
-  const stepsEndBy = app.clock.nowMs() + Math.min(invocationLimitMs - closingReserveMs, app.tickBudget.nextOccurrenceInMs() - handoffMs);
+  const finishBy = app.clock.nowMs() + invocationLimitMs - closingReserveMs;
+  const stepsEndBy = Math.min(finishBy, app.clock.nowMs() + app.tickBudget.nextOccurrenceInMs() - handoffMs);
   const tick = runTimerInvocation({ executor: p.executor, tickBudget: app.tickBudget, logger: p.logger, config: app.config }, isPastDue);
   // A change's preparing step runs beside partition 0's tick (execution goes on, and a leader's tick lasts the whole
   // period); past it, the changer steps after the tick, which has handed partition 0 back by then.
   const preparing = partition === 0 && app.layout.active()?.state === 'preparing' ? changerStep(app, stepsEndBy) : null;
   await Promise.all([tick, preparing]);
-  if (partition === 0 && app.layout.active() !== null) await changerStep(app, stepsEndBy);
+  if (partition === 0 && app.layout.active() !== null) await changerStep(app, stepsEndBy, finishBy);
 }
 
-/** One step of the partition changer, on a layout read now, until `deadlineMs` (app.clock). */
-async function changerStep(app: App, deadlineMs: number): Promise<void> {
+/** One step of the partition changer, on a layout read now, until `deadlineMs` (once switched: `finishByMs`). */
+async function changerStep(app: App, deadlineMs: number, finishByMs = deadlineMs): Promise<void> {
   const layout = await app.layout.readNow();
-  if (!layout.active || app.clock.nowMs() >= deadlineMs) return;
-  await app.changer.step(layout, deadlineMs);
+  if (!layout.active || app.clock.nowMs() >= (layout.active.state === 'reassigning' ? finishByMs : deadlineMs)) return;
+  await app.changer.step(layout, deadlineMs, finishByMs);
   if (app.changer.heldCount() === 0) await app.layout.refresh(); // completed (or gave up): act on the new count at once
 }
 

@@ -73,8 +73,10 @@ export class PartitionChanger {
     return this.held.size;
   }
 
-  /** Drive the layout's active change until done or `deadlineMs` (clock.nowMs()). Never rejects. */
-  async step(layout: PartitionLayout, deadlineMs: number): Promise<ChangerProgress> {
+  /** Drive the layout's active change until done or `deadlineMs` (clock.nowMs()); once switched, until done or
+   *  `finishByMs` (default deadlineMs): every partition waits for the completion, so it runs on rather than leave it
+   *  to the next step, a tick later. Never rejects. */
+  async step(layout: PartitionLayout, deadlineMs: number, finishByMs = deadlineMs): Promise<ChangerProgress> {
     const change = layout.active;
     if (!change) {
       await this.releaseAll('no change active');
@@ -86,7 +88,7 @@ export class PartitionChanger {
       this.claimed = change.changer === this.s.holderId;
     }
     try {
-      return await this.drive(change, deadlineMs);
+      return await this.drive(change, deadlineMs, Math.max(deadlineMs, finishByMs));
     } catch (e) {
       this.log.warn({ event: 'partition_change_step_failed', change_id: change.changeId, sql_error: sqlErrorField(e) },
         'partition change step failed; the next step resumes');
@@ -99,7 +101,7 @@ export class PartitionChanger {
     await this.releaseAll('closing');
   }
 
-  private async drive(initial: PartitionChange, deadlineMs: number): Promise<ChangerProgress> {
+  private async drive(initial: PartitionChange, deadlineMs: number, finishByMs: number): Promise<ChangerProgress> {
     let change = initial;
     if (change.state === 'preparing') {
       const prepared = await this.prepare(change, deadlineMs);
@@ -138,9 +140,9 @@ export class PartitionChanger {
         `partition count switched to ${change.toCount}: every lease held, in-flight work recovered; moving intents`);
     }
     while (change.state === 'reassigning') {
-      if (this.clock.nowMs() >= deadlineMs) return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: change.scanDoneAt ? 'catch-up' : 'scan' };
+      if (this.clock.nowMs() >= finishByMs) return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: change.scanDoneAt ? 'catch-up' : 'scan' };
       if (!(await this.held.renewDue(m))) return this.lost(change);
-      const next = change.scanDoneAt === null ? await this.scanBatch(change, m) : await this.catchUp(change, m, deadlineMs);
+      const next = change.scanDoneAt === null ? await this.scanBatch(change, m) : await this.catchUp(change, m, finishByMs);
       if (next === 'lost') return this.lost(change);
       if (next === 'wait') return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: 'catch-up' };
       change = next;

@@ -220,6 +220,29 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     }
   });
 
+  it('once switched, a step runs on past its deadline to the completion, within finishByMs (every partition waits for it)', async () => {
+    await insert(30); // 5 batches of 7
+    const change = await request(3);
+    const slowMoves = new Proxy(s.partitions, {
+      get(t, prop, recv) {
+        const v = Reflect.get(t, prop, recv) as unknown;
+        if (typeof v !== 'function') return v;
+        const f = (v as (...a: unknown[]) => Promise<unknown>).bind(t);
+        return prop !== 'moveIntents' ? f : async (...args: unknown[]) => { await new Promise((r) => setTimeout(r, 60)); return f(...args); };
+      },
+    });
+    const changer = new PartitionChanger(s.lease, slowMoves, settings('changer-r'), systemClock, silentLogger);
+    // Steps of 100 ms (a loaded machine may need more than one to take the leases); the one that switches must not
+    // stop at its deadline: the scan's 5 batches take 5 × 60 ms.
+    let out;
+    for (let i = 0; i < 20; i++) {
+      out = await changer.step(await s.partitions.readLayout(), soon(100), soon(10_000));
+      if (out.kind !== 'waiting' && out.kind !== 'preparing') break;
+    }
+    expect(out).toMatchObject({ kind: 'completed' });
+    expect((await s.partitions.getChange(change.changeId))!.state).toBe('completed');
+  });
+
   // Review finding: a changer whose step began with a layout read before another changer completed the change
   // must not take (and keep) every lease of the finished change.
   it('a second changer waiting on lease 0 while the first completes the change takes nothing afterwards', async () => {
