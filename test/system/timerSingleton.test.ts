@@ -139,6 +139,12 @@ describe.each(serverDatabases)('timer singleton across processes (Azurite blob l
     expect(res.status).toBe(202);
     const req = await res.json() as { requestId: string; status: string; requestedEpoch: number };
     expect(req).toMatchObject({ status: 'pending', requestedEpoch: oldEpoch });
+    // Intents for the next epoch, posted once the holder has released (posted sooner, the holder may start them all
+    // before its next refresh reads the request, and the next epoch would find nothing to execute: CI saw it once).
+    await waitFor('the release request completed', async () => {
+      const l = await (await fetch(`${other.api}/ops/lease/release`)).json() as { requests: { requestId: string; status: string }[] };
+      return l.requests.some((r) => r.requestId === req.requestId && r.status === 'completed');
+    }, 10_000, 50);
     for (let k = 0; k < 10; k++) ids.push((await postIntent(other.api, { after: k })).intentId);
     await provider.waitFor((c) => c.some((x) => x.leaseEpoch > oldEpoch), 10_000);
     const resumedMs = provider.calls.find((x) => x.leaseEpoch > oldEpoch)!.arrivedAt - requestedAt;
