@@ -187,8 +187,11 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     const bound = Math.max(h.resumeBoundByKind?.[f.kind] ?? h.resumeBound, byLength);
     // A resume measured from a change's completion (the change's own, or a fault's whose recovery it interrupted)
     // that another fault cut into (active at the completion or begun before the resume): that fault's rule judges it.
+    // So is one a fault begun before the completion is still allowed to delay, by its own bound from its start
+    // (Azure-like: a killed instance's listener locks move only once they expire, whatever the change).
     const interrupted = (f.kind === 'partition_change' || change !== null) && h.faults.some((g) => g !== f && g.kind !== 'partition_change' &&
-      g.startedAt < (at ?? Number.POSITIVE_INFINITY) && Math.max(g.endedAt, g.startedAt) > from);
+      g.startedAt < (at ?? Number.POSITIVE_INFINITY) && (Math.max(g.endedAt, g.startedAt) > from ||
+        (at !== null && at - g.measureFrom <= (h.resumeBoundByKind?.[g.kind] ?? h.resumeBound) * h.leaseMs)));
     if (!interrupted && (ratio === null || ratio > bound)) {
       fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}${on ? `, partitions ${f.partitions!.join(',')}` : ''}): ` +
         `${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`}${change ? ` (after partition change ${change.changeId} completed)` : ''} > bound ${bound.toFixed(2)}`);

@@ -153,6 +153,18 @@ describe('chaos checker, a change of the partition count (issue 26)', () => {
     expect(found(slow).filter((v) => v.check === 'liveness').map((v) => v.message)).toEqual([expect.stringMatching(/^stop \(killed h2, .*resumed after 5800 ms/)]);
   });
 
+  it('liveness of a change: a fault begun before it, still within its own bound at the resume, judges it instead', () => {
+    const slow = clean();
+    slow.audit.find((a) => a.seq === 35)!.atMs = 18_000; // partition 2 started nothing for 6 s after the completion
+    slow.attempts[1]!.startedAtMs = 18_000;
+    // A kill at 9 000, before the request: 9 s before the resume, past the 1.70 × lease the kill may take here…
+    slow.faults.push(kill({ startedAt: 9_000, endedAt: 9_500, measureFrom: 9_000, partitions: [2] }));
+    expect(found(slow).map((v) => v.message)).toContainEqual(expect.stringContaining('partition_change (2 → 3, victim leader: false, partitions 0,1,2): resumed after 6000 ms'));
+    // …within the 16.5 × an Azure-like kill may take (its listener locks move once they expire): the kill's rule.
+    slow.resumeBoundByKind = { kill: 16.5 };
+    expect(found(slow).filter((v) => v.check === 'liveness')).toEqual([]);
+  });
+
   it('liveness of a fault deferred to a change\'s completion: another fault active at the completion judges the resume instead', () => {
     const slow = clean();
     slow.faults.push(kill({})); // judged from the change's completion (12 000)
