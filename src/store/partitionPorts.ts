@@ -8,6 +8,9 @@ import type { Fenced, LeaseToken } from './ports.js';
  *  and JSON Schema's maxLength count them). SQL Server's nvarchar counts UTF-16 code units: its column is twice as wide. */
 export const PARTITION_KEY_MAX_LENGTH = 128;
 
+/** Whether a change's switch excludes inserts that read the old count (switchCount). */
+export type InsertExclusion = 'excluded' | 'unexcluded';
+
 /** The recorded partition count. Only a change's fenced switch (switchCount) changes `count` after it is recorded. */
 export interface PartitionCount {
   count: number;
@@ -138,7 +141,7 @@ export interface PartitionStore {
    * SWITCH_LOCK_TIMEOUT_MS; elsewhere the statement timeout): over it, the switch throws a transient StoreError and
    * writes nothing.
    */
-  switchCount(fence: LeaseToken[], changeId: string, inserts?: 'excluded' | 'unexcluded'): Promise<Fenced<PartitionChange>>;
+  switchCount(fence: LeaseToken[], changeId: string, inserts?: InsertExclusion): Promise<Fenced<PartitionChange>>;
   /** Up to `limit` intents of `scope` ordered by intent_id, after `after` (exclusive; null = from the start). Scope
    *  `all` with modifiedSince: only rows with last_modified_at >= it; `open`: scheduled, in_flight or failed, or (when
    *  modifiedSince is set) last_modified_at >= it; `finished`: succeeded or cancelled, and (when modifiedSince is set)

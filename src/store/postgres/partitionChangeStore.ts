@@ -3,7 +3,7 @@
 // the transaction releases them), locks the change row FOR UPDATE, and does nothing unless the change is in the
 // state the step starts from: a retry after a lost reply, or by the next changer, finds the step done and returns
 // the change as it is.
-import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
+import type { InsertExclusion, PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import {
   PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
@@ -147,7 +147,7 @@ export class PgPartitionChanges {
     });
   }
 
-  switchCount(fence: LeaseToken[], changeId: string, inserts: 'excluded' | 'unexcluded' = 'excluded'): Promise<Fenced<PartitionChange>> {
+  switchCount(fence: LeaseToken[], changeId: string, inserts: InsertExclusion = 'excluded'): Promise<Fenced<PartitionChange>> {
     return fencedByAll(this.db, fence, 'partition_switch', async (tx): Promise<Step> => {
       const c = await lockChange(tx, changeId);
       if (c.state !== 'pending') return { value: c, rowsWritten: 0 };

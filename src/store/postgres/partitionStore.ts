@@ -3,7 +3,7 @@
 // SELECT in the same statement as an INSERT … ON CONFLICT DO NOTHING reads the statement's snapshot, which misses a
 // row that a concurrent first start committed while we waited on its key; a second statement (READ COMMITTED) sees it.
 import type {
-  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope,
+  InsertExclusion, PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope,
   RequestChangeOutcome,
 } from '../partitionPorts.js';
 import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
@@ -118,7 +118,7 @@ export class PgPartitionStore implements PartitionStore {
   }
 
   /** Idempotent: only a pending change switches (the change row locked); a retry finds it reassigning. */
-  switchCount(fence: LeaseToken[], changeId: string, inserts?: 'excluded' | 'unexcluded'): Promise<Fenced<PartitionChange>> {
+  switchCount(fence: LeaseToken[], changeId: string, inserts?: InsertExclusion): Promise<Fenced<PartitionChange>> {
     return this.changes.switchCount(fence, changeId, inserts);
   }
 
