@@ -2,7 +2,8 @@
 // guard, as separate processes have), every-instance timers (so the partitions spread 2 + 1 + 1) and a recording
 // provider that measures what the provider sees:
 // - the cluster-wide in-flight cap holds exactly (max concurrent calls at the provider ≤ PROVIDER_MAX_IN_FLIGHT);
-// - the cluster-wide rate holds within 10 % + the sum of the leaders' bursts over any 1 s window of arrivals;
+// - the cluster-wide rate holds within 10 % + the sum of the leaders' bursts over any 1 s window of grants (the
+//   provider's arrivals follow, bunched by the spread of the fenced start write's latency);
 // - a breaker opened (or a Retry-After pause seen) by the calls of one app's partitions stops the other apps'
 //   partitions within the staleness bound: SCHEDULE_REFRESH_INTERVAL_MS (100 ms here) + one read + one write, given
 //   1 s here for a loaded runner; nothing of theirs arrives after that for the rest of the hold.
@@ -71,9 +72,19 @@ describe.each(dialects)('cluster-wide provider guard (P = 4, 3 apps): $name', (d
     expect(m.max).toBeGreaterThanOrEqual(2);
   });
 
-  it('the rate limit holds for the cluster: any 1 s of arrivals within the limit + 10 % + the leaders\' bursts', async () => {
+  it('the rate limit holds for the cluster: any 1 s of grants within the limit + 10 % + the leaders\' bursts', async () => {
     concurrency(10);
     const loops = await startCluster({ PROVIDER_RATE_LIMIT_PER_SEC: '20' });
+    // Each app's permits, net of those given back unused (a token bucket: grants − returns in any window ≤ rate × window
+    // + burst), recorded where the batch takes them.
+    const permits: { at: number; n: number }[] = [];
+    for (const a of apps) {
+      const g = a.executor.guard!;
+      const acquire = g.acquire.bind(g);
+      const release = g.release.bind(g);
+      g.acquire = (wanted) => { const r = acquire(wanted); if (r.granted > 0) permits.push({ at: Date.now(), n: r.granted }); return r; };
+      g.release = (unused) => { release(unused); if (unused > 0) permits.push({ at: Date.now(), n: -unused }); };
+    }
     try {
       for (let i = 0; i < 60; i++) await submitVia(apps[i % 3]!, { i });
       await waitUntil('all 60 succeeded', () => succeeded(60), 60_000);
@@ -81,11 +92,15 @@ describe.each(dialects)('cluster-wide provider guard (P = 4, 3 apps): $name', (d
       await loops.stop();
     }
     expect(new Set((await ctx.attemptRows()).map((a) => a.holderId)).size).toBe(3);
-    const at = provider.calls.map((c) => c.arrivedAt).sort((a, b) => a - b);
     // Shares 10 + 5 + 5 per second, bursts 1 + 1 + 1 (a leader's bucket holds 100 ms of its rate, at least 1).
     const bound = Math.ceil(20 * 1.1) + 3;
-    const worst = Math.max(...at.map((t) => at.filter((x) => x >= t && x < t + 1_000).length));
-    expect(worst).toBeLessThanOrEqual(bound); // (each app alone could have sent 20/s: 60)
+    const inWindow = (from: number, ms: number) => permits.filter((p) => p.at >= from && p.at < from + ms).reduce((n, p) => n + p.n, 0);
+    expect(Math.max(...permits.map((p) => inWindow(p.at, 1_000)))).toBeLessThanOrEqual(bound); // (each app alone: 60)
+    // The provider sees a call after its fenced start write, whose latency varies with load (three apps on one
+    // database here), so arrivals may bunch by that spread: judged over 2 s windows, with 0.5 s of spread allowed.
+    const at = provider.calls.map((c) => c.arrivedAt).sort((a, b) => a - b);
+    const arrivals = Math.max(...at.map((t) => at.filter((x) => x >= t && x < t + 2_000).length));
+    expect(arrivals).toBeLessThanOrEqual(Math.ceil(2 * 20 * 1.1) + 3 + 10); // (each app alone: 120)
     expect(at.at(-1)! - at[0]!).toBeGreaterThanOrEqual(((60 - bound) / 20) * 1_000);
   });
 
