@@ -14,6 +14,12 @@ export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, re
 export const PREPARABLE_SQL = (alias: string) => `${alias}.status IN ${SETTLED_SQL_LIST}
      AND NOT EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = ${alias}.intent_id AND a.outcome = 'started')`;
 
+/** What the preparing pass leaves to the scan (the intent as `alias`): settled with its call still out. The pass bumps
+ *  its last_modified_at, so the scan (rows modified since the horizon) moves it once the attempt closed, whether the
+ *  switch abandons it or its completion comes first (a completion leaves a settled intent's row as it is). */
+export const LEFT_TO_SCAN_SQL = (alias: string) => `${alias}.status IN ${SETTLED_SQL_LIST}
+     AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = ${alias}.intent_id AND a.outcome = 'started')`;
+
 export interface PartitionChangeDbRow {
   change_id: string;
   from_count: number | string;

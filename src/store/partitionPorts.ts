@@ -28,7 +28,8 @@ export type PartitionChangeState =
    *  not failed, which a redrive reopens) that settled before the horizon (requestedAt − COMMIT_GRACE_MS −
    *  SCHEDULE_REFRESH_INTERVAL_MS: every leader's schedule has seen them finish) to their partition under the new
    *  count, in batches, with no lease; the move is conditional on the row being finished with no attempt `started`
-   *  (a call cancelled in flight still has its completion to write in its partition). Ends with prepareIntents(done). */
+   *  (a call cancelled in flight still has its completion to write in its partition: left to the scan, bumped).
+   *  Ends with prepareIntents(done). */
   | 'preparing'
   /** Partition leaders drain and release; no one else acquires; the changer takes the leases in order. */
   | 'pending'
@@ -150,7 +151,9 @@ export interface PartitionStore {
    *  writes only the rows that move. */
   listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]>;
   /** The preparing pass (no fence): sets partition_no of each move whose intent is succeeded or cancelled and has no
-   *  attempt `started` (an open or failed intent, or one whose cancelled call is still out, is never moved here), adds the rows moved to rowsMoved, records prepareCursor (never backwards), and with `done`
+   *  attempt `started` (an open or failed intent, or one whose cancelled call is still out, is never moved here; the
+   *  last gets last_modified_at bumped, so the scan moves it once its attempt closed, however it closes), adds the rows
+   *  moved to rowsMoved, records prepareCursor (never backwards), and with `done`
    *  ends the pass (state pending, preparedAt := database time). Only in state preparing, else the change comes back
    *  unchanged and nothing is written; null if no such change. Idempotent: a retry or a second changer writes the
    *  same values. */

@@ -1,7 +1,7 @@
 // The preparing step of a partition change (issue 26; port: src/store/partitionPorts.ts), run unchanged against every
 // dialect: prepareIntents moves settled intents (succeeded, cancelled) with no attempt started only, with no lease,
 // idempotently, its cursor never going back, and `done` ends the step; a failed intent is open (a redrive reopens
-// it); a call cancelled in flight is left to the scan, which finds it by the switch's bump; a preparing change is left
+// it); a call cancelled in flight is left to the scan, which finds it by the pass's bump, however its attempt closes; a preparing change is left
 // alone by switchCount; and the scopes of the reassignment read.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
@@ -126,35 +126,47 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     expect(row).toEqual({ intentId: ids[2], partitionKey: MOVING[2], partition: 0 });
   });
 
-  it('a cancelled intent whose call is still out: not moved by prepareIntents; the switch abandons its attempt and bumps it, so the scan reads it', async () => {
-    await s.partitions.recordPartitionCount(2, 'host-a');
-    const [key] = MOVING;
-    const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(partitionOf(key!, 2)));
-    const busy = await put({ key: key! });
-    ok(await s.executionFor(busy.partition).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
-    expect((await s.intents.cancel(busy.intentId)).kind).toBe('ok');
-    await s.lease.release(exec);
-    await sleep(5);
-    const change = await request(4);
-    const horizon = (await s.partitions.readLayout()).dbNow;
-    expect(await listed('finished', horizon)).toEqual([busy.intentId]); // settled before the horizon: the pass reads it
-    const rows = await s.partitions.listForReassign({ scope: 'finished', after: null, limit: 10, modifiedSince: horizon });
-    const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), { cursor: busy.intentId, done: true });
-    expect(prepared).toMatchObject({ state: 'pending', rowsMoved: 0 });
-    expect((await s.intents.get(busy.intentId))!.partition).toBe(partitionOf(key!, 2));
-    const before = await ctx.modifiedAtText(busy.intentId);
-    expect(await listed('open', horizon)).toEqual([]);
+  // Its call may close either way before the scan: the switch abandons it, or its completion comes first (during the
+  // drain; a completion leaves a cancelled intent's row as it is, so only the pass's bump tells the scan).
+  it.each(['abandoned by the switch', 'completed before the switch'] as const)(
+    'a cancelled intent whose call is still out: prepareIntents leaves it and bumps it, so the scan moves it (its attempt %s)', async (closing) => {
+      await s.partitions.recordPartitionCount(2, 'host-a');
+      const [key] = MOVING;
+      const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(partitionOf(key!, 2)));
+      const busy = await put({ key: key! });
+      ok(await s.executionFor(busy.partition).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
+      expect((await s.intents.cancel(busy.intentId)).kind).toBe('ok');
+      await sleep(5);
+      const change = await request(4);
+      const horizon = (await s.partitions.readLayout()).dbNow;
+      expect(await listed('finished', horizon)).toEqual([busy.intentId]); // settled before the horizon: the pass reads it
+      const before = await ctx.modifiedAtText(busy.intentId);
+      await sleep(5);
+      const rows = await s.partitions.listForReassign({ scope: 'finished', after: null, limit: 10, modifiedSince: horizon });
+      const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), { cursor: busy.intentId, done: true });
+      expect(prepared).toMatchObject({ state: 'pending', rowsMoved: 0 });
+      expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
+      expect((await ctx.modifiedAtText(busy.intentId)) > before).toBe(true);
+      expect(await listed('open', horizon)).toEqual([busy.intentId]); // the scan's read
+      expect(await listed('finished', horizon)).toEqual([]);
 
-    await sleep(5);
-    const fence = await takeLeases(4);
-    ok(await s.partitions.claimChange([fence[0]!], change.changeId));
-    ok(await s.partitions.switchCount(fence, change.changeId));
-    expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome)).toEqual(['abandoned']);
-    expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
-    expect((await ctx.modifiedAtText(busy.intentId)) > before).toBe(true);
-    expect(await listed('open', horizon)).toEqual([busy.intentId]);
-    expect(await listed('finished', horizon)).toEqual([]);
-  });
+      if (closing === 'completed before the switch') {
+        const done = await s.executionFor(busy.partition).fencedCompleteAttempts(exec, [{ intentId: busy.intentId, attemptNo: 1,
+          outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } }]);
+        expect(done.kind).toBe('ok');
+        expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
+      }
+      await s.lease.release(exec);
+      const fence = await takeLeases(4);
+      ok(await s.partitions.claimChange([fence[0]!], change.changeId));
+      ok(await s.partitions.switchCount(fence, change.changeId));
+      expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome))
+        .toEqual([closing === 'completed before the switch' ? 'succeeded' : 'abandoned']);
+      const scan = await s.partitions.listForReassign({ scope: 'open', after: null, limit: 10, modifiedSince: horizon });
+      expect(scan.map((r) => r.intentId)).toEqual([busy.intentId]);
+      ok(await s.partitions.moveIntents(fence, change.changeId, movesTo(4, scan), { scanCursor: busy.intentId, scanDone: true }));
+      expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 4) });
+    });
 
   it('a failed intent is open, never finished, and prepareIntents leaves it (a redrive reopens it)', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');

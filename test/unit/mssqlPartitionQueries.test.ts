@@ -143,7 +143,7 @@ describe('partition change statements', () => {
     expect(c).not.toMatch(/@fence|submission_manager_leases|submission_execution_audit/); // no lease: settled intents only
     const commit = c.indexOf('COMMIT TRANSACTION;');
     const writes = [...c.matchAll(/\b(UPDATE|INSERT INTO|DELETE)\b/g)];
-    expect(writes.map((m) => m[1])).toEqual(['UPDATE', 'UPDATE']);
+    expect(writes.map((m) => m[1])).toEqual(['UPDATE', 'UPDATE', 'UPDATE']);
     for (const m of writes) expect(m.index!).toBeLessThan(commit);
     expect(c.slice(commit)).toMatch(/^COMMIT TRANSACTION;\nSELECT change_id, [^;]* FROM submission_manager_partition_changes WHERE change_id = @change_id;$/);
     expect(JSON.parse(param(x, 'moves')!.value as string)).toEqual([{ intentId: ID, partition: 2 }]);
@@ -153,12 +153,14 @@ describe('partition change statements', () => {
     expect(() => r.prepareIntents('nope', [], { cursor: null, done: false })).toThrow(StoreError);
   });
 
-  it('prepareIntents locks the settled intents, then moves those with no attempt started (never an open or failed one, tested in the UPDATE), not yet there, last_modified_at untouched; rows_moved += rows moved; cursor forward only; done → pending once', () => {
+  it('prepareIntents locks the settled intents, then moves those with no attempt started (never an open or failed one, tested in the UPDATE), not yet there, last_modified_at untouched; bumps the others\' last_modified_at (a call still out: for the scan); rows_moved += rows moved; cursor forward only; done → pending once', () => {
     const t = r.prepareIntents(ID, [{ intentId: ID, partition: 2 }], { cursor: ID, done: true }).text;
     const join = "JOIN OPENJSON\\(@moves\\) WITH \\(intent_id char\\(36\\) '\\$\\.intentId', partition_no smallint '\\$\\.partition'\\) AS m\\n\\s+ON i\\.intent_id = m\\.intent_id COLLATE Latin1_General_100_BIN2\\n\\s+WHERE i\\.partition_no <> m\\.partition_no AND i\\.status IN \\('succeeded', 'cancelled'\\)";
     expect(t).toMatch(new RegExp(`\\nBEGIN\\n {2}SELECT @locked = COUNT\\(\\*\\)\\n\\s+FROM submission_intents AS i WITH \\(UPDLOCK, ROWLOCK\\)\\n\\s+${join};\\n {2}UPDATE i SET partition_no = m\\.partition_no\\n\\s+FROM submission_intents AS i\\n\\s+${join}\\n\\s+AND NOT EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n {2}SET @moved = @@ROWCOUNT;`));
-    expect(code(t).match(/UPDATE i\b/g)).toHaveLength(1);
-    expect(code(t)).not.toMatch(/last_modified_at|scheduled|in_flight/);
+    expect(t).toMatch(new RegExp(`\\n {2}SET @moved = @@ROWCOUNT;\\n {2}UPDATE i SET last_modified_at = CASE WHEN SYSUTCDATETIME\\(\\) > i\\.last_modified_at THEN SYSUTCDATETIME\\(\\) ELSE DATEADD\\(nanosecond, 100, i\\.last_modified_at\\) END\\n\\s+FROM submission_intents AS i\\n\\s+${join}\\n\\s+AND EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n`));
+    expect(code(t).match(/UPDATE i\b/g)).toHaveLength(2);
+    expect(code(t).match(/last_modified_at/g)).toHaveLength(3); // the bump only
+    expect(code(t)).not.toMatch(/scheduled|in_flight/);
     expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @prepare_cursor IS NOT NULL AND \(prepare_cursor IS NULL OR @prepare_cursor > prepare_cursor\) THEN @prepare_cursor ELSE prepare_cursor END,\n\s+state = CASE WHEN @prepare_done = 1 THEN 'pending' ELSE state END,\n\s+prepared_at = CASE WHEN @prepare_done = 1 THEN SYSUTCDATETIME\(\) ELSE prepared_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
   });
 

@@ -4,7 +4,8 @@
 // SQL Server's, in byte order (m001, m013).
 import type { PartitionMove, ReassignScope } from '../partitionPorts.js';
 import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
-import { PARTITION_CHANGE_COLS, PREPARABLE_SQL } from '../partitionMapping.js';
+import { LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL } from '../partitionMapping.js';
+import { NEXT_VERSION } from './executionQueries.js';
 import { BIN2, p, uuidText, type SqlQuery } from './params.js';
 
 export const CHANGES = 'submission_manager_partition_changes';
@@ -57,7 +58,8 @@ export const partitionReassignQueries = {
    * changers' batches run one at a time), nothing unless it is preparing; then the settled intents among the moves
    * locked (UPDLOCK: the committed row, also under RCSI, held to commit); then each move applied where the intent is
    * settled with no attempt started as the UPDATE reads it (its statement snapshot, taken after those locks, holds
-   * every start of those rows: a start changes the intent row) and not there yet; last_modified_at untouched.
+   * every start of those rows: a start changes the intent row) and not there yet; last_modified_at untouched. The
+   * settled ones left (their call still out) get last_modified_at bumped, for the scan.
    * rows_moved += the rows moved (a retry adds 0), prepare_cursor only forward, done → pending with prepared_at. The
    * row after COMMIT (none: no id).
    */
@@ -79,6 +81,8 @@ BEGIN
   UPDATE i SET partition_no = m.partition_no
     ${MOVE_JOIN} AND ${PREPARABLE_SQL('i')};
   SET @moved = @@ROWCOUNT;
+  UPDATE i SET last_modified_at = ${NEXT_VERSION('i.last_modified_at', 'SYSUTCDATETIME()')}
+    ${MOVE_JOIN} AND ${LEFT_TO_SCAN_SQL('i')};
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
          prepare_cursor = ${FORWARD('prepare_cursor', '@prepare_cursor')},

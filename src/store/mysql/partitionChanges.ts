@@ -6,7 +6,7 @@
 import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import {
-  PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
+  LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
 } from '../partitionMapping.js';
 import type { MyDatabase, MyQueryable } from './db.js';
 import { fencedTransactionAll, writeAudit } from './fence.js';
@@ -62,6 +62,10 @@ const MOVE = `UPDATE submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id =
 // The preparing pass's move tests the condition again in the UPDATE itself. Every picked row still meets it (locked:
 // its status stays settled, and a settled intent never gets a started attempt), so the rows moved are the picked ones.
 const PREPARE_MOVE = `${MOVE} AND ${PREPARABLE_SQL('i')}`;
+// The settled rows of the batch left out (their call still out) get last_modified_at bumped, for the scan; the picked
+// rows have no call out, so the two sets are disjoint.
+const PREPARE_LEAVE = `UPDATE submission_intents AS i SET i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')}
+ WHERE i.intent_id IN (?) AND ${LEFT_TO_SCAN_SQL('i')}`;
 
 // The cursor only moves forward (a NULL one, the catch-up pass's, leaves it); scan_done_at is set once.
 const PROGRESS = `UPDATE submission_manager_partition_changes
@@ -141,6 +145,7 @@ Promise<PartitionChange | null> {
     requireMovesInRange(c, moves);
     const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_PICK, [json, ids])).rows.map((r) => r.intent_id);
     if (picked.length > 0) await tx.query(PREPARE_MOVE, [json, picked]);
+    if (ids.length > picked.length) await tx.query(PREPARE_LEAVE, [ids]);
     await tx.query(PREPARED, [picked.length, cursor, cursor, cursor, progress.done, progress.done, changeId]);
     return readChange(tx, changeId);
   });

@@ -6,7 +6,7 @@
 import type { InsertExclusion, PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import {
-  PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
+  LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
 } from '../partitionMapping.js';
 import { SETTLED_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase, PgQueryable } from './db.js';
@@ -91,9 +91,15 @@ const PREPARE_LOCK = `SELECT intent_id FROM submission_intents
 
 // Only the rows locked above ($6) move, and only those with no attempt started: tested by the UPDATE itself, whose
 // snapshot (taken after the locks were granted) holds every start of those rows (a start changes the intent row).
+// The others (their call still out) get last_modified_at bumped, for the scan; the two sets are disjoint.
 // The cursor only moves forward; done ends the pass once.
 const PREPARE = `/* sm:partition_prepare */
-WITH ${movedCte('$6::uuid[]', ` AND ${PREPARABLE_SQL('i')}`)}
+WITH ${movedCte('$6::uuid[]', ` AND ${PREPARABLE_SQL('i')}`)},
+left_to_scan AS (
+  UPDATE submission_intents i SET last_modified_at = GREATEST(clock_timestamp(), i.last_modified_at + interval '1 microsecond')
+   WHERE i.intent_id = ANY($6::uuid[]) AND ${LEFT_TO_SCAN_SQL('i')}
+  RETURNING 1
+)
 UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + (SELECT count(*) FROM moved), prepare_cursor = GREATEST(prepare_cursor, $4::uuid),
        state = CASE WHEN $5::boolean THEN 'pending' ELSE state END,
