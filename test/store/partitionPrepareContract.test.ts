@@ -132,23 +132,30 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     'a cancelled intent whose call is still out: prepareIntents leaves it and bumps it, so the scan moves it (its attempt %s)', async (closing) => {
       await s.partitions.recordPartitionCount(2, 'host-a');
       const [key] = MOVING;
+      const [other, done] = MOVING.filter((k) => k !== key && partitionOf(k, 2) === partitionOf(key!, 2));
       const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(partitionOf(key!, 2)));
       const busy = await put({ key: key! });
-      ok(await s.executionFor(busy.partition).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
+      const running = await put({ key: other! }); // in flight, not cancelled: neither moved nor bumped
+      ok(await s.executionFor(busy.partition).fencedStartAttempts(exec, [busy, running].map((i) => ({ intentId: i.intentId, expectedAttemptCount: 0 }))));
       expect((await s.intents.cancel(busy.intentId)).kind).toBe('ok');
+      const finished = await put({ key: done! });
+      await ctx.setIntentStatus(finished.intentId, 'succeeded'); // moved by the pass, not bumped
       await sleep(5);
       const change = await request(4);
       const horizon = (await s.partitions.readLayout()).dbNow;
-      expect(await listed('finished', horizon)).toEqual([busy.intentId]); // settled before the horizon: the pass reads it
-      const before = await ctx.modifiedAtText(busy.intentId);
+      expect(await listed('finished', horizon)).toEqual(expect.arrayContaining([busy.intentId, finished.intentId])); // the pass reads them
+      const before = await Promise.all([busy, running, finished].map((i) => ctx.modifiedAtText(i.intentId)));
       await sleep(5);
-      const rows = await s.partitions.listForReassign({ scope: 'finished', after: null, limit: 10, modifiedSince: horizon });
-      const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), { cursor: busy.intentId, done: true });
-      expect(prepared).toMatchObject({ state: 'pending', rowsMoved: 0 });
+      // The batch as a pass would never make it (the in-flight intent in it too): the store decides row by row.
+      const rows = await s.partitions.listForReassign({ scope: 'all', after: null, limit: 10, modifiedSince: null });
+      const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), { cursor: rows.at(-1)!.intentId, done: true });
+      expect(prepared).toMatchObject({ state: 'pending', rowsMoved: 1 }); // `finished`
       expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
-      expect((await ctx.modifiedAtText(busy.intentId)) > before).toBe(true);
-      expect(await listed('open', horizon)).toEqual([busy.intentId]); // the scan's read
-      expect(await listed('finished', horizon)).toEqual([]);
+      expect(await s.intents.get(running.intentId)).toMatchObject({ status: 'in_flight', partition: partitionOf(other!, 2) });
+      expect(await s.intents.get(finished.intentId)).toMatchObject({ status: 'succeeded', partition: partitionOf(done!, 4) });
+      const after = await Promise.all([busy, running, finished].map((i) => ctx.modifiedAtText(i.intentId)));
+      expect([after[0]! > before[0]!, after[1], after[2]]).toEqual([true, before[1], before[2]]);
+      expect(await listed('open', horizon)).toEqual([busy.intentId, running.intentId].sort()); // the scan's read
 
       if (closing === 'completed before the switch') {
         const done = await s.executionFor(busy.partition).fencedCompleteAttempts(exec, [{ intentId: busy.intentId, attemptNo: 1,
@@ -163,9 +170,10 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
       expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome))
         .toEqual([closing === 'completed before the switch' ? 'succeeded' : 'abandoned']);
       const scan = await s.partitions.listForReassign({ scope: 'open', after: null, limit: 10, modifiedSince: horizon });
-      expect(scan.map((r) => r.intentId)).toEqual([busy.intentId]);
-      ok(await s.partitions.moveIntents(fence, change.changeId, movesTo(4, scan), { scanCursor: busy.intentId, scanDone: true }));
+      expect(scan.map((r) => r.intentId)).toEqual([busy.intentId, running.intentId].sort());
+      ok(await s.partitions.moveIntents(fence, change.changeId, movesTo(4, scan), { scanCursor: scan.at(-1)!.intentId, scanDone: true }));
       expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 4) });
+      expect(await s.intents.get(running.intentId)).toMatchObject({ status: 'scheduled', partition: partitionOf(other!, 4) });
     });
 
   it('a failed intent is open, never finished, and prepareIntents leaves it (a redrive reopens it)', async () => {

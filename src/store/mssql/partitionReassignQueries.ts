@@ -58,8 +58,9 @@ export const partitionReassignQueries = {
    * changers' batches run one at a time), nothing unless it is preparing; then the settled intents among the moves
    * locked (UPDLOCK: the committed row, also under RCSI, held to commit); then each move applied where the intent is
    * settled with no attempt started as the UPDATE reads it (its statement snapshot, taken after those locks, holds
-   * every start of those rows: a start changes the intent row) and not there yet; last_modified_at untouched. The
-   * settled ones left (their call still out) get last_modified_at bumped, for the scan.
+   * every start of those rows: a start changes the intent row) and not there yet; last_modified_at untouched. Before
+   * that, those whose call is still out get last_modified_at bumped, for the scan: an attempt closes and never
+   * reopens, so of two statements (two snapshots) a row meets the bump's test or, later, the move's (both: harmless).
    * rows_moved += the rows moved (a retry adds 0), prepare_cursor only forward, done → pending with prepared_at. The
    * row after COMMIT (none: no id).
    */
@@ -78,11 +79,11 @@ IF @to IS NOT NULL
 BEGIN
   SELECT @locked = COUNT(*)
     ${moveJoin(' WITH (UPDLOCK, ROWLOCK)')} AND i.status IN ${SETTLED_SQL_LIST};
+  UPDATE i SET last_modified_at = ${NEXT_VERSION('i.last_modified_at', 'SYSUTCDATETIME()')}
+    ${MOVE_JOIN} AND ${LEFT_TO_SCAN_SQL('i')};
   UPDATE i SET partition_no = m.partition_no
     ${MOVE_JOIN} AND ${PREPARABLE_SQL('i')};
   SET @moved = @@ROWCOUNT;
-  UPDATE i SET last_modified_at = ${NEXT_VERSION('i.last_modified_at', 'SYSUTCDATETIME()')}
-    ${MOVE_JOIN} AND ${LEFT_TO_SCAN_SQL('i')};
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
          prepare_cursor = ${FORWARD('prepare_cursor', '@prepare_cursor')},

@@ -8,6 +8,7 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import {
   LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
 } from '../partitionMapping.js';
+import { SETTLED_SQL_LIST } from '../intentPorts.js';
 import type { MyDatabase, MyQueryable } from './db.js';
 import { fencedTransactionAll, writeAudit } from './fence.js';
 import { expireHeld, lockHeld, type Locked } from './leaseStore.js';
@@ -62,8 +63,11 @@ const MOVE = `UPDATE submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id =
 // The preparing pass's move tests the condition again in the UPDATE itself. Every picked row still meets it (locked:
 // its status stays settled, and a settled intent never gets a started attempt), so the rows moved are the picked ones.
 const PREPARE_MOVE = `${MOVE} AND ${PREPARABLE_SQL('i')}`;
-// The settled rows of the batch left out (their call still out) get last_modified_at bumped, for the scan; the picked
-// rows have no call out, so the two sets are disjoint.
+// The batch's settled rows, locked in id order first; those whose call is still out get last_modified_at bumped, for
+// the scan, before the pick: an attempt closes and never reopens, so a row the bump's snapshot saw closed is one the
+// pick's sees closed too (each statement its own snapshot; a row bumped and moved is harmless).
+const PREPARE_LOCK = `SELECT intent_id FROM submission_intents WHERE intent_id IN (?) AND status IN ${SETTLED_SQL_LIST}
+ ORDER BY intent_id FOR UPDATE`;
 const PREPARE_LEAVE = `UPDATE submission_intents AS i SET i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')}
  WHERE i.intent_id IN (?) AND ${LEFT_TO_SCAN_SQL('i')}`;
 
@@ -132,8 +136,8 @@ const moveBatch = (moves: PartitionMove[]) => {
   return { ids, json: JSON.stringify(moves.map((m, k) => ({ id: ids[k], p: m.partition }))) };
 };
 
-/** The preparing pass's batch, unfenced: only settled intents with no attempt started move (locked in id order, then
- *  moved), so no lease is needed; the change row locked FOR UPDATE serialises two changers. Not preparing: unchanged, nothing written;
+/** The preparing pass's batch, unfenced: only settled intents with no attempt started move (locked in id order, those
+ *  with a call still out bumped for the scan, then the rest moved), so no lease is needed; the change row locked FOR UPDATE serialises two changers. Not preparing: unchanged, nothing written;
  *  no such change: null. Idempotent: a retry picks nothing already moved and the cursor never moves back. */
 export function prepareIntents(db: MyDatabase, changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }):
 Promise<PartitionChange | null> {
@@ -143,9 +147,10 @@ Promise<PartitionChange | null> {
     const c = await lockChangeIfAny(tx, changeId);
     if (!c || c.state !== 'preparing') return c;
     requireMovesInRange(c, moves);
-    const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_PICK, [json, ids])).rows.map((r) => r.intent_id);
+    const locked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_LOCK, [ids])).rows.map((r) => r.intent_id);
+    if (locked.length > 0) await tx.query(PREPARE_LEAVE, [locked]);
+    const picked = locked.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_PICK, [json, locked])).rows.map((r) => r.intent_id);
     if (picked.length > 0) await tx.query(PREPARE_MOVE, [json, picked]);
-    if (ids.length > picked.length) await tx.query(PREPARE_LEAVE, [ids]);
     await tx.query(PREPARED, [picked.length, cursor, cursor, cursor, progress.done, progress.done, changeId]);
     return readChange(tx, changeId);
   });
