@@ -117,18 +117,23 @@ describe.each(dialects)('cluster-wide provider guard (P = 4, 3 apps): $name', (d
       let heldAt = 0;
       try {
         for (let i = 0; i < 200; i++) await submitVia(apps[i % 3]!, { i });
+        // When the hold began, from what is left of it (20 s): seen later than that on a loaded runner.
         await waitUntil(`the victim's ${kind}`, () => {
           const s = victim.executor.guard!.state();
-          return kind === 'breaker' ? s.breaker === 'open' : s.pausedForMs > 0;
+          const left = kind === 'breaker' ? (s.breaker === 'open' ? s.openForMs : 0) : s.pausedForMs;
+          if (left > 0) heldAt = Date.now() - (20_000 - left);
+          return left > 0;
         }, 20_000);
-        heldAt = Date.now();
-        await sleep(STALENESS_MS + 2_000);
+        await sleep(Math.max(0, heldAt + STALENESS_MS + 2_000 - Date.now()));
       } finally {
         await loops.stop();
       }
       const others = provider.calls.filter((c) => !bad.has(c.partition));
-      expect(others.filter((c) => c.arrivedAt > heldAt - 1_000 && c.arrivedAt <= heldAt).length).toBeGreaterThan(0); // they were sending
+      expect(others.length).toBeGreaterThan(0); // they were sending
       expect(others.filter((c) => c.arrivedAt > heldAt + STALENESS_MS).map((c) => c.partition)).toEqual([]);
+      // ... and were held with work left: without the hold they would have sent it.
+      const left = (await ctx.intentRows()).filter((r) => !bad.has(r.partition) && r.status !== 'succeeded');
+      expect(left.length).toBeGreaterThan(0);
       // The other apps held back (by the hold they read), their own breakers untouched.
       for (const a of apps.filter((x) => x !== victim)) {
         const s = a.executor.guard!.state();
