@@ -29,8 +29,11 @@ describe.each(dialects)('executor spec tests: $name', (dialect) => {
   it('1. single leader on concurrent start; only it executes', async () => {
     const summaries = await Promise.all(inst.map((i) => i.executor.tick(300)));
     expect(summaries.filter((s) => s.role === 'leader')).toHaveLength(1);
+    // Ticking on while the intents arrive: the leader keeps its lease (submitted first, a loaded runner could take
+    // longer than the lease, and a follower would rightly take over).
+    const ticking = runTicks(inst, allSucceeded(20));
     for (let k = 0; k < 20; k++) await submit(inst[k % 3]!.stores, { k });
-    await runTicks(inst, allSucceeded(20));
+    await ticking;
     const leader = summaries.find((s) => s.role === 'leader')!;
     const attempts = await ctx.attemptRows();
     expect(new Set(attempts.map((a) => a.holderId))).toEqual(new Set([leader.holderId]));
@@ -57,11 +60,26 @@ describe.each(dialects)('executor spec tests: $name', (dialect) => {
   it('3. no execution without leadership: followers never call the provider or write attempts', async () => {
     const first = await Promise.all(inst.map((i) => i.executor.tick(100)));
     const followers = inst.filter((_, i) => first[i]!.role === 'follower');
+    const leader = inst.find((_, i) => first[i]!.role === 'leader')!;
     expect(followers).toHaveLength(2);
-    for (let k = 0; k < 10; k++) await submit(followers[0]!.stores, { k });
-    for (let r = 0; r < 5; r++) {
-      const sums = await Promise.all(followers.map((f) => f.executor.tick(100)));
-      expect(sums.every((s) => s.role === 'follower' && s.started === 0)).toBe(true);
+    // The leader only renews (it would execute if it ticked), every 300 ms, so its lease stays held however slow the
+    // runner: the followers see a live leader throughout.
+    let renewing = true;
+    const renews = (async () => {
+      while (renewing) {
+        expect(await leader.lease.renew()).toBe(true);
+        await sleep(300);
+      }
+    })();
+    try {
+      for (let k = 0; k < 10; k++) await submit(followers[0]!.stores, { k });
+      for (let r = 0; r < 5; r++) {
+        const sums = await Promise.all(followers.map((f) => f.executor.tick(100)));
+        expect(sums.every((s) => s.role === 'follower' && s.started === 0)).toBe(true);
+      }
+    } finally {
+      renewing = false;
+      await renews;
     }
     expect(provider.calls).toHaveLength(0);
     expect(await ctx.attemptRows()).toHaveLength(0);
