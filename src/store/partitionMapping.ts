@@ -12,13 +12,17 @@ export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, re
  *  flight still has its completion to write in its partition). A settled intent never gets a new started attempt (a
  *  start needs status scheduled), so once true under the row's lock, it stays true. Portable SQL, every dialect. */
 export const PREPARABLE_SQL = (alias: string) => `${alias}.status IN ${SETTLED_SQL_LIST}
-     AND NOT EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = ${alias}.intent_id AND a.outcome = 'started')`;
+     AND NOT ${callOut(alias)}`;
 
 /** What the preparing pass leaves to the scan (the intent as `alias`): settled with its call still out. The pass bumps
  *  its last_modified_at, so the scan (rows modified since the horizon) moves it once the attempt closed, whether the
  *  switch abandons it or its completion comes first (a completion leaves a settled intent's row as it is). */
 export const LEFT_TO_SCAN_SQL = (alias: string) => `${alias}.status IN ${SETTLED_SQL_LIST}
-     AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = ${alias}.intent_id AND a.outcome = 'started')`;
+     AND ${callOut(alias)}`;
+
+/** The intent `alias` has an attempt `started` (its call may still be out). */
+const callOut = (alias: string) =>
+  `EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = ${alias}.intent_id AND a.outcome = 'started')`;
 
 export interface PartitionChangeDbRow {
   change_id: string;

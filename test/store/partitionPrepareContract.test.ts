@@ -148,14 +148,20 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
       await sleep(5);
       // The batch as a pass would never make it (the in-flight intent in it too): the store decides row by row.
       const rows = await s.partitions.listForReassign({ scope: 'all', after: null, limit: 10, modifiedSince: null });
-      const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), { cursor: rows.at(-1)!.intentId, done: true });
-      expect(prepared).toMatchObject({ state: 'pending', rowsMoved: 1 }); // `finished`
+      const batch = { cursor: rows.at(-1)!.intentId, done: false };
+      const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), batch);
+      expect(prepared).toMatchObject({ state: 'preparing', rowsMoved: 1 }); // `finished`
       expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
       expect(await s.intents.get(running.intentId)).toMatchObject({ status: 'in_flight', partition: partitionOf(other!, 2) });
       expect(await s.intents.get(finished.intentId)).toMatchObject({ status: 'succeeded', partition: partitionOf(done!, 4) });
       const after = await Promise.all([busy, running, finished].map((i) => ctx.modifiedAtText(i.intentId)));
       expect([after[0]! > before[0]!, after[1], after[2]]).toEqual([true, before[1], before[2]]);
       expect(await listed('open', horizon)).toEqual([busy.intentId, running.intentId].sort()); // the scan's read
+      // The same batch again (its reply lost): nothing moves twice; the row stays left to the scan (bumped again).
+      expect(await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), batch)).toEqual(prepared);
+      expect(await listed('open', horizon)).toEqual([busy.intentId, running.intentId].sort());
+      expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
+      expect(await s.partitions.prepareIntents(change.changeId, [], { cursor: null, done: true })).toMatchObject({ state: 'pending', rowsMoved: 1 });
 
       if (closing === 'completed before the switch') {
         const done = await s.executionFor(busy.partition).fencedCompleteAttempts(exec, [{ intentId: busy.intentId, attemptNo: 1,

@@ -13,7 +13,7 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
 import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
 import {
-  BUDGET, NIL_UUID, SCHEDULE_COLS, SCHEDULED_ONLY_COLS, toCompletedAttempt, toScheduleRow, toStartedAttempt, utcText,
+  BUDGET, NIL_UUID, nextModified, SCHEDULE_COLS, SCHEDULED_ONLY_COLS, toCompletedAttempt, toScheduleRow, toStartedAttempt, utcText,
   type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
 } from './rows.js';
 
@@ -59,7 +59,7 @@ abandoned AS (
 recovered AS (
 UPDATE submission_intents i
    SET status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
-       next_attempt_at = now.t, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $1,
+       next_attempt_at = now.t, last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}, last_epoch = $1,
        last_error = 'attempt ' || i.attempt_count || ' abandoned after a leader change; it may have been sent' ||
                     CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END
   FROM orphan o, now
@@ -87,7 +87,7 @@ req AS (SELECT * FROM unnest($4::uuid[], $5::int[]) AS r(intent_id, expected)),
 started AS (
   UPDATE submission_intents i
      SET status = 'in_flight', attempt_count = i.attempt_count + 1,
-         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
+         last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}, last_epoch = $3
     FROM req, now, fence
    WHERE i.intent_id = req.intent_id AND i.intent_id = ANY($4::uuid[]) AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
      AND (i.next_attempt_at <= now.t) IS TRUE AND (i.partition_no = $6) IS TRUE
@@ -132,7 +132,7 @@ upd AS (
      SET status = c.next_status,
          next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN now.t + c.delay_ms * interval '1 millisecond' ELSE i.next_attempt_at END,
          last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
-         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'), last_epoch = $3
+         last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}, last_epoch = $3
     FROM c, now, fence
    WHERE i.intent_id = c.intent_id AND i.intent_id = ANY($4::uuid[]) AND (i.status = 'in_flight') IS TRUE AND i.attempt_count = c.attempt_no
      AND (i.partition_no = $13) IS TRUE

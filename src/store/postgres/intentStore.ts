@@ -2,7 +2,7 @@
 // to clock_timestamp() in the same statement, so the leader's refresh cursor sees it.
 import type { AttemptRow, IntentRow, IntentStatus, IntentStore, MutationOutcome, NewIntent } from '../intentPorts.js';
 import type { PgQueryable } from './db.js';
-import { INTENT_COLS, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
+import { INTENT_COLS, nextModified, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
 // Returns only what the database decides (its clock, the partition); the rest of the new row is what we sent. A
 // prepared (named) statement: parsed and planned once per connection (PGlite ignores the name).
@@ -21,9 +21,7 @@ ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING next_attempt_at, created_at, partition_no`,
 };
 
-/** Database time, but strictly after the row's previous value: PGlite's clock has millisecond resolution,
- *  and two updates within one tick must still produce a newer version for the leader's refresh. */
-const NEXT_MODIFIED = `GREATEST(clock_timestamp(), last_modified_at + interval '1 microsecond')`;
+const NEXT_MODIFIED = nextModified('last_modified_at');
 
 export class PgIntentStore implements IntentStore {
   /** `notifyDue`: tells the leader that an intent became due (coalesced NOTIFY after the write; best effort). */

@@ -11,7 +11,7 @@ import {
 import { SETTLED_SQL_LIST } from '../intentPorts.js';
 import type { PgDatabase, PgQueryable } from './db.js';
 import { fencedByAll, tokenArrays } from './fence.js';
-import { BUDGET } from './rows.js';
+import { BUDGET, nextModified } from './rows.js';
 import { SWITCH_LOCK_TIMEOUT_MS } from '../../limits.js';
 
 const LOCK_CHANGE = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = $1 FOR UPDATE`;
@@ -39,7 +39,7 @@ abandoned AS (
 recovered AS (
   UPDATE submission_intents i
      SET status = CASE WHEN ${BUDGET.exhausted('i')} THEN 'failed' ELSE 'scheduled' END,
-         next_attempt_at = now.t, last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond'),
+         next_attempt_at = now.t, last_modified_at = ${nextModified('i.last_modified_at', 'now.t')},
          last_error = 'attempt ' || i.attempt_count || ' abandoned by a change of the partition count; it may have been sent' ||
                       CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END
     FROM now
@@ -47,7 +47,7 @@ recovered AS (
   RETURNING i.intent_id
 ),
 bumped AS (
-  UPDATE submission_intents i SET last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond')
+  UPDATE submission_intents i SET last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}
     FROM now
    WHERE i.intent_id IN (SELECT intent_id FROM abandoned) AND i.status <> 'in_flight'
   RETURNING i.intent_id
@@ -96,7 +96,7 @@ const PREPARE_LOCK = `SELECT intent_id FROM submission_intents
 const PREPARE = `/* sm:partition_prepare */
 WITH ${movedCte('$6::uuid[]', ` AND ${PREPARABLE_SQL('i')}`)},
 left_to_scan AS (
-  UPDATE submission_intents i SET last_modified_at = GREATEST(clock_timestamp(), i.last_modified_at + interval '1 microsecond')
+  UPDATE submission_intents i SET last_modified_at = ${nextModified('i.last_modified_at')}
    WHERE i.intent_id = ANY($6::uuid[]) AND ${LEFT_TO_SCAN_SQL('i')}
   RETURNING 1
 )

@@ -4,7 +4,7 @@
 import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from '../redrivePorts.js';
 import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
 import type { PgQueryable } from './db.js';
-import { BUDGET, PARTITIONS_CTE } from './rows.js';
+import { BUDGET, PARTITIONS_CTE, nextModified } from './rows.js';
 
 
 // The selector's failed intents, oldest first: the oldest $5 of each partition (a range of
@@ -34,7 +34,7 @@ moved AS (
   UPDATE submission_intents i
      SET status = 'scheduled', next_attempt_at = now.t,
          max_attempts = ${BUDGET.redrivenMaxAttempts('i', "COALESCE((i.contract->'retry'->>'maxAttempts')::int, i.max_attempts)")},
-         last_modified_at = GREATEST(now.t, i.last_modified_at + interval '1 microsecond')
+         last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}
     FROM pick, now
    WHERE i.intent_id = pick.intent_id AND i.status = 'failed'
   RETURNING i.intent_id, i.attempt_count AS attempts_before, i.max_attempts

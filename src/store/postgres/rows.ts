@@ -36,3 +36,7 @@ export {
   NIL_UUID, parseContract, toAttempt, toCompletedAttempt, toIntent, toLease, toScheduleRow, toStartedAttempt,
   type AttemptDbRow, type CompletedDbRow, type IntentDbRow, type LeaseDbRow, type ScheduleDbRow, type StartedDbRow,
 } from '../rowMapping.js';
+
+/** A row's next last_modified_at: `now`, but strictly after `prev`, so a newer state always has a newer version for the
+ *  leader's refresh, even within one clock tick (PGlite's clock has millisecond resolution). */
+export const nextModified = (prev: string, now = 'clock_timestamp()') => `GREATEST(${now}, ${prev} + interval '1 microsecond')`;
