@@ -3,7 +3,8 @@
 // checkout (three `npm start` in three shells): one build at a time (lock dir dist/.build-lock, taken over when the
 // process holding it is gone); `--if-stale` skips the build when dist/ was built from the current sources; tsc
 // emits into a scratch folder whose files are renamed into dist/ one by one, so a process loading dist/
-// meanwhile reads each file whole (a rename is atomic). Exit status: tsc's.
+// meanwhile reads each file whole (a rename is atomic); each source map's `sources` are rewritten on the way, as
+// tsc wrote them relative to the scratch folder (one level deeper). Exit status: tsc's.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,11 +20,12 @@ const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 
 const files = (dir) => readdirSync(dir, { recursive: true, withFileTypes: true })
   .filter((e) => e.isFile()).map((e) => path.join(e.parentPath, e.name));
 
-/** What tsc reads: tsconfig.json and the .ts files under its `include` folders; summed up as count + newest mtime. */
+/** What the build reads: this script, tsconfig.json and the .ts files under its `include` folders; summed up as
+ *  count + newest mtime. */
 function inputs() {
   const config = path.join(ROOT, 'tsconfig.json');
   const roots = [...new Set(JSON.parse(readFileSync(config, 'utf8')).include.map((p) => p.split('/*')[0]))];
-  const all = [config, ...roots.flatMap((r) => { try { return files(path.join(ROOT, r)); } catch { return []; } }).filter((f) => f.endsWith('.ts'))];
+  const all = [fileURLToPath(import.meta.url), config, ...roots.flatMap((r) => { try { return files(path.join(ROOT, r)); } catch { return []; } }).filter((f) => f.endsWith('.ts'))];
   return `${all.length} ${Math.max(...all.map((f) => statSync(f).mtimeMs))}`;
 }
 
@@ -55,6 +57,20 @@ function lock() {
   }
 }
 
+/** Moves one emitted file from the scratch folder to its place in dist/; a source map's `sources` are made relative
+ *  to where the map will live, so stack traces (node --enable-source-maps) and vitest name the real .ts files. */
+function place(from, to) {
+  mkdirSync(path.dirname(to), { recursive: true });
+  if (from.endsWith('.map')) {
+    const map = JSON.parse(readFileSync(from, 'utf8'));
+    const source = (s) => path.resolve(path.dirname(from), map.sourceRoot ?? '', s);
+    map.sources = map.sources.map((s) => path.relative(path.dirname(to), source(s)).split(path.sep).join('/'));
+    map.sourceRoot = '';
+    writeFileSync(from, JSON.stringify(map));
+  }
+  renameSync(from, to);
+}
+
 function build() {
   const before = inputs();
   if (process.argv.includes('--if-stale')) {
@@ -65,11 +81,7 @@ function build() {
   const r = spawnSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json', '--outDir', scratch],
     { cwd: ROOT, stdio: 'inherit' });
   // tsc emits even with type errors (as a plain `tsc` would into dist/); only a clean build is stamped.
-  for (const f of files(scratch)) {
-    const target = path.join(DIST, path.relative(scratch, f));
-    mkdirSync(path.dirname(target), { recursive: true });
-    renameSync(f, target);
-  }
+  for (const f of files(scratch)) place(f, path.join(DIST, path.relative(scratch, f)));
   rmSync(scratch, { recursive: true, force: true });
   if (r.status === 0) writeFileSync(STAMP, before);
   else rmSync(STAMP, { force: true });
