@@ -131,9 +131,12 @@ export class ExecutionState {
     return this.cadence.take(nowMs, this.refresher.reconciling);
   }
 
-  /** The interval refresh takeRefreshStep() returned has been read, with the control row (RefreshCadence.refreshRead). */
+  /** The interval refresh takeRefreshStep() returned has been read, with the control row (RefreshCadence.refreshRead).
+   *  Logged at debug with the database time of its read: what the pickup guarantee is judged by (an intent committed
+   *  before one refresh's read_at is started before the next refresh's). */
   refreshRead(nowMs: number): void {
     this.cadence.refreshRead(nowMs);
+    this.log.debug({ event: 'schedule_refreshed', read_at: this.refresher.lastReadAt?.toISOString() }, 'schedule refreshed');
   }
 
   /** A fenced START that started attempts took `ms` (RefreshCadence.startTook). */

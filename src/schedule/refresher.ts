@@ -45,6 +45,9 @@ export class ScheduleRefresher {
     return this.cursor;
   }
 
+  /** Database time at the first page of the last incremental refresh: every intent committed before it was read. */
+  lastReadAt: Date | null = null;
+
   /** Estimated database time now (ms): last observed db time + monotonic time elapsed since. */
   dbNowMs(): number {
     if (!this.dbAnchor) return Number.NEGATIVE_INFINITY;
@@ -171,6 +174,7 @@ export class ScheduleRefresher {
       else allSettledSoFar = false;
     });
     if (out.reset) return out.stats;
+    this.lastReadAt = out.firstReadAt;
     this.cursor = settledUpTo;
     this.ahead = out.read;
     this.schedule.pruneVersionsBefore(settledUpTo.modifiedAt);
@@ -193,15 +197,18 @@ export class ScheduleRefresher {
   /** Read pages after `from` into the schedule (up to maxPages; no new page once `untilMs` has passed); `onRow`
    *  sees each row with its position. reset: leadership was dropped meanwhile (nothing further may be kept). */
   private async readPages(from: RefreshCursor, untilMs: number,
-    onRow?: (r: { settled: boolean }, at: RefreshCursor) => void): Promise<{ stats: RefreshStats; read: RefreshCursor; reset: boolean }> {
+    onRow?: (r: { settled: boolean }, at: RefreshCursor) => void,
+  ): Promise<{ stats: RefreshStats; read: RefreshCursor; reset: boolean; firstReadAt: Date | null }> {
     const gen = this.generation;
     const stats: RefreshStats = { rows: 0, pages: 0, applied: 0 };
     let read = from; // runs ahead over unsettled rows
+    let firstReadAt: Date | null = null;
     const maxPages = this.settings.maxPages ?? 50;
     while (stats.pages < maxPages && (stats.pages === 0 || this.clock.nowMs() < untilMs)) {
       const page = await this.store.refreshPage(read, this.settings.pageSize, this.settings.commitGraceMs);
-      if (gen !== this.generation) return { stats, read, reset: true };
+      if (gen !== this.generation) return { stats, read, reset: true, firstReadAt };
       this.observe(page.dbNow);
+      firstReadAt ??= page.dbNow;
       stats.pages++;
       for (const r of page.rows) {
         const res = this.schedule.apply(r);
@@ -212,7 +219,7 @@ export class ScheduleRefresher {
       stats.rows += page.rows.length;
       if (page.rows.length < this.settings.pageSize) break;
     }
-    return { stats, read, reset: false };
+    return { stats, read, reset: false, firstReadAt };
   }
 
   private observe(dbNow: Date): void {
