@@ -5,12 +5,13 @@ import { staleWrites } from '../support/fenceChecker.js';
 import type { ProviderRecord } from './providerProcess.js';
 import { providerEffects } from './checkerEffects.js';
 import { Leases, partitionChecks, resumeAcrossChanges, resumeAfter, type PartitionStats } from './checkerPartitions.js';
+import { operatorChecks, type OperatorStats } from './checkerOperator.js';
 import { answerLost, type AttemptRow, type History, type Violation } from './history.js';
 import type { FaultRecord } from './faults.js';
 
 export type { AttemptRow, AuditRow, History, IntentRow, LeaseEventRow, Violation } from './history.js';
 
-export interface RunStats extends PartitionStats {
+export interface RunStats extends PartitionStats, OperatorStats {
   epochs: number;
   intentsAccepted: number;
   intentsInDb: number;
@@ -194,7 +195,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
         (at !== null && at - g.measureFrom <= (h.resumeBoundByKind?.[g.kind] ?? h.resumeBound) * h.leaseMs)));
     if (!interrupted && (ratio === null || ratio > bound)) {
       fail('liveness', `${f.kind} (${f.detail}, victim leader: ${f.victimWasLeader}${on ? `, partitions ${f.partitions!.join(',')}` : ''}): ` +
-        `${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`}${change ? ` (after partition change ${change.changeId} completed)` : ''} > bound ${bound.toFixed(2)}`);
+        `${ms === null ? 'never resumed' : `resumed after ${ms} ms = ${ratio!.toFixed(2)} × lease`}${change ? ` (after ${change.what})` : ''} > bound ${bound.toFixed(2)}`);
     }
     return { kind: f.kind, ms, ratio, detail: f.detail };
   });
@@ -207,7 +208,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     const at = resumeAfter(starts, leases, { ...f, exclude: null }, f.endedAt, leases.hitAll(f) ? null : leases.hitBy(f));
     const ms = at !== null ? Math.round(at - f.endedAt) : null;
     // A change of the partition count before that resume released every lease: the liveness rule judges it then.
-    if (leases.timeline.activeDuring(f.endedAt, at ?? Number.POSITIVE_INFINITY)) continue;
+    if (leases.haltDuring(f.endedAt, at ?? Number.POSITIVE_INFINITY)) continue;
     // A later fault that began inside this one's window, before anything started, cuts it short: the resume of
     // that fault is judged by its own rule (the campaign draws faults one after another, ≈ 1 s apart at times).
     const next = h.faults.filter((x) => x.startedAt > f.endedAt).sort((a, b) => a.startedAt - b.startedAt)[0];
@@ -220,6 +221,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
 
   const effects = providerEffects(h, attemptByNo, fail, leases);
   const partitionStats = partitionChecks(h, leases, starts, fail);
+  const operatorStats = operatorChecks(h, attemptByNo, (t) => (leases.multi ? leases.leasesAt(t) : (h.partitionLeases ?? []).slice(0, 1)), fail);
 
   // Consumer-side fencing: recomputed from the provider's own record (appended at arrival, in arrival order), not
   // taken from its flags. With the fencing provider no stale request may be acted on.
@@ -246,7 +248,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
     stats: {
       epochs: acquired.length, intentsAccepted: h.accepted.length, intentsInDb: h.intents.length, byStatus,
       attempts: h.attempts.length, byOutcome, providerRequests: h.provider.length, duplicateDeliveries, duplicatesByReason,
-      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, staleAccepted, staleRefused, openAttemptsOfCancelled: openOfCancelled, resumes, ...effects, ...partitionStats,
+      staleEpochArrivals: h.provider.filter((p) => p.staleEpoch).length, staleAccepted, staleRefused, openAttemptsOfCancelled: openOfCancelled, resumes, ...effects, ...partitionStats, ...operatorStats,
       replays: h.replays.length, cancelsAcknowledged: h.cancels.filter((c) => c.answer === 200).length,
       worstResumeRatio: Math.max(0, ...resumes.map((r) => r.ratio ?? Number.POSITIVE_INFINITY)),
     },

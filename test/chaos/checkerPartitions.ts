@@ -16,6 +16,7 @@ import type { AuditRow, History, IntentRow } from './history.js';
 import type { FaultRecord } from './faults.js';
 import { changeChecks, CountTimeline, type ChangeStats } from './checkerChanges.js';
 import { keyOrder, type KeyOrderStats } from './keyOrder.js';
+import { pauseHalts } from './checkerOperator.js';
 
 export interface PartitionStats extends KeyOrderStats, ChangeStats {
   partitions: number;
@@ -28,12 +29,30 @@ export class Leases {
   readonly names: string[];
   readonly timeline: CountTimeline;
   private readonly intents: Map<string, IntentRow>;
+  /** The operator's pauses: from a pause's request to its resume's answer. */
+  private readonly pauses: { from: number; until: number }[];
 
   constructor(private readonly h: History) {
     this.names = h.partitionLeases ?? [];
     this.multi = this.names.length > 1;
     this.intents = new Map(h.intents.map((i) => [i.intentId, i]));
     this.timeline = new CountTimeline(h.partitionChanges, Math.max(1, this.names.length));
+    this.pauses = pauseHalts(h.operatorActions);
+  }
+
+  /** A halt of execution at some moment of [fromMs, toMs]: a change of the count (which also renumbers the
+   *  partitions), else an operator's pause; `endMs` when it ended (null: never). */
+  haltDuring(fromMs: number, toMs: number): { what: string; endMs: number | null; renumbers: boolean } | undefined {
+    const c = this.timeline.activeDuring(fromMs, toMs);
+    if (c) return { what: `partition change ${c.changeId} completed`, endMs: c.completedAtMs, renumbers: true };
+    const p = this.pauses.find((x) => x.from <= toMs && x.until > fromMs);
+    return p && { what: `the resume of the pause requested at ${new Date(p.from).toISOString()} was answered`,
+      endMs: Number.isFinite(p.until) ? p.until : null, renumbers: false };
+  }
+
+  /** The lease names of the partitions of the count at `tMs`. */
+  leasesAt(tMs: number): string[] {
+    return this.names.slice(0, this.timeline.countAt(tMs));
   }
 
   /** The lease of a lease event or audit row. */
@@ -105,20 +124,21 @@ export function resumeAfter(starts: AuditRow[], leases: Leases, f: FaultRecord, 
   return last;
 }
 
-/** The resume of a fault across changes of the count: a change active while the fault's resume was awaited paused
- *  every partition (and renumbered them): the resume is then the first start on any partition after the change
- *  completed, measured from that completion (`from`), and `change` names it. Null `at`: never resumed. */
+/** The resume of a fault across halts: a change active while the fault's resume was awaited paused every partition
+ *  (and renumbered them): the resume is then the first start on any partition after the change completed, measured
+ *  from that completion (`from`), and `change` names it; an operator's pause likewise, from its resume's answer, on
+ *  the same partitions. Null `at`: never resumed. */
 export function resumeAcrossChanges(starts: AuditRow[], leases: Leases, f: FaultRecord, from: number, on: string[] | null):
-  { at: number | null; from: number; change: { changeId: string; completedAtMs: number } | null } {
-  let change: { changeId: string; completedAtMs: number } | null = null;
+  { at: number | null; from: number; change: { what: string } | null } {
+  let change: { what: string } | null = null;
   for (;;) {
     const at = resumeAfter(starts, leases, f, from, on);
-    const c = leases.timeline.activeDuring(from, at ?? Number.POSITIVE_INFINITY);
+    const c = leases.haltDuring(from, at ?? Number.POSITIVE_INFINITY);
     if (!c) return { at, from, change };
-    if (c.completedAtMs === null) return { at: null, from, change: { changeId: c.changeId, completedAtMs: Number.NaN } };
-    change = { changeId: c.changeId, completedAtMs: c.completedAtMs };
-    from = c.completedAtMs;
-    on = null;
+    change = { what: c.what };
+    if (c.endMs === null) return { at: null, from, change };
+    from = c.endMs;
+    if (c.renumbers) on = null;
   }
 }
 
@@ -171,7 +191,7 @@ export function partitionChecks(h: History, leases: Leases, starts: AuditRow[], 
       const lease = leases.names[p]!;
       const s = starts.find((a) => a.atMs > f.measureFrom && leases.of(a) === lease);
       if (!s) continue; // nothing to start on that partition afterwards: the drain rule judges it
-      if (leases.timeline.activeDuring(f.startedAt, s.atMs)) continue;
+      if (leases.haltDuring(f.startedAt, s.atMs)) continue;
       const ms = Math.round(s.atMs - f.measureFrom);
       if (ms > boundMs) {
         fail('partition_isolation', `${f.kind} (${f.detail}) hit partitions [${[...hit].join(',')}]: partition ${p} (${lease}) started nothing for ${ms} ms = ` +

@@ -27,8 +27,9 @@ export type TimerSetup = { mode: 'every-instance' } | { mode: 'azure'; storage: 
  *  the fair share counts a partition as held by the instance whose heartbeat reports it until that heartbeat leaves
  *  the live window, so a window longer than the lease (the defaults: 15 s against this 2-s lease; in production 15 s
  *  against 60 s) would hold a dead leader's partitions past their lease. One partition: the environment as before. */
-export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance' }, partitions = 1): Record<string, string> {
+export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance' }, partitions = 1, limits: ProviderLimits = NO_LIMITS): Record<string, string> {
   return {
+    PROVIDER_MAX_IN_FLIGHT: String(limits.maxInFlight), PROVIDER_RATE_LIMIT_PER_SEC: String(limits.ratePerSec),
     ...(partitions > 1 ? { EXECUTOR_PARTITIONS: String(partitions), ...PARTITIONED_HEARTBEAT } : {}),
     ...(timers.mode === 'azure'
       ? { TIMER_MODE: 'singleton', AzureWebJobsStorage: timers.storage, AzureFunctionsWebHost__hostid: timers.hostId }
@@ -40,6 +41,10 @@ export function hostEnv(t: Timings, timers: TimerSetup = { mode: 'every-instance
     DB_POOL_MAX: partitions > 1 ? String(3 * partitions + 1) : '5', RETENTION_DAYS: '0', LOG_LEVEL: 'info', PORT: '0', INSTANCES: '1', DEMO_PROVIDER_VERBOSE: 'false',
   };
 }
+
+/** PROVIDER_MAX_IN_FLIGHT and PROVIDER_RATE_LIMIT_PER_SEC of the hosts, cluster-wide (0: none). */
+export interface ProviderLimits { maxInFlight: number; ratePerSec: number }
+export const NO_LIMITS: ProviderLimits = { maxInFlight: 0, ratePerSec: 0 };
 
 /** The smallest live window config.ts allows with the campaign's 1-s statement timeout: 2 × 250 + 1 000 ms. */
 const PARTITIONED_HEARTBEAT = { INSTANCE_HEARTBEAT_MS: '250', INSTANCE_LIVE_WINDOW_MS: '1500' };
@@ -178,7 +183,13 @@ async function createMariaChaosDb(): Promise<ChaosDb> {
   };
 }
 
-export interface ProviderProcess { url: string; child: ChildProcess; stop(): Promise<void> }
+export interface ProviderProcess {
+  url: string;
+  child: ChildProcess;
+  /** Set the typical answer time from now on; the HTTP status of the provider's answer (null: none). */
+  setLatency(ms: number): Promise<number | null>;
+  stop(): Promise<void>;
+}
 
 export async function startProviderProcess(out: string, seed: number, failureRate: number, latencyMs = 20): Promise<ProviderProcess> {
   const child = spawn(process.execPath, [PROVIDER_MAIN, '--out', out, '--seed', String(seed),
@@ -202,6 +213,10 @@ export async function startProviderProcess(out: string, seed: number, failureRat
   });
   return {
     url, child,
+    async setLatency(ms) {
+      const r = await fetch(new URL('/control', url), { method: 'POST', body: JSON.stringify({ latencyMs: ms }), signal: AbortSignal.timeout(5_000) }).catch(() => null);
+      return r?.status ?? null;
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 3_000))]);
@@ -220,6 +235,8 @@ export interface Slot {
   holderId: string;
   generation: number;
   stopped: boolean;
+  /** EXECUTOR_PARTITIONS of the slot's processes. */
+  partitions: number;
 }
 
 export class ChaosCluster {
@@ -229,20 +246,31 @@ export class ChaosCluster {
   readonly holders = new Map<string, number>();
   /** Wall-clock offset (s) of every process started, by holder id (only with `skew`). */
   readonly clockOffsets = new Map<string, number>();
+  /** Each slot's own settings over the cluster's. */
+  private readonly slotEnv = new Map<number, Record<string, string>>();
 
   /** `skew`: every process gets its own wall-clock offset, uniform in ±maxS seconds. */
   constructor(private readonly db: ChaosDb, private readonly env: Record<string, string>, private readonly runTag: string,
     private readonly logDir: string, private readonly skew: { maxS: number; rng: Rng } | null = null) {}
 
+  /** `count` slots with the cluster's environment. */
   async start(count: number): Promise<void> {
-    const target = serverUrl();
-    for (let i = 0; i < count; i++) {
-      // MySQL's wire is forwarded unread (the lost-reply traps speak PostgreSQL's only).
-      const proxy = new TcpProxy(target.hostname, Number(target.port || (server === 'mariadb' ? 3306 : 5432)), server === 'mariadb' ? 'raw' : 'postgres');
-      await proxy.listen();
-      this.slots.push({ index: i, proxy, host: null, base: '', holderId: '', generation: 0, stopped: false });
-    }
+    for (let i = 0; i < count; i++) await this.add({}, false);
     await Promise.all(this.slots.map((s) => this.spawn(s)));
+  }
+
+  /** One more slot, its settings over the cluster's (e.g. a smaller EXECUTOR_PARTITIONS), its process started. */
+  async add(env: Record<string, string>, spawn = true): Promise<Slot> {
+    const target = serverUrl();
+    // MySQL's wire is forwarded unread (the lost-reply traps speak PostgreSQL's only).
+    const proxy = new TcpProxy(target.hostname, Number(target.port || (server === 'mariadb' ? 3306 : 5432)), server === 'mariadb' ? 'raw' : 'postgres');
+    const slot: Slot = { index: this.slots.length, proxy, host: null, base: '', holderId: '', generation: 0, stopped: false,
+      partitions: Number({ ...this.env, ...env }.EXECUTOR_PARTITIONS ?? 1) };
+    this.slots.push(slot); // before any await: concurrent adds get distinct indexes
+    this.slotEnv.set(slot.index, env);
+    await proxy.listen();
+    if (spawn) await this.spawn(slot);
+    return slot;
   }
 
   /** (Re)fill a slot with a fresh process. */
@@ -254,7 +282,7 @@ export class ChaosCluster {
     u.port = String(slot.proxy.port);
     const offsetS = this.skew && this.skew.maxS > 0 ? this.skew.rng.int(-this.skew.maxS, this.skew.maxS) : null;
     const host = await startChaosHost({
-      ...this.env, DATABASE_URL: u.toString(), HOLDER_ID: slot.base, LOG_FILE: path.join(this.logDir, `${slot.base}.log`),
+      ...this.env, ...this.slotEnv.get(slot.index), DATABASE_URL: u.toString(), HOLDER_ID: slot.base, LOG_FILE: path.join(this.logDir, `${slot.base}.log`),
       ...(offsetS === null ? {} : skewEnv(offsetS)),
     }, path.join(this.logDir, `${slot.base}.out`));
     if (offsetS !== null) this.clockOffsets.set(host.holderIds[0]!, offsetS);

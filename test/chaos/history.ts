@@ -23,8 +23,26 @@ export interface PartitionChangeRow {
   requestedAtMs: number; switchedAtMs: number | null; completedAtMs: number | null; changer: string | null; rowsMoved: number;
 }
 
+/** An operator action of the campaign (operatorActions.ts), with the instance asked and its EXECUTOR_PARTITIONS. Wall ms;
+ *  answeredAt/status null: no answer (timeout, connection error). slow/fast: the provider's latency set (no instance). */
+export interface OperatorAction {
+  action: 'pause' | 'resume' | 'drain' | 'slow' | 'fast';
+  via: string | null;
+  viaPartitions: number | null;
+  requestedAt: number;
+  answeredAt: number | null;
+  status: number | null;
+  detail: string;
+}
+
 export interface History {
   leaseMs: number;
+  /** SCHEDULE_REFRESH_INTERVAL_MS of the hosts: a leader reads the pause flag and drain requests this often. */
+  refreshMs?: number;
+  /** The hosts' PROVIDER_MAX_IN_FLIGHT and PROVIDER_RATE_LIMIT_PER_SEC (0: none); absent in older histories. */
+  providerLimits?: { maxInFlight: number; ratePerSec: number };
+  /** Pause, resume and drain of the cluster, and the provider's slow phases, in request order (absent: none). */
+  operatorActions?: OperatorAction[];
   /** Timer period of the hosts (the lease-valid resume rule allows one tick + 1 s after the fault's end). */
   tickMs?: number;
   /** Liveness bound on resume time ÷ lease duration. */
@@ -58,3 +76,20 @@ export interface Violation { check: string; message: string }
 export const answerLost = (a: { outcome: string; error: string | null } | undefined) =>
   a?.outcome === 'retryable_error' && /timeout|connection error|response error|internal error/.test(a.error ?? '');
 
+/** The line written when a request ends. */
+export interface ProviderEnd { end: number; at: number; aborted: boolean }
+
+/** provider.jsonl's lines (providerProcess.ts): the arrival records, each with its end (when recorded) folded in. */
+export function readProviderRecord(lines: string[]): ProviderRecord[] {
+  const records: ProviderRecord[] = [];
+  const ends = new Map<number, ProviderEnd>();
+  for (const l of lines) {
+    const x = JSON.parse(l) as ProviderRecord | ProviderEnd;
+    if ('end' in x) ends.set(x.end, x);
+    else records.push(x);
+  }
+  return records.map((r) => {
+    const e = r.seq === undefined ? undefined : ends.get(r.seq);
+    return e ? { ...r, endedAt: e.at, aborted: e.aborted } : r;
+  });
+}

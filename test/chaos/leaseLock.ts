@@ -10,6 +10,7 @@ import path from 'node:path';
 import { ChaosCluster, createChaosDb, startProviderProcess } from './cluster.js';
 import { LoadGenerator } from './load.js';
 import type { ProviderRecord } from './providerProcess.js';
+import { readProviderRecord } from './history.js';
 import { createRng, sleep } from './rng.js';
 
 const arg = (name: string, def: number) => {
@@ -65,7 +66,7 @@ async function main(): Promise<void> {
       const r = await db.sql<{ t: number | null }>(`SELECT (extract(epoch FROM min(at)) * 1000)::float8 AS t FROM submission_execution_audit
         WHERE action = 'start_attempts' AND at > to_timestamp($1 / 1000.0)`, [unlockAt]);
       const after = (await cluster.lease())?.epoch ?? 0;
-      const records = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
+      const records = readProviderRecord(readFileSync(providerFile, 'utf8').split('\n').filter(Boolean));
       const res: LockRound = {
         round, lockMs: unlockAt - lockStart, resumeMs: r[0]?.t == null ? null : Math.round(Number(r[0].t) - unlockAt),
         newEpochs: after - before, resendsAfter2xx: resendsAfter2xx(records, lockStart),
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
     await provider.stop().catch(() => {});
     await db.drop().catch(() => {});
   }
-  const records = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
+  const records = readProviderRecord(readFileSync(providerFile, 'utf8').split('\n').filter(Boolean));
   const resumes = out.map((o) => o.resumeMs ?? Number.POSITIVE_INFINITY);
   console.log(JSON.stringify({
     summary: true, rounds: out.length, worstResumeMs: Math.max(...resumes), meanResumeMs: Math.round(resumes.reduce((a, b) => a + b, 0) / resumes.length),

@@ -74,6 +74,11 @@ export class PartitionChangeSchedule {
     })();
   }
 
+  /** Request the next change now (unless one is in progress): the operator's pause asks for one while it lasts. */
+  now(): void {
+    this.wake();
+  }
+
   /** No new change; with `wait`, the one in progress is awaited (completed, or given up on after completeWaitMs). */
   async stop(wait = true): Promise<void> {
     this.stopped = true;
@@ -82,11 +87,13 @@ export class PartitionChangeSchedule {
   }
 
   private async once(): Promise<void> {
-    const live = this.cluster.live();
-    if (live.length === 0) return;
     const from = await recordedCount(this.db);
     const choices = Array.from({ length: this.o.maxCount }, (_, k) => k + 1).filter((n) => n !== from);
     const to = this.rng.pick(choices);
+    // Through an instance that can run the new count (one with a smaller EXECUTOR_PARTITIONS refuses it with 409).
+    const able = () => this.cluster.live().filter((s) => s.partitions >= to);
+    const live = able();
+    if (live.length === 0) return;
     let slot = this.rng.pick(live);
     const f: FaultRecord = {
       kind: 'partition_change', slot: slot.index, victim: null, victimWasLeader: false, epochAtFault: null, startedAt: Date.now(), endedAt: 0,
@@ -95,7 +102,7 @@ export class PartitionChangeSchedule {
     this.injector.faults.push(f);
     let answer: Answer = null;
     for (let i = 0; i < 5 && !(answer && answer.status < 500); i++) {
-      if (i > 0) slot = this.rng.pick(this.cluster.live().length ? this.cluster.live() : live);
+      if (i > 0) slot = this.rng.pick(able().length ? able() : live);
       answer = await post(slot.host?.api ?? '', to);
     }
     const changeId = answer?.change?.changeId;

@@ -5,13 +5,19 @@
 // --latency-ms (±50 %), and a share --slow-rate answers after --slow-ms (so calls are in flight at faults).
 // With --fence on (the campaign's setting) it is a consumer that fences: it keeps the highest X-Lease-Epoch seen per
 // X-Lease-Partition and refuses a lower one with 409 stale-epoch, recorded, before any effect (docs/provider-fencing.md).
+// Each request also gets a second line when it ends, `{"end": seq, "at": ms, "aborted": bool}`: answered, or the caller
+// closed the connection first (a timeout, an abort, a killed process), so the record shows what was in flight at any
+// moment. `POST /control {"latencyMs": N}` sets the typical answer time from then on (the campaign's slow phases).
 // Prints `listening <url>` on stdout once ready; SIGTERM closes it.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ProviderEnd } from './history.js';
 import { createRng } from './rng.js';
 
 export interface ProviderRecord {
+  /** Arrival order (absent in records of older runs). */
+  seq?: number;
   key: string;
   attemptNo: number;
   epoch: number;
@@ -26,6 +32,11 @@ export interface ProviderRecord {
   fenced?: boolean;
   /** This request was refused as stale (409 stale-epoch). */
   refused?: boolean;
+  /** Wall ms when it stopped being in flight at the provider: its answer written, or the caller gone (from the end line;
+   *  absent in records of older runs, or when the provider stopped first). */
+  endedAt?: number;
+  /** The caller closed the connection before the answer. */
+  aborted?: boolean;
 }
 
 function arg(name: string, def: string): string {
@@ -40,15 +51,25 @@ if (!out) {
 }
 const rng = createRng(Number(arg('seed', '1')));
 const failureRate = Number(arg('failure-rate', '0.1'));
-const latencyMs = Number(arg('latency-ms', '20'));
+let latencyMs = Number(arg('latency-ms', '20'));
 const slowRate = Number(arg('slow-rate', '0.03'));
 const slowMs = Number(arg('slow-ms', '300'));
 const fence = arg('fence', 'off') === 'on';
 const fd = openSync(out, 'a');
 const maxEpoch = new Map<number, number>(); // partition → highest epoch seen
+let seq = 0;
 
 const server = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
+  if (req.url === '/control') {
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const v = Number((JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { latencyMs?: unknown }).latencyMs);
+      if (Number.isFinite(v) && v >= 0) latencyMs = v;
+      res.writeHead(Number.isFinite(v) && v >= 0 ? 200 : 400, { 'content-type': 'application/json' }).end(JSON.stringify({ latencyMs }));
+    });
+    return;
+  }
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('error', () => {});
   req.on('end', () => {
@@ -69,13 +90,25 @@ const server = http.createServer((req, res) => {
     else if (mode === 'permanent' || mode === 'unparsable') status = 422;
     else if (rng.chance(failureRate)) status = 503;
     const delayMs = rng.chance(slowRate) ? slowMs : Math.round(latencyMs * (0.5 + rng.next()));
+    const n = ++seq;
     const rec: ProviderRecord = {
-      key: String(req.headers['idempotency-key'] ?? ''), attemptNo: Number(req.headers['x-attempt-no']), epoch,
+      seq: n, key: String(req.headers['idempotency-key'] ?? ''), attemptNo: Number(req.headers['x-attempt-no']), epoch,
       arrivedAt, status, delayMs, staleEpoch, partition, fenced: fence, refused,
     };
     if (!staleEpoch) maxEpoch.set(partition, epoch);
     writeSync(fd, `${JSON.stringify(rec)}\n`); // before answering: the effect is recorded even if we die
+    let ended = false;
+    const end = (aborted: boolean) => {
+      if (ended) return;
+      ended = true;
+      try {
+        writeSync(fd, `${JSON.stringify({ end: n, at: Date.now(), aborted } satisfies ProviderEnd)}\n`);
+      } catch { /* closing down: the record ends without it */ }
+    };
+    res.on('close', () => end(!res.writableFinished)); // the caller gone before the answer: no longer in flight here
     setTimeout(() => {
+      if (ended) return;
+      end(false);
       if (refused) res.writeHead(409, { 'content-type': 'application/problem+json' });
       else res.writeHead(status, { 'content-type': 'application/json' });
       res.end(status === 200 ? '{"accepted":true}' : refused

@@ -91,6 +91,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
         `${keySameBatch} of them started by one batch (sent side by side); of the others, ${keyInversions} whose first attempts reached the provider the other way round`],
     ] as [string, string][] : []),
     ...(changes.length ? [changeRow(changes)] : []),
+    ...operatorRows(results),
     ...(skipped ? [['PostgreSQL restarts replaced by a kill (other tests were running)', String(skipped)] as [string, string]] : []),
     ['intents accepted (201/200)', `${accepted} (plus ${replays} key replays, ${cancels} cancels answered 200)`],
     ['intents at the end', list(status)],
@@ -128,4 +129,21 @@ function changeRow(changes: ChangeStat[]): [string, string] {
   return ['partition changes', `${changes.length}${open ? ` (${open} never completed)` : ''}: ${list(kinds)}; request → completion ms, median / max ${ms(changes.map((c) => c.ms))}; ` +
     `switch → completion ${ms(changes.map((c) => c.reassignMs))}; pause (provider arrivals) ${ms(changes.map((c) => c.pauseMs))}; ` +
     `rows moved ${changes.reduce((n, c) => n + c.rowsMoved, 0)}`];
+}
+
+/** The operator's actions and the provider's limits, as measured at the provider (rows only when they apply). */
+function operatorRows(results: RunResult[]): [string, string][] {
+  const stats = results.flatMap((r) => (r.stats ? [r.stats] : []));
+  const sum = (f: (s: (typeof stats)[number]) => number | undefined) => stats.reduce((n, s) => n + (f(s) ?? 0), 0);
+  const max = (f: (s: (typeof stats)[number]) => number | null | undefined) => Math.max(0, ...stats.map((s) => f(s) ?? 0));
+  const rows: [string, string][] = [];
+  if (sum((s) => s.pauses) + sum((s) => s.drains) + sum((s) => s.slowPhases) > 0) {
+    rows.push(['operator actions (cluster-wide, through random instances)', `${sum((s) => s.pauses)} pauses (${sum((s) => s.pausesViaSmaller)} through the instance with ` +
+      `the smaller EXECUTOR_PARTITIONS), ${sum((s) => s.drains)} drains (${sum((s) => s.drainsViaSmaller)} through it), ${sum((s) => s.slowPhases)} slow-provider phases; ` +
+      `latest arrival after a pause was answered ${max((s) => s.lastArrivalAfterPauseMs)} ms; sent late by a process stopped meanwhile ${sum((s) => s.pausedSendsAfterStop)}`]);
+  }
+  const cap = max((s) => s.inFlightCap), bound = max((s) => s.busiestSecondBound);
+  if (cap > 0) rows.push(['provider requests in flight at once, max (PROVIDER_MAX_IN_FLIGHT)', `${max((s) => s.maxInFlight)} (${cap})`]);
+  if (bound > 0) rows.push(['provider arrivals in the busiest second (bound)', `${max((s) => s.busiestSecond)} (${bound})`]);
+  return rows;
 }

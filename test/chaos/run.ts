@@ -9,6 +9,11 @@
 // `--partition-changes` (issue 26, with --partitions C > 1): alongside the other faults, on a schedule of its own, the
 // partition count is changed to a random 1..C through POST /api/ops/partitions (fault kind partition_change), and the
 // checker reads each intent's partition at the count of the time (checkerChanges.ts).
+// `--operator-actions`: on a schedule of its own, pause/resume and drain of the cluster through random instances
+// (with partitions > 1 the cluster has one more instance with EXECUTOR_PARTITIONS=1, and actions go through it too),
+// and slow-provider phases with a drain inside (operatorActions.ts; rules: checkerOperator.ts). The hosts run with
+// PROVIDER_MAX_IN_FLIGHT (--max-in-flight) and PROVIDER_RATE_LIMIT_PER_SEC (--provider-rate); the checker holds the
+// provider's own record to them.
 // `--db mariadb`: the same against the local MariaDB (MYSQL_TEST_URL); faults that speak PostgreSQL (terminate,
 // lease_lock, the lost-reply and stall traps) are left out, `--pg-restart` restarts MariaDB.
 // Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
@@ -26,10 +31,10 @@ import { ROOT } from './hostProcess.js';
 import { FAULT_DESCRIPTIONS, FAULT_KINDS, STOP_EXTRA_MAX_MS, type FaultKind } from './faults.js';
 import { INDETERMINATE_KINDS } from './lostReplies.js';
 import { campaignTable } from './report.js';
-import { activeCleanups, DEFAULT_LOAD, runOne, type RunResult } from './runOne.js';
+import { activeCleanups, DEFAULT_LOAD, runOne, SMALLER_INSTANCE_PARTITIONS, type RunResult, type SmallerInstance } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--mode every-instance|azure] [--partitions N] [--partition-changes] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
+  [--mode every-instance|azure] [--partitions N] [--partition-changes] [--operator-actions] [--max-in-flight N] [--provider-rate PER_SEC] [--smaller-instance timers|http|none] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
 
@@ -46,8 +51,9 @@ function parseArgs(argv: string[]) {
     const a = argv[i]!;
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
-    if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help', 'partition-changes'].includes(k)) flags.add(k);
-    else if (!['db', 'mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget', 'partitions'].includes(k)) {
+    if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help', 'partition-changes', 'operator-actions'].includes(k)) flags.add(k);
+    else if (!['db', 'mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget', 'partitions',
+      'max-in-flight', 'provider-rate', 'smaller-instance'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
     }
     else if (inline !== undefined) values.set(k, inline);
@@ -63,6 +69,8 @@ function parseArgs(argv: string[]) {
   const mode = values.get('mode') ?? 'every-instance';
   if (mode !== 'every-instance' && mode !== 'azure') throw new Error(`--mode: every-instance or azure, not ${mode}\n${USAGE}`);
   const db = values.get('db') ?? 'postgres';
+  const smaller = values.get('smaller-instance') ?? 'timers';
+  if (!['timers', 'http', 'none'].includes(smaller)) throw new Error(`--smaller-instance: timers, http or none, not ${smaller}\n${USAGE}`);
   if (db !== 'postgres' && db !== 'mariadb') throw new Error(`--db: postgres or mariadb, not ${db}\n${USAGE}`);
   const leaseMs = 2_000, tickMs = 1_000;
   // Every kind on PostgreSQL, --ci too (the indeterminate-write faults of issue 20 joined the --ci mix after 100-run
@@ -92,6 +100,10 @@ function parseArgs(argv: string[]) {
     instances: Math.max(3, Math.floor(n('instances', 3))),
     partitions: Math.max(1, Math.floor(n('partitions', 1))),
     partitionChanges: flags.has('partition-changes'),
+    operatorActions: flags.has('operator-actions'),
+    /** The hosts' cluster-wide provider limits: the checker's in_flight and rate rules hold the provider to them. */
+    providerLimits: { maxInFlight: Math.floor(n('max-in-flight', 4)), ratePerSec: n('provider-rate', 30) },
+    smallerInstance: smaller as SmallerInstance,
     pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
     keep: flags.has('keep'),
     timings: { leaseMs, renewMs: 500, refreshMs: 200, tickMs },
@@ -163,11 +175,11 @@ async function main(): Promise<number> {
   // 4 partitions (about a minute). Not Azure-like: the local host's first process takes every listener lock, so its
   // partitions share one leader, as in the one-partition Azure-like runs above.
   if (o.ci && o.db === 'postgres') {
-    const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, seeds: { 'every-instance': CI_PARTITIONED.seeds, azure: [] } }, 'every-instance', writeReport);
+    const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, operatorActions: true, seeds: { 'every-instance': CI_PARTITIONED.seeds, azure: [] } }, 'every-instance', writeReport);
     failed += r.failed;
     tables.push(r.table);
     // Issue 26: the same layout with changes of the count (1..4) injected alongside the other faults.
-    const c = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, partitionChanges: true,
+    const c = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, partitionChanges: true, operatorActions: true,
       seeds: { 'every-instance': CI_PARTITIONED.changeSeeds, azure: [] } }, 'every-instance', writeReport);
     failed += c.failed;
     tables.push(c.table);
@@ -216,12 +228,15 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
     `${seeds.length} run(s) × ${durationMs / 1000} s, ${o.instances} instances${o.partitions > 1 ? `, ${o.partitions} partitions` : ''}, lease ${o.timings.leaseMs} ms, ` +
     `renew ${o.timings.renewMs} ms, refresh ${o.timings.refreshMs} ms, tick ${o.timings.tickMs} ms; faults: ${Object.keys(FAULT_DESCRIPTIONS)
       .filter((k) => (k !== 'pg_restart' || o.pgRestart) && (!o.faultKinds || o.faultKinds.includes(k as FaultKind)) && k !== 'partition_change')
-    .join(', ')}${o.partitionChanges ? `; partition changes (1..${o.partitions}) alongside` : ''}; ${b.describe}; seeds ${seeds.join(', ')}`);
+    .join(', ')}${o.partitionChanges ? `; partition changes (1..${o.partitions}) alongside` : ''}${o.operatorActions ? '; operator actions (pause/resume, drain, slow provider) alongside' : ''}` +
+    `${o.partitions > 1 && o.smallerInstance !== 'none' ? `; one more instance with EXECUTOR_PARTITIONS=${SMALLER_INSTANCE_PARTITIONS}${o.smallerInstance === 'http' ? ', HTTP only' : ''}` : ''}; PROVIDER_MAX_IN_FLIGHT ${o.providerLimits.maxInFlight}, ` +
+    `PROVIDER_RATE_LIMIT_PER_SEC ${o.providerLimits.ratePerSec}; ${b.describe}; seeds ${seeds.join(', ')}`);
   const t0 = Date.now();
   const results: RunResult[] = [];
   const title = (runs: number) => `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
     `${runs} runs × ${durationMs / 1000} s${o.db === 'mariadb' ? ' on MariaDB' : ''}${o.instances !== 3 ? `, ${o.instances} instances` : ''}` +
-    `${o.partitions > 1 ? `, ${o.partitions} partitions` : ''}${o.partitionChanges ? ' with changes of the count' : ''}` +
+    `${o.partitions > 1 ? `, ${o.partitions} partitions${o.smallerInstance === 'none' ? '' : ` (+ an instance with ${SMALLER_INSTANCE_PARTITIONS}${o.smallerInstance === 'http' ? ', HTTP only' : ''})`}` : ''}${o.partitionChanges ? ' with changes of the count' : ''}` +
+    `${o.operatorActions ? `${o.partitionChanges ? ' and' : ' with'} operator actions` : ''}` +
     `${o.pgRestart ? `, with ${o.db === 'mariadb' ? 'MariaDB' : 'PostgreSQL'} restarts` : ''}` +
     `${o.overlap ? `, overlap ${o.overlap}` : ''}${o.skewS ? `, wall clocks skewed ±${o.skewS} s` : ''}`;
   const summary = (heading: string) => campaignTable(results, { title: heading, leaseMs: o.timings.leaseMs, resumeBound: b.resumeBound,
@@ -235,6 +250,7 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
         timers: azurite ? { mode: 'azure', storage: azurite.connectionString } : { mode: 'every-instance' },
         faultKinds: o.faultKinds, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate, lowBudgetRate: o.lowBudget },
         campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l), ...(o.partitions > 1 ? { partitions: o.partitions, partitionChanges: o.partitionChanges } : {}),
+        operatorActions: o.operatorActions, providerLimits: o.providerLimits, smallerInstance: o.smallerInstance,
       });
       results.push(r);
       report(r, i, seeds.length);

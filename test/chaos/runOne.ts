@@ -6,16 +6,19 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, type History, type RunStats, type Violation } from './checker.js';
 import {
-  ChaosCluster, chaosSql, createChaosDb, hostEnv, othersTesting, startProviderProcess, type ChaosDb, type ProviderProcess, type TimerSetup, type Timings,
+  ChaosCluster, chaosSql, createChaosDb, hostEnv, NO_LIMITS, othersTesting, startProviderProcess, type ChaosDb, type ProviderLimits, type ProviderProcess,
+  type TimerSetup, type Timings,
 } from './cluster.js';
 import { FaultInjector, type FaultKind, type FaultRecord } from './faults.js';
 import { DEFAULT_LOAD, LoadGenerator, type LoadOptions } from './load.js';
 import type { ProviderRecord } from './providerProcess.js';
+import { readProviderRecord } from './history.js';
 import { createRng, sleep } from './rng.js';
 import { settingsSchema } from '../../src/configSchema.js';
 import { partitionLeaseNames } from '../../src/limits.js';
 import { partitionLeaders } from './partitionTargets.js';
 import { PartitionChangeSchedule, readChanges, recordedCount } from './partitionChanges.js';
+import { OperatorSchedule } from './operatorActions.js';
 
 export interface RunOptions {
   index: number;
@@ -51,7 +54,20 @@ export interface RunOptions {
   partitions?: number;
   /** Issue 26 (needs partitions > 1): changes of the partition count on a schedule of their own (partitionChanges.ts). */
   partitionChanges?: boolean;
+  /** Pause, resume, drain and slow-provider phases on a schedule of their own (operatorActions.ts). */
+  operatorActions?: boolean;
+  /** The hosts' PROVIDER_MAX_IN_FLIGHT and PROVIDER_RATE_LIMIT_PER_SEC (default none). */
+  providerLimits?: ProviderLimits;
+  /** With partitions > 1, the instance with the smaller EXECUTOR_PARTITIONS: runs its timer like the others
+   *  (`timers`, the default), serves HTTP only (`http`: TIMER_MODE=off), or is left out (`none`). */
+  smallerInstance?: SmallerInstance;
 }
+
+export type SmallerInstance = 'timers' | 'http' | 'none';
+
+/** With partitions > 1 the cluster has one more instance with this EXECUTOR_PARTITIONS (below the recorded count:
+ *  it runs partition 0's timer only, and the operator's actions are sent through it too). */
+export const SMALLER_INSTANCE_PARTITIONS = 1;
 
 export interface RunResult {
   index: number;
@@ -71,13 +87,18 @@ export interface RunResult {
 
 const num = (x: unknown) => Number(x);
 
+/** The provider's typical answer time in a slow phase: calls in flight for 225–675 ms (its ±50 %), within the hosts'
+ *  800 ms PROVIDER_TIMEOUT_MS, so a hand-back meanwhile waits for them. */
+const SLOW_LATENCY_MS = 450;
+
 /** The hosts' lease name of each partition (they run with the default LEASE_NAME). */
 export const chaosLeaseNames = (partitions: number) => partitionLeaseNames(settingsSchema.shape.LEASE_NAME.parse(undefined), partitions);
 
 /** Cleanups of the run in progress, for a campaign interrupted by a signal. */
 export const activeCleanups = new Set<() => Promise<void>>();
 
-async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, load: LoadGenerator, injector: FaultInjector): Promise<History> {
+async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, load: LoadGenerator, injector: FaultInjector,
+  operator: OperatorSchedule | null): Promise<History> {
   const [events, audit, intents, attempts] = await Promise.all([
     db.sql('SELECT seq, lease_name, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'),
     db.sql(`SELECT seq, lease_name, lease_epoch, holder_id, action, ${chaosSql.epochMs('at')} AS at_ms
@@ -88,9 +109,10 @@ async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, loa
                    ${chaosSql.epochMs('started_at')} AS started_ms, ${chaosSql.epochMs('finished_at')} AS finished_ms
               FROM submission_attempts`),
   ]);
-  const provider = readFileSync(providerFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderRecord);
+  const provider = readProviderRecord(readFileSync(providerFile, 'utf8').split('\n').filter(Boolean));
   return {
-    leaseMs: o.timings.leaseMs, tickMs: o.timings.tickMs, resumeBound: o.resumeBound, ...(o.resumeBoundByKind ? { resumeBoundByKind: o.resumeBoundByKind } : {}),
+    leaseMs: o.timings.leaseMs, tickMs: o.timings.tickMs, refreshMs: o.timings.refreshMs, providerLimits: o.providerLimits ?? NO_LIMITS,
+    ...(operator ? { operatorActions: operator.actions } : {}), resumeBound: o.resumeBound, ...(o.resumeBoundByKind ? { resumeBoundByKind: o.resumeBoundByKind } : {}),
     ...(o.faultLengthBound ? { faultLengthBound: o.faultLengthBound } : {}), partitionLeases: chaosLeaseNames(o.partitions ?? 1),
     events: events.map((e) => ({ seq: num(e.seq), epoch: num(e.lease_epoch), holderId: String(e.holder_id), event: String(e.event), leaseName: String(e.lease_name) })),
     audit: audit.map((a) => ({
@@ -134,8 +156,10 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   let load: LoadGenerator | null = null;
   let faultLog: FaultInjector | null = null;
   let changes: PartitionChangeSchedule | null = null;
+  let operator: OperatorSchedule | null = null;
   const cleanup = async () => {
     await changes?.stop(false);
+    await operator?.stop();
     await load?.stop().catch(() => {});
     await cluster?.stopAll().catch(() => {});
     await provider?.stop().catch(() => {});
@@ -147,9 +171,15 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     provider = await startProviderProcess(providerFile, o.seed, o.failureRate, o.latencyMs);
     const timers: TimerSetup = o.timers.mode === 'azure' ? { mode: 'azure', storage: o.timers.storage, hostId: tag.toLowerCase() } : o.timers;
     const P = o.partitions ?? 1;
-    cluster = new ChaosCluster(db, { ...hostEnv(o.timings, timers, P), PROVIDER_URL: provider.url }, tag, dir,
+    cluster = new ChaosCluster(db, { ...hostEnv(o.timings, timers, P, o.providerLimits), PROVIDER_URL: provider.url }, tag, dir,
       o.skewS > 0 ? { maxS: o.skewS, rng: createRng(o.seed ^ 0x3c6ef372) } : null);
     await cluster.start(o.instances);
+    if (P > 1 && o.smallerInstance !== 'none') {
+      // Started once the count is recorded (the first process to start records its own EXECUTOR_PARTITIONS).
+      const d = db;
+      await waitUntil('partition count recorded', async () => (await recordedCount(d)) === P, 20_000);
+      await cluster.add({ EXECUTOR_PARTITIONS: String(SMALLER_INSTANCE_PARTITIONS), ...(o.smallerInstance === 'http' ? { TIMER_MODE: 'off' } : {}) });
+    }
     if (P === 1 && !(await cluster.leaderSlot(20_000))) throw new Error('no leader within 20 s of start');
     if (P > 1 && !(await partitionLeaders(cluster, chaosLeaseNames(P), 20_000, P))) throw new Error(`not every one of the ${P} partitions led within 20 s of start`);
     // P > 1: 2 P partitionKeys, drawn from a stream of their own (the other draws stay those of P = 1).
@@ -170,6 +200,12 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       maxCount: P, gapMs: [2_000, 6_000], completeWaitMs: 60_000, log: o.log,
     }) : null;
     changes?.start();
+    // Operator actions, drawn from a stream of their own.
+    operator = o.operatorActions ? new OperatorSchedule(cluster, provider, createRng(o.seed ^ 0x6a09e667), {
+      gapMs: [2_000, 5_000], pauseMs: [1_500, 4_000], slowMs: [3_000, 6_000], slowLatencyMs: SLOW_LATENCY_MS, latencyMs: o.latencyMs, log: o.log,
+      ...(changes ? { changeNow: () => changes!.now() } : {}),
+    }) : null;
+    operator?.start();
     const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd) {
       const target = await injector.target(injector.pickKind()); // victim reserved before any fault alongside
@@ -181,6 +217,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       }
       await sleep(rng.int(500, 2_500));
     }
+    await operator?.stop(); // a pause in progress is resumed, the provider's latency restored
     await changes?.stop(); // the change in progress completes while the load still runs
     if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
     await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
@@ -191,7 +228,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await cluster.stopAll(); // quiescent database and provider record before checking
     if (cluster.clockOffsets.size) o.log(`    wall-clock offsets: ${[...cluster.clockOffsets].map(([h, s]) => `${h} ${s >= 0 ? '+' : ''}${s} s`).join(', ')}`);
     await provider.stop();
-    const history = await loadHistory(db, o, providerFile, load, injector);
+    const history = await loadHistory(db, o, providerFile, load, injector, operator);
     const { violations, stats } = check(history);
     result.violations = violations;
     result.stats = stats;

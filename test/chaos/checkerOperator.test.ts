@@ -1,0 +1,140 @@
+// The operator rules (checkerOperator.ts) as pure functions, each both ways: a history that keeps the rule passes, the
+// same history with one thing moved across the line fails under the rule's check, with its evidence.
+import { describe, expect, it } from 'vitest';
+import {
+  busiestSecond, drainEffects, inFlightPeaks, pauseHalts, pausedSends, pauseWindows, rateBound, SEND_SLACK_MS,
+} from './checkerOperator.js';
+import { check, type History } from './checker.js';
+import type { FaultRecord } from './faults.js';
+import type { AuditRow, OperatorAction } from './history.js';
+import type { ProviderRecord } from './providerProcess.js';
+
+const act = (action: OperatorAction['action'], requestedAt: number, answeredAt: number | null, status: number | null = answeredAt === null ? null : 200,
+  viaPartitions = 1): OperatorAction => ({ action, via: 'h-small', viaPartitions, requestedAt, answeredAt, status, detail: '' });
+const call = (key: string, arrivedAt: number, endedAt: number, more: Partial<ProviderRecord> = {}): ProviderRecord => ({
+  key, attemptNo: 1, epoch: 1, arrivedAt, status: 200, delayMs: endedAt - arrivedAt, staleEpoch: false, partition: 0, endedAt, ...more,
+});
+const attempt = (key: string, startedAtMs: number, holderId = 'h1') =>
+  ({ intentId: key, attemptNo: 1, epoch: 1, holderId, outcome: 'succeeded', httpStatus: 200, error: null, startedAtMs, finishedAtMs: startedAtMs + 50 });
+const stop = (victim: string, startedAt: number, endedAt: number): FaultRecord => ({
+  kind: 'stop', slot: 0, victim, victimWasLeader: true, epochAtFault: 1, startedAt, endedAt, measureFrom: startedAt, exclude: null, detail: '', resumedAt: null,
+});
+const collect = () => {
+  const v: { check: string; message: string }[] = [];
+  return { v, fail: (check: string, message: string) => v.push({ check, message }) };
+};
+
+// A pause answered at 10 000 (reaction: refresh 200 ms, so nothing sent after 10 200), its resume requested at 14 000.
+const ACTIONS = [act('pause', 9_900, 10_000), act('resume', 14_000, 14_050)];
+const REFRESH = 200;
+
+describe('pause windows', () => {
+  it('open at the pause answer + the reaction time, close at the resume request; an unanswered pause opens none', () => {
+    expect(pauseWindows(ACTIONS, REFRESH)).toEqual([{ pausedAt: 10_000, from: 10_200, until: 14_000, via: 'h-small', viaPartitions: 1 }]);
+    expect(pauseWindows([act('pause', 9_900, null), act('resume', 14_000, 14_050)], REFRESH)).toEqual([]);
+    expect(pauseWindows([act('pause', 9_900, 10_000)], REFRESH)[0]!.until).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('halts run from the pause request to the first resume answered 2xx', () => {
+    expect(pauseHalts([act('pause', 9_900, null), act('resume', 14_000, null), act('resume', 15_000, 15_100)])).toEqual([{ from: 9_900, until: 15_100 }]);
+  });
+});
+
+describe('paused_sent: nothing sent from one refresh after the pause was answered until the resume was requested', () => {
+  const deadline = 10_000 + REFRESH;
+  const cases: { name: string; arrivedAt: number; startedAt: number; faults?: FaultRecord[]; fails: boolean }[] = [
+    { name: 'a call in flight at the pause (arrives within the reaction time)', arrivedAt: 10_150, startedAt: 10_140, fails: false },
+    { name: 'a call arriving just within the send slack past the deadline', arrivedAt: deadline + SEND_SLACK_MS, startedAt: 10_100, fails: false },
+    { name: 'a call sent after the deadline', arrivedAt: deadline + SEND_SLACK_MS + 1, startedAt: 10_250, fails: true },
+    { name: 'a call started long after the pause (as through a smaller instance on 51c9d7b)', arrivedAt: 12_000, startedAt: 11_990, fails: true },
+    { name: 'a call sent after the resume was requested', arrivedAt: 14_000, startedAt: 13_990, fails: false },
+    { name: 'a call started before, written late by a process stopped meanwhile', arrivedAt: 12_500, startedAt: 10_100, faults: [stop('h1', 10_120, 12_480)], fails: false },
+    { name: 'a call started by a process that was stopped before it started', arrivedAt: 12_500, startedAt: 12_490, faults: [stop('h1', 10_120, 12_480)], fails: true },
+  ];
+  it.each(cases)('$name → fails: $fails', ({ arrivedAt, startedAt, faults, fails }) => {
+    const { v, fail } = collect();
+    const r = pausedSends([call('k', arrivedAt, arrivedAt + 20)], new Map([['k#1', attempt('k', startedAt)]]), faults ?? [], pauseWindows(ACTIONS, REFRESH), fail);
+    expect(v.map((x) => x.check)).toEqual(fails ? ['paused_sent'] : []);
+    if (fails) expect(v[0]!.message).toMatch(/after the pause via h-small \(EXECUTOR_PARTITIONS 1\) was answered/);
+    if (faults && !fails) expect(r.excused).toBe(1);
+  });
+});
+
+describe('in_flight: the provider never holds more than PROVIDER_MAX_IN_FLIGHT at once', () => {
+  // Two partitions' leaders with 2 each (cap 4); the third call of the handed-back partition's next leader overlaps.
+  const base = [call('a', 0, 500), call('b', 10, 500), call('c', 20, 300), call('d', 30, 300)];
+  const cases: { name: string; extra: ProviderRecord[]; max: number; fails: boolean }[] = [
+    { name: 'four at once against a cap of 4', extra: [], max: 4, fails: false },
+    { name: 'a fifth that arrives at the moment another ends (the end counts first)', extra: [call('e', 300, 400)], max: 4, fails: false },
+    { name: 'a fifth while four are out (a hand-back under a slow provider)', extra: [call('e', 299, 400)], max: 5, fails: true },
+    { name: 'a fifth after its caller closed another early (an aborted call ends at its close)', extra: [call('e', 200, 250)], max: 5, fails: true },
+    { name: 'a caller that went away ends the call then', extra: [call('f', 100, 150, { aborted: true })], max: 5, fails: true },
+  ];
+  it.each(cases)('$name → max $max, fails: $fails', ({ extra, max, fails }) => {
+    const { v, fail } = collect();
+    expect(inFlightPeaks([...base, ...extra], 4, fail)).toBe(max);
+    expect(v.map((x) => x.check)).toEqual(fails ? ['in_flight'] : []);
+    if (fails) expect(v[0]!.message).toMatch(/5 requests in flight at the provider .* > PROVIDER_MAX_IN_FLIGHT 4/);
+  });
+
+  it('a record without its end counts until its planned answer; no cap: nothing fails', () => {
+    const { v, fail } = collect();
+    const open = { ...call('x', 0, 0), endedAt: undefined, delayMs: 1_000 };
+    expect(inFlightPeaks([open, ...base], 4, fail)).toBe(5);
+    expect(inFlightPeaks([open, ...base], 0, fail)).toBe(5);
+    expect(v).toHaveLength(1);
+  });
+});
+
+describe('rate: the busiest second against the rate limit', () => {
+  const arrivals = (n: number, from: number, spanMs: number) => Array.from({ length: n }, (_, i) => call(`r${from}-${i}`, from + (i * spanMs) / n, from + (i * spanMs) / n + 10));
+  const bound = rateBound(20, 4); // 22 + 8
+  it.each([
+    { name: 'at the bound', n: bound, wakes: [], fails: false },
+    { name: 'one above it', n: bound + 1, wakes: [], fails: true },
+    { name: 'one above it in a second a stopped process woke in', n: bound + 1, wakes: [5_300], fails: false },
+  ])('$name → fails: $fails', ({ n, wakes, fails }) => {
+    const { v, fail } = collect();
+    expect(busiestSecond(arrivals(n, 5_000, 900), bound, wakes, fail)).toBe(n);
+    expect(v.map((x) => x.check)).toEqual(fails ? ['rate'] : []);
+  });
+  it('is R + 10 % + a bucket for each of 2 leaders per partition', () => expect(rateBound(20, 4)).toBe(30));
+});
+
+describe('drain: a cluster drain reaches every partition of the count', () => {
+  const row = (seq: number, lease: string, epoch: number, atMs: number, holderId = 'h'): AuditRow =>
+    ({ seq, epoch, holderId, action: 'start_attempts', atMs, leaseName: lease });
+  const leases = () => ['L', 'L#1'];
+  const drained = [act('drain', 9_900, 10_000, 202, 1)];
+  it.each([
+    { name: 'both partitions start under new epochs after the drain', late: row(5, 'L#1', 2, 11_000), fails: false },
+    { name: 'a start under the old epoch within the reaction time', late: row(5, 'L#1', 1, 10_250), fails: false },
+    { name: 'partition 1 still starts under its old epoch (drained through a smaller instance)', late: row(5, 'L#1', 1, 11_000), fails: true },
+  ])('$name → fails: $fails', ({ late, fails }) => {
+    const { v, fail } = collect();
+    drainEffects(drained, [row(1, 'L', 1, 9_000), row(2, 'L#1', 1, 9_000), row(3, 'L', 2, 10_900), late], REFRESH + SEND_SLACK_MS, leases, fail);
+    expect(v.map((x) => x.check)).toEqual(fails ? ['drain'] : []);
+    if (fails) expect(v[0]!.message).toMatch(/partition 1 \(L#1\) still started attempts under epoch 1 1000 ms later/);
+  });
+});
+
+describe('the checker with operator actions', () => {
+  // One partition: h1 leads from epoch 1; a kill at 9 000 would be resumed by h2 at 10 500, but a pause from 9 500
+  // (answered 9 600) to the resume answered at 14 050 halted it: the resume is measured from the resume's answer.
+  const history = (resumeAt: number): History => ({
+    leaseMs: 2_000, resumeBound: 1.7, tickMs: 1_000, refreshMs: REFRESH, partitionLeases: ['L'], providerLimits: { maxInFlight: 4, ratePerSec: 0 },
+    operatorActions: [act('pause', 9_500, 9_600), act('resume', 14_000, 14_050)],
+    events: [{ seq: 1, epoch: 1, holderId: 'h1', event: 'acquired', leaseName: 'L' }, { seq: 3, epoch: 2, holderId: 'h2', event: 'acquired', leaseName: 'L' }],
+    audit: [{ seq: 2, epoch: 1, holderId: 'h1', action: 'start_attempts', atMs: 8_000, leaseName: 'L' },
+      { seq: 4, epoch: 2, holderId: 'h2', action: 'start_attempts', atMs: resumeAt, leaseName: 'L' }],
+    intents: [], attempts: [], provider: [], accepted: [], replays: [], cancels: [], leaderless: [],
+    faults: [{ kind: 'kill', slot: 0, victim: 'h1', victimWasLeader: true, epochAtFault: 1, startedAt: 9_000, endedAt: 9_000, measureFrom: 9_000,
+      exclude: { holderId: 'h1', until: Number.POSITIVE_INFINITY }, detail: 'h1', resumedAt: null }],
+  });
+  it('measures a fault\'s resume across a pause from the resume\'s answer', () => {
+    expect(check(history(15_000)).violations).toEqual([]);
+    const late = check(history(14_050 + 3_500)).violations;
+    expect(late.map((x) => x.check)).toEqual(['liveness']);
+    expect(late[0]!.message).toMatch(/after the resume of the pause requested at .* was answered/);
+  });
+});

@@ -1,0 +1,194 @@
+// The rules on the campaign's operator actions and provider limits (operatorActions.ts; docs/reliability.md):
+//  - paused_sent: nothing is sent while the cluster is paused. From one SCHEDULE_REFRESH_INTERVAL_MS after a pause
+//    was answered (every leader reads the flag at each refresh) until its resume was requested, no request reaches the
+//    provider that was sent after that deadline; "sent" is the provider's arrival less SEND_SLACK_MS (loopback
+//    delivery and the provider's own event-loop lag). A call whose process was stopped (a stop/pause fault) between
+//    its start and its arrival is counted, not failed: it was started before and written late (docs: known limits).
+//  - drain: a cluster drain reaches every partition: no partition of the count at its answer starts anything under
+//    the epoch it had then, from one refresh interval (+ the slack) after the answer.
+//  - in_flight: the provider never has more than PROVIDER_MAX_IN_FLIGHT requests at once, from its own record of
+//    each request's arrival and end (its answer written, or the caller gone).
+//  - rate: no second holds more arrivals than PROVIDER_RATE_LIMIT_PER_SEC allows (rateBound) — except a second in
+//    which a stopped process woke up (it writes at once what it had granted before the stop).
+// Pure: every violation carries its evidence.
+import type { FaultRecord } from './faults.js';
+import type { AuditRow, History, OperatorAction } from './history.js';
+import type { ProviderRecord } from './providerProcess.js';
+
+/** Arrival at the provider minus this is the latest a request can have been sent (loopback, the provider's lag). */
+export const SEND_SLACK_MS = 100;
+/** Default SCHEDULE_REFRESH_INTERVAL_MS for histories recorded without it (the campaign's hosts). */
+const DEFAULT_REFRESH_MS = 200;
+
+const ok = (a: OperatorAction) => a.status !== null && a.status >= 200 && a.status < 300;
+const byRequest = (actions: readonly OperatorAction[] | undefined) => [...(actions ?? [])].sort((a, b) => a.requestedAt - b.requestedAt);
+
+/** A span in which the cluster was surely paused for sending: from a pause's answer + the reaction time until the
+ *  next resume was requested (the earliest that resume can have taken effect). */
+export interface PauseWindow { pausedAt: number; from: number; until: number; via: string | null; viaPartitions: number | null }
+
+export function pauseWindows(actions: readonly OperatorAction[] | undefined, reactionMs: number): PauseWindow[] {
+  const out: PauseWindow[] = [];
+  let open: OperatorAction | null = null;
+  for (const a of byRequest(actions)) {
+    if (a.action === 'pause' && ok(a) && open === null) open = a;
+    else if (a.action === 'resume' && open !== null) {
+      out.push({ pausedAt: open.answeredAt!, from: open.answeredAt! + reactionMs, until: a.requestedAt, via: open.via, viaPartitions: open.viaPartitions });
+      open = null;
+    }
+  }
+  if (open) out.push({ pausedAt: open.answeredAt!, from: open.answeredAt! + reactionMs, until: Number.POSITIVE_INFINITY, via: open.via, viaPartitions: open.viaPartitions });
+  return out;
+}
+
+/** Spans in which execution may be halted by the operator: from a pause's request (answered or not) to the answer of
+ *  the first resume answered 2xx after it. The liveness rules measure a resume across such a span from its end. */
+export function pauseHalts(actions: readonly OperatorAction[] | undefined): { from: number; until: number }[] {
+  const out: { from: number; until: number }[] = [];
+  let from: number | null = null;
+  for (const a of byRequest(actions)) {
+    if (a.action === 'pause' && from === null) from = a.requestedAt;
+    else if (a.action === 'resume' && from !== null && ok(a)) {
+      out.push({ from, until: a.answeredAt! });
+      from = null;
+    }
+  }
+  if (from !== null) out.push({ from, until: Number.POSITIVE_INFINITY });
+  return out;
+}
+
+/** Was `holderId`'s process stopped (a stop or pause fault) at some moment of [fromMs, toMs]? */
+const stoppedBetween = (faults: readonly FaultRecord[], holderId: string, fromMs: number, toMs: number) =>
+  faults.some((f) => (f.kind === 'stop' || f.kind === 'pause') && f.victim === holderId && f.startedAt <= toMs && f.endedAt >= fromMs);
+
+export interface OperatorStats {
+  pauses: number;
+  /** Pauses and drains sent through an instance whose EXECUTOR_PARTITIONS is below the hosts' largest. */
+  pausesViaSmaller: number;
+  drains: number;
+  drainsViaSmaller: number;
+  /** Requests that arrived in a pause window but were started before it by a process stopped meanwhile (allowed). */
+  pausedSendsAfterStop: number;
+  /** The latest arrival after a pause was answered (before its resume), ms: the calls still in flight then. */
+  lastArrivalAfterPauseMs: number | null;
+  slowPhases: number;
+  maxInFlight: number;
+  /** PROVIDER_MAX_IN_FLIGHT (0: none). */
+  inFlightCap: number;
+  busiestSecond: number;
+  /** rateBound of PROVIDER_RATE_LIMIT_PER_SEC (0: none). */
+  busiestSecondBound: number;
+}
+
+type Fail = (check: string, message: string) => void;
+type Attempt = History['attempts'][number];
+
+export function pausedSends(provider: readonly ProviderRecord[], attempts: ReadonlyMap<string, Attempt>, faults: readonly FaultRecord[],
+  windows: readonly PauseWindow[], fail: Fail): { excused: number; lastAfterPauseMs: number | null } {
+  let excused = 0;
+  let last: number | null = null;
+  for (const w of windows) {
+    for (const p of provider) {
+      if (p.arrivedAt < w.pausedAt || p.arrivedAt >= w.until) continue;
+      last = Math.max(last ?? 0, p.arrivedAt - w.pausedAt);
+      if (p.arrivedAt - SEND_SLACK_MS <= w.from) continue;
+      const a = attempts.get(`${p.key}#${p.attemptNo}`);
+      if (a && stoppedBetween(faults, a.holderId, a.startedAtMs ?? p.arrivedAt, p.arrivedAt)) {
+        excused++;
+        continue;
+      }
+      fail('paused_sent', `provider call ${p.key}#${p.attemptNo} (partition ${p.partition ?? 0}, epoch ${p.epoch}) arrived ${Math.round(p.arrivedAt - w.pausedAt)} ms ` +
+        `after the pause via ${w.via ?? '?'} (EXECUTOR_PARTITIONS ${w.viaPartitions ?? '?'}) was answered, ${Math.round(p.arrivedAt - w.from)} ms past the reaction time, ` +
+        `before the resume was requested${w.until === Number.POSITIVE_INFINITY ? ' (never)' : ` (${Math.round(w.until - p.arrivedAt)} ms later)`}; ` +
+        `its attempt started ${a?.startedAtMs === undefined ? 'at an unknown time' : `${Math.round(a.startedAtMs - w.pausedAt)} ms after the pause answer`} by ${a?.holderId ?? '?'}`);
+    }
+  }
+  return { excused, lastAfterPauseMs: last };
+}
+
+/** When a request stopped being in flight at the provider: its recorded end, else its planned answer. */
+const endOf = (p: ProviderRecord) => p.endedAt ?? p.arrivedAt + p.delayMs;
+
+/** The provider's concurrency over time against `cap` (0: no cap): one violation per excursion above it. */
+export function inFlightPeaks(provider: readonly ProviderRecord[], cap: number, fail: Fail): number {
+  const edges = provider.flatMap((p) => [{ t: p.arrivedAt, d: 1, p }, { t: endOf(p), d: -1, p }])
+    .sort((a, b) => a.t - b.t || a.d - b.d); // an end before an arrival at the same millisecond
+  const open = new Set<ProviderRecord>();
+  let max = 0;
+  let above = false;
+  for (const e of edges) {
+    if (e.d < 0) open.delete(e.p);
+    else open.add(e.p);
+    max = Math.max(max, open.size);
+    if (cap > 0 && open.size > cap && !above) {
+      const calls = [...open].map((p) => `${p.key.slice(-6)}#${p.attemptNo} p${p.partition ?? 0}/e${p.epoch} ${Math.round(p.arrivedAt - e.t)}…${Math.round(endOf(p) - e.t)}`);
+      fail('in_flight', `${open.size} requests in flight at the provider at ${new Date(e.t).toISOString()} > PROVIDER_MAX_IN_FLIGHT ${cap}: ${calls.join(', ')} (ms from then)`);
+    }
+    above = cap > 0 && open.size > cap;
+  }
+  return max;
+}
+
+/** The most arrivals any 1-s window may hold: the rate R, 10 % for delivery jitter (a call granted in one second
+ *  arriving in the next), and a full bucket (100 ms of its share, at least one call) for each of up to 2C leaders —
+ *  every one of the C partitions changing leader once within the second (docs/operations.md, provider limits). */
+export const rateBound = (ratePerSec: number, partitions: number) => Math.ceil(1.1 * ratePerSec) + 2 * Math.max(1, partitions);
+
+/** The busiest 1-s window of arrivals against `bound` (0: none); a window in which a stopped process woke is exempt. */
+export function busiestSecond(provider: readonly ProviderRecord[], bound: number, wakes: readonly number[], fail: Fail): number {
+  const t = provider.map((p) => p.arrivedAt).sort((a, b) => a - b);
+  let max = 0;
+  let reportedUntil = Number.NEGATIVE_INFINITY;
+  for (let i = 0, j = 0; j < t.length; j++) {
+    while (t[j]! - t[i]! >= 1_000) i++;
+    const n = j - i + 1;
+    max = Math.max(max, n);
+    if (bound > 0 && n > bound && t[i]! > reportedUntil && !wakes.some((w) => w >= t[i]! - 1_000 && w <= t[j]!)) {
+      fail('rate', `${n} provider arrivals within 1 s from ${new Date(t[i]!).toISOString()} > bound ${bound}`);
+      reportedUntil = t[j]!;
+    }
+  }
+  return max;
+}
+
+/** A cluster drain reaches every partition of the count at its answer: none starts under the epoch it had then once
+ *  the leaders had a refresh to read it. `countAt` and `leaseOf` map partitions to lease names at a time. */
+export function drainEffects(actions: readonly OperatorAction[] | undefined, audit: readonly AuditRow[], reactionMs: number,
+  partitionLeases: (atMs: number) => string[], fail: Fail): void {
+  for (const d of byRequest(actions).filter((a) => a.action === 'drain' && ok(a))) {
+    const names = partitionLeases(d.answeredAt!);
+    for (const [p, lease] of names.entries()) {
+      const before = audit.filter((a) => (a.leaseName ?? '') === lease && a.atMs <= d.answeredAt!);
+      if (!before.length) continue;
+      const epoch = Math.max(...before.map((a) => a.epoch));
+      const late = audit.find((a) => (a.leaseName ?? '') === lease && a.action === 'start_attempts' && a.epoch === epoch && a.atMs > d.answeredAt! + reactionMs);
+      if (late) {
+        fail('drain', `drain via ${d.via ?? '?'} (EXECUTOR_PARTITIONS ${d.viaPartitions ?? '?'}) answered at ${new Date(d.answeredAt!).toISOString()}: partition ${p} (${lease}) ` +
+          `still started attempts under epoch ${epoch} ${Math.round(late.atMs - d.answeredAt!)} ms later (audit seq ${late.seq} by ${late.holderId})`);
+      }
+    }
+  }
+}
+
+/** Every rule above over one history; `partitionLeases(t)`: the lease names of the partitions of the count at t. */
+export function operatorChecks(h: History, attempts: ReadonlyMap<string, Attempt>, partitionLeases: (atMs: number) => string[], fail: Fail): OperatorStats {
+  const refreshMs = h.refreshMs ?? DEFAULT_REFRESH_MS;
+  const actions = h.operatorActions ?? [];
+  const windows = pauseWindows(actions, refreshMs);
+  const sent = pausedSends(h.provider, attempts, h.faults, windows, fail);
+  drainEffects(actions, h.audit, refreshMs + SEND_SLACK_MS, partitionLeases, fail);
+  const limits = h.providerLimits ?? { maxInFlight: 0, ratePerSec: 0 };
+  const widest = Math.max(0, ...actions.map((a) => a.viaPartitions ?? 0), (h.partitionLeases ?? []).length);
+  const smaller = (a: OperatorAction) => a.viaPartitions !== null && a.viaPartitions < widest;
+  const wakes = h.faults.filter((f) => f.kind === 'stop' || f.kind === 'pause').map((f) => f.endedAt);
+  const bound = limits.ratePerSec > 0 ? rateBound(limits.ratePerSec, Math.max(1, (h.partitionLeases ?? []).length)) : 0;
+  return {
+    pauses: windows.length, drains: actions.filter((a) => a.action === 'drain').length,
+    pausesViaSmaller: actions.filter((a) => a.action === 'pause' && smaller(a)).length,
+    drainsViaSmaller: actions.filter((a) => a.action === 'drain' && smaller(a)).length,
+    pausedSendsAfterStop: sent.excused, lastArrivalAfterPauseMs: sent.lastAfterPauseMs === null ? null : Math.round(sent.lastAfterPauseMs),
+    slowPhases: actions.filter((a) => a.action === 'slow').length,
+    maxInFlight: inFlightPeaks(h.provider, limits.maxInFlight, fail), inFlightCap: limits.maxInFlight,
+    busiestSecond: busiestSecond(h.provider, bound, wakes, fail), busiestSecondBound: bound,
+  };
+}
