@@ -7,7 +7,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ChaosCluster, createChaosDb, startProviderProcess } from './cluster.js';
+import { ChaosCluster, createChaosDb } from './cluster.js';
+import { startProviderProcess } from './providerLauncher.js';
 import { LoadGenerator } from './load.js';
 import type { ProviderRecord } from './providerProcess.js';
 import { readProviderRecord } from './history.js';

@@ -4,7 +4,8 @@
 // EXECUTOR_PARTITIONS 40 % of the time — and slows the provider down for a few seconds (calls in flight when the
 // hand-backs of a drain or a fair share happen). With --partition-changes a pause may ask for a change of the count
 // while it lasts. Every action is recorded with its answer time (history.operatorActions; the rules: checkerOperator.ts).
-import type { ChaosCluster, ProviderProcess, Slot } from './cluster.js';
+import type { ChaosCluster, Slot } from './cluster.js';
+import type { ProviderProcess } from './providerLauncher.js';
 import type { OperatorAction } from './history.js';
 import { sleep, type Rng } from './rng.js';
 
@@ -118,6 +119,7 @@ export class OperatorSchedule {
     this.actions.push(rec);
     rec.status = await this.provider.setLatency(ms);
     rec.answeredAt = Date.now();
+    this.o.log(`    + operator ${action.padEnd(7)} provider latency ${ms} ms: ${rec.status ?? 'no answer'}`);
   }
 
   /** A slow phase with a drain inside it: the hand-backs happen with calls in flight. */

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, type History, type RunStats, type Violation } from './checker.js';
 import {
-  ChaosCluster, chaosSql, createChaosDb, hostEnv, NO_LIMITS, othersTesting, startProviderProcess, type ChaosDb, type ProviderLimits, type ProviderProcess,
+  ChaosCluster, chaosSql, createChaosDb, hostEnv, NO_LIMITS, othersTesting, type ChaosDb, type ProviderLimits,
   type TimerSetup, type Timings,
 } from './cluster.js';
 import { FaultInjector, type FaultKind, type FaultRecord } from './faults.js';
@@ -19,6 +19,7 @@ import { partitionLeaseNames } from '../../src/limits.js';
 import { partitionLeaders } from './partitionTargets.js';
 import { PartitionChangeSchedule, readChanges, recordedCount } from './partitionChanges.js';
 import { OperatorSchedule } from './operatorActions.js';
+import { startProviderProcess, type ProviderProcess } from './providerLauncher.js';
 
 export interface RunOptions {
   index: number;
