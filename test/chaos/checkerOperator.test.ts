@@ -2,7 +2,7 @@
 // same history with one thing moved across the line fails under the rule's check, with its evidence.
 import { describe, expect, it } from 'vitest';
 import {
-  busiestSecond, drainEffects, inFlightPeaks, pauseHalts, pausedSends, pauseWindows, rateBound, SEND_SLACK_MS,
+  busiestSecond, drainEffects, inFlightPeaks, pauseHalts, pausedSends, pauseWindows, rateBound, SEND_SLACK_MS, writtenLate,
 } from './checkerOperator.js';
 import { check, type History } from './checker.js';
 import type { FaultRecord } from './faults.js';
@@ -72,7 +72,7 @@ describe('in_flight: the provider never holds more than PROVIDER_MAX_IN_FLIGHT a
   ];
   it.each(cases)('$name → max $max, fails: $fails', ({ extra, max, fails }) => {
     const { v, fail } = collect();
-    expect(inFlightPeaks([...base, ...extra], 4, fail)).toBe(max);
+    expect(inFlightPeaks([...base, ...extra], 4, fail).max).toBe(max);
     expect(v.map((x) => x.check)).toEqual(fails ? ['in_flight'] : []);
     if (fails) expect(v[0]!.message).toMatch(/5 requests in flight at the provider .* > PROVIDER_MAX_IN_FLIGHT 4/);
   });
@@ -80,9 +80,19 @@ describe('in_flight: the provider never holds more than PROVIDER_MAX_IN_FLIGHT a
   it('a record without its end counts until its planned answer; no cap: nothing fails', () => {
     const { v, fail } = collect();
     const open = { ...call('x', 0, 0), endedAt: undefined, delayMs: 1_000 };
-    expect(inFlightPeaks([open, ...base], 4, fail)).toBe(5);
-    expect(inFlightPeaks([open, ...base], 0, fail)).toBe(5);
+    expect(inFlightPeaks([open, ...base], 4, fail).max).toBe(5);
+    expect(inFlightPeaks([open, ...base], 0, fail).max).toBe(5);
     expect(v).toHaveLength(1);
+  });
+
+  it('a fifth written late by a process stopped between its start and its arrival is counted apart', () => {
+    const { v, fail } = collect();
+    const fifth = call('e', 299, 400);
+    const late = writtenLate([fifth], new Map([['e#1', attempt('e', 100, 'h9')]]), [stop('h9', 150, 280)]);
+    expect(late.has(fifth)).toBe(true);
+    expect(inFlightPeaks([...base, fifth], 4, fail, late)).toEqual({ max: 5, lateExcursions: 1 });
+    expect(v).toEqual([]);
+    expect(writtenLate([fifth], new Map([['e#1', attempt('e', 290, 'h9')]]), [stop('h9', 150, 280)]).size).toBe(0); // started after the stop
   });
 });
 

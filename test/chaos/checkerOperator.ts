@@ -7,7 +7,8 @@
 //  - drain: a cluster drain reaches every partition: no partition of the count at its answer starts anything under
 //    the epoch it had then, from one refresh interval (+ the slack) after the answer.
 //  - in_flight: the provider never has more than PROVIDER_MAX_IN_FLIGHT requests at once, from its own record of
-//    each request's arrival and end (its answer written, or the caller gone).
+//    each request's arrival and end (its answer written, or the caller gone). A request started before a stop of its
+//    process and written after it is counted apart (the stop-before-send window: its leader was frozen, not sending).
 //  - rate: no second holds more arrivals than PROVIDER_RATE_LIMIT_PER_SEC allows (rateBound) — except a second in
 //    which a stopped process woke up (it writes at once what it had granted before the stop).
 // Pure: every violation carries its evidence.
@@ -75,6 +76,8 @@ export interface OperatorStats {
   maxInFlight: number;
   /** PROVIDER_MAX_IN_FLIGHT (0: none). */
   inFlightCap: number;
+  /** Excursions above the cap made only by requests written late by a process stopped meanwhile (allowed). */
+  inFlightLateExcursions: number;
   busiestSecond: number;
   /** rateBound of PROVIDER_RATE_LIMIT_PER_SEC (0: none). */
   busiestSecondBound: number;
@@ -109,24 +112,38 @@ export function pausedSends(provider: readonly ProviderRecord[], attempts: Reado
 /** When a request stopped being in flight at the provider: its recorded end, else its planned answer. */
 const endOf = (p: ProviderRecord) => p.endedAt ?? p.arrivedAt + p.delayMs;
 
-/** The provider's concurrency over time against `cap` (0: no cap): one violation per excursion above it. */
-export function inFlightPeaks(provider: readonly ProviderRecord[], cap: number, fail: Fail): number {
+/** The provider's concurrency over time against `cap` (0: no cap): one violation per excursion above it. Requests in
+ *  `late` (started before a stop of their process, written after it) count for the maximum but not against the cap:
+ *  an excursion only they make is counted in `lateExcursions`. */
+export function inFlightPeaks(provider: readonly ProviderRecord[], cap: number, fail: Fail, late: ReadonlySet<ProviderRecord> = new Set()):
+  { max: number; lateExcursions: number } {
   const edges = provider.flatMap((p) => [{ t: p.arrivedAt, d: 1, p }, { t: endOf(p), d: -1, p }])
     .sort((a, b) => a.t - b.t || a.d - b.d); // an end before an arrival at the same millisecond
   const open = new Set<ProviderRecord>();
-  let max = 0;
-  let above = false;
+  let max = 0, lateExcursions = 0, judged = 0;
+  let above = false, aboveAll = false;
   for (const e of edges) {
     if (e.d < 0) open.delete(e.p);
     else open.add(e.p);
+    if (!late.has(e.p)) judged += e.d;
     max = Math.max(max, open.size);
-    if (cap > 0 && open.size > cap && !above) {
+    if (cap > 0 && judged > cap && !above) {
       const calls = [...open].map((p) => `${p.key.slice(-6)}#${p.attemptNo} p${p.partition ?? 0}/e${p.epoch} ${Math.round(p.arrivedAt - e.t)}…${Math.round(endOf(p) - e.t)}`);
-      fail('in_flight', `${open.size} requests in flight at the provider at ${new Date(e.t).toISOString()} > PROVIDER_MAX_IN_FLIGHT ${cap}: ${calls.join(', ')} (ms from then)`);
+      fail('in_flight', `${judged} requests in flight at the provider at ${new Date(e.t).toISOString()} > PROVIDER_MAX_IN_FLIGHT ${cap}: ${calls.join(', ')} (ms from then)`);
     }
-    above = cap > 0 && open.size > cap;
+    if (cap > 0 && open.size > cap && judged <= cap && !aboveAll) lateExcursions++;
+    above = cap > 0 && judged > cap;
+    aboveAll = cap > 0 && open.size > cap;
   }
-  return max;
+  return { max, lateExcursions };
+}
+
+/** Requests written late by a process stopped (a stop or pause fault) between their attempt's start and arrival. */
+export function writtenLate(provider: readonly ProviderRecord[], attempts: ReadonlyMap<string, Attempt>, faults: readonly FaultRecord[]): Set<ProviderRecord> {
+  return new Set(provider.filter((p) => {
+    const a = attempts.get(`${p.key}#${p.attemptNo}`);
+    return a !== undefined && stoppedBetween(faults, a.holderId, a.startedAtMs ?? p.arrivedAt, p.arrivedAt);
+  }));
 }
 
 /** The most arrivals any 1-s window may hold: the rate R, 10 % for delivery jitter (a call granted in one second
@@ -181,6 +198,7 @@ export function operatorChecks(h: History, attempts: ReadonlyMap<string, Attempt
   const widest = Math.max(0, ...actions.map((a) => a.viaPartitions ?? 0), (h.partitionLeases ?? []).length);
   const smaller = (a: OperatorAction) => a.viaPartitions !== null && a.viaPartitions < widest;
   const wakes = h.faults.filter((f) => f.kind === 'stop' || f.kind === 'pause').map((f) => f.endedAt);
+  const peaks = inFlightPeaks(h.provider, limits.maxInFlight, fail, writtenLate(h.provider, attempts, h.faults));
   const bound = limits.ratePerSec > 0 ? rateBound(limits.ratePerSec, Math.max(1, (h.partitionLeases ?? []).length)) : 0;
   return {
     pauses: windows.length, drains: actions.filter((a) => a.action === 'drain').length,
@@ -188,7 +206,7 @@ export function operatorChecks(h: History, attempts: ReadonlyMap<string, Attempt
     drainsViaSmaller: actions.filter((a) => a.action === 'drain' && smaller(a)).length,
     pausedSendsAfterStop: sent.excused, lastArrivalAfterPauseMs: sent.lastAfterPauseMs === null ? null : Math.round(sent.lastAfterPauseMs),
     slowPhases: actions.filter((a) => a.action === 'slow').length,
-    maxInFlight: inFlightPeaks(h.provider, limits.maxInFlight, fail), inFlightCap: limits.maxInFlight,
+    maxInFlight: peaks.max, inFlightCap: limits.maxInFlight, inFlightLateExcursions: peaks.lateExcursions,
     busiestSecond: busiestSecond(h.provider, bound, wakes, fail), busiestSecondBound: bound,
   };
 }

@@ -143,7 +143,10 @@ function operatorRows(results: RunResult[]): [string, string][] {
       `latest arrival after a pause was answered ${max((s) => s.lastArrivalAfterPauseMs)} ms; sent late by a process stopped meanwhile ${sum((s) => s.pausedSendsAfterStop)}`]);
   }
   const cap = max((s) => s.inFlightCap), bound = max((s) => s.busiestSecondBound);
-  if (cap > 0) rows.push(['provider requests in flight at once, max (PROVIDER_MAX_IN_FLIGHT)', `${max((s) => s.maxInFlight)} (${cap})`]);
+  if (cap > 0) {
+    rows.push(['provider requests in flight at once, max (PROVIDER_MAX_IN_FLIGHT)', `${max((s) => s.maxInFlight)} (${cap}); ` +
+      `excursions above it only by requests written late by a process stopped meanwhile: ${sum((s) => s.inFlightLateExcursions)}`]);
+  }
   if (bound > 0) rows.push(['provider arrivals in the busiest second (bound)', `${max((s) => s.busiestSecond)} (${bound})`]);
   return rows;
 }
