@@ -221,7 +221,8 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
 
   const effects = providerEffects(h, attemptByNo, fail, leases);
   const partitionStats = partitionChecks(h, leases, starts, fail);
-  const operatorStats = operatorChecks(h, attemptByNo, (t) => (leases.multi ? leases.leasesAt(t) : (h.partitionLeases ?? []).slice(0, 1)), fail);
+  const operatorStats = operatorChecks(h, attemptByNo, (t) => (leases.multi ? leases.leasesAt(t) : (h.partitionLeases ?? []).slice(0, 1)), fail,
+    leases.multi ? leases.timeline.final : 1);
 
   // Consumer-side fencing: recomputed from the provider's own record (appended at arrival, in arrival order), not
   // taken from its flags. With the fencing provider no stale request may be acted on.

@@ -2,7 +2,7 @@
 // same history with one thing moved across the line fails under the rule's check, with its evidence.
 import { describe, expect, it } from 'vitest';
 import {
-  busiestSecond, drainEffects, inFlightPeaks, pauseHalts, pausedSends, pauseWindows, rateBound, SEND_SLACK_MS, writtenLate,
+  busiestSecond, drainEffects, inFlightPeaks, leaseLossSlack, pauseHalts, pausedSends, pauseWindows, rateBound, SEND_SLACK_MS, writtenLate,
 } from './checkerOperator.js';
 import { check, type History } from './checker.js';
 import type { FaultRecord } from './faults.js';
@@ -90,15 +90,35 @@ describe('in_flight: the provider never holds more than PROVIDER_MAX_IN_FLIGHT a
     const fifth = call('e', 299, 400);
     const late = writtenLate([fifth], new Map([['e#1', attempt('e', 100, 'h9')]]), [stop('h9', 150, 280)]);
     expect(late.has(fifth)).toBe(true);
-    expect(inFlightPeaks([...base, fifth], 4, fail, late)).toEqual({ max: 5, lateExcursions: 1 });
+    expect(inFlightPeaks([...base, fifth], 4, fail, late)).toEqual({ max: 5, lateExcursions: 1, slackExcursions: 0 });
     expect(v).toEqual([]);
     expect(writtenLate([fifth], new Map([['e#1', attempt('e', 290, 'h9')]]), [stop('h9', 150, 280)]).size).toBe(0); // started after the stop
   });
 });
 
+describe('in_flight: the slack of a lease lost under its leader', () => {
+  // Partition 1's epoch 1 (holder A) expired under A, which still has a call of partition 0 out (granted under
+  // partition 1's share); B leads partition 1 from epoch 2. Cap 4 over 4 partitions: a share of 1 each.
+  const events = { 'L#1@1': 'A', 'L#1@2': 'B', 'L@1': 'A', 'L#2@1': 'C', 'L#3@1': 'D' } as Record<string, string>;
+  const holderOf = new Map([['a0', 'A'], ['a1', 'A'], ['b1', 'B'], ['c2', 'C'], ['d3', 'D'], ['b1x', 'B']]);
+  const slackOf = (released: boolean) => leaseLossSlack((k) => (k === 0 ? 'L' : `L#${k}`), (l, e) => events[`${l}@${e}`], () => released,
+    (p) => holderOf.get(p.key), () => 1);
+  const out = [call('a0', 0, 500, { partition: 0 }), call('a1', 10, 500, { partition: 0 }), call('c2', 20, 500, { partition: 2 }), call('d3', 30, 500, { partition: 3 })];
+  it.each([
+    { name: 'the next leader\'s one call beside the lost share: within the slack', extra: [call('b1', 100, 200, { partition: 1, epoch: 2 })], released: false, fails: false },
+    { name: 'the same after a release (a hand-back must wait for its calls)', extra: [call('b1', 100, 200, { partition: 1, epoch: 2 })], released: true, fails: true },
+    { name: 'two calls of the next leader: one above the slack', extra: [call('b1', 100, 200, { partition: 1, epoch: 2 }), call('b1x', 110, 200, { partition: 1, epoch: 2 })], released: false, fails: true },
+  ])('$name → fails: $fails', ({ extra, released, fails }) => {
+    const { v, fail } = collect();
+    const r = inFlightPeaks([...out, ...extra], 4, fail, new Set(), slackOf(released));
+    expect(v.map((x) => x.check)).toEqual(fails ? ['in_flight'] : []);
+    if (!fails) expect(r.slackExcursions).toBe(1);
+  });
+});
+
 describe('rate: the busiest second against the rate limit', () => {
   const arrivals = (n: number, from: number, spanMs: number) => Array.from({ length: n }, (_, i) => call(`r${from}-${i}`, from + (i * spanMs) / n, from + (i * spanMs) / n + 10));
-  const bound = rateBound(20, 4); // 22 + 8
+  const bound = rateBound(20, 4); // 30 + 2 + 4
   it.each([
     { name: 'at the bound', n: bound, wakes: [], fails: false },
     { name: 'one above it', n: bound + 1, wakes: [], fails: true },
@@ -108,7 +128,7 @@ describe('rate: the busiest second against the rate limit', () => {
     expect(busiestSecond(arrivals(n, 5_000, 900), bound, wakes, fail)).toBe(n);
     expect(v.map((x) => x.check)).toEqual(fails ? ['rate'] : []);
   });
-  it('is R + 10 % + a bucket for each of 2 leaders per partition', () => expect(rateBound(20, 4)).toBe(30));
+  it('is R over 1 s + the 0.5 s arrival spread, ⌈R ÷ 10⌉ of bursts and one call per leading process', () => expect(rateBound(20, 4)).toBe(36));
 });
 
 describe('drain: a cluster drain reaches every partition of the count', () => {

@@ -145,7 +145,8 @@ function operatorRows(results: RunResult[]): [string, string][] {
   const cap = max((s) => s.inFlightCap), bound = max((s) => s.busiestSecondBound);
   if (cap > 0) {
     rows.push(['provider requests in flight at once, max (PROVIDER_MAX_IN_FLIGHT)', `${max((s) => s.maxInFlight)} (${cap}); ` +
-      `excursions above it only by requests written late by a process stopped meanwhile: ${sum((s) => s.inFlightLateExcursions)}`]);
+      `excursions above it only by requests written late by a process stopped meanwhile: ${sum((s) => s.inFlightLateExcursions)}; ` +
+      `within the slack of a lease lost under its leader: ${sum((s) => s.inFlightSlackExcursions)}`]);
   }
   if (bound > 0) rows.push(['provider arrivals in the busiest second (bound)', `${max((s) => s.busiestSecond)} (${bound})`]);
   return rows;
