@@ -187,6 +187,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     load = new LoadGenerator(cluster, createRng(o.seed ^ 0x5bd1e995), tag, { ...o.load, ...(P > 1 ? { partitionKeys: 2 * P } : {}) },
       P > 1 ? createRng(o.seed ^ 0x2545f491) : null);
     load.start();
+    const loadFrom = Date.now(); // the duration counts from here: a slow start on a loaded machine does not eat it
     const d = db;
     await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
@@ -207,7 +208,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       ...(changes ? { changeNow: () => changes!.now() } : {}),
     }) : null;
     operator?.start();
-    const faultsEnd = t0 + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
+    const faultsEnd = loadFrom + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd) {
       const target = await injector.target(injector.pickKind()); // victim reserved before any fault alongside
       const faults = target ? [injector.run(target), injector.maybeInjectAlongside(o.overlap)] : [];
@@ -221,7 +222,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await operator?.stop(); // a pause in progress is resumed, the provider's latency restored
     await changes?.stop(); // the change in progress completes while the load still runs
     if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
-    await sleep(Math.max(0, t0 + o.durationMs - Date.now()));
+    await sleep(Math.max(0, loadFrom + o.durationMs - Date.now()));
     await load.stop();
     result.drainMs = await waitUntil('drain (every intent terminal)', async () =>
       Number((await d.sql<{ n: number | string }>(`SELECT COUNT(*) AS n FROM submission_intents WHERE status IN ('scheduled', 'in_flight')`))[0]!.n) === 0,
