@@ -126,12 +126,22 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const metricsRegistry = opts.metrics ?? (await metricsRegistryFor(config));
   const metrics = metricsRegistry.forInstance(config.lease.holderId);
   const provider = opts.provider ?? new HttpProvider(config.provider.url);
+  // While a change of the count is active, every partition this process leads hands back (drains, then releases) and
+  // none acquires; the changer takes them all. Read every refresh interval where timers run.
+  const layout = new PartitionLayoutWatch(stores.partitions, initialLayout, config.schedule.refreshIntervalMs, logger, {
+    changeStarted: () => partitions.forEach((p) => p.ops.requestHandBack()),
+    changeEnded: () => partitions.forEach((p) => p.ops.cancelHandBack()),
+  });
   // One guard per process: a breaker opened by one partition's calls holds back every partition of this process.
-  // With several partitions it uses this process's share of the cluster-wide limits (the partitions it leads) and
-  // holds back for a breaker or Retry-After pause another process recorded (src/provider/clusterGuard.ts).
+  // With a recorded count above 1 (as last read, whatever EXECUTOR_PARTITIONS is) it uses this process's share of the
+  // cluster-wide limits — the partitions it leads and is not handing back — and holds back for a breaker or Retry-After
+  // pause another process recorded (src/provider/clusterGuard.ts); a lease is released only once this process's calls
+  // fit the share of the partitions it keeps.
   const led = () => partitions.flatMap((p) => (p.lease.requireLeader() ? [p.partition] : []));
-  const { guard, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitions: config.partitions.count, partitionCount: () => layout.count(),
-    leaseName: config.lease.name, holderId: config.lease.holderId, syncMs: config.schedule.refreshIntervalMs }, stores.ops, clock, logger, metrics, led);
+  const counted = () => partitions.flatMap((p) => (p.partition < layout.count() && p.lease.requireLeader() && !p.lease.releasing
+    && !p.executor.handingBack ? [p.partition] : []));
+  const { guard, fits, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitionCount: () => layout.count(),
+    leaseName: config.lease.name, holderId: config.lease.holderId, syncMs: config.schedule.refreshIntervalMs }, stores.ops, clock, logger, metrics, counted);
   // every-instance mode with several partitions: each instance takes at most its fair share (set below, once the
   // partitions' lease managers exist; they ask it only to acquire).
   let share: PartitionShare | null = null;
@@ -139,14 +149,13 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
     buildPartition(k, { config, stores, logger, clock, provider, guard, mayAcquire: () => layout.mayAcquire(k) && (share?.mayAcquire(k) ?? true),
       // With several partitions, every series of a partition's lease and executor carries its `partition` label.
       metrics: config.partitions.count > 1 ? metricsRegistry.forInstance(config.lease.holderId, { partition: String(k) }) : metrics }));
+  for (const p of partitions) {
+    p.lease.onChange(() => guard.shareChanged()); // a partition led or lost changes the share at once
+    // Calls end within PROVIDER_TIMEOUT_MS; the lease lasts a renew longer (else it steps down and the row expires).
+    p.lease.releaseWhenFits(fits, config.provider.timeoutMs + config.lease.renewIntervalMs);
+  }
   const { lease, executor, ops } = partitions[0]!;
   const timerMode = opts.timerMode ?? 'singleton';
-  // While a change of the count is active, every partition this process leads hands back (drains, then releases) and
-  // none acquires; the changer takes them all. Read every refresh interval where timers run.
-  const layout = new PartitionLayoutWatch(stores.partitions, initialLayout, config.schedule.refreshIntervalMs, logger, {
-    changeStarted: () => partitions.forEach((p) => p.ops.requestHandBack()),
-    changeEnded: () => partitions.forEach((p) => p.ops.cancelHandBack()),
-  });
   if (timerMode !== 'off') layout.start();
   const changer = new PartitionChanger(stores.lease, stores.partitions, {
     leaseNameOf: (k) => partitionLeaseName(config.lease.name, k), partitionOf: assignPartition,

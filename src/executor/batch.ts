@@ -147,7 +147,10 @@ export class Batch {
     const requested = this.r.stopRequested();
     if (now >= this.deadline()) this.stop = 'deadline';
     else if (requested) this.stop = requested;
-    else if (ops.handoverRequest()) this.stop = 'handover';
+    else if (ops.handoverRequest()) {
+      this.stop = 'handover';
+      this.d.guard?.shareChanged(); // the partition counts for no share from now (its lease waits for the calls to fit)
+    }
     else if (!this.leading) this.stop = 'lease_lost';
     else if (this.renewing && lease.renewDue() && !(await this.renewWriting())) this.stop = 'lease_lost';
     if (this.stop !== null) return;

@@ -94,6 +94,12 @@ export class Executor {
     });
   }
 
+  /** Draining, or a handover / hand-back is requested: this partition starts nothing more and counts for no share of
+   *  the provider limits (clusterGuard.ts). */
+  get handingBack(): boolean {
+    return this.draining || this.ops.handoverRequest() !== null;
+  }
+
   /** Wake the leader when intents become due (PostgreSQL LISTEN/NOTIFY), listening only while this process
    *  leads. Best effort: a lost notice costs at most one refresh interval. */
   wakeOn(notices: DueNotices): void {
@@ -125,6 +131,7 @@ export class Executor {
    *  left unwritten (shutdown may release the lease; LeaseManager.release keeps it otherwise). */
   async drain(untilMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     this.draining = true;
+    this.guard?.shareChanged(); // from now on this partition counts for no share of the provider limits
     this.batch?.interrupt(); // an idle batch sees the stop request now, not at its next refresh
     const bounded = async (p: Promise<unknown> | null | undefined) => {
       const left = untilMs - this.clock.nowMs();

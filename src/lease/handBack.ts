@@ -2,7 +2,9 @@
 // (released best-effort, conditional on holder and epoch, retried while the row is surely valid), and an epoch of
 // ours whose acquire committed with its reply lost (handed back at the next try). Guarantees: never while results
 // are unwritten (holdWhile), since a released row lets another instance recover their attempts as orphans and send
-// them again; never while an executor tick defers it (defer); never the row of an epoch this process leads again.
+// them again; never while an executor tick defers it (defer); never the row of an epoch this process leads again;
+// never while this process's provider calls exceed the share of the partitions it keeps (fits: the next leader would
+// add its share on top), waiting for them as long as the row is surely ours, then leaving it to expire.
 // It speaks to the LeaseStore port only (release), never SQL.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
@@ -15,6 +17,9 @@ const RELEASE_ON_DROP = new Set(['sql_error', 'renew_error', 'local_deadline']);
 /** A failed best-effort release is retried this often, at most RELEASE_ATTEMPTS times in all. */
 const RELEASE_RETRY_MS = 100;
 const RELEASE_ATTEMPTS = 4;
+
+/** How often a release held back by calls above the kept share looks again. */
+export const SHARE_POLL_MS = 20;
 
 /** A row to hand back, and (monotonic) how long a retry is surely useful: the row does not expire before the last
  *  acquire/renew's send time + duration (it counts from that statement's arrival). */
@@ -35,6 +40,11 @@ export class HandBack {
    *  was lost: client deadline, reset after commit). Cleared by the next acquire that succeeds. */
   private knownEpoch = 0;
   private acquireUnseen = false;
+  /** This process's provider calls fit the share of the partitions it keeps (releaseWhenFits; default: always). */
+  private fitsNow: () => boolean = () => true;
+  /** Releases waiting for the calls to fit (polled every SHARE_POLL_MS while the row is surely ours). */
+  private overShare: Dropped[] = [];
+  private polling = false;
 
   constructor(private readonly store: Pick<LeaseStore, 'release'>, private readonly holderId: string,
     private readonly clock: Clock, private readonly log: Logger) {}
@@ -43,6 +53,16 @@ export class HandBack {
   holdWhile(unwritten: () => boolean, writeUnder: (token: LeaseToken) => Promise<void>): void {
     this.unwrittenNow = unwritten;
     this.writeUnder = writeUnder;
+  }
+
+  /** See LeaseManager.releaseWhenFits. */
+  holdUntilFits(fits: () => boolean): void {
+    this.fitsNow = fits;
+  }
+
+  /** This process's calls fit the share of the partitions it keeps now. */
+  get fits(): boolean {
+    return this.fitsNow();
   }
 
   /** Results are unwritten now: no row may be released. */
@@ -59,7 +79,7 @@ export class HandBack {
       done = true;
       if (--this.deferrals > 0 || this.unwrittenNow()) return;
       const dropped = this.deferred.splice(0);
-      await Promise.all(dropped.map((d) => this.releaseQuietly(d)));
+      await Promise.all(dropped.map((d) => this.releaseWhenFits(d)));
     };
   }
 
@@ -71,7 +91,29 @@ export class HandBack {
   /** Hand `dropped` back now, or once no deferral holds it and nothing is unwritten. */
   releaseOrDefer(dropped: Dropped): void {
     if (this.deferrals > 0 || this.unwrittenNow()) this.deferred.push(dropped);
-    else void this.releaseQuietly(dropped);
+    else void this.releaseWhenFits(dropped);
+  }
+
+  /** Release now if the calls fit the kept share; else once they do, while the row is surely ours (else it expires). */
+  private async releaseWhenFits(dropped: Dropped): Promise<void> {
+    if (this.fitsNow()) return this.releaseQuietly(dropped);
+    this.overShare.push(dropped);
+    this.pollShare();
+  }
+
+  private pollShare(): void {
+    if (this.polling) return;
+    this.polling = true;
+    void this.clock.sleep(SHARE_POLL_MS).then(() => {
+      this.polling = false;
+      const waiting = this.overShare.splice(0);
+      const fits = this.fitsNow();
+      for (const d of waiting) {
+        if (fits && !this.unwrittenNow()) void this.releaseQuietly(d);
+        else if (this.clock.nowMs() + SHARE_POLL_MS < d.untilMs) this.overShare.push(d);
+      }
+      if (this.overShare.length > 0) this.pollShare();
+    });
   }
 
   /** Keep `dropped` (results are unwritten): handed back when a later deferral ends with everything written. */
@@ -83,6 +125,7 @@ export class HandBack {
    *  results must never hit the row we now hold, and no acquire of ours is unseen any more. */
   led(epoch: number): void {
     this.deferred = this.deferred.filter((d) => d.token.leaseEpoch !== epoch);
+    this.overShare = this.overShare.filter((d) => d.token.leaseEpoch !== epoch);
     this.knownEpoch = Math.max(this.knownEpoch, epoch);
     this.acquireUnseen = false;
   }

@@ -5,13 +5,15 @@
 // so a transient fault costs a tick instead of a lease; renew_refused / fence_failed (the row is not ours) do not.
 // Never while results are unwritten (holdReleaseWhile): a released row lets another instance recover their
 // attempts as orphans and send them again, so the row is kept (to be written under its fence) or left to expire.
+// Nor while this process's provider calls exceed the share of the partitions it keeps (releaseWhenFits): a graceful
+// release waits for them, leading and renewing, and is `releasing` meanwhile (the partition counts for no share).
 // When and how a row of ours is handed back (deferrals, retries, an unseen epoch) is handBack.ts.
 // Query-named methods (requireLeader, ensureEpoch, remainingMs, renewDueInMs, status) have no side effects.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
 import type { Clock } from './clock.js';
-import { HandBack } from './handBack.js';
+import { HandBack, SHARE_POLL_MS } from './handBack.js';
 import type { LeaderGate } from './leaderGate.js';
 import { RepeatLog } from './repeatLog.js';
 import type { Config } from '../config.js';
@@ -50,6 +52,9 @@ export class LeaseManager implements LeaderGate {
   private renewing: Held | null = null;
   /** `leader_acquire_failed` (held): a new holder/epoch at info, the same again at debug but at info once a minute. */
   private readonly refusals = new RepeatLog(REFUSAL_INFO_EVERY_MS);
+  /** A graceful release waits for the calls to fit the kept share (release()); its bound (releaseWhenFits). */
+  private releasingHeld: Held | null = null;
+  private fitsWaitMs = 0;
 
   constructor(
     private readonly store: LeaseStore,
@@ -106,6 +111,19 @@ export class LeaseManager implements LeaderGate {
    *  release()). Results are written under the fence first; only a refused fence loses them. */
   holdReleaseWhile(unwritten: () => boolean, writeUnder: (token: LeaseToken) => Promise<void> = async () => {}): void {
     this.handBack.holdWhile(unwritten, writeUnder);
+  }
+
+  /** Set once by the app: no row is released while `fits()` is false — this process's provider calls exceed the share
+   *  of the partitions it keeps. A graceful release waits for them (leading, renewing when due) for at most `maxWaitMs`
+   *  (then it steps down and the row expires); a release after a step-down waits while the row is surely ours. */
+  releaseWhenFits(fits: () => boolean, maxWaitMs: number): void {
+    this.handBack.holdUntilFits(fits);
+    this.fitsWaitMs = maxWaitMs;
+  }
+
+  /** A graceful release is waiting for this process's calls to fit the share it keeps: the partition counts for none. */
+  get releasing(): boolean {
+    return this.releasingHeld !== null && this.releasingHeld === this.held;
   }
 
   /** Status for /readyz and /lease: what this instance believes (its database view is in the store). */
@@ -227,6 +245,8 @@ export class LeaseManager implements LeaderGate {
   async release(): Promise<boolean> {
     const held = this.held;
     if (!held) return false;
+    this.releasingHeld = held; // from now on the partition counts for no share (kept until the drop below)
+    if (!this.handBack.fits && !(await this.awaitFits(held))) return false;
     if (this.handBack.unwritten) {
       this.drop('stopped_unwritten');
       this.handBack.keep({ token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
@@ -239,6 +259,24 @@ export class LeaseManager implements LeaderGate {
       this.log.warn({ event: 'leader_release_failed', ...this.fields(held), sql_error: sqlErrorField(e) }, 'lease release failed');
       return false;
     }
+  }
+
+  /** Lead on (renewing when due) until the calls fit the kept share; false if leadership went meanwhile, or the bound
+   *  passed (then stepped down: the row expires, and no share can be added on top of the calls still out). */
+  private async awaitFits(held: Held): Promise<boolean> {
+    const until = this.clock.nowMs() + this.fitsWaitMs;
+    while (!this.handBack.fits) {
+      if (this.held !== held || this.requireLeader() === null) return false;
+      if (this.clock.nowMs() >= until) {
+        this.log.warn({ event: 'leader_release_share_wait', ...this.fields(held), waited_ms: this.fitsWaitMs },
+          'calls in flight still above the share of the partitions kept: stepping down without releasing (the row expires)');
+        this.drop('release_share_wait');
+        return false;
+      }
+      if (this.renewDue() && !(await this.renew())) return false;
+      await this.clock.sleep(SHARE_POLL_MS);
+    }
+    return this.held === held;
   }
 
   /** Step down now: the gate closes at once; the row is handed back best-effort when the reason allows. */

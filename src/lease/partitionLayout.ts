@@ -97,7 +97,8 @@ export class PartitionLayoutWatch {
 /** The partition count is the database's (issues 25, 26): the first process on a fresh database records its
  *  EXECUTOR_PARTITIONS (of concurrent first starts exactly one does). A process registers EXECUTOR_PARTITIONS timers
  *  whatever is recorded: timers beyond the recorded count wait for it (how a deployment grows without a gap), and a
- *  recorded count above it is served by the processes that have the timers (said once, here). */
+ *  recorded count above it is served by the processes that have the timers (said once, here, with what this process
+ *  runs and does not run, and that its provider limits are the share of the recorded count's partitions it leads). */
 export async function recordedPartitionLayout(store: Pick<PartitionStore, 'recordPartitionCount' | 'readLayout'>, want: number, holderId: string,
   logger: Logger): Promise<PartitionLayout> {
   const recorded = await store.recordPartitionCount(want, holderId);
@@ -106,15 +107,22 @@ export async function recordedPartitionLayout(store: Pick<PartitionStore, 'recor
   }
   const layout = await store.readLayout();
   if (layout.count > want) {
-    logger.warn({ event: 'partition_timers_missing', partitions: layout.count, executor_partitions: want },
-      `the database records ${layout.count} partitions but EXECUTOR_PARTITIONS is ${want}: partitions ${want}..${layout.count - 1} ` +
-      `run only on instances started with EXECUTOR_PARTITIONS >= ${layout.count}`);
+    const runs = want === 1 ? 'partition 0' : `partitions 0..${want - 1}`;
+    logger.warn({ event: 'partition_timers_missing', partitions: layout.count, executor_partitions: want, runs: range(0, want),
+      does_not_run: range(want, layout.count) },
+    `the database records ${layout.count} partitions but EXECUTOR_PARTITIONS is ${want}: this instance runs ${runs} only, ` +
+      `not partitions ${want}..${layout.count - 1} (those run only on instances started with EXECUTOR_PARTITIONS >= ${layout.count}); ` +
+      `it follows the recorded count in every cluster decision: its provider limits are the share of the partitions it leads ` +
+      `(each 1/${layout.count} of PROVIDER_RATE_LIMIT_PER_SEC and its part of PROVIDER_MAX_IN_FLIGHT), and it reads and records ` +
+      'breaker and Retry-After holds');
   } else if (layout.count < want) {
     logger.info({ event: 'partition_timers_waiting', partitions: layout.count, executor_partitions: want },
       `the database records ${layout.count} partitions: the timers of partitions ${layout.count}..${want - 1} wait until the count reaches them (POST /api/ops/partitions)`);
   }
   return layout;
 }
+
+const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
 
 /** Past its preparing step, a change drains every partition: leaders hand back, only the changer acquires. */
 function draining(layout: PartitionLayout): boolean {

@@ -1,14 +1,18 @@
 // Provider protection for the cluster (issue 25): one ProviderGuard per process, shared by its partitions' executors,
-// and with EXECUTOR_PARTITIONS > 1 tied to the other processes' guards in two ways, neither costing a statement per call:
+// and — whenever the RECORDED partition count (the layout as last read from SQL) is above 1, whatever this process's
+// EXECUTOR_PARTITIONS — tied to the other processes' guards in two ways, neither costing a statement per call:
 // - limits: the guard uses this process's share of the cluster-wide rate and in-flight cap, from the partitions it
-//   leads at each acquire (guardShare.ts). The leases keep one leader per partition, so the shares add up to the limits.
+//   leads and is not handing back (`counted`, guardShare.ts), re-read at each grant and at each leadership change.
+//   The leases keep one leader per partition, and a lease is released only once this process's calls fit the share
+//   of the partitions it keeps (`fits`, LeaseManager.releaseWhenFits), so the shares add up to the limits.
 // - holds: a breaker this process opens is recorded with when it closes again, a Retry-After pause with when it ends
 //   (both in the provider_state row of LEASE_NAME, database time); while this process leads any partition it reads that
 //   row every `syncMs` (SCHEDULE_REFRESH_INTERVAL_MS) and holds back until then too. Staleness: a hold opened elsewhere
 //   stops this process's calls at most syncMs + one read + the opener's one write after it opened (calls already
 //   sent finish). Best effort: a failed read or write is logged and the next interval tries again; meanwhile each
 //   process still has its own breaker and Retry-After pause.
-// With one partition nothing of this runs: the guard has the configured limits, reads nothing, records as before.
+// With a recorded count of 1 the share is the configured limits and no hold is read or recorded (the breaker state
+// still is, for the dashboard).
 import type { Clock } from '../lease/clock.js';
 import { RepeatLog } from '../lease/repeatLog.js';
 import type { GuardSettings } from '../limits.js';
@@ -16,13 +20,12 @@ import { sqlErrorField, type Logger } from '../observability/logger.js';
 import type { AppMetrics } from '../observability/metrics.js';
 import type { OpsStore } from '../store/opsPorts.js';
 import { ProviderGuard } from './guard.js';
-import { shareOf } from './guardShare.js';
+import { fitsShare, shareOf } from './guardShare.js';
 
 export interface ClusterGuardSettings {
   guard: GuardSettings;
-  partitions: number;
-  /** The recorded partition count now (issue 26: it changes at run time); default `partitions`. */
-  partitionCount?: () => number;
+  /** The recorded partition count now (the layout as last read: it changes at run time). */
+  partitionCount: () => number;
   /** LEASE_NAME: the provider_state row of the cluster. */
   leaseName: string;
   holderId: string;
@@ -32,22 +35,28 @@ export interface ClusterGuardSettings {
 
 export interface ClusterGuard {
   guard: ProviderGuard;
+  /** The release condition: this process's calls in flight fit the share of the partitions `counted()` gives now
+   *  (those it keeps); nothing kept, none in flight. */
+  fits(): boolean;
   /** Stop reading the holds (close). */
   stop(): Promise<void>;
 }
 
 type HoldStore = Pick<OpsStore, 'recordProviderBreaker' | 'recordProviderPause' | 'getProviderHold'>;
 
-/** The process's guard; `led()` gives the partitions this process leads now. */
+/** The process's guard; `counted()` gives the partitions below the recorded count that this process leads and is not
+ *  handing back (draining, handing back, releasing) now. */
 export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, clock: Clock, logger: Logger, metrics: AppMetrics,
-  led: () => readonly number[]): ClusterGuard {
-  const shared = s.partitions > 1;
+  counted: () => readonly number[]): ClusterGuard {
+  const shared = () => s.partitionCount() > 1;
   const warnRecordFailed = (what: string) => (e: unknown) =>
     logger.warn({ event: 'provider_breaker_record_failed', sql_error: sqlErrorField(e) }, `could not record the ${what}`);
-  if (shared && s.guard.maxInFlight > 0 && s.guard.maxInFlight < s.partitions) {
-    logger.warn({ event: 'provider_in_flight_below_partitions', max_in_flight: s.guard.maxInFlight, partitions: s.partitions },
-      `PROVIDER_MAX_IN_FLIGHT (${s.guard.maxInFlight}) is below EXECUTOR_PARTITIONS (${s.partitions}): a leader of only ` +
-      'partitions without a permit still sends one call at a time, so the cluster may exceed the cap by that many');
+  const atStart = s.partitionCount();
+  if (atStart > 1 && s.guard.maxInFlight > 0 && s.guard.maxInFlight < atStart) {
+    logger.warn({ event: 'provider_in_flight_below_partitions', max_in_flight: s.guard.maxInFlight, partitions: atStart },
+      `PROVIDER_MAX_IN_FLIGHT (${s.guard.maxInFlight}) is below the recorded partition count (${atStart}): ${atStart - s.guard.maxInFlight} ` +
+      'partitions carry no permit and a process leading only such partitions still sends one call at a time, so the cluster ' +
+      `may have up to ${s.guard.maxInFlight} + (processes leading only permit-less partitions, at most ${atStart - s.guard.maxInFlight}) in flight`);
   }
   const guard = new ProviderGuard(s.guard, clock, (state) => {
     metrics.breakerChanged(state);
@@ -55,13 +64,17 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
     // Recorded in SQL so every instance (the dashboard) shows it and, with several partitions, every leader holds back
     // until it closes; best effort, never blocks the executor.
     store.recordProviderBreaker(s.leaseName, state, s.holderId, state === 'open' ? s.guard.breakerCooldownMs : 0).catch(warnRecordFailed('breaker state'));
-  }, shared ? {
-    share: () => shareOf(s.guard, s.partitionCount?.() ?? s.partitions, led()),
-    onPause: (pauseMs) => void store.recordProviderPause(s.leaseName, pauseMs, s.holderId).catch(warnRecordFailed('Retry-After pause')),
-  } : {});
-  if (!shared) return { guard, stop: async () => {} };
-  const sync = new HoldSync(guard, store, s, clock, logger, () => led().length > 0);
-  return { guard, stop: () => sync.stop() };
+  }, {
+    share: () => {
+      const kept = counted();
+      return { ...shareOf(s.guard, s.partitionCount(), kept), leading: kept.length > 0 };
+    },
+    onPause: (pauseMs) => {
+      if (shared()) void store.recordProviderPause(s.leaseName, pauseMs, s.holderId).catch(warnRecordFailed('Retry-After pause'));
+    },
+  });
+  const sync = new HoldSync(guard, store, s, clock, logger, () => shared() && counted().length > 0);
+  return { guard, fits: () => fitsShare(guard.state().inFlight, s.guard, s.partitionCount(), counted()), stop: () => sync.stop() };
 }
 
 /** Reads the holds recorded by any process every syncMs while this process leads a partition; never throws. */

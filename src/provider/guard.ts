@@ -8,7 +8,9 @@
 // use go back with `release(n)`; every call that was sent reports its result with `onResult`.
 // Across processes (issue 25, EXECUTOR_PARTITIONS > 1): `share` gives the part of the cluster-wide rate and in-flight
 // cap this process may use now (guardShare.ts; re-read at every acquire, so it follows leadership at once), and
-// `holdFor` applies a breaker or Retry-After pause another process recorded in SQL (clusterGuard.ts).
+// `holdFor` applies a breaker or Retry-After pause another process recorded in SQL (clusterGuard.ts). While the share
+// says this process leads nothing, its bucket stays empty: a new leader starts with no burst saved up, so it never
+// adds a burst to the previous holder's last second.
 import type { Clock } from '../lease/clock.js';
 import type { Limits } from './guardShare.js';
 import type { ProviderResult } from './provider.js';
@@ -38,9 +40,12 @@ export interface GuardState {
   heldBack: Record<HoldReason, number>;
 }
 
+/** A process's share: its limits now, and whether it leads any partition that counts (default true). */
+export type ShareNow = Limits & { leading?: boolean };
+
 export interface GuardOptions {
   /** The limits this process may use now (default: the settings' own, fixed). */
-  share?: () => Limits;
+  share?: () => ShareNow;
   /** A 429/503 Retry-After paused every call for `pauseMs` from now (called when it extends the pause; to record it
    *  for the other processes). */
   onPause?: (pauseMs: number) => void;
@@ -51,6 +56,8 @@ export class ProviderGuard {
   private rate: number;
   private maxInFlight: number;
   private burst: number;
+  /** The share as last applied says this process leads something (false: the bucket is kept empty). */
+  private leading: boolean;
   /** A breaker another process opened (recorded in SQL): nothing is sent before this monotonic time. */
   private remoteOpenUntil = 0;
   private lastRefill: number;
@@ -68,8 +75,16 @@ export class ProviderGuard {
     this.rate = s.ratePerSec;
     this.maxInFlight = s.maxInFlight;
     this.burst = burstOf(this.rate);
-    this.tokens = this.burst;
+    // With a share, nothing is saved up before the first partition is led (see applyShare).
+    this.leading = !opts.share;
+    this.tokens = opts.share ? 0 : this.burst;
     this.lastRefill = clock.nowMs();
+  }
+
+  /** Leadership changed (a partition led, lost, handed back): take the share in force now, so that a bucket starts
+   *  empty from the moment this process leads again, not from its next grant. */
+  shareChanged(): void {
+    if (this.opts.share) this.applyShare(this.clock.nowMs());
   }
 
   /** The limits in force (the share, as of the last acquire). */
@@ -187,7 +202,7 @@ export class ProviderGuard {
 
   /** Take the share in force now: the bucket fills at the old rate up to now, then at the new one (its burst
    *  follows the rate; tokens above the new burst go); the in-flight cap applies to the next grant (calls already
-   *  out above a lowered cap finish; nothing more is granted until they did). */
+   *  out above a lowered cap finish; nothing more is granted until they did). Leading nothing: empty, as above. */
   private applyShare(now: number): void {
     const l = this.opts.share!();
     if (l.ratePerSec !== this.rate) {
@@ -198,6 +213,13 @@ export class ProviderGuard {
       this.tokens = Math.min(this.tokens, this.burst);
     }
     this.maxInFlight = l.maxInFlight;
+    const leading = l.leading ?? true;
+    if (!leading || !this.leading) {
+      // Leading nothing: nothing is saved up; a share that begins now starts with an empty bucket.
+      this.tokens = 0;
+      this.lastRefill = now;
+    }
+    this.leading = leading;
   }
 
   private setBreaker(b: BreakerState): void {

@@ -8,6 +8,10 @@
 //   partitions carry no permit, and a leader of only such partitions still sends one call at a time, so the cluster
 //   may then have up to M + (leaders of only permit-less partitions) in flight. M ≥ P keeps the cap exact.
 // With one partition the share is the configured limits themselves (nothing changes).
+// Hand-offs keep the sums: a partition stops counting for its process from the moment it starts handing back (drain,
+// fair-share hand-back, a count change's drain, shutdown), and its lease is released only once the process's calls in
+// flight fit the share of the partitions it keeps (fitsShare), so the next leader's share never adds to calls still
+// out under the old one.
 // May import: nothing (a leaf; limits.ts's GuardSettings is structurally the same `Limits`).
 
 export interface Limits {
@@ -35,4 +39,15 @@ export function shareOf(cluster: Limits, partitions: number, led: readonly numbe
     ratePerSec: cluster.ratePerSec > 0 ? (cluster.ratePerSec * ks.length) / partitions : 0,
     maxInFlight: cluster.maxInFlight > 0 ? Math.max(1, inFlight) : 0,
   };
+}
+
+/**
+ * The release condition: may a process holding `inFlight` permits let a partition go, keeping the partitions `kept`
+ * (led, not handing back) of `partitions`? Only when its calls fit their share; keeping nothing, only with none in
+ * flight. An unlimited cap (0) always fits.
+ */
+export function fitsShare(inFlight: number, cluster: Limits, partitions: number, kept: readonly number[]): boolean {
+  if (cluster.maxInFlight <= 0) return true;
+  if (kept.length === 0) return inFlight === 0;
+  return inFlight <= shareOf(cluster, partitions, kept).maxInFlight;
 }

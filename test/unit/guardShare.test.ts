@@ -4,7 +4,7 @@
 // more per leader of only permit-less partitions); one partition = the limits themselves. Then the guard using a
 // share that changes with leadership (fake clock), and holds another process recorded.
 import { describe, expect, it } from 'vitest';
-import { partitionInFlightQuota, shareOf, type Limits } from '../../src/provider/guardShare.js';
+import { fitsShare, partitionInFlightQuota, shareOf, type Limits } from '../../src/provider/guardShare.js';
 import { ProviderGuard } from '../../src/provider/guard.js';
 import { FakeClock } from '../../src/lease/clock.js';
 import type { GuardSettings } from '../../src/limits.js';
@@ -60,15 +60,78 @@ describe('shareOf', () => {
     });
 });
 
+describe('fitsShare (the release condition)', () => {
+  // A process lets a partition's lease go only once its calls in flight fit the share of the partitions it keeps.
+  it.each<[string, number, Limits, number, number[], boolean]>([
+    ['keeping nothing, calls out: wait', 1, { ratePerSec: 0, maxInFlight: 4 }, 2, [], false],
+    ['keeping nothing, none out: release', 0, { ratePerSec: 0, maxInFlight: 4 }, 2, [], true],
+    ['4 out, keeping 1 of 2 (quota 2): wait', 4, { ratePerSec: 0, maxInFlight: 4 }, 2, [1], false],
+    ['3 out, keeping 1 of 2 (quota 2): wait', 3, { ratePerSec: 0, maxInFlight: 4 }, 2, [1], false],
+    ['2 out, keeping 1 of 2 (quota 2): release', 2, { ratePerSec: 0, maxInFlight: 4 }, 2, [1], true],
+    ['uneven parts: keeping partition 0 of 3 (quota 3 of 8)', 3, { ratePerSec: 0, maxInFlight: 8 }, 3, [0], true],
+    ['uneven parts: keeping partition 2 of 3 (quota 2 of 8)', 3, { ratePerSec: 0, maxInFlight: 8 }, 3, [2], false],
+    ['keeping 3 of 4 (quota 8 of 10)', 8, { ratePerSec: 0, maxInFlight: 10 }, 4, [0, 1, 3], true],
+    ['keeping 3 of 4, one over', 9, { ratePerSec: 0, maxInFlight: 10 }, 4, [0, 1, 3], false],
+    ['cap below P, keeping a permit-less partition: its one call', 1, { ratePerSec: 0, maxInFlight: 2 }, 4, [3], true],
+    ['unlimited: always', 50, { ratePerSec: 0, maxInFlight: 0 }, 4, [], true],
+    ['one partition, keeping it', 4, { ratePerSec: 0, maxInFlight: 4 }, 1, [0], true],
+    ['one partition, letting it go with calls out', 1, { ratePerSec: 0, maxInFlight: 4 }, 1, [], false],
+  ])('%s', (_, inFlight, cluster, partitions, kept, want) => {
+    expect(fitsShare(inFlight, cluster, partitions, kept)).toBe(want);
+  });
+
+  it('over every assignment, released partitions moved to new leaders at their quota never exceed the cap', () => {
+    // Process A leads `a`, hands back `gone` ⊆ a, and releases only when fitsShare; then B leads `gone` at its quota.
+    const M = 6;
+    const P = 4;
+    for (let mask = 1; mask < 1 << P; mask++) {
+      const a = [0, 1, 2, 3].filter((k) => mask & (1 << k));
+      for (let sub = 1; sub < 1 << a.length; sub++) {
+        const gone = a.filter((_, i) => sub & (1 << i));
+        const kept = a.filter((k) => !gone.includes(k));
+        for (let out = 0; out <= shareOf({ ratePerSec: 0, maxInFlight: M }, P, a).maxInFlight; out++) {
+          if (!fitsShare(out, { ratePerSec: 0, maxInFlight: M }, P, kept)) continue;
+          const b = gone.reduce((n, k) => n + partitionInFlightQuota(M, P, k), 0);
+          expect(out + b).toBeLessThanOrEqual(M);
+        }
+      }
+    }
+  });
+});
+
 describe('ProviderGuard with a share (fake clock)', () => {
+  it.each<[string, number]>([['after leading nothing for 10 s', 10_000], ['at once', 0]])(
+    'a new leader starts with an empty bucket (%s): it never bursts on top of the previous holder', (_, idleMs) => {
+      const clock = new FakeClock();
+      let led: number[] = [];
+      const g = new ProviderGuard(S, clock, () => {}, { share: () => ({ ...shareOf(S, 4, led), leading: led.length > 0 }) });
+      clock.advance(idleMs);
+      g.shareChanged();
+      led = [0, 1]; // 20/s: burst 2
+      g.shareChanged(); // the lease was acquired
+      expect(g.acquire(10).granted).toBe(0);
+      clock.advance(50);
+      expect(g.acquire(10).granted).toBe(1);
+      clock.advance(5_000);
+      expect(g.acquire(10).granted).toBe(2); // a full bucket only once it has led long enough
+      led = [];
+      g.shareChanged(); // lost
+      clock.advance(5_000);
+      led = [2];
+      g.shareChanged();
+      expect(g.acquire(10).granted).toBe(0);
+    });
+
   const S: GuardSettings = { ratePerSec: 40, maxInFlight: 8, breakerThreshold: 0, breakerCooldownMs: 1_000, retryAfterMaxMs: 60_000 };
 
   it('follows leadership at each acquire: the in-flight cap and the rate of the partitions led', () => {
     const clock = new FakeClock();
     let led: number[] = [0];
     const g = new ProviderGuard(S, clock, () => {}, { share: () => shareOf(S, 4, led) });
-    expect(g.acquire(10).granted).toBe(1); // rate 10/s: burst 1
+    expect(g.acquire(10).granted).toBe(0); // a fresh share starts with an empty bucket
     expect(g.limits()).toEqual({ ratePerSec: 10, maxInFlight: 2 });
+    clock.advance(100);
+    expect(g.acquire(10).granted).toBe(1); // rate 10/s: burst 1
     clock.advance(1_000);
     expect(g.acquire(10).granted).toBe(1); // still a burst of 1, and 1 of the 2 permits left
     expect(g.acquire(10)).toMatchObject({ granted: 0, heldBy: 'in_flight' });
