@@ -35,6 +35,7 @@ import { LeaderFaults } from './leaderFaults.js';
 import { Settler } from './settler.js';
 import { DueNoticeListener, type DueNotices } from './dueNotices.js';
 import { StallWatch } from './stallWatch.js';
+import { EpochLayout } from './epochLayout.js';
 
 export type { ExecutorSettings, TickSummary };
 
@@ -57,6 +58,8 @@ export class Executor {
   /** The batch running between two timer ticks. */
   private readonly bridge: TickBridge;
   private notices: DueNoticeListener | null = null;
+  /** The layout generation of the current epoch, sent beside partition and epoch (epochLayout.ts). */
+  private readonly layout = new EpochLayout();
   private running: Promise<TickSummary> | null = null;
   private draining = false;
   readonly refresher: ScheduleRefresher;
@@ -83,12 +86,13 @@ export class Executor {
     this.bridge = new TickBridge(lease, clock, log, this.faults);
     // The stall watch belongs to the provider calls (the only ones who read it), one for this process.
     this.deps = { lease, store, settings, clock, ops, refresher: this.refresher, guard, state, faults: this.faults,
-      calls: { provider, settings, clock, random, lease, guard, stalls: new StallWatch(clock), ops, state } };
+      calls: { provider, settings, clock, random, lease, guard, stalls: new StallWatch(clock), ops, state, layout: this.layout } };
     // Leadership lost (any reason): the schedule is dropped; a new epoch rebuilds from SQL.
     lease.onChange((c) => {
       if (c.kind === 'lost') {
         this.epoch = this.rebuildEpoch = null;
         this.refresher.reset();
+        this.layout.reset();
         void this.notices?.stop();
       }
     });
@@ -98,6 +102,11 @@ export class Executor {
    *  the provider limits (clusterGuard.ts). */
   get handingBack(): boolean {
     return this.draining || this.ops.handoverRequest() !== null;
+  }
+
+  /** Send each epoch's layout generation (X-Layout-Generation), read by `read` once per epoch before any start. */
+  readsLayoutGeneration(read: () => Promise<number>): void {
+    this.layout.readFrom(read);
   }
 
   /** Wake the leader when intents become due (PostgreSQL LISTEN/NOTIFY), listening only while this process
@@ -268,6 +277,7 @@ export class Executor {
       const rec = await this.store.fencedRecoverOrphans(token);
       if (rec.kind === 'leaseLost') return this.faults.fenceRefusedLeading(token, sum);
       sum.recovered = rec.value.recovered;
+      await this.layout.readFor(token.leaseEpoch); // after the acquire, before any start of this epoch (epochLayout.ts)
       await this.refresher.beginRebuild();
       this.rebuildEpoch = token.leaseEpoch;
     }

@@ -10,6 +10,7 @@ import type { LeaseToken } from '../store/ports.js';
 import type { ExecutionState } from './executionState.js';
 import type { ExecutorOps } from './executorOps.js';
 import type { StallWatch } from './stallWatch.js';
+import type { EpochLayout } from './epochLayout.js';
 import type { ExecutorSettings } from './tickSummary.js';
 
 /** A provider call with less time than this before the lease deadline is not sent (aborted instead); one whose
@@ -32,6 +33,8 @@ export interface ProviderCallDeps {
   ops: Pick<ExecutorOps, 'blockedNotLeader'>;
   /** Where the attempt's completion is recorded, to be written under the fence. */
   state: Pick<ExecutionState, 'record'>;
+  /** The layout generation of the token's epoch (absent or unread: the request carries none). */
+  layout?: Pick<EpochLayout, 'generationOf'>;
 }
 
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
@@ -49,8 +52,10 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   let result: ProviderResult;
   let durationMs = 0;
   try {
+    const layoutGeneration = d.layout?.generationOf(token.leaseEpoch);
     result = await d.provider.submit(
-      { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, partition: s.partition ?? 0, payload: a.contract.payload, url: a.contract.provider.url },
+      { intentId: a.intentId, attemptNo: a.attemptNo, leaseEpoch: token.leaseEpoch, partition: s.partition ?? 0,
+        ...(layoutGeneration === undefined ? {} : { layoutGeneration }), payload: a.contract.payload, url: a.contract.provider.url },
       { timeoutMs, sendWithinMs: leaseLeftMs - MIN_CALL_MS / 2 },
     );
     durationMs = clock.nowMs() - t;

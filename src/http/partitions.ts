@@ -99,7 +99,7 @@ export function partitionLayoutHandler(app: PartitionsContext): ApiHandler {
     const active = layout.active;
     const leases = await changeLeases(app, Math.max(layout.count, active?.toCount ?? 0, active?.fromCount ?? 0), active?.changer ?? null);
     return json(200, {
-      count: layout.count, recordedAt: layout.recordedAt.toISOString(), recordedBy: layout.recordedBy,
+      count: layout.count, recordedAt: layout.recordedAt.toISOString(), recordedBy: layout.recordedBy, generation: layout.generation,
       executorPartitions: app.config.partitions.count, dbNow: layout.dbNow.toISOString(),
       active: active && partitionChangeView(active), changes: changes.map(partitionChangeView), leases,
     });

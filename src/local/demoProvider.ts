@@ -6,15 +6,17 @@
 // - otherwise 503 + Retry-After: 1 with probability DEMO_PROVIDER_FAILURE_RATE, else 200;
 // - deduplicates by Idempotency-Key: a repeated call for an intent that already succeeded answers 200
 //   with `"duplicate": true` and is not counted twice;
-// - with DEMO_PROVIDER_FENCE=on, keeps the highest X-Lease-Epoch seen per X-Lease-Partition and refuses a lower one
-//   with 409 problem+json (stale-epoch) before acting on it (docs/provider-fencing.md); either way it counts the
-//   stale requests it refused and those it accepted. The executor classifies 409 as permanent, and that is honest:
-//   a provider sees a higher epoch only once a newer lease was granted for the partition, so the sender's fence is
-//   gone and its completion write is refused; the new leader recovers the attempt and sends it with its own epoch.
+// - with DEMO_PROVIDER_FENCE=on, keeps the highest X-Layout-Generation seen and the highest X-Lease-Epoch seen per
+//   X-Lease-Partition and refuses a request below either with 409 problem+json (stale-layout, stale-epoch) before
+//   acting on it (providerFence.ts, docs/provider-fencing.md); either way it counts the stale requests it refused and
+//   those it accepted. The executor classifies 409 as permanent, and that is honest: a provider sees a higher epoch
+//   or generation only once a newer lease was granted for the partition (or a switch took every lease), so the
+//   sender's fence is gone and its completion write is refused; the next leader recovers the attempt and sends it.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpProvider } from '../provider/httpProvider.js';
 import type { Provider, ProviderRequest, ProviderResult, SubmitBounds } from '../provider/provider.js';
+import { fenceHeaders, ProviderFence } from './providerFence.js';
 
 export const DEMO_PROVIDER_PATH = '/demo-provider/submit';
 
@@ -23,6 +25,8 @@ export interface DemoCall {
   attemptNo: number;
   leaseEpoch: number;
   partition: number;
+  /** X-Layout-Generation (absent: the request carried none). */
+  layoutGeneration?: number;
   status: number;
   note: string;
 }
@@ -30,13 +34,15 @@ export interface DemoCall {
 export interface DemoProviderOptions {
   latencyMs: number;
   failureRate: number;
-  /** Refuse an epoch lower than the highest seen for its partition (409 stale-epoch); default false. */
+  /** Refuse a generation lower than the highest seen, or an epoch lower than the highest seen for its partition
+   *  (409 stale-layout / stale-epoch); default false. */
   fence?: boolean;
   onCall?: (call: DemoCall) => void;
   random?: () => number;
 }
 
-/** Requests whose epoch was lower than the highest already seen for their partition. */
+/** Requests whose generation was lower than the highest already seen, or whose epoch was lower than the highest already
+ *  seen for their partition. */
 export interface StaleCounts {
   refused: number;
   accepted: number;
@@ -54,7 +60,7 @@ const MAX_REMEMBERED = 100_000;
 export async function startDemoProvider(opts: DemoProviderOptions): Promise<DemoProvider> {
   const random = opts.random ?? Math.random;
   const succeeded = new Set<string>();
-  const highest = new Map<number, number>(); // partition → highest epoch seen
+  const fence = new ProviderFence();
   const stale: StaleCounts = { refused: 0, accepted: 0 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -77,23 +83,24 @@ export async function startDemoProvider(opts: DemoProviderOptions): Promise<Demo
         return reply(400, { error: 'malformed JSON' });
       }
       const intentId = String(req.headers['idempotency-key'] ?? body.intentId ?? '');
-      const call = { intentId, attemptNo: Number(body.attemptNo ?? 0), leaseEpoch: Number(req.headers['x-lease-epoch'] ?? 0),
-        partition: Number(req.headers['x-lease-partition'] ?? 0) };
-      // Decided at arrival, before any effect: the epoch check and the raise of the highest are one step (one thread).
-      const seen = highest.get(call.partition) ?? 0;
-      if (call.leaseEpoch < seen) {
+      const headers = fenceHeaders(req.headers);
+      const call = { intentId, attemptNo: Number(body.attemptNo ?? 0), leaseEpoch: headers.epoch, partition: headers.partition,
+        ...(headers.generation === undefined ? {} : { layoutGeneration: headers.generation }) };
+      // Decided at arrival, before any effect: the check and the raise are one step (one thread).
+      const verdict = fence.admit(headers);
+      if (verdict.stale) {
         if (opts.fence) {
           stale.refused++;
+          const layout = verdict.kind === 'generation';
           res.writeHead(409, { 'content-type': 'application/problem+json' });
-          res.end(JSON.stringify({ type: 'urn:submission-manager:problem:stale-epoch', title: 'Stale lease epoch', status: 409,
-            detail: `X-Lease-Epoch ${call.leaseEpoch} is lower than ${seen}, already seen for partition ${call.partition}: a newer leader exists`,
-            partition: call.partition, leaseEpoch: call.leaseEpoch, highestEpoch: seen }));
-          opts.onCall?.({ ...call, status: 409, note: `refused: stale epoch ${call.leaseEpoch} < ${seen} (partition ${call.partition})` });
+          res.end(JSON.stringify({ type: `urn:submission-manager:problem:${layout ? 'stale-layout' : 'stale-epoch'}`,
+            title: layout ? 'Stale layout generation' : 'Stale lease epoch', status: 409, detail: verdict.detail,
+            partition: call.partition, leaseEpoch: call.leaseEpoch, ...(layout ? { layoutGeneration: headers.generation, highestGeneration: verdict.seen }
+              : { highestEpoch: verdict.seen }) }));
+          opts.onCall?.({ ...call, status: 409, note: `refused: ${verdict.detail}` });
           return;
         }
         stale.accepted++;
-      } else {
-        highest.set(call.partition, call.leaseEpoch);
       }
       setTimeout(() => {
         const fail = body.payload?.fail;

@@ -1,6 +1,7 @@
 // HTTP provider: POST {intentId, attemptNo, payload} with Idempotency-Key (the intent id, the same across
-// attempts, so a deduplicating provider sees one effect), X-Lease-Epoch and X-Lease-Partition (so a provider that
-// keeps the highest epoch per partition can reject a stale leader: docs/provider-fencing.md). Guarantees: one request per call (never retried in place: POSTs
+// attempts, so a deduplicating provider sees one effect), X-Lease-Epoch, X-Lease-Partition and X-Layout-Generation
+// (so a provider that keeps the highest generation and the highest epoch per partition can reject a stale leader, also
+// across changes of the partition count: docs/provider-fencing.md). Guarantees: one request per call (never retried in place: POSTs
 // are not idempotent to undici, so none is pipelined or replayed), a hard per-call timeout that destroys the
 // connection of a call still running, and keep-alive connections, one undici Pool per origin (the
 // executor's concurrency bounds the calls in flight; `connections` bounds the sockets per origin).
@@ -56,6 +57,7 @@ export class HttpProvider implements Provider {
       'x-lease-partition': String(req.partition ?? 0),
       'x-attempt-no': String(req.attemptNo),
     };
+    if (req.layoutGeneration !== undefined) headers['x-layout-generation'] = String(req.layoutGeneration);
     if (url.authorization) headers.authorization = url.authorization;
     injectTraceHeaders(headers); // W3C traceparent of the attempt span, when one is active
     return new Promise<ProviderResult>((resolve) => {

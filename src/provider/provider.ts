@@ -8,6 +8,9 @@ export interface ProviderRequest {
   /** The executor partition whose lease (and epoch) this attempt runs under (issue 25; 0 with one partition).
    *  Epochs are per partition, so a provider that fences compares an epoch only with others of the same partition. */
   partition?: number;
+  /** The layout generation current for `leaseEpoch` (raised by every change of the partition count): compares requests
+   *  across partitions, which epochs cannot. Absent: not known (the provider applies the per-partition rule alone). */
+  layoutGeneration?: number;
   payload: Record<string, unknown>;
   /** The contract's provider URL (null → the configured default). */
   url: string | null;

@@ -69,6 +69,9 @@ export interface PartitionLayout {
   count: number;
   recordedAt: Date;
   recordedBy: string;
+  /** The layout generation: 0 until the first switch, raised by 1 by every change's fenced switch (with the count),
+   *  never otherwise. Sent to the provider as X-Layout-Generation (docs/provider-fencing.md). */
+  generation: number;
   /** The change not yet completed (at most one exists), else null. */
   active: PartitionChange | null;
   /** Database time of the read. */
@@ -135,7 +138,7 @@ export interface PartitionStore {
    * last_modified_at is bumped (so the scan, which reads rows modified since the horizon, moves it), and an in_flight
    * intent becomes `scheduled` due now, or `failed` when its attempt budget is spent (as orphan recovery; no executor
    * can hold its partition: the changer holds them all); the count row
-   * becomes toCount (recordedBy = changer); switchedAt := database time. Already reassigning or completed: unchanged.
+   * becomes toCount (recordedBy = changer) and its layout generation is raised by 1; switchedAt := database time. Already reassigning or completed: unchanged.
    * No insert that read the old count commits after the switch (it waits for inserts in flight; later ones read the
    * new count) unless `inserts` is 'unexcluded': a dialect whose exclusion is a lock of the switch's own (PostgreSQL)
    * then takes none, and such inserts commit within COMMIT_GRACE_MS of the switch. The wait is bounded (PostgreSQL:

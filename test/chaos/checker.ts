@@ -4,6 +4,7 @@
 import { staleWrites } from '../support/fenceChecker.js';
 import type { ProviderRecord } from './providerProcess.js';
 import { providerEffects } from './checkerEffects.js';
+import { staleRequests } from './checkerStale.js';
 import { Leases, partitionChecks, resumeAcrossChanges, resumeAfter, type PartitionStats } from './checkerPartitions.js';
 import { operatorChecks, type OperatorStats } from './checkerOperator.js';
 import { answerLost, type AttemptRow, type History, type Violation } from './history.js';
@@ -22,8 +23,8 @@ export interface RunStats extends PartitionStats, OperatorStats {
   duplicateDeliveries: number;
   duplicatesByReason: Record<string, number>;
   staleEpochArrivals: number;
-  /** Requests with an epoch lower than one the provider had already seen for their partition (recomputed here from
-   *  its record, in arrival order) that it acted on, and that it refused (409 stale-epoch). Fencing on: accepted = 0. */
+  /** Stale requests (a newer layout generation, or a newer epoch of their partition, arrived before them: recomputed
+   *  from the provider's record, checkerStale.ts) that it acted on, and that it refused (409). Fencing on: accepted = 0. */
   staleAccepted: number;
   staleRefused: number;
   openAttemptsOfCancelled: number;
@@ -224,20 +225,7 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
   const operatorStats = operatorChecks(h, attemptByNo, (t) => (leases.multi ? leases.leasesAt(t) : (h.partitionLeases ?? []).slice(0, 1)), fail,
     leases.multi ? leases.timeline.final : 1);
 
-  // Consumer-side fencing: recomputed from the provider's own record (appended at arrival, in arrival order), not
-  // taken from its flags. With the fencing provider no stale request may be acted on.
-  const highest = new Map<number, number>();
-  let staleAccepted = 0, staleRefused = 0;
-  for (const p of h.provider) {
-    const part = p.partition ?? 0;
-    if (p.epoch < (highest.get(part) ?? 0)) {
-      if (p.status === 409 && p.refused) staleRefused++;
-      else {
-        staleAccepted++;
-        if (p.fenced) fail('stale_accepted', `provider call ${p.key}#${p.attemptNo}: epoch ${p.epoch} < ${highest.get(part)} seen for partition ${part}, answered ${p.status}`);
-      }
-    } else highest.set(part, p.epoch);
-  }
+  const { staleAccepted, staleRefused } = staleRequests(h.provider, fail); // consumer-side fencing (checkerStale.ts)
   for (const t of h.leaderless) fail('liveness', `no live leader for 10 s up to ${new Date(t).toISOString()} (between faults)`);
 
   const byStatus: Record<string, number> = {};

@@ -3,8 +3,9 @@
 // Idempotency-Key, X-Lease-Epoch, X-Attempt-No, arrival time and the answer decided for it. Answers are
 // seeded: payload.mode "permanent" → 422; otherwise a share --failure-rate gets 503, the rest 200 after
 // --latency-ms (±50 %), and a share --slow-rate answers after --slow-ms (so calls are in flight at faults).
-// With --fence on (the campaign's setting) it is a consumer that fences: it keeps the highest X-Lease-Epoch seen per
-// X-Lease-Partition and refuses a lower one with 409 stale-epoch, recorded, before any effect (docs/provider-fencing.md).
+// With --fence on (the campaign's setting) it is a consumer that fences: it keeps the highest X-Layout-Generation seen
+// and the highest X-Lease-Epoch seen per X-Lease-Partition and refuses a request below either with 409, recorded,
+// before any effect (the rule of docs/provider-fencing.md, src/local/providerFence.ts).
 // Each request also gets a second line when it ends, `{"end": seq, "at": ms, "aborted": bool}`: answered, or the caller
 // closed the connection first (a timeout, an abort, a killed process), so the record shows what was in flight at any
 // moment. `POST /control {"latencyMs": N}` sets the typical answer time from then on (the campaign's slow phases).
@@ -14,6 +15,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ProviderEnd } from './history.js';
 import { createRng } from './rng.js';
+import { fenceHeaders, ProviderFence } from '../../src/local/providerFence.js';
 
 export interface ProviderRecord {
   /** Arrival order (absent in records of older runs). */
@@ -24,10 +26,13 @@ export interface ProviderRecord {
   arrivedAt: number;
   status: number;
   delayMs: number;
-  /** X-Lease-Epoch lower than the highest epoch this provider had already seen for the same partition. */
+  /** Stale by the provider's rule: X-Layout-Generation lower than the highest it had seen, or X-Lease-Epoch lower than
+   *  the highest it had seen for the same partition. */
   staleEpoch: boolean;
   /** X-Lease-Partition (absent in records of older runs: 0). */
   partition?: number;
+  /** X-Layout-Generation (absent: the request carried none, or a record of an older run). */
+  generation?: number;
   /** The provider fenced (--fence on): a stale request is refused (409), never acted on. */
   fenced?: boolean;
   /** This request was refused as stale (409 stale-epoch). */
@@ -56,7 +61,7 @@ const slowRate = Number(arg('slow-rate', '0.03'));
 const slowMs = Number(arg('slow-ms', '300'));
 const fence = arg('fence', 'off') === 'on';
 const fd = openSync(out, 'a');
-const maxEpoch = new Map<number, number>(); // partition → highest epoch seen
+const fencing = new ProviderFence();
 let seq = 0;
 
 const server = http.createServer((req, res) => {
@@ -81,9 +86,9 @@ const server = http.createServer((req, res) => {
     } catch {
       mode = 'unparsable';
     }
-    const epoch = Number(req.headers['x-lease-epoch']);
-    const partition = Number(req.headers['x-lease-partition'] ?? 0);
-    const staleEpoch = epoch < (maxEpoch.get(partition) ?? 0);
+    const headers = fenceHeaders(req.headers);
+    const { epoch, partition, generation } = headers;
+    const staleEpoch = fencing.admit(headers).stale; // judged and raised at arrival, before any effect
     const refused = fence && staleEpoch;
     let status = 200;
     if (refused) status = 409;
@@ -93,9 +98,8 @@ const server = http.createServer((req, res) => {
     const n = ++seq;
     const rec: ProviderRecord = {
       seq: n, key: String(req.headers['idempotency-key'] ?? ''), attemptNo: Number(req.headers['x-attempt-no']), epoch,
-      arrivedAt, status, delayMs, staleEpoch, partition, fenced: fence, refused,
+      arrivedAt, status, delayMs, staleEpoch, partition, ...(generation === undefined ? {} : { generation }), fenced: fence, refused,
     };
-    if (!staleEpoch) maxEpoch.set(partition, epoch);
     writeSync(fd, `${JSON.stringify(rec)}\n`); // before answering: the effect is recorded even if we die
     let ended = false;
     const end = (aborted: boolean) => {
@@ -112,7 +116,7 @@ const server = http.createServer((req, res) => {
       if (refused) res.writeHead(409, { 'content-type': 'application/problem+json' });
       else res.writeHead(status, { 'content-type': 'application/json' });
       res.end(status === 200 ? '{"accepted":true}' : refused
-        ? `{"type":"urn:submission-manager:problem:stale-epoch","status":409,"detail":"stale epoch ${epoch} for partition ${partition}"}`
+        ? `{"type":"urn:submission-manager:problem:stale-epoch","status":409,"detail":"stale: epoch ${epoch} of partition ${partition}, layout generation ${generation ?? 'none'}"}`
         : '{"error":"chaos provider"}');
     }, delayMs);
   });

@@ -47,10 +47,10 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
 
   it('layout: count 1 recorded by none without a count row; the recorded count and the active change in one read', async () => {
     const empty = await s.partitions.readLayout();
-    expect(empty).toMatchObject({ count: 1, recordedBy: 'none', active: null });
+    expect(empty).toMatchObject({ count: 1, recordedBy: 'none', generation: 0, active: null });
     expect(empty.dbNow).toBeInstanceOf(Date);
     const recorded = await s.partitions.recordPartitionCount(2, 'host-a');
-    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, recordedBy: 'host-a', recordedAt: recorded.recordedAt, active: null });
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, recordedBy: 'host-a', recordedAt: recorded.recordedAt, generation: 0, active: null });
     const change = await request(4);
     const layout = await s.partitions.readLayout();
     expect(layout).toMatchObject({ count: 2, active: change });
@@ -123,8 +123,9 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     expect(claimed).toMatchObject({ state: 'pending', changer: CHANGER, claimedAt: expect.any(Date) });
     const sw = ok(await s.partitions.switchCount(fence, change.changeId));
     expect(sw).toMatchObject({ state: 'reassigning', changer: CHANGER, switchedAt: expect.any(Date) });
+    // The switch raised the layout generation by one, once: a retried switch finds it reassigning and raises nothing.
     expect(ok(await s.partitions.switchCount(fence, change.changeId))).toEqual(sw);
-    expect(await s.partitions.readLayout()).toMatchObject({ count: 4, recordedBy: CHANGER, active: sw });
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 4, recordedBy: CHANGER, generation: 1, active: sw });
 
     // The scan under every lease: the open rows.
     after = null;

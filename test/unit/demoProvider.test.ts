@@ -22,8 +22,9 @@ describe('demo provider: fencing by epoch per partition', () => {
     const http = new HttpProvider(demo.url);
     open.push({ demo, http });
     let n = 0;
-    const send = (partition: number, leaseEpoch: number) => http.submit(
-      { intentId: `0190f3c2-7d6a-7000-8000-${String(++n).padStart(12, '0')}`, attemptNo: 1, leaseEpoch, partition, payload: {}, url: null },
+    const send = (partition: number, leaseEpoch: number, layoutGeneration?: number) => http.submit(
+      { intentId: `0190f3c2-7d6a-7000-8000-${String(++n).padStart(12, '0')}`, attemptNo: 1, leaseEpoch, partition,
+        ...(layoutGeneration === undefined ? {} : { layoutGeneration }), payload: {}, url: null },
       { timeoutMs: 5_000 });
     return { demo, calls, send };
   }
@@ -40,6 +41,21 @@ describe('demo provider: fencing by epoch per partition', () => {
     expect(await send(0, 2)).toMatchObject({ kind: 'permanent', httpStatus: 409 });
     expect(demo.stale()).toEqual({ refused: 2, accepted: 0 });
     expect(calls.filter((c) => c.status === 409).map((c) => [c.partition, c.leaseEpoch])).toEqual([[0, 1], [0, 2]]);
+  });
+
+  it('on: a lower layout generation is refused whatever its partition (stale-layout); without one, the per-partition rule alone', async () => {
+    const { demo, calls, send } = await start(true);
+    expect(await send(1, 1, 0)).toEqual({ kind: 'success', httpStatus: 200 }); // A, partition 1, before the count changed
+    expect(await send(0, 2, 1)).toEqual({ kind: 'success', httpStatus: 200 }); // B, partition 0, after the switch
+    const late = await send(1, 1, 0); // A wakes: its partition's epoch is still the highest seen for partition 1
+    expect(late).toMatchObject({ kind: 'permanent', httpStatus: 409 });
+    expect(late.kind === 'permanent' && late.error).toMatch(/stale-layout.*X-Layout-Generation 0 is lower than 1, already seen/);
+    expect(await send(1, 1)).toEqual({ kind: 'success', httpStatus: 200 }); // no generation (an older release): per partition only
+    expect(await send(1, 2, 1)).toEqual({ kind: 'success', httpStatus: 200 }); // a live leader of the new layout
+    expect(await send(2, 1, 2)).toEqual({ kind: 'success', httpStatus: 200 }); // the next change's
+    expect(await send(0, 2, 1)).toMatchObject({ kind: 'permanent', httpStatus: 409 });
+    expect(demo.stale()).toEqual({ refused: 2, accepted: 0 });
+    expect(calls.filter((c) => c.status === 409).map((c) => [c.partition, c.leaseEpoch, c.layoutGeneration])).toEqual([[1, 1, 0], [0, 2, 1]]);
   });
 
   it('off (the local default): the stale request is accepted, and counted as such', async () => {

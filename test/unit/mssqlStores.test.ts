@@ -166,12 +166,12 @@ describe('MssqlPartitionStore (issue 26) result mapping', () => {
 
   it('readLayout: no count row → count 1 recorded by none at database time; the active change mapped (bigint text → number)', async () => {
     const { db } = scripted([
-      [[{ db_now: t1, partition_count: null, recorded_at: null, recorded_by: null, ...noChange }]],
-      [[{ db_now: t1, partition_count: 4, recorded_at: t0, recorded_by: 'host-a', ...change }]],
+      [[{ db_now: t1, partition_count: null, recorded_at: null, recorded_by: null, layout_generation: null, ...noChange }]],
+      [[{ db_now: t1, partition_count: 4, recorded_at: t0, recorded_by: 'host-a', layout_generation: '3', ...change }]],
     ]);
     const s = new MssqlPartitionStore(db);
-    expect(await s.readLayout()).toEqual({ count: 1, recordedAt: t1, recordedBy: 'none', active: null, dbNow: t1 });
-    expect(await s.readLayout()).toEqual({ count: 4, recordedAt: t0, recordedBy: 'host-a', active: asChange, dbNow: t1 });
+    expect(await s.readLayout()).toEqual({ count: 1, recordedAt: t1, recordedBy: 'none', generation: 0, active: null, dbNow: t1 });
+    expect(await s.readLayout()).toEqual({ count: 4, recordedAt: t0, recordedBy: 'host-a', generation: 3, active: asChange, dbNow: t1 });
   });
 
   it('requestChange: the outcome row picks the kind; unchanged carries the count as read', async () => {

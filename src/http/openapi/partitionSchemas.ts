@@ -51,6 +51,8 @@ export const partitionLayoutSchema = z.strictObject({
   count: count.describe('The recorded count: it governs execution and the partition of new intents'),
   recordedAt: instant.describe('When it was recorded'),
   recordedBy: z.string().describe('The first process, `migration`, or the changer that switched it (`none`: not recorded yet)'),
+  generation: z.int().min(0).describe('The layout generation: raised by 1 by every change\'s switch; sent to the provider as '
+    + 'X-Layout-Generation (a request under an older generation is stale: docs/provider-fencing.md)'),
   executorPartitions: count.describe('EXECUTOR_PARTITIONS of the instance that answered: the largest count it accepts'),
   dbNow: instant,
   active: partitionChangeSchema.nullable().describe('The change in progress (null: none)'),

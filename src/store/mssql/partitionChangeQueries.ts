@@ -26,7 +26,7 @@ export const partitionChangeQueries = {
    *  Under READ_COMMITTED_SNAPSHOT both come from one statement snapshot. */
   readLayout(): SqlQuery {
     return {
-      text: `SELECT SYSUTCDATETIME() AS db_now, c.partition_count, c.recorded_at, c.recorded_by, a.*
+      text: `SELECT SYSUTCDATETIME() AS db_now, c.partition_count, c.recorded_at, c.recorded_by, c.layout_generation, a.*
   FROM (VALUES (1)) AS one (id)
   LEFT JOIN submission_manager_partition_count AS c ON c.id = one.id
   OUTER APPLY (SELECT TOP (1) ${COLS} FROM ${CHANGES}
@@ -137,13 +137,14 @@ ${WHOLE_FENCE}
 IF @to IS NOT NULL
 BEGIN
   -- The count row first: its update waits for inserts in flight (they hold a shared lock on it to their commit) before
-  -- this batch locks any intent, and inserts begun meanwhile wait for this commit and read the new count.
+  -- this batch locks any intent, and inserts begun meanwhile wait for this commit and read the new count. The layout
+  -- generation is raised with it (a row inserted here: 1, one above the default).
   UPDATE submission_manager_partition_count WITH (UPDLOCK, SERIALIZABLE)
-     SET partition_count = @to, recorded_at = @now, recorded_by = @changer
+     SET partition_count = @to, recorded_at = @now, recorded_by = @changer, layout_generation = layout_generation + 1
    WHERE id = 1;
   IF @@ROWCOUNT = 0
-    INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by)
-    SELECT 1, @to, @now, @changer
+    INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by, layout_generation)
+    SELECT 1, @to, @now, @changer, 1
      WHERE NOT EXISTS (SELECT 1 FROM submission_manager_partition_count WITH (UPDLOCK, SERIALIZABLE) WHERE id = 1);
   UPDATE i
      SET last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}

@@ -47,6 +47,7 @@ export class MssqlPartitionStore implements PartitionStore {
       count: counted ? Number(r.partition_count) : 1,
       recordedAt: counted ? r.recorded_at! : r.db_now,
       recordedBy: counted ? r.recorded_by! : 'none',
+      generation: Number(r.layout_generation ?? 0),
       active: r.change_id === null ? null : toPartitionChange(r as PartitionChangeDbRow),
       dbNow: r.db_now,
     };
@@ -128,6 +129,8 @@ interface LayoutDbRow extends Omit<PartitionChangeDbRow, 'change_id'> {
   partition_count: number | null;
   recorded_at: Date | null;
   recorded_by: string | null;
+  /** bigint: tedious returns it as a string. */
+  layout_generation: number | string | null;
   change_id: string | null;
 }
 

@@ -43,8 +43,10 @@ UPDATE submission_intents AS i
                              CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END)
  WHERE i.intent_id IN (?) AND i.status = 'in_flight'`;
 
-// The row exists: requestChange inserted it (if missing) in the transaction that recorded the change.
-const SET_COUNT = `UPDATE submission_manager_partition_count SET partition_count = ?, recorded_at = ${NOW}, recorded_by = ? WHERE id = 1`;
+// The row exists: requestChange inserted it (if missing) in the transaction that recorded the change. The next
+// layout generation with the new count.
+const SET_COUNT = `UPDATE submission_manager_partition_count SET partition_count = ?, recorded_at = ${NOW}, recorded_by = ?,
+  layout_generation = layout_generation + 1 WHERE id = 1`;
 
 const MOVES = `(SELECT * FROM JSON_TABLE(?, '$[*]' COLUMNS (intent_id ${ID} PATH '$.id', partition_no INT PATH '$.p')) AS jt)`;
 

@@ -21,7 +21,7 @@ VALUES (1, ?, ${NOW}, ?) ON DUPLICATE KEY UPDATE id = id`;
 const READ = 'SELECT partition_count, recorded_at, recorded_by FROM submission_manager_partition_count WHERE id = 1';
 
 // One round trip: database now, the count row (absent: count 1 by 'none') and the active change (ux_partition_changes_active).
-const LAYOUT = `SELECT n.db_now, c.partition_count, c.recorded_at, c.recorded_by, ch.*
+const LAYOUT = `SELECT n.db_now, c.partition_count, c.recorded_at, c.recorded_by, c.layout_generation, ch.*
   FROM (SELECT ${NOW} AS db_now) AS n
   LEFT JOIN submission_manager_partition_count AS c ON c.id = 1
   LEFT JOIN submission_manager_partition_changes AS ch ON ch.active = 1`;
@@ -58,11 +58,12 @@ export class MysqlPartitionStore implements PartitionStore {
   }
 
   async readLayout(): Promise<PartitionLayout> {
-    const r = (await this.db.query<Partial<CountDbRow> & ChangeDbRow & { db_now: Date }>(LAYOUT)).rows[0]!;
+    const r = (await this.db.query<Partial<CountDbRow> & ChangeDbRow & { db_now: Date; layout_generation?: number | string | null }>(LAYOUT)).rows[0]!;
     return {
       count: r.partition_count === null || r.partition_count === undefined ? 1 : Number(r.partition_count),
       recordedAt: r.recorded_at ?? r.db_now,
       recordedBy: r.recorded_by ?? 'none',
+      generation: Number(r.layout_generation ?? 0),
       active: r.change_id ? toChange(r) : null,
       dbNow: r.db_now,
     };

@@ -54,13 +54,15 @@ bumped AS (
 )
 SELECT (SELECT count(*) FROM abandoned)::int + (SELECT count(*) FROM recovered)::int + (SELECT count(*) FROM bumped)::int AS written`;
 
+// The count row takes the new count and the next layout generation (a row inserted here: 1, one above the default;
+// only a switch raises it).
 const SWITCH = `/* sm:partition_switch */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 recorded AS (
-  INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by)
-  SELECT 1, $2, now.t, $3 FROM now
+  INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by, layout_generation)
+  SELECT 1, $2, now.t, $3, 1 FROM now
   ON CONFLICT (id) DO UPDATE SET partition_count = EXCLUDED.partition_count, recorded_at = EXCLUDED.recorded_at,
-    recorded_by = EXCLUDED.recorded_by
+    recorded_by = EXCLUDED.recorded_by, layout_generation = submission_manager_partition_count.layout_generation + 1
 )
 UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t
   FROM now WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;

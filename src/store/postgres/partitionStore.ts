@@ -25,7 +25,7 @@ const READ = 'SELECT partition_count, recorded_at, recorded_by FROM submission_m
 
 // The count row (if any) and the active change (if any; the unique partial index admits one) beside database time.
 const LAYOUT = `
-SELECT clock_timestamp() AS db_now, c.partition_count, c.recorded_at, c.recorded_by, ch.*
+SELECT clock_timestamp() AS db_now, c.partition_count, c.recorded_at, c.recorded_by, c.layout_generation, ch.*
   FROM (SELECT 1) one
   LEFT JOIN submission_manager_partition_count c ON c.id = 1
   LEFT JOIN submission_manager_partition_changes ch ON ch.state <> 'completed'`;
@@ -56,7 +56,7 @@ const reassignRead = (filter: string) =>
 
 const countOf = (r: CountDbRow): PartitionCount => ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
 
-type LayoutDbRow = { db_now: Date } & { [K in keyof CountDbRow]: CountDbRow[K] | null } & { [K in keyof PartitionChangeDbRow]: PartitionChangeDbRow[K] | null };
+type LayoutDbRow = { db_now: Date; layout_generation: number | string | null } & { [K in keyof CountDbRow]: CountDbRow[K] | null } & { [K in keyof PartitionChangeDbRow]: PartitionChangeDbRow[K] | null };
 
 export class PgPartitionStore implements PartitionStore {
   private readonly changes: PgPartitionChanges;
@@ -80,6 +80,7 @@ export class PgPartitionStore implements PartitionStore {
       count: counted ? Number(r.partition_count) : 1,
       recordedAt: r.recorded_at ?? r.db_now,
       recordedBy: r.recorded_by ?? 'none',
+      generation: Number(r.layout_generation ?? 0),
       active: r.change_id !== null ? toPartitionChange(r as PartitionChangeDbRow) : null,
       dbNow: r.db_now,
     };

@@ -7,6 +7,7 @@ import { m005PartitionIndexes } from './m005PartitionIndexes.js';
 import { m006Instances } from './m006Instances.js';
 import { m007ProviderHolds } from './m007ProviderHolds.js';
 import { m008PartitionChanges } from './m008PartitionChanges.js';
+import { m009LayoutGeneration } from './m009LayoutGeneration.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -20,4 +21,5 @@ export const migrations: readonly Migration[] = [
   { id: 6, name: 'instances', sql: m006Instances },
   { id: 7, name: 'provider_holds', sql: m007ProviderHolds },
   { id: 8, name: 'partition_changes', sql: m008PartitionChanges },
+  { id: 9, name: 'layout_generation', sql: m009LayoutGeneration },
 ];

@@ -12,6 +12,7 @@ import { m010PartitionIndexes } from './m010PartitionIndexes.js';
 import { m011Instances } from './m011Instances.js';
 import { m012ProviderHolds } from './m012ProviderHolds.js';
 import { m013PartitionChanges } from './m013PartitionChanges.js';
+import { m014LayoutGeneration } from './m014LayoutGeneration.js';
 
 export interface Migration {
   id: number;
@@ -33,4 +34,5 @@ export const migrations: readonly Migration[] = [
   { id: 11, name: 'instances', sql: m011Instances },
   { id: 12, name: 'provider_holds', sql: m012ProviderHolds },
   { id: 13, name: 'partition_changes', sql: m013PartitionChanges },
+  { id: 14, name: 'layout_generation', sql: m014LayoutGeneration },
 ];
