@@ -55,12 +55,14 @@ export async function buildExecutor(ctx: DialectContext, o: {
   notices?: boolean;
   /** ExecutorSettings.partition (default: unset, i.e. 0). */
   partition?: number;
+  /** The lease it leads (default LEASE_NAME). */
+  leaseName?: string;
 }): Promise<Built> {
   const stores = o.stores ?? await ctx.openStores({ poolMax: 4 });
   const clock = new JumpClock();
   const leaseMs = o.leaseMs ?? 3_000;
   const lease = new LeaseManager(stores.lease, {
-    name: LEASE_NAME, holderId: o.holderId ?? `rev-${randomUUID().slice(0, 6)}`, durationMs: leaseMs, renewIntervalMs: Math.floor(leaseMs / 3),
+    name: o.leaseName ?? LEASE_NAME, holderId: o.holderId ?? `rev-${randomUUID().slice(0, 6)}`, durationMs: leaseMs, renewIntervalMs: Math.floor(leaseMs / 3),
     acquireIntervalMs: leaseMs, safetyMarginMs: Math.floor(leaseMs / 5), acquireJitterMs: 20,
   }, clock, o.logger ?? silentLogger);
   const concurrency = o.concurrency ?? 8;
