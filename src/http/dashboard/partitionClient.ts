@@ -72,7 +72,8 @@ export function partitionClient(h) {
     }
     box.replaceChildren(...[
       el('div', {}, 'recorded count ', el('b', { id: 'partition-count-recorded' }, p.count), el('span', { class: 'muted' },
-        ' · recorded ' + when(p.recordedAt) + ' by ' + p.recordedBy)),
+        ' · recorded ' + when(p.recordedAt) + ' by ' + p.recordedBy + ' · layout generation ',
+        el('span', { id: 'partition-layout-generation', title: 'raised by every change of the count; sent to the provider as X-Layout-Generation' }, p.generation))),
       p.active ? el('div', { class: 'err', id: 'partition-change-active' }, 'change in progress: ' + p.active.fromCount + ' → ' + p.active.toCount + ' (' + p.active.state + '); ' + (p.active.state === 'preparing'
         ? 'execution goes on while finished intents move, then pauses from the drain until it completes' : 'execution pauses until it completes'))
         : null,
