@@ -62,7 +62,7 @@ describe('partition change statements', () => {
   it('readLayout: one statement, no lock hint, no write: the count row and the active change beside database time', () => {
     const t = q.readLayout().text;
     expect(t.trim().split(';').filter((s) => s.trim())).toHaveLength(1);
-    expect(t).toMatch(/SELECT SYSUTCDATETIME\(\) AS db_now, c\.partition_count, c\.recorded_at, c\.recorded_by, a\.\*\n/);
+    expect(t).toMatch(/SELECT SYSUTCDATETIME\(\) AS db_now, c\.partition_count, c\.recorded_at, c\.recorded_by, c\.layout_generation, a\.\*\n/);
     expect(t).toMatch(/LEFT JOIN submission_manager_partition_count AS c ON c\.id = one\.id/);
     expect(t).toMatch(/OUTER APPLY \(SELECT TOP \(1\) [^)]* FROM submission_manager_partition_changes\s+WHERE state <> 'completed' ORDER BY requested_at DESC, change_id DESC\) AS a;/);
     expect(code(t)).not.toMatch(/\bWITH \(|\b(UPDATE|INSERT|DELETE)\b/);
@@ -85,14 +85,15 @@ describe('partition change statements', () => {
     expect(param(q.requestChange(8, 'ops', ID), 'to_count')!.type).toEqual(sql.SmallInt());
   });
 
-  it('switchCount: only a pending change (re-read under UPDLOCK, HOLDLOCK); the count := to_count first (it waits for inserts in flight); other intents with a started attempt bumped, started attempts abandoned, in_flight intents due now (bumped), then reassigning', () => {
+  it('switchCount: only a pending change (re-read under UPDLOCK, HOLDLOCK); the count := to_count and the layout generation + 1 first (it waits for inserts in flight); other intents with a started attempt bumped, started attempts abandoned, in_flight intents due now (bumped), then reassigning', () => {
     const t = q.switchCount(fence, ID).text;
     const at = (s: string) => t.indexOf(s);
     const steps = [
       "SELECT @to = to_count, @m = CASE WHEN from_count > to_count THEN from_count ELSE to_count END FROM submission_manager_partition_changes WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'pending';",
       'IF @m IS NOT NULL AND @fence_n < @m\n  THROW 51001, ',
       'IF @to IS NOT NULL',
-      'SET partition_count = @to, recorded_at = @now, recorded_by = @changer',
+      'SET partition_count = @to, recorded_at = @now, recorded_by = @changer, layout_generation = layout_generation + 1',
+      "SELECT 1, @to, @now, @changer, 1\n     WHERE NOT EXISTS",
       'UPDATE i\n     SET last_modified_at = CASE WHEN @now > i.last_modified_at THEN @now ELSE DATEADD(nanosecond, 100, i.last_modified_at) END\n    FROM submission_intents AS i\n',
       "   WHERE i.status <> 'in_flight'\n     AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = i.intent_id AND a.outcome = 'started');\n  SET @bumped = @@ROWCOUNT;",
       "UPDATE submission_attempts\n     SET outcome = 'abandoned', finished_at = @now,",
