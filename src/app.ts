@@ -252,7 +252,7 @@ function buildPartition(k: number, d: PartitionDeps): PartitionRuntime {
   const traced = traceAttempts(instrumentExecutionStore(k === 0 ? stores.execution : stores.executionFor(k), metrics, clock), d.provider);
   const executor = new Executor(lease, traced.store, traced.provider,
     { ...executorSettingsFrom(config), partition: k }, clock, logger, Math.random, ops, d.guard);
-  executor.readsLayoutGeneration(async () => (await stores.partitions.readLayout()).generation);
+  executor.layout.readFrom(async () => (await stores.partitions.readLayout()).generation);
   if (stores.notices && config.executor.dueNotices) executor.wakeOn(stores.notices);
   return { partition: k, leaseName, lease, executor, ops, logger, metrics };
 }

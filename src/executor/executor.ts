@@ -58,8 +58,8 @@ export class Executor {
   /** The batch running between two timer ticks. */
   private readonly bridge: TickBridge;
   private notices: DueNoticeListener | null = null;
-  /** The layout generation of the current epoch, sent beside partition and epoch (epochLayout.ts). */
-  private readonly layout = new EpochLayout();
+  /** The layout generation of the current epoch, sent beside partition and epoch (epochLayout.ts; readFrom: where). */
+  readonly layout = new EpochLayout();
   private running: Promise<TickSummary> | null = null;
   private draining = false;
   readonly refresher: ScheduleRefresher;
@@ -102,11 +102,6 @@ export class Executor {
    *  the provider limits (clusterGuard.ts). */
   get handingBack(): boolean {
     return this.draining || this.ops.handoverRequest() !== null;
-  }
-
-  /** Send each epoch's layout generation (X-Layout-Generation), read by `read` once per epoch before any start. */
-  readsLayoutGeneration(read: () => Promise<number>): void {
-    this.layout.readFrom(read);
   }
 
   /** Wake the leader when intents become due (PostgreSQL LISTEN/NOTIFY), listening only while this process

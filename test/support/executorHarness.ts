@@ -79,7 +79,7 @@ export async function buildExecutor(ctx: DialectContext, o: {
   const provider = o.wrapProvider ? o.wrapProvider(base) : base;
   const executor = new Executor(lease, store, provider, settings, clock, o.logger ?? silentLogger, Math.random, o.ops ?? NO_OPS,
     o.guard?.(clock) ?? null);
-  executor.readsLayoutGeneration(async () => (await stores.partitions.readLayout()).generation); // as the composition root
+  executor.layout.readFrom(async () => (await stores.partitions.readLayout()).generation); // as the composition root
   if (o.notices && stores.notices) executor.wakeOn(stores.notices);
   return { stores, lease, executor, clock };
 }
