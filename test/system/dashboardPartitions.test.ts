@@ -274,6 +274,7 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     await page.waitForSelector('#partition-count-form');
     expect(await page.isVisible('#partitions-card')).toBe(true);
     expect(await page.textContent('#partition-count-recorded')).toBe('4');
+    expect(await page.textContent('#partition-layout-generation')).toBe('0');
     expect(await page.textContent('#partition-changes')).toBe('no change requested yet');
     await page.fill('#partition-count', '2');
     await page.click('#btn-partition-count');
@@ -310,6 +311,7 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     expect(ok(await stores.partitions.switchCount(fence, changeId)).state).toBe('reassigning');
     await refresh();
     expect(await page.textContent('#partition-count-recorded')).toBe('2');
+    expect(await page.textContent('#partition-layout-generation')).toBe('1'); // the switch raised it
     expect(await steps()).toMatchObject({ leases: `done: leases taken 4/4 by ${CHANGER}`, reassigning: 'current: reassigning: 0 rows moved · scan not started' });
 
     const rows = await stores.partitions.listForReassign({ after: null, limit: 100, modifiedSince: null, scope: 'all' });
