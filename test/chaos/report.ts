@@ -98,7 +98,7 @@ export function campaignTable(results: RunResult[], info: CampaignInfo): string 
     ['attempts', `${attempts}: ${list(outcome)}`],
     ['provider requests', String(requests)],
     ['duplicate deliveries (2xx for a key already delivered)', `${dups}${dups ? `: ${list(dupWhy)}` : ''}`],
-    ['provider requests with an epoch older than one already seen (per partition)', String(stale)],
+    ['provider requests stale on arrival (an older layout generation, or an older epoch of their partition)', String(stale)],
     ['stale requests accepted (the fencing provider: must be 0)', `${staleAccepted} (${staleRefused} refused with 409 stale-epoch)`],
     ['re-sends after a 2xx the executor received', `${resends} (besides ${resendsRefused} after the fence refused the result: its lease expired while ` +
       `a fault cut its leader off${resendsRefused ? `: ${list(excusedBy)}` : ''})`],
