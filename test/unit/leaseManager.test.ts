@@ -680,3 +680,46 @@ describe('acquire with a lost reply (issue 20, item 3)', () => {
     expect(await events(h)).toEqual(['acquired:A#1', 'released:A#1', 'acquired:A#2']);
   });
 });
+
+describe('release waits for the calls to fit the share of the partitions kept (releaseWhenFits)', () => {
+  // `out` calls in flight when the partition stops counting, none of which the kept share allows: the release
+  // (graceful, or after a step-down) hands the row back only once they ended; meanwhile the lease is held (renewed when
+  // due) and no one else acquires. Calls that never end: a graceful release steps down past its bound without
+  // releasing, a step-down's release gives up when the row may no longer be ours — the row expires either way.
+  it.each<[string, 'release' | 'step-down', number, boolean]>([
+    ['graceful, fits at once', 'release', 0, true],
+    ['graceful, waits for 2 calls to end', 'release', 2, true],
+    ['graceful, waits for 3 calls', 'release', 3, true],
+    ['graceful, calls never end: stepped down at the bound, the row expires', 'release', 5, false],
+    ['after a step-down, waits for 2 calls to end', 'step-down', 2, true],
+    ['after a step-down, calls never end: the row expires', 'step-down', 5, false],
+  ])('%s', async (_, how, out, callsEnd) => {
+    const h = harness();
+    const a = h.manager('A');
+    const b = h.manager('B');
+    let inFlight = out;
+    let releasing = false;
+    a.releaseWhenFits(() => {
+      releasing ||= a.releasing;
+      return inFlight === 0;
+    }, 2_500);
+    await a.tryAcquireOrRenew();
+    let settled = false;
+    const done = (how === 'release' ? a.release() : Promise.resolve(a.drop('renew_error'))).finally(() => (settled = true));
+    for (let step = 1; step <= 30 && (inFlight > 0 || !settled); step++) {
+      await settle();
+      if (callsEnd && inFlight > 0 && step % 2 === 0) inFlight--; // one call ends every 200 ms
+      else if (inFlight > 0) expect(await b.tryAcquire()).toBe(false); // nobody takes the row meanwhile
+      h.at(step * 100);
+      await settle();
+    }
+    if (!callsEnd) for (let t = 4_000; t <= 70_000; t += 1_000) { h.at(t); await settle(); } // past the row's expiry
+    await done;
+    await settle();
+    const events = (await h.store.listEvents(NAME)).map((e) => e.event);
+    expect(events.includes('released')).toBe(callsEnd);
+    if (callsEnd && how === 'release' && out > 0) expect(releasing).toBe(true); // it counted for no share meanwhile
+    if (callsEnd) expect(await b.tryAcquire()).toBe(true); // released: taken at once
+    if (!callsEnd && how === 'release') expect(h.logs('leader_release_share_wait', 'A')).toHaveLength(1);
+  });
+});
