@@ -6,8 +6,9 @@
 // The executor asks `acquire(n)` BEFORE its fenced start and starts at most the granted number: holding back
 // never creates an attempt row, so it never uses up an attempt and never fails an intent. Permits it did not
 // use go back with `release(n)`; every call that was sent reports its result with `onResult`.
-// Across processes (issue 25, EXECUTOR_PARTITIONS > 1): `share` gives the part of the cluster-wide rate and in-flight
-// cap this process may use now (guardShare.ts; re-read at every acquire, so it follows leadership at once), and
+// Across processes (a recorded partition count above 1, whatever EXECUTOR_PARTITIONS is): `share` gives the part of
+// the cluster-wide rate and in-flight cap this process may use now (guardShare.ts; re-read at every acquire and at
+// every leadership change, shareChanged), and
 // `holdFor` applies a breaker or Retry-After pause another process recorded in SQL (clusterGuard.ts). While the share
 // says this process leads nothing, its bucket stays empty: a new leader starts with no burst saved up, so it never
 // adds a burst to the previous holder's last second.
@@ -33,7 +34,7 @@ export interface GuardState {
   /** Remaining ms of the breaker cool-down / the Retry-After pause (0 when none). */
   openForMs: number;
   pausedForMs: number;
-  /** Remaining ms of a breaker another process opened (0 when none; EXECUTOR_PARTITIONS > 1). */
+  /** Remaining ms of a breaker another process opened (0 when none; a recorded partition count above 1). */
   remoteOpenForMs: number;
   inFlight: number;
   /** Calls held back (asked but not granted) since start, by reason. */
