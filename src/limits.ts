@@ -85,6 +85,17 @@ export function partitionLeaseName(base: string, partition: number): string {
   return partition === 0 ? base : `${base}${PARTITION_SEPARATOR}${partition}`;
 }
 
+/** The suffix of the cluster-scope execution control's name: `*` is never a partition number, so no partition's lease
+ *  name of any LEASE_NAME ends with it (config refuses a LEASE_NAME that does). */
+export const CLUSTER_CONTROL_SUFFIX = `${PARTITION_SEPARATOR}*`;
+
+/** The key of the cluster-scope pause in the execution-control table (every partition's leader reads it beside its own
+ *  row): LEASE_NAME cut to leave room for the suffix within the 64 characters of lease_name (two LEASE_NAMEs sharing
+ *  their first 62 characters would share it: keep them distinct earlier). */
+export function clusterControlName(base: string): string {
+  return `${base.slice(0, LEASE_NAME_MAX_LENGTH - CLUSTER_CONTROL_SUFFIX.length)}${CLUSTER_CONTROL_SUFFIX}`;
+}
+
 /** Suffix of a partition changer's holder id (issue 26): its own id, so the instance's lease managers never take its
  *  rows for their own (a lost acquire reply is adopted by holder id). */
 export const PARTITION_CHANGER_SUFFIX = '~partition-change';
@@ -118,6 +129,9 @@ export function partitionSuffixLength(count: number): number {
  *  `#k` suffix), naming LEASE_NAME and `countName` (the setting or request that asks for `count`); null when it can.
  *  The start's configuration check and POST /api/ops/partitions share it. */
 export function leaseNameRoomProblem(leaseName: string, count: number, countName: string): string | null {
+  if (leaseName.endsWith(CLUSTER_CONTROL_SUFFIX)) {
+    return `LEASE_NAME ("${leaseName}") may not end with "${CLUSTER_CONTROL_SUFFIX}": that names the cluster-scope pause of a cluster`;
+  }
   if (count > 1 && leaseName.includes(PARTITION_SEPARATOR)) {
     return `LEASE_NAME ("${leaseName}") may not contain "${PARTITION_SEPARATOR}" with ${countName} above 1: ` +
       `partition k's lease is LEASE_NAME${PARTITION_SEPARATOR}k, which must not be mistaken for another name's partition`;

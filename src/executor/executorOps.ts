@@ -1,6 +1,6 @@
-// Operations the executor consults on the leader path: the cluster-wide pause flag and the pending handover
-// request (read from SQL in one round trip once per leader tick and beside every schedule refresh — never per
-// attempt), the fenced completion of a handover, leader-only maintenance (retention; maintenance.ts: after the
+// Operations the executor consults on the leader path: the pause flags (the cluster's and its partition's) and the
+// pending handover request (read from SQL in one round trip once per leader tick and beside every schedule refresh —
+// never per attempt), the fenced completion of a handover, leader-only maintenance (retention; maintenance.ts: after the
 // batch, bounded, backed off, never while paused), and observers (metrics). NO_OPS keeps the executor usable
 // without any of it (unit and system tests that do not need them).
 import type { AppMetrics } from '../observability/metrics.js';
@@ -18,7 +18,7 @@ export interface ExecutorOps {
   readonly maintenance: Maintenance | null;
   /** Beside each schedule refresh: re-read the flags (one primary-key read). */
   refreshControl(): Promise<void>;
-  /** false while the cluster is paused: start nothing. */
+  /** false while the cluster or this partition is paused (as last read): start nothing, send nothing not yet sent. */
   mayStart(): boolean;
   /** A pending drain/handover request observed at the last refreshControl (null: none). While non-null the
    *  executor starts nothing, lets in-flight calls finish, writes their completions under the fence, calls
@@ -48,8 +48,12 @@ export const NO_OPS: ExecutorOps = {
 /** Id prefix of a hand-back this instance asked of itself (the fair share): never in SQL. */
 const LOCAL_HAND_BACK = 'local-hand-back:';
 
+/** Which pause holds a partition: the cluster's (every partition), its own, or none. */
+export type PauseScope = 'cluster' | 'partition' | null;
+
 export class ExecutionOps implements ExecutorOps {
   private pausedFlag: boolean | null = null;
+  private pauseScope: PauseScope = null;
   private pendingHandover: string | null = null;
   /** A hand-back this instance asked of its own leader (fair share): drained like a handover, recorded nowhere. */
   private localHandBack: string | null = null;
@@ -58,14 +62,21 @@ export class ExecutionOps implements ExecutorOps {
   constructor(
     private readonly store: OpsStore,
     private readonly leaseName: string,
+    /** The cluster-scope control's name (limits.ts clusterControlName), read beside this partition's row. */
+    private readonly clusterName: string,
     readonly maintenance: Maintenance | null,
     private readonly log: Logger,
     private readonly metrics?: AppMetrics,
   ) {}
 
-  /** The pause flag as last read (null before the first read: only leaders read it). */
+  /** Whether a pause held this partition at the last read (null before the first read: only leaders read it). */
   get paused(): boolean | null {
     return this.pausedFlag;
+  }
+
+  /** Which pause held it at the last read (the cluster's wins when both are set). */
+  get pausedBy(): PauseScope {
+    return this.pauseScope;
   }
 
   async leaderTick(sum: TickSummary): Promise<void> {
@@ -74,13 +85,17 @@ export class ExecutionOps implements ExecutorOps {
   }
 
   async refreshControl(): Promise<void> {
-    const c = await this.store.getExecutionControl(this.leaseName);
-    if (c.paused !== this.pausedFlag && (this.pausedFlag !== null || c.paused)) {
-      this.log.info({ event: c.paused ? 'execution_paused_observed' : 'execution_resumed_observed', lease_name: this.leaseName,
-        changed_by: c.changedBy, changed_at: c.changedAt?.toISOString() ?? null, reason: c.reason },
-        c.paused ? 'cluster is paused: starting nothing' : 'cluster resumed');
+    const c = await this.store.getExecutionControl(this.leaseName, this.clusterName);
+    const scope: PauseScope = c.cluster?.paused ? 'cluster' : c.paused ? 'partition' : null;
+    if (scope !== this.pauseScope && (this.pausedFlag !== null || scope !== null)) {
+      const flag = scope === 'cluster' ? c.cluster! : scope === 'partition' ? c : (this.pauseScope === 'cluster' ? c.cluster! : c);
+      this.log.info({ event: scope ? 'execution_paused_observed' : 'execution_resumed_observed', lease_name: this.leaseName,
+        scope: scope ?? this.pauseScope, changed_by: flag.changedBy, changed_at: flag.changedAt?.toISOString() ?? null, reason: flag.reason },
+      scope === 'cluster' ? 'cluster is paused: starting nothing' : scope === 'partition' ? 'partition is paused: starting nothing'
+        : 'resumed: neither the cluster nor this partition is paused');
     }
-    this.pausedFlag = c.paused;
+    this.pausedFlag = scope !== null;
+    this.pauseScope = scope;
     if (c.pendingHandoverId !== this.pendingHandover && c.pendingHandoverId !== null) {
       this.log.warn({ event: 'handover_request_observed', lease_name: this.leaseName, request_id: c.pendingHandoverId },
         'handover requested: starting nothing more, finishing in-flight attempts, then releasing the lease');

@@ -1,5 +1,6 @@
-// One attempt's provider call: the gate just before it (an attempt whose call was not sent is aborted, and its
-// guard permit goes back), the call clipped to the lease deadline, its result for the guard and the execution state.
+// One attempt's provider call: the gate just before it (leadership, lease left, no pause read since the start; an
+// attempt whose call was not sent is aborted, and its guard permit goes back), the call clipped to the lease deadline,
+// its result for the guard and the execution state.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { ProviderGuard } from '../provider/guard.js';
@@ -30,7 +31,8 @@ export interface ProviderCallDeps {
   guard: ProviderGuard | null;
   /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
   stalls: StallWatch;
-  ops: Pick<ExecutorOps, 'blockedNotLeader'>;
+  /** mayStart: a pause read after the attempt was started holds its call too (the gate aborts it). */
+  ops: Pick<ExecutorOps, 'blockedNotLeader' | 'mayStart'>;
   /** Where the attempt's completion is recorded, to be written under the fence. */
   state: Pick<ExecutionState, 'record'>;
   /** The layout generation of the token's epoch (absent or unread: the request carries none). */
@@ -46,6 +48,10 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
     d.ops.blockedNotLeader();
     d.guard?.release(1); // not sent: the permit goes back
     return record(aborted(a, 'leadership lost before the provider call'));
+  }
+  if (!d.ops.mayStart()) { // paused since this attempt was started: nothing goes out after the pause is read
+    d.guard?.release(1);
+    return record(aborted(a, 'execution paused before the provider call'));
   }
   const t = clock.nowMs();
   const unwatch = d.stalls.watch();

@@ -1,29 +1,19 @@
-// The admin routes of operations: leader drain requests (POST/GET /ops/lease/release), cluster-wide pause/resume
-// (POST /ops/execution/pause|resume) and the control row (GET /ops/execution). They work on any instance: they
-// read and write SQL, which the leader consults at its refresh. Errors are problem+json through `guarded`.
+// The admin routes of operations: leader drain requests (POST/GET /ops/lease/release), pause/resume of the cluster or of
+// one partition (POST /ops/execution/pause|resume) and the control rows (GET /ops/execution). They work on any instance:
+// they read and write SQL (the recorded layout says which partitions exist), which every leader consults at its
+// refresh. Errors are problem+json through `guarded`.
 import { validate } from '../intents/contract.js';
 import { uuidv7 } from '../intents/ids.js';
-import type { ExecutionControl, HandoverRequest } from '../store/opsPorts.js';
+import type { HandoverRequest, PauseFlag } from '../store/opsPorts.js';
+import type { PartitionControl } from '../store/insightPorts.js';
 import type { HttpContext } from './context.js';
 import { guarded } from './guarded.js';
 import { executionChangeBodySchema } from './openapi/schemas.js';
 import { json, validationProblem, type ApiResponse } from './problem.js';
 import { parseUrl, readJsonBody, requester, type ApiHandler, type ApiRequest } from './request.js';
-import { partitionLeaseName } from '../limits.js';
-
-/** The partitions an admin request is about: `?partition=k` names one, none means every partition (with one
- *  partition, LEASE_NAME itself, as before partitions existed). */
-function targetPartitions(req: ApiRequest, app: HttpContext, instance: string): { ok: true; partitions: number[] } | { ok: false; response: ApiResponse } {
-  const count = app.config.partitions.count;
-  const raw = parseUrl(req.url).searchParams.get('partition');
-  if (raw === null) return { ok: true, partitions: Array.from({ length: count }, (_, k) => k) };
-  const k = /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isInteger(k) || k >= count) {
-    return { ok: false, response: validationProblem([{ path: 'partition', message: `must be an integer from 0 to ${count - 1} (EXECUTOR_PARTITIONS is ${count})` }], instance) };
-  }
-  return { ok: true, partitions: [k] };
-}
-
+import { clusterControlName, partitionLeaseName } from '../limits.js';
+import { partitionRef } from './leases.js';
+import { clusterPauseNote, partitionPauseNote, partitionParam, recordedPartitions, type RecordedPartitions } from './opsScope.js';
 
 const handoverView = (r: HandoverRequest) => ({
   requestId: r.requestId,
@@ -51,25 +41,30 @@ async function optionalReason(req: ApiRequest, instance: string): Promise<{ ok: 
 
 /**
  * Leader drain as a request recorded in SQL, from any instance (on Flex, HTTP instances never lead): 202 with the
- * request. The leader reads it at its next schedule refresh, starts nothing more, finishes and fences what is in
- * flight, marks it completed and releases the lease; any instance may acquire at its next tick (no stand-down).
+ * request. Without ?partition=: one request per partition of the recorded layout (the count, or an active change's
+ * larger count), whatever this instance's EXECUTOR_PARTITIONS. Each leader reads its request at its next schedule
+ * refresh, starts nothing more, finishes and fences what is in flight, marks it completed and releases the lease; any
+ * instance may acquire at its next tick (no stand-down).
  */
 export function releaseLeaseHandler(app: HttpContext): ApiHandler {
   return guarded(app.logger, 'ops', 'releaseLease', async (req, instance) => {
-    const target = targetPartitions(req, app, instance);
+    const rec = await recordedPartitions(app);
+    const target = partitionParam(req, rec, instance);
     if (!target.ok) return target.response;
     const body = await optionalReason(req, instance);
     if (!body.ok) return body.response;
+    const partitions = target.partition === null ? Array.from({ length: rec.span }, (_, k) => k) : [target.partition];
+    const scope = target.partition === null ? 'cluster' : 'partition';
     const views = [];
-    for (const k of target.partitions) {
+    for (const k of partitions) {
       const { request, created } = await app.stores.ops.requestHandover(partitionLeaseName(app.config.lease.name, k), uuidv7(),
         requester(req, app.lease.holderId), body.reason);
       app.logger.warn({ event: 'handover_requested', lease_name: request.leaseName, request_id: request.requestId, requested_by: request.requestedBy,
-        requested_epoch: request.requestedEpoch, reason: request.reason, created }, created ? 'leader handover requested' : 'leader handover already pending');
+        requested_epoch: request.requestedEpoch, reason: request.reason, created, scope }, created ? 'leader handover requested' : 'leader handover already pending');
       views.push(handoverView(request));
     }
     // One partition: the request itself (as before partitions). Several: the first, and every partition's request.
-    return json(202, views.length === 1 ? views[0] : { ...views[0], partitions: views });
+    return json(202, views.length === 1 ? { ...views[0], scope } : { ...views[0], scope, partitions: views });
   });
 }
 
@@ -81,48 +76,72 @@ export function handoversHandler(app: HttpContext): ApiHandler {
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
       return validationProblem([{ path: 'limit', message: 'must be an integer from 1 to 100' }], instance);
     }
-    const rawPartition = parseUrl(req.url).searchParams.get('partition');
-    const target = targetPartitions(req, app, instance);
+    const target = partitionParam(req, await recordedPartitions(app), instance);
     if (!target.ok) return target.response;
     // Without ?partition=, partition 0 (LEASE_NAME itself): the answer is today's with one partition.
-    const leaseName = partitionLeaseName(app.config.lease.name, rawPartition === null ? 0 : target.partitions[0]!);
+    const leaseName = partitionLeaseName(app.config.lease.name, target.partition ?? 0);
     const list = await app.stores.ops.listHandovers(leaseName, limit);
     const pending = list.find((r) => r.status === 'pending') ?? null;
     return json(200, { leaseName, pending: pending && handoverView(pending), requests: list.map(handoverView) });
   });
 }
 
-const controlView = (c: ExecutionControl) => ({
-  leaseName: c.leaseName,
-  paused: c.paused,
-  changedAt: c.changedAt?.toISOString() ?? null,
-  changedBy: c.changedBy,
-  reason: c.reason,
-  dbNow: c.dbNow.toISOString(),
-  pendingHandoverId: c.pendingHandoverId,
+/** Which pause keeps a partition from sending: the cluster's (it wins), its own, or none. */
+const heldBy = (own: boolean, cluster: PauseFlag) => (cluster.paused ? 'cluster' : own ? 'partition' : null);
+
+const flagView = (f: PauseFlag) => ({ paused: f.paused, changedAt: f.changedAt?.toISOString() ?? null, changedBy: f.changedBy, reason: f.reason });
+
+const partitionView = (c: PartitionControl, cluster: PauseFlag) => ({
+  scope: 'partition' as const, partition: c.partition, leaseName: c.leaseName, ...flagView(c),
+  pendingHandoverId: c.pendingHandover?.requestId ?? null, heldBy: heldBy(c.paused, cluster),
 });
 
-/** GET (change null): the control row. POST pause/resume: set the flag (idempotent); every leader reads it
- *  at its next tick or schedule refresh and starts nothing while it is set. Optional body {reason}. */
+/** The cluster's flag, and every partition of the recorded layout with its own flag and what holds it (two statements). */
+async function clusterControlView(app: HttpContext, rec: RecordedPartitions) {
+  const refs = Array.from({ length: rec.span }, (_, k) => partitionRef(app, k));
+  const name = clusterControlName(app.config.lease.name);
+  const [cluster, controls] = await Promise.all([app.stores.ops.getExecutionControl(name), app.stores.insights.partitionControls(refs)]);
+  const a = rec.layout.active;
+  return {
+    scope: 'cluster' as const, leaseName: name, ...flagView(cluster), dbNow: cluster.dbNow.toISOString(),
+    // Partition 0's pending drain (as before partitions); every partition's is in `partitions`.
+    pendingHandoverId: controls[0]?.pendingHandover?.requestId ?? null,
+    partitionCount: rec.layout.count,
+    partitionChange: a && { changeId: a.changeId, fromCount: a.fromCount, toCount: a.toCount, state: a.state },
+    partitions: controls.map((c) => partitionView(c, cluster)),
+    note: clusterPauseNote,
+  };
+}
+
+/** Partition k's flag, the cluster's read in the same statement, and what the pause of k holds. */
+async function partitionControlView(app: HttpContext, rec: RecordedPartitions, k: number) {
+  const leaseName = partitionLeaseName(app.config.lease.name, k);
+  const c = await app.stores.ops.getExecutionControl(leaseName, clusterControlName(app.config.lease.name));
+  const cluster = c.cluster!;
+  return {
+    scope: 'partition' as const, partition: k, leaseName, ...flagView(c), dbNow: c.dbNow.toISOString(), pendingHandoverId: c.pendingHandoverId,
+    heldBy: heldBy(c.paused, cluster), clusterPaused: cluster.paused, note: partitionPauseNote(k, rec.layout),
+  };
+}
+
+/** GET (change null): the cluster's control and every partition's (?partition=k: that partition's). POST pause/resume:
+ *  set the flag (idempotent) of the cluster, or with ?partition=k of partition k alone (k within the recorded layout);
+ *  the two are independent. Every leader reads both at its next tick or schedule refresh and starts (and sends) nothing
+ *  while either is set. Optional body {reason}. */
 export function executionControlHandler(app: HttpContext, change: 'pause' | 'resume' | null): ApiHandler {
   return guarded(app.logger, 'ops', change ? `${change}Execution` : 'getExecution', async (req, instance) => {
-    const target = targetPartitions(req, app, instance);
+    const rec = await recordedPartitions(app);
+    const target = partitionParam(req, rec, instance);
     if (!target.ok) return target.response;
-    const names = target.partitions.map((k) => partitionLeaseName(app.config.lease.name, k));
-    const views = [];
-    if (change === null) {
-      for (const leaseName of names) views.push(controlView(await app.stores.ops.getExecutionControl(leaseName)));
-    } else {
+    if (change !== null) {
       const body = await optionalReason(req, instance);
       if (!body.ok) return body.response;
-      for (const leaseName of names) {
-        const c = await app.stores.ops.setPaused(leaseName, change === 'pause', requester(req, app.lease.holderId), body.reason);
-        app.logger.warn({ event: change === 'pause' ? 'execution_paused' : 'execution_resumed', lease_name: leaseName, changed_by: c.changedBy,
-          reason: c.reason }, `execution ${change === 'pause' ? 'paused' : 'resumed'} ${names.length === app.config.partitions.count ? 'cluster-wide' : `on ${leaseName}`}`);
-        views.push(controlView(c));
-      }
+      const name = target.partition === null ? clusterControlName(app.config.lease.name) : partitionLeaseName(app.config.lease.name, target.partition);
+      const c = await app.stores.ops.setPaused(name, change === 'pause', requester(req, app.lease.holderId), body.reason);
+      app.logger.warn({ event: change === 'pause' ? 'execution_paused' : 'execution_resumed', lease_name: name,
+        scope: target.partition === null ? 'cluster' : 'partition', changed_by: c.changedBy, reason: c.reason },
+      `execution ${change === 'pause' ? 'paused' : 'resumed'} ${target.partition === null ? 'for the cluster (every partition)' : `on partition ${target.partition}`}`);
     }
-    // One partition: its control row (as before partitions). Several: the first, and every partition's row.
-    return json(200, views.length === 1 ? views[0] : { ...views[0], partitions: views });
+    return json(200, target.partition === null ? await clusterControlView(app, rec) : await partitionControlView(app, rec, target.partition));
   });
 }

@@ -111,7 +111,7 @@ export class MetricsRegistry {
       (s) => (s.providerGuard ? BREAKER[s.providerGuard().breaker] : null));
     gauge('provider_paused_ms', 'Milliseconds left of a provider-wide Retry-After pause (0 when none)', (s) => s.providerGuard?.().pausedForMs ?? null);
     gauge('provider_calls_in_flight', 'Provider calls in flight (permits held) on this instance', (s) => s.providerGuard?.().inFlight ?? null);
-    gauge('execution_paused', '1 when the cluster-wide pause flag was set at the last read (leaders read it)', (s) => {
+    gauge('execution_paused', '1 when a pause (the cluster\'s or the partition\'s own) held at the last read (leaders read it)', (s) => {
       const p = s.paused?.() ?? null;
       return p === null ? null : p ? 1 : 0;
     });

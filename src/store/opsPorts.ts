@@ -1,18 +1,25 @@
-// Operations port: the cluster-wide execution control row (pause/resume) and retention purge. Every dialect
+// Operations port: the execution control rows (pause/resume of the cluster and of each partition) and retention purge. Every dialect
 // implements all of it (postgres/opsStore.ts, mssql/opsStore.ts). Same rules as ports.ts: database time
 // only; ordinary outcomes are values; failures throw StoreError.
 import type { Fenced, LeaseToken } from './ports.js';
 import type { IntentStatus } from './intentPorts.js';
 
-/** The execution control row of one lease name (one cluster). No row = running (never paused). */
-export interface ExecutionControl {
-  leaseName: string;
+/** One pause flag of the execution-control table. No row = running (never paused). */
+export interface PauseFlag {
   paused: boolean;
   /** When the flag last changed (database time); null when it never did. */
   changedAt: Date | null;
   /** Who changed it (the admin caller's description, e.g. the instance that served the request). */
   changedBy: string | null;
   reason: string | null;
+}
+
+/** The execution control row of one lease name (a partition's, or the cluster's: limits.ts clusterControlName), with
+ *  the cluster-scope flag read in the same statement when asked for. */
+export interface ExecutionControl extends PauseFlag {
+  leaseName: string;
+  /** The cluster-scope pause (the row `clusterName` names), read with this row; null when no clusterName was given. */
+  cluster: PauseFlag | null;
   /** Database time when the row was read. */
   dbNow: Date;
   /** The oldest pending handover request of this lease name (read in the same round trip), or null. */
@@ -105,8 +112,9 @@ export interface ClusterOverview {
 export interface OpsStore {
   /** Read-only: the cluster overview of `leaseName` in one statement (see ClusterOverview). */
   getClusterOverview(leaseName: string): Promise<ClusterOverview>;
-  /** One primary-key read (cheap enough for every refresh interval). */
-  getExecutionControl(leaseName: string): Promise<ExecutionControl>;
+  /** One statement of primary-key reads (cheap enough for every refresh interval): the row of `leaseName` and, when
+   *  `clusterName` is given, the cluster-scope row beside it (a partition runs only when neither is paused). */
+  getExecutionControl(leaseName: string, clusterName?: string | null): Promise<ExecutionControl>;
   /** Upsert a maintenance task's state as the leader saw it: a failure (failures > 0, lastError) or its recovery
    *  (0, null). Informational, database time; `lastError` is cut to 1000 characters. */
   recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void>;
@@ -120,7 +128,8 @@ export interface OpsStore {
   recordProviderPause(leaseName: string, pauseMs: number, holderId: string): Promise<void>;
   /** One primary-key read: the provider holds of `leaseName` (null: nothing ever recorded). */
   getProviderHold(leaseName: string): Promise<ProviderHold | null>;
-  /** Upsert the flag (idempotent: pausing a paused cluster keeps the original changedAt). */
+  /** Upsert the flag of `leaseName`, a partition's or the cluster's (idempotent: pausing a paused one keeps the
+   *  original changedAt). The row as it is then (cluster: null). */
   setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl>;
   /**
    * Fenced by `token` (lease row locked to commit, audited as `purge_retention`): delete up to `limit`

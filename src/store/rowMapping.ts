@@ -153,6 +153,11 @@ export interface ControlDbRow {
   breaker?: string | null;
   breaker_changed_at?: Date | null;
   breaker_holder_id?: string | null;
+  /** The cluster-scope row's columns (getExecutionControl with a clusterName). */
+  cluster_paused?: boolean | null;
+  cluster_changed_at?: Date | null;
+  cluster_changed_by?: string | null;
+  cluster_reason?: string | null;
 }
 
 export interface MaintenanceDbRow {
@@ -172,8 +177,10 @@ export const maintenanceArgs = (holderId: string, lastError: string | null) => (
   holder: holderId.slice(0, 128), error: lastError === null ? null : lastError.slice(0, 1000),
 });
 
-export const toControl = (leaseName: string, r: ControlDbRow): ExecutionControl => ({
+export const toControl = (leaseName: string, r: ControlDbRow, clusterName: string | null = null): ExecutionControl => ({
   leaseName,
+  cluster: clusterName === null ? null
+    : { paused: r.cluster_paused === true, changedAt: r.cluster_changed_at ?? null, changedBy: r.cluster_changed_by ?? null, reason: r.cluster_reason ?? null },
   paused: r.paused === true,
   changedAt: r.changed_at,
   changedBy: r.changed_by,

@@ -7,6 +7,7 @@ import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
 import type { LeaseToken } from '../../src/store/ports.js';
 import { uuidv7 } from '../../src/intents/ids.js';
+import { LEASE_NAME_MAX_LENGTH, clusterControlName, leaseNameRoomProblem, partitionLeaseName } from '../../src/limits.js';
 
 const LEASE = 'ops-contract-lease';
 const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } };
@@ -98,6 +99,30 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     // Concurrent first writes of the row do not fail (upsert under a key lock).
     const [a, b] = await Promise.all([s.ops.setPaused('fresh', true, 'a', null), s.ops.setPaused('fresh', true, 'b', null)]);
     expect([a.paused, b.paused]).toEqual([true, true]);
+  });
+
+  it('cluster-scope pause: its own row, read beside a partition\'s in one statement; the two flags are independent', async () => {
+    const cluster = clusterControlName(LEASE);
+    const p2 = partitionLeaseName(LEASE, 2);
+    expect((await s.ops.getExecutionControl(p2, cluster)).cluster).toEqual({ paused: false, changedAt: null, changedBy: null, reason: null });
+    expect((await s.ops.getExecutionControl(p2)).cluster).toBeNull(); // not asked for
+    const set = await s.ops.setPaused(cluster, true, 'ops@http-only', 'deploy');
+    expect(set).toMatchObject({ leaseName: cluster, paused: true, changedBy: 'ops@http-only', reason: 'deploy', cluster: null });
+    // Every partition's read sees it, whatever partition (or count) it is; the partition's own flag stays clear.
+    for (const name of [LEASE, p2, partitionLeaseName(LEASE, 63)]) {
+      const c = await s.ops.getExecutionControl(name, cluster);
+      expect(c).toMatchObject({ leaseName: name, paused: false, cluster: { paused: true, changedBy: 'ops@http-only', reason: 'deploy' } });
+      expect(c.cluster!.changedAt!.getTime()).toBe(set.changedAt!.getTime());
+    }
+    expect((await s.ops.getExecutionControl(p2, clusterControlName('another-cluster'))).cluster!.paused).toBe(false);
+    await s.ops.setPaused(p2, true, 'ops@a', 'partition 2');
+    await s.ops.setPaused(cluster, false, 'ops@b', null); // resuming the cluster leaves a partition's pause set
+    expect(await s.ops.getExecutionControl(p2, cluster)).toMatchObject({ paused: true, reason: 'partition 2', cluster: { paused: false, changedBy: 'ops@b' } });
+    // The key fits lease_name (64 characters) for the longest LEASE_NAME, and never names a partition of any LEASE_NAME.
+    const longest = clusterControlName('x'.repeat(LEASE_NAME_MAX_LENGTH));
+    expect(longest).toHaveLength(LEASE_NAME_MAX_LENGTH);
+    expect((await s.ops.setPaused(longest, true, 'a', null)).paused).toBe(true);
+    expect(leaseNameRoomProblem(cluster, 1, 'EXECUTOR_PARTITIONS (1)')).toMatch(/may not end with "#\*"/);
   });
 
   it('cluster overview: empty cluster, then the lease row, counts per status, due backlog, oldest due age, newest attempt', async () => {

@@ -1,7 +1,7 @@
 // Whole in-process apps (createApp: lease manager, executor, ops, metrics, handlers) on one dialect context,
 // each with its own stores (own connections), as N instances behind a load balancer; plus helpers to call the
 // framework-neutral handlers, read /api/metrics, and run timer-like tick loops.
-import { createApp, type App } from '../../src/app.js';
+import { createApp, runPartitionTimer, type App } from '../../src/app.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import type { ApiResponse } from '../../src/http/problem.js';
@@ -89,6 +89,19 @@ export function tickLoops(apps: App[], budgetMs = 400, gapMs = 50) {
       await Promise.all(loops);
     },
   };
+}
+
+/** Each app runs every partition's timer function back to back, as the local host's every-instance mode does (the
+ *  changer of a partition count runs in partition 0's). */
+export function timerLoops(apps: App[]) {
+  let stopped = false;
+  const loops = apps.flatMap((app) => app.partitions.map(async ({ partition }) => {
+    while (!stopped) {
+      await runPartitionTimer(app, partition, false).catch(() => {});
+      await sleep(20);
+    }
+  }));
+  return { async stop() { stopped = true; await Promise.all(loops); } };
 }
 
 export async function waitUntil(what: string, cond: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {

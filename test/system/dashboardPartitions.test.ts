@@ -165,13 +165,16 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
     expect(await page.textContent('#handovers')).toBe('no pending drain');
   });
 
-  it('pause all and resume all from the Execution card act on every partition', async () => {
+  it('pause all and resume all from the Execution card act on the cluster (every partition): the API says the same', async () => {
     await page.click('#btn-pause');
-    expect(await page.textContent('#confirm-title')).toBe('Pause every partition');
+    expect(await page.textContent('#confirm-title')).toBe('Pause the cluster');
     await page.click('#confirm-ok');
     await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'PAUSED');
-    expect(await page.textContent('#result')).toMatch(/HTTP 200 — 4 partitions: paused$/);
-    expect(await page.locator('#partitions-table td.state', { hasText: 'PAUSED' }).count()).toBe(P);
+    expect(await page.textContent('#result')).toMatch(/HTTP 200 — cluster paused \(4 partitions\)$/);
+    expect(await page.locator('#partitions-table td.state', { hasText: 'PAUSED (cluster)' }).count()).toBe(P);
+    const paused = await get<{ scope: string; paused: boolean; partitions: { paused: boolean; heldBy: string | null }[] }>('ops/execution');
+    expect(paused).toMatchObject({ scope: 'cluster', paused: true });
+    expect(paused.partitions.map((c) => [c.paused, c.heldBy])).toEqual(Array.from({ length: P }, () => [false, 'cluster']));
     await page.click('#btn-resume');
     await page.click('#confirm-ok');
     await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'running');

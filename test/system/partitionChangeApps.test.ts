@@ -4,28 +4,16 @@
 // attempt numbers stay contiguous, intents sharing a partitionKey reach the provider in submit order, every intent
 // ends in its partition under the final count, and the changer leaves no lease held.
 import { describe, expect, it } from 'vitest';
-import { runPartitionTimer, type App } from '../../src/app.js';
+import type { App } from '../../src/app.js';
 import { assignPartition, partitionHash as partitionHashOf } from '../../src/intents/partition.js';
 import { partitionChangerHolderId, partitionLeaseName } from '../../src/limits.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
-import { TEST_LEASE, startApps, submitVia, testConfig, waitUntil, sleep } from '../support/apps.js';
+import { TEST_LEASE, startApps, submitVia, testConfig, timerLoops, waitUntil, sleep } from '../support/apps.js';
 
 const C = 6; // timer functions per app: the most partitions the test asks for
-
-/** Each app runs every partition's timer function back to back, as the local host's every-instance mode does. */
-function timerLoops(apps: App[]) {
-  let stopped = false;
-  const loops = apps.flatMap((app) => app.partitions.map(async ({ partition }) => {
-    while (!stopped) {
-      await runPartitionTimer(app, partition, false).catch(() => {});
-      await sleep(20);
-    }
-  }));
-  return { async stop() { stopped = true; await Promise.all(loops); } };
-}
 
 describe.each(dialects)('partition count change (in-process apps): $name', (dialect) => {
   let ctx: DialectContext;

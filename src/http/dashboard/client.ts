@@ -53,7 +53,9 @@ export function dashboardClient(partitionClient): void {
   }
   function summary(j) {
     if (!j) return '';
-    // Several partitions at once (no ?partition= with EXECUTOR_PARTITIONS > 1): every partition's row in `partitions`.
+    // The cluster's pause (no ?partition=): its flag, over every partition of the recorded layout.
+    if (j.scope === 'cluster' && typeof j.paused === 'boolean') return 'cluster ' + (j.paused ? 'paused' : 'running') + ' (' + j.partitions.length + ' partition' + (j.partitions.length === 1 ? '' : 's') + ')';
+    // Several partitions at once (a drain with no ?partition=, more than one recorded): every partition's request in `partitions`.
     if (Array.isArray(j.partitions)) return j.partitions.length + ' partitions: ' + summary(j.partitions[0]);
     if (j.detail) return j.detail;
     if (j.change) return (j.created ? 'change recorded: ' : 'already in progress: ') + j.change.fromCount + ' → ' + j.change.toCount + ' (' + j.change.state + ')';
@@ -142,7 +144,7 @@ export function dashboardClient(partitionClient): void {
       : el('div', { class: 'big err', id: 'leader-holder' }, 'no leader yet'));
     const ex = o.execution;
     $('#execution').replaceChildren(
-      el('div', { class: 'big ' + (ex.paused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : 'running'),
+      el('div', { class: 'big ' + (ex.paused || ex.partitionPaused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : ex.partitionPaused ? 'PAUSED (partition 0)' : 'running'),
       el('div', { class: 'muted' }, ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
       ...leaderRecords(o),
       el('div', { class: 'muted', id: 'handovers' }, (() => {
@@ -159,8 +161,8 @@ export function dashboardClient(partitionClient): void {
     renderCommon(o);
   }
 
-  // EXECUTOR_PARTITIONS > 1: the Leader card sums the partitions' leaders, the Execution card acts on every partition
-  // (no ?partition=), the Partitions card has a row per partition with its own drain / pause / resume.
+  // More than one partition recorded: the Leader card sums the partitions' leaders, the Execution card acts on the
+  // cluster (no ?partition=), the Partitions card has a row per partition with its own drain / pause / resume.
   function renderPartitioned(o) {
     leader = null;
     const ps = o.partitions;
@@ -172,23 +174,26 @@ export function dashboardClient(partitionClient): void {
       el('div', { class: 'big ' + (held.length === ps.length ? 'ok' : 'err'), id: 'leader-summary' }, held.length + ' of ' + ps.length + ' partitions led'),
       el('div', { class: 'muted' }, held.length ? 'by ' + holders.size + ' instance' + (holders.size === 1 ? '' : 's') : 'no leader yet'),
       ...[...holders].map(([h, list]) => el('div', { class: 'holder-parts' }, el('b', {}, h), ': ' + list.join(', '))));
+    // The cluster's pause holds every partition (Pause all / Resume all); a partition's own pause is independent.
+    const ex = o.execution;
     const paused = ps.filter((p) => p.paused);
     const drains = ps.filter((p) => p.pendingDrain);
     $('#execution').replaceChildren(
-      el('div', { class: 'big ' + (paused.length ? 'err' : 'ok'), id: 'paused-flag' },
-        paused.length === 0 ? 'running' : paused.length === ps.length ? 'PAUSED' : 'PAUSED ' + paused.length + ' of ' + ps.length),
-      el('div', { class: 'muted' }, paused.length ? 'paused: ' + paused.map((p) => p.partition + (p.pauseReason ? ' (' + p.pauseReason + ')' : '')).join(', ') : 'no partition paused'),
+      el('div', { class: 'big ' + (ex.paused || paused.length ? 'err' : 'ok'), id: 'paused-flag' },
+        ex.paused ? 'PAUSED' : paused.length === 0 ? 'running' : 'PAUSED ' + paused.length + ' of ' + ps.length),
+      ex.paused ? el('div', { class: 'muted', id: 'cluster-pause' }, 'cluster paused since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '')) : null,
+      el('div', { class: 'muted' }, paused.length ? 'partition pauses: ' + paused.map((p) => p.partition + (p.pauseReason ? ' (' + p.pauseReason + ')' : '')).join(', ') : 'no partition paused on its own'),
       ...leaderRecords(o),
       el('div', { class: 'muted', id: 'handovers' }, drains.length ? drains.length + ' pending drain' + (drains.length === 1 ? '' : 's') + ' (partition ' + drains.map((p) => p.partition).join(', ') + ')' : 'no pending drain'),
       el('div', { class: 'buttons' },
-        paused.length < ps.length ? el('button', { id: 'btn-pause', onclick: () => act('Pause every partition', 'Every partition\'s leader stops starting attempts (in-flight ones finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause all') : null,
-        paused.length ? el('button', { id: 'btn-resume', onclick: () => act('Resume every partition', 'Every partition\'s leader starts attempts again.', 'POST', 'ops/execution/resume') }, 'Resume all') : null,
+        ex.paused ? el('button', { id: 'btn-resume', onclick: () => act('Resume the cluster', 'Every partition\'s leader starts attempts again (a partition paused on its own stays paused).', 'POST', 'ops/execution/resume') }, 'Resume all')
+          : el('button', { id: 'btn-pause', onclick: () => act('Pause the cluster', 'Every partition\'s leader, whatever the count becomes, stops sending (calls already sent finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause all'),
         el('button', { id: 'btn-drain', onclick: () => act('Drain every leader', 'Each partition\'s leader finishes its in-flight attempts and releases its lease; any instance may take it over.', 'POST', 'ops/lease/release') }, 'Drain all')));
     $('#partitions-card').hidden = false;
     $('#timeline-title').textContent = 'Leadership timeline (partition 0)';
     const due = ps.reduce((n, p) => n + p.backlog.due, 0);
     $('#partitions-summary').textContent = held.length + ' of ' + ps.length + ' led · ' + ps.reduce((n, p) => n + p.backlog.scheduled, 0) + ' scheduled, ' + due + ' due'
-      + (paused.length ? ' · ' + paused.length + ' paused' : '') + (drains.length ? ' · ' + drains.length + ' draining' : '');
+      + (ex.paused ? ' · cluster paused' : paused.length ? ' · ' + paused.length + ' paused' : '') + (drains.length ? ' · ' + drains.length + ' draining' : '');
     $('#partitions').replaceChildren(el('table', { id: 'partitions-table' },
       el('tr', {}, ...['partition', 'holder', 'epoch', 'expires in', ['backlog', el('div', { class: 'muted' }, 'scheduled / due')], 'last attempt', 'state', ''].map((h) => el('th', {}, h))),
       ...ps.map((p) => el('tr', { 'data-partition': p.partition, class: p.held ? 'held' : 'unheld' },
@@ -199,8 +204,8 @@ export function dashboardClient(partitionClient): void {
         el('td', { class: 'backlog', title: 'scheduled / due now' }, p.backlog.scheduled + ' / ', el('span', { class: p.backlog.due ? 'due' : '' }, p.backlog.due)),
         el('td', { class: 'last', title: p.lastAttemptAt || '' }, p.lastAttemptAgeMs === null ? '—' : ago(p.lastAttemptAgeMs) + ' ago'),
         // The pause flag (its reason below), and a pending drain, which the partition's leader completes at its next refresh.
-        el('td', { class: 'state ' + (p.paused ? 'err' : 'ok'), title: p.paused ? 'paused since ' + when(p.pausedAt) + ' by ' + p.pausedBy + (p.pauseReason ? ': ' + p.pauseReason : '') : '' },
-          p.paused ? 'PAUSED' : 'running', p.paused && p.pauseReason ? el('div', { class: 'muted reason' }, p.pauseReason) : null,
+        el('td', { class: 'state ' + (p.heldBy ? 'err' : 'ok'), title: p.paused ? 'paused since ' + when(p.pausedAt) + ' by ' + p.pausedBy + (p.pauseReason ? ': ' + p.pauseReason : '') : p.heldBy ? 'the cluster is paused' : '' },
+          p.paused ? 'PAUSED' : p.heldBy ? 'PAUSED (cluster)' : 'running', p.paused && p.pauseReason ? el('div', { class: 'muted reason' }, p.pauseReason) : null,
           p.pendingDrain ? el('div', { class: 'drain err', title: 'asked at ' + when(p.pendingDrain.requestedAt) + ' by ' + p.pendingDrain.requestedBy },
             'drain pending') : null,
           p.failingMaintenance ? el('div', { class: 'maint err', title: p.failingMaintenance.lastError || '' },

@@ -6,6 +6,8 @@ import { INTENT_STATUSES, isoDateTime, toAttemptView, toIntentView } from '../..
 import { isUuid } from '../../intents/ids.js';
 import type { HttpContext } from '../context.js';
 import { partitionLeaseView, partitionRef } from '../leases.js';
+import { recordedPartitions } from '../opsScope.js';
+import { clusterControlName } from '../../limits.js';
 
 const HOUR_MS = 3_600_000;
 const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -34,14 +36,15 @@ export const dashboardQuerySchema = z.discriminatedUnion('data', [
 export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
 
 /**
- * With EXECUTOR_PARTITIONS > 1, every partition's row of the Partitions card from two statements whatever P is
+ * With more than one partition recorded (the layout in SQL, or an active change's larger count) or run here, a row per
+ * partition of either (this instance's timers beyond the recorded count show idle) from two statements whatever P is
  * (partitionStates: lease row, backlog, last attempt; partitionControls: pause row, pending drain, failing maintenance). Holding and the
  * time left are judged by database time, like GET /api/leases. With one partition: absent (the page is today's).
  */
-async function partitionRows(app: HttpContext) {
-  const count = app.config.partitions.count;
-  if (count <= 1) return undefined;
-  const refs = Array.from({ length: count }, (_, k) => partitionRef(app, k));
+async function partitionRows(app: HttpContext, clusterPaused: boolean) {
+  const span = Math.max((await recordedPartitions(app)).span, app.config.partitions.count);
+  if (span <= 1) return undefined;
+  const refs = Array.from({ length: span }, (_, k) => partitionRef(app, k));
   const [states, controls] = await Promise.all([app.stores.insights.partitionStates(refs), app.stores.insights.partitionControls(refs)]);
   return states.partitions.map((p, k) => {
     const c = controls[k]!;
@@ -50,7 +53,9 @@ async function partitionRows(app: HttpContext) {
       ...v,
       expiresInMs: p.lease ? p.lease.expiresAt.getTime() - states.dbNow.getTime() : null,
       lastAttemptAgeMs: p.lastAttemptAt ? Math.max(0, states.dbNow.getTime() - p.lastAttemptAt.getTime()) : null,
+      // Its own pause flag; heldBy: which pause keeps it from sending (the cluster's wins).
       paused: c.paused, pausedAt: iso(c.changedAt), pausedBy: c.changedBy, pauseReason: c.reason,
+      heldBy: clusterPaused ? 'cluster' : c.paused ? 'partition' : null,
       pendingDrain: c.pendingHandover && { requestId: c.pendingHandover.requestId, requestedAt: c.pendingHandover.requestedAt.toISOString(),
         requestedBy: c.pendingHandover.requestedBy },
       // The partition leader's failing maintenance task (retention is per partition), null when none fails.
@@ -62,14 +67,16 @@ async function partitionRows(app: HttpContext) {
 export async function overview(app: HttpContext) {
   const leaseName = app.config.lease.name;
   const s = app.stores;
-  const [o, control, events, perMinute, failures, redrives, handovers, maintenance, partitions] = await Promise.all([
-    s.ops.getClusterOverview(leaseName), s.ops.getExecutionControl(leaseName), s.insights.recentLeaseEvents(leaseName, 20),
+  const control = await s.ops.getExecutionControl(leaseName, clusterControlName(leaseName));
+  const cluster = control.cluster!;
+  const [o, events, perMinute, failures, redrives, handovers, maintenance, partitions] = await Promise.all([
+    s.ops.getClusterOverview(leaseName), s.insights.recentLeaseEvents(leaseName, 20),
     s.insights.attemptsPerMinute(HOUR_MS), s.insights.recentFailures(20), s.redrive.listRedrives(10), s.ops.listHandovers(leaseName, 5),
-    s.ops.listMaintenance(leaseName), partitionRows(app),
+    s.ops.listMaintenance(leaseName), partitionRows(app, cluster.paused),
   ]);
   const now = o.dbNow.getTime();
   return {
-    // EXECUTOR_PARTITIONS > 1 only: one row per partition (partition 0 first); `leader`, `execution` and `handovers`
+    // More than one partition recorded only: one row per partition (partition 0 first); `leader`, `execution` and `handovers`
     // below are partition 0's (LEASE_NAME's), as GET /api/lease.
     ...(partitions ? { partitions } : {}),
     dbNow: o.dbNow.toISOString(),
@@ -79,7 +86,9 @@ export async function overview(app: HttpContext) {
       holderId: o.lease.holderId, leaseEpoch: o.lease.leaseEpoch, acquiredAt: iso(o.lease.acquiredAt), renewedAt: iso(o.lease.renewedAt),
       expiresAt: iso(o.lease.expiresAt), expiresInMs: o.lease.expiresAt.getTime() - now, live: o.lease.expiresAt.getTime() > now,
     },
-    execution: { paused: control.paused, changedAt: iso(control.changedAt), changedBy: control.changedBy, reason: control.reason },
+    // The cluster's pause (what Pause / Resume act on), and partition 0's own flag when that is set (GET /api/ops/execution).
+    execution: { paused: cluster.paused, changedAt: iso(cluster.changedAt), changedBy: cluster.changedBy, reason: cluster.reason,
+      partitionPaused: control.paused },
     // The provider circuit breaker as the leader last recorded it in SQL (null: never opened).
     providerBreaker: control.providerBreaker && { state: control.providerBreaker.state, changedAt: control.providerBreaker.changedAt.toISOString(),
       holderId: control.providerBreaker.holderId },

@@ -78,7 +78,8 @@ const problems = (...statuses: number[]) => Object.fromEntries([...statuses, 500
 const FUNCTION_KEY = [{ functionKey: [] }, { functionKeyQuery: [] }];
 const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string' }, description: 'Intent id' };
 const partitionParam = { name: 'partition', in: 'query', required: false, schema: { type: 'integer', minimum: 0 },
-  description: 'One executor partition (0 to EXECUTOR_PARTITIONS − 1); absent: every partition (reads: partition 0)' };
+  description: 'One executor partition of the recorded layout (0 to the recorded count − 1, or an active change\'s larger count − 1; ' +
+    'never judged by the answering instance\'s EXECUTOR_PARTITIONS); absent: the cluster (reads of handovers: partition 0)' };
 
 function op(operationId: string, auth: 'anonymous' | 'function' | 'admin', summary: string, spec: Json): Json {
   return { operationId, summary, 'x-auth-level': auth, security: auth === 'anonymous' ? [] : FUNCTION_KEY, ...spec };
@@ -187,7 +188,9 @@ export function buildOpenApiDocument(): Json {
           description: 'Recorded in SQL and answered at once (202), on any instance: HTTP instances need not be the leader (on Flex they never are). ' +
             'The leader sees the request within one schedule refresh: it starts nothing more, finishes and fences what is in flight, marks the ' +
             'request completed and releases the lease; any instance may acquire at its next tick, the same one included. ' +
-            'While a request is pending, another POST returns it instead of adding one.',
+            'While a request is pending, another POST returns it instead of adding one. Without ?partition=: one request per partition of the ' +
+            'recorded layout (SQL), whatever this instance runs. A request for a partition that a shrink removed stays pending (listed) until ' +
+            'that partition exists again; its first leader then completes it at once, having started nothing.',
           parameters: [partitionParam],
           requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
           responses: { 202: { description: 'The recorded (or already pending) request', content: jsonContent('HandoverRequest') }, ...problems(400, 413, 415) },
@@ -198,13 +201,18 @@ export function buildOpenApiDocument(): Json {
         }),
       },
       '/ops/execution': {
-        get: op('getExecution', 'admin', 'The cluster-wide execution control row', {
+        get: op('getExecution', 'admin', 'The cluster\'s pause and every partition\'s (?partition=k: that partition\'s)', {
           parameters: [partitionParam],
           responses: { 200: { description: 'Control row', content: jsonContent('ExecutionControl') }, ...problems() },
         }),
       },
       ...Object.fromEntries((['pause', 'resume'] as const).map((k) => [`/ops/execution/${k}`, {
-        post: op(`${k}Execution`, 'admin', k === 'pause' ? 'Pause execution cluster-wide (leaders start nothing)' : 'Resume execution cluster-wide', {
+        post: op(`${k}Execution`, 'admin', k === 'pause' ? 'Pause execution: the cluster, or ?partition=k' : 'Resume execution: the cluster, or ?partition=k', {
+          description: 'Recorded in SQL, on any instance. Without ?partition=: the cluster\'s flag, which every partition\'s leader reads with its ' +
+            'own at each schedule refresh: a paused cluster sends nothing from one refresh interval after the answer until it is resumed ' +
+            '(calls already sent may finish), whatever the layout does meanwhile. With ?partition=k: partition k\'s own flag, which holds the ' +
+            'intents in partition k under the current layout (a count change moves intents, the pause does not follow them). The two flags ' +
+            'are independent: resuming the cluster leaves a partition\'s pause set (the answer lists what still holds each partition).',
           parameters: [partitionParam],
           requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
           responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') }, ...problems(400, 413, 415) },

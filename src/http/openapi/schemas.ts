@@ -140,19 +140,39 @@ export const executionChangeBodySchema = z.strictObject(
   { error: (i) => (i.code === 'unrecognized_keys' ? undefined : 'the body must be a JSON object') },
 );
 
-const executionControlRow = z.strictObject({
-  leaseName: z.string(),
+const pauseFlag = {
   paused: z.boolean(),
   changedAt: instant.nullable(),
   changedBy: z.string().nullable(),
   reason: z.string().nullable(),
+};
+const heldBy = z.enum(['cluster', 'partition']).nullable()
+  .describe('Which pause keeps the partition from sending: the cluster\'s (it wins when both are set), its own, or none');
+const pendingHandoverId = z.string().nullable().describe('A handover request the leader has not completed yet');
+const partitionControlRow = z.strictObject({
+  scope: z.literal('partition'),
+  partition: z.int().min(0),
+  leaseName: z.string(),
+  ...pauseFlag,
+  pendingHandoverId,
+  heldBy,
+}).describe('One partition\'s own pause flag (independent of the cluster\'s) and what holds it');
+export const executionControlSchema = z.strictObject({
+  scope: z.enum(['cluster', 'partition']).describe('cluster: no ?partition= (the flag every partition\'s leader reads); partition: ?partition=k'),
+  leaseName: z.string().describe('The control row\'s key: LEASE_NAME#* for the cluster, the partition\'s lease name otherwise'),
+  ...pauseFlag,
   dbNow: instant,
-  pendingHandoverId: z.string().nullable().describe('A handover request the leader has not completed yet'),
-});
-export const executionControlSchema = executionControlRow.extend({
-  partitions: z.array(executionControlRow).optional()
-    .describe('With EXECUTOR_PARTITIONS > 1 and no ?partition=: every partition\'s row (the fields above are partition 0\'s)'),
-}).describe('The execution control row (no row = running); one per partition lease');
+  pendingHandoverId: pendingHandoverId.describe('The partition\'s pending drain (cluster scope: partition 0\'s; every partition\'s is in partitions)'),
+  partition: z.int().min(0).optional().describe('Scope partition: the partition'),
+  heldBy: heldBy.optional().describe('Scope partition: which pause keeps it from sending'),
+  clusterPaused: z.boolean().optional().describe('Scope partition: the cluster\'s flag, read in the same statement'),
+  partitionCount: z.int().min(1).optional().describe('Scope cluster: the recorded partition count (SQL), not this instance\'s EXECUTOR_PARTITIONS'),
+  partitionChange: z.strictObject({ changeId: z.string(), fromCount: z.int().min(1), toCount: z.int().min(1), state: z.string() }).nullable().optional()
+    .describe('Scope cluster: the count change in progress (its partitions are listed too)'),
+  partitions: z.array(partitionControlRow).optional()
+    .describe('Scope cluster: every partition of the recorded layout (0..max(count, an active change\'s counts) − 1)'),
+  note: z.string().describe('What this pause holds'),
+}).describe('Execution control: the cluster\'s pause (every partition, any layout) or one partition\'s (the intents in it under the current layout). No row = running');
 
 const handoverRequestRow = z.strictObject({
   requestId: z.string(),
@@ -167,8 +187,9 @@ const handoverRequestRow = z.strictObject({
   completedBy: z.string().nullable(),
 });
 export const handoverRequestSchema = handoverRequestRow.extend({
+  scope: z.enum(['cluster', 'partition']).optional().describe('cluster: no ?partition= (one request per partition of the recorded layout)'),
   partitions: z.array(handoverRequestRow).optional()
-    .describe('With EXECUTOR_PARTITIONS > 1 and no ?partition=: every partition\'s request (the fields above are partition 0\'s)'),
+    .describe('Scope cluster with more than one partition recorded: every partition\'s request (the fields above are partition 0\'s)'),
 }).describe('A request that the leader hand over (recorded in SQL by any instance)');
 
 export const handoverListSchema = z.strictObject({

@@ -1,4 +1,4 @@
-// SQL Server OpsStore: the execution control row (pause/resume), the fenced retention purge (one batch,
+// SQL Server OpsStore: the execution control rows (pause/resume of the cluster and of each partition), the fenced retention purge (one batch,
 // one round trip, like the executor's fenced writes) and handover requests (handover.ts). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
 // (as the lease acquire; no MERGE).
 import type { Fenced, LeaseToken } from '../ports.js';
@@ -11,12 +11,15 @@ import { maintenanceArgs, toControl, toMaintenance, toOverview, toProviderHold, 
   type ProviderHoldDbRow } from '../rowMapping.js';
 import { BIN2, p, type SqlQuery } from './params.js';
 
+// Always one row: database now, the control row and the cluster-scope row (@cluster_name; NULL: none) when there are.
 const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
        (SELECT TOP (1) h.request_id FROM submission_manager_handover_requests AS h
          WHERE h.lease_name = @lease_name AND h.status = 'pending' ORDER BY h.requested_at) AS pending_handover_id,
-       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id
+       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id,
+       cc.paused AS cluster_paused, cc.changed_at AS cluster_changed_at, cc.changed_by AS cluster_changed_by, cc.reason AS cluster_reason
   FROM (SELECT SYSUTCDATETIME() AS t) AS n
   LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = @lease_name
+  LEFT JOIN submission_manager_execution_control AS cc ON cc.lease_name = @cluster_name
   LEFT JOIN submission_manager_provider_state AS ps ON ps.lease_name = @lease_name;`;
 
 const count = (status: string) => `(SELECT COUNT_BIG(*) FROM submission_intents WHERE status = '${status}')`;
@@ -64,8 +67,8 @@ SELECT @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, 
     };
   },
 
-  getExecutionControl(leaseName: string): SqlQuery {
-    return { text: SELECT_CONTROL, params: [p.varchar('lease_name', 64, leaseName)] };
+  getExecutionControl(leaseName: string, clusterName: string | null = null): SqlQuery {
+    return { text: SELECT_CONTROL, params: [p.varchar('lease_name', 64, leaseName), p.varchar('cluster_name', 64, clusterName)] };
   },
 
   /** Upsert of the breaker row: the UPDATE's key-range lock (UPDLOCK, SERIALIZABLE) makes the INSERT race-free.
@@ -141,6 +144,7 @@ ${SELECT_CONTROL}`,
         p.int('paused', paused ? 1 : 0),
         p.varchar('changed_by', 128, changedBy.slice(0, 128)),
         p.nvarchar('reason', 500, reason === null ? null : reason.slice(0, 500)),
+        p.varchar('cluster_name', 64, null),
       ],
     };
   },
@@ -184,9 +188,9 @@ export class MssqlOpsStore implements OpsStore {
     return toOverview(leaseName, sets[sets.length - 1]![0]!);
   }
 
-  async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
-    const [rows = []] = await this.db.run<ControlDbRow>(opsQueries.getExecutionControl(leaseName));
-    return toControl(leaseName, rows[0]!);
+  async getExecutionControl(leaseName: string, clusterName: string | null = null): Promise<ExecutionControl> {
+    const [rows = []] = await this.db.run<ControlDbRow>(opsQueries.getExecutionControl(leaseName, clusterName));
+    return toControl(leaseName, rows[0]!, clusterName);
   }
 
   async recordMaintenance(leaseName: string, task: string, holderId: string, failures: number, lastError: string | null): Promise<void> {

@@ -1,4 +1,4 @@
-// MySQL / MariaDB OpsStore: the execution control row (pause/resume), provider state, the fenced retention
+// MySQL / MariaDB OpsStore: the execution control rows (pause/resume of the cluster and of each partition), provider state, the fenced retention
 // purge, handover requests, the cluster overview.
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
@@ -10,14 +10,16 @@ import { fencedTransaction } from './fence.js';
 import * as handover from './handover.js';
 import { NOW, PARTITIONS_CTE, minusMs, plusMs } from './rows.js';
 
-// Always one row: database now, joined with the control row when there is one.
+// Always one row: database now, joined with the control row and the cluster-scope row (NULL: none) when there are.
 const GET = `
 SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
        (SELECT h.request_id FROM submission_manager_handover_requests AS h
          WHERE h.lease_name = ? AND h.status = 'pending' ORDER BY h.requested_at LIMIT 1) AS pending_handover_id,
-       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id
+       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id,
+       cc.paused AS cluster_paused, cc.changed_at AS cluster_changed_at, cc.changed_by AS cluster_changed_by, cc.reason AS cluster_reason
   FROM (SELECT ${NOW} AS t) AS n
   LEFT JOIN submission_manager_execution_control AS c ON c.lease_name = ?
+  LEFT JOIN submission_manager_execution_control AS cc ON cc.lease_name = ?
   LEFT JOIN submission_manager_provider_state AS ps ON ps.lease_name = ?`;
 
 // Constants only in the update list: the order of assignments never matters.
@@ -111,9 +113,9 @@ export class MysqlOpsStore implements OpsStore {
     return r.rows.map(toMaintenance);
   }
 
-  async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
-    const r = await this.db.query<ControlDbRow>(GET, [leaseName, leaseName, leaseName]);
-    return toControl(leaseName, r.rows[0]!);
+  async getExecutionControl(leaseName: string, clusterName: string | null = null): Promise<ExecutionControl> {
+    const r = await this.db.query<ControlDbRow>(GET, [leaseName, leaseName, clusterName, leaseName]);
+    return toControl(leaseName, r.rows[0]!, clusterName);
   }
 
   async setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl> {

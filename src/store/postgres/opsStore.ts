@@ -1,4 +1,4 @@
-// PostgreSQL OpsStore: the execution control row (pause/resume), the fenced retention purge, handover requests.
+// PostgreSQL OpsStore: the execution control rows (pause/resume of the cluster and of each partition), the fenced retention purge, handover requests.
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
@@ -9,14 +9,16 @@ import { fencedTransaction } from './fence.js';
 import { maintenanceArgs, toControl, toMaintenance, toOverview, toProviderHold, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow,
   type ProviderHoldDbRow } from '../rowMapping.js';
 
-// Always one row: database now, joined with the control row when there is one.
+// Always one row: database now, joined with the control row and the cluster-scope row ($2; NULL: none) when there are.
 const GET = `
 SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
        (SELECT h.request_id::text FROM submission_manager_handover_requests h
          WHERE h.lease_name = $1 AND h.status = 'pending' ORDER BY h.requested_at LIMIT 1) AS pending_handover_id,
-       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id
+       ps.breaker, ps.changed_at AS breaker_changed_at, ps.holder_id AS breaker_holder_id,
+       cc.paused AS cluster_paused, cc.changed_at AS cluster_changed_at, cc.changed_by AS cluster_changed_by, cc.reason AS cluster_reason
   FROM (SELECT clock_timestamp() AS t) n
   LEFT JOIN submission_manager_execution_control c ON c.lease_name = $1
+  LEFT JOIN submission_manager_execution_control cc ON cc.lease_name = $2::varchar
   LEFT JOIN submission_manager_provider_state ps ON ps.lease_name = $1`;
 
 // open_until: when the breaker closes again (open only; $4 = its cool-down, 0 otherwise), for the other processes.
@@ -125,9 +127,9 @@ export class PgOpsStore implements OpsStore {
     return toOverview(leaseName, r.rows[0]!);
   }
 
-  async getExecutionControl(leaseName: string): Promise<ExecutionControl> {
-    const r = await this.db.query<ControlDbRow>(GET, [leaseName]);
-    return toControl(leaseName, r.rows[0]!);
+  async getExecutionControl(leaseName: string, clusterName: string | null = null): Promise<ExecutionControl> {
+    const r = await this.db.query<ControlDbRow>(GET, [leaseName, clusterName]);
+    return toControl(leaseName, r.rows[0]!, clusterName);
   }
 
   async setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): Promise<ExecutionControl> {
