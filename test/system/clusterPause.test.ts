@@ -65,7 +65,7 @@ describe.each(dialects)('cluster pause and drain, answered by any instance: $nam
     expect((await ctx.attemptRows()).filter((a) => ids.includes(a.intentId))).toEqual([]);
     const resumed = await post(resumeVia, 'resume');
     expect(resumed).toMatchObject({ scope: 'cluster', paused: false });
-    await waitUntil(`all ${ids.length} sent after resume`, async () => (await ctx.attemptRows()).filter((a) => ids.includes(a.intentId) && a.outcome === 'succeeded').length === ids.length, 30_000);
+    await waitUntil(`all ${ids.length} sent after resume`, async () => (await ctx.attemptRows()).filter((a) => ids.includes(a.intentId) && a.outcome === 'succeeded').length === ids.length, 90_000);
     const attempts = (await ctx.attemptRows()).filter((a) => ids.includes(a.intentId));
     expect(Math.min(...attempts.map((a) => a.startedAt.getTime()))).toBeGreaterThanOrEqual(new Date(resumed.changedAt).getTime());
   };
