@@ -91,7 +91,7 @@ describe.each(dialects)('cluster pause and drain, answered by any instance: $nam
     } finally {
       await loops.stop();
     }
-  });
+  }, 150_000);
 
   it('a grow 2 → 4 during a cluster pause (answered by an instance of the 2-partition deployment) leaves the new partitions paused', async () => {
     const { executors, http, loops } = await start(2, 2);
@@ -112,7 +112,7 @@ describe.each(dialects)('cluster pause and drain, answered by any instance: $nam
     } finally {
       await loops.stop();
     }
-  });
+  }, 150_000);
 
   it('a drain answered by an EXECUTOR_PARTITIONS=1 instance hands over every partition of the recorded layout', async () => {
     const { http, loops } = await start(P, 1);
