@@ -41,8 +41,9 @@ type Mode = 'every-instance' | 'azure';
 /** The --ci campaigns with partitions (PostgreSQL, every-instance): one without and one with changes of the count. */
 const CI_PARTITIONED = { partitions: 4, seeds: [6606], changeSeeds: [7707] };
 
-/** Whether --ci runs with the provider limits, the smaller instance and operator actions in its partitioned runs. */
-const CI_OPERATOR = false;
+/** --ci's partitioned runs: the provider limits, the instance with EXECUTOR_PARTITIONS=1 and the operator's actions
+ *  (its one-partition runs keep none of them, as before). */
+const CI_OPERATOR = { operatorActions: true, smallerInstance: 'timers' as SmallerInstance, providerLimits: { maxInFlight: 4, ratePerSec: 30 } };
 
 /** Faults written in PostgreSQL terms (pg_terminate_backend, LOCK TABLE, the wire traps): not drawn on MariaDB. */
 const POSTGRES_ONLY_KINDS: readonly string[] = ['terminate', 'lease_lock'];
@@ -105,8 +106,8 @@ function parseArgs(argv: string[]) {
     partitionChanges: flags.has('partition-changes'),
     operatorActions: flags.has('operator-actions'),
     /** The hosts' cluster-wide provider limits: the checker's in_flight and rate rules hold the provider to them. */
-    providerLimits: { maxInFlight: Math.floor(n('max-in-flight', ci && !CI_OPERATOR ? 0 : 4)), ratePerSec: n('provider-rate', ci && !CI_OPERATOR ? 0 : 30) },
-    smallerInstance: (ci && !CI_OPERATOR ? 'none' : smaller) as SmallerInstance,
+    providerLimits: { maxInFlight: Math.floor(n('max-in-flight', ci ? 0 : 4)), ratePerSec: n('provider-rate', ci ? 0 : 30) },
+    smallerInstance: (ci ? 'none' : smaller) as SmallerInstance,
     pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
     keep: flags.has('keep'),
     timings: { leaseMs, renewMs: 500, refreshMs: 200, tickMs },
@@ -178,11 +179,11 @@ async function main(): Promise<number> {
   // 4 partitions (about a minute). Not Azure-like: the local host's first process takes every listener lock, so its
   // partitions share one leader, as in the one-partition Azure-like runs above.
   if (o.ci && o.db === 'postgres') {
-    const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, operatorActions: CI_OPERATOR, seeds: { 'every-instance': CI_PARTITIONED.seeds, azure: [] } }, 'every-instance', writeReport);
+    const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, ...CI_OPERATOR, seeds: { 'every-instance': CI_PARTITIONED.seeds, azure: [] } }, 'every-instance', writeReport);
     failed += r.failed;
     tables.push(r.table);
     // Issue 26: the same layout with changes of the count (1..4) injected alongside the other faults.
-    const c = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, partitionChanges: true, operatorActions: CI_OPERATOR,
+    const c = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, partitionChanges: true, ...CI_OPERATOR,
       seeds: { 'every-instance': CI_PARTITIONED.changeSeeds, azure: [] } }, 'every-instance', writeReport);
     failed += c.failed;
     tables.push(c.table);
