@@ -181,12 +181,12 @@ export function check(h: History): { violations: Violation[]; stats: RunStats } 
   // A change of the partition count (issue 26) active meanwhile paused every partition: then from its completion.
   const resumes: RunStats['resumes'] = h.faults.map((f) => {
     const on = leases.hitBy(f);
-    const { at, from, change } = resumeAcrossChanges(starts, leases, f, f.measureFrom, on);
-    const ms = at !== null ? Math.round(at - from) : null;
-    const ratio = ms === null ? null : ms / h.leaseMs;
     const byLength = h.faultLengthBound && f.victimWasLeader && h.faultLengthBound.kinds.includes(f.kind)
       ? (f.endedAt - f.measureFrom + tickMs + h.faultLengthBound.slackMs) / h.leaseMs : 0;
     const bound = Math.max(h.resumeBoundByKind?.[f.kind] ?? h.resumeBound, byLength);
+    const { at, from, change } = resumeAcrossChanges(starts, leases, f, f.measureFrom, on, bound * h.leaseMs);
+    const ms = at !== null ? Math.round(at - from) : null;
+    const ratio = ms === null ? null : ms / h.leaseMs;
     // A resume measured from a change's completion (the change's own, or a fault's whose recovery it interrupted)
     // that another fault cut into (active at the completion or begun before the resume): that fault's rule judges it.
     // So is one a fault begun before the completion is still allowed to delay, by its own bound from its start

@@ -167,4 +167,20 @@ describe('the checker with operator actions', () => {
     expect(late.map((x) => x.check)).toEqual(['liveness']);
     expect(late[0]!.message).toMatch(/after the resume of the pause requested at .* was answered/);
   });
+
+  // A drain (requested 9 400, answered 9 500, its handover completed 10 800) halts execution like a pause: a kill's
+  // resume across it is measured from the completion; a drain begun once the resume was already overdue excuses nothing.
+  const drained = (drainAt: number, resumeAt: number): History => {
+    const x = history(resumeAt);
+    x.operatorActions = [act('drain', drainAt, drainAt + 100, 202, 4)];
+    x.audit.push({ seq: 5, epoch: 2, holderId: 'h2', action: 'complete_handover', atMs: drainAt + 1_400, leaseName: 'L' });
+    return x;
+  };
+  it.each([
+    { name: 'a resume 2.5 s after the drain completed', drainAt: 9_400, resumeAt: 10_800 + 2_500, fails: false },
+    { name: 'a resume 3.5 s after the drain completed', drainAt: 9_400, resumeAt: 10_800 + 3_500, fails: true },
+    { name: 'a drain begun 4 s after the kill (the bound 3.4 s had passed)', drainAt: 13_000, resumeAt: 14_500, fails: true },
+  ])('a fault\'s resume across a drain: $name → fails: $fails', ({ drainAt, resumeAt, fails }) => {
+    expect(check(drained(drainAt, resumeAt)).violations.map((v) => v.check)).toEqual(fails ? ['liveness'] : []);
+  });
 });

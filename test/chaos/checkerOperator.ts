@@ -62,6 +62,16 @@ export function pauseHalts(actions: readonly OperatorAction[] | undefined): { fr
   return out;
 }
 
+/** Spans in which a drain halts execution (docs/operations.md: from the drain to the next tick after its completion):
+ *  from a drain answered 2xx's request to the last handover its leaders completed within `withinMs` after it (audit
+ *  `complete_handover`), else its answer. The liveness rules measure a resume across one from its end. */
+export function drainHalts(actions: readonly OperatorAction[] | undefined, audit: readonly AuditRow[], withinMs: number): { from: number; until: number }[] {
+  return byRequest(actions).filter((a) => a.action === 'drain' && ok(a)).map((d) => {
+    const done = audit.filter((x) => x.action === 'complete_handover' && x.atMs >= d.requestedAt && x.atMs <= d.requestedAt + withinMs).map((x) => x.atMs);
+    return { from: d.requestedAt, until: Math.max(d.answeredAt!, ...done) };
+  });
+}
+
 /** Was `holderId`'s process stopped (a stop or pause fault) at some moment of [fromMs, toMs]? */
 const stoppedBetween = (faults: readonly FaultRecord[], holderId: string, fromMs: number, toMs: number) =>
   faults.some((f) => (f.kind === 'stop' || f.kind === 'pause') && f.victim === holderId && f.startedAt <= toMs && f.endedAt >= fromMs);

@@ -16,38 +16,44 @@ import type { AuditRow, History, IntentRow } from './history.js';
 import type { FaultRecord } from './faults.js';
 import { changeChecks, CountTimeline, type ChangeStats } from './checkerChanges.js';
 import { keyOrder, type KeyOrderStats } from './keyOrder.js';
-import { pauseHalts } from './checkerOperator.js';
+import { drainHalts, pauseHalts } from './checkerOperator.js';
 
 export interface PartitionStats extends KeyOrderStats, ChangeStats {
   partitions: number;
 }
 
 /** How the history's rows map to leases: one lease (key '') unless the history has several partitions. */
+/** A drain's handovers belong to it when completed this soon after its request (a leader waits at most
+ *  PROVIDER_TIMEOUT_MS + a renew interval for its calls; the campaign's 1.3 s, with room for a loaded machine). */
+const DRAIN_HALT_WITHIN_MS = 5_000;
+
 export class Leases {
   readonly multi: boolean;
   /** Lease names of partitions 0..C−1 (C: the hosts' EXECUTOR_PARTITIONS; the recorded count may be lower). */
   readonly names: string[];
   readonly timeline: CountTimeline;
   private readonly intents: Map<string, IntentRow>;
-  /** The operator's pauses: from a pause's request to its resume's answer. */
-  private readonly pauses: { from: number; until: number }[];
+  /** The operator's pauses (from a pause's request to its resume's answer) and drains (from the request to the
+   *  handovers' completion). */
+  private readonly halts: { from: number; until: number; what: string }[];
 
   constructor(private readonly h: History) {
     this.names = h.partitionLeases ?? [];
     this.multi = this.names.length > 1;
     this.intents = new Map(h.intents.map((i) => [i.intentId, i]));
     this.timeline = new CountTimeline(h.partitionChanges, Math.max(1, this.names.length));
-    this.pauses = pauseHalts(h.operatorActions);
+    const iso = (t: number) => new Date(t).toISOString();
+    this.halts = [...pauseHalts(h.operatorActions).map((p) => ({ ...p, what: `the resume of the pause requested at ${iso(p.from)} was answered` })),
+      ...drainHalts(h.operatorActions, h.audit, DRAIN_HALT_WITHIN_MS).map((d) => ({ ...d, what: `the drain requested at ${iso(d.from)} completed` }))];
   }
 
   /** A halt of execution at some moment of [fromMs, toMs]: a change of the count (which also renumbers the
-   *  partitions), else an operator's pause; `endMs` when it ended (null: never). */
-  haltDuring(fromMs: number, toMs: number): { what: string; endMs: number | null; renumbers: boolean } | undefined {
+   *  partitions), else an operator's pause or drain (`startMs`: when it began); `endMs` when it ended (null: never). */
+  haltDuring(fromMs: number, toMs: number): { what: string; startMs: number; endMs: number | null; renumbers: boolean; operator: boolean } | undefined {
     const c = this.timeline.activeDuring(fromMs, toMs);
-    if (c) return { what: `partition change ${c.changeId} completed`, endMs: c.completedAtMs, renumbers: true };
-    const p = this.pauses.find((x) => x.from <= toMs && x.until > fromMs);
-    return p && { what: `the resume of the pause requested at ${new Date(p.from).toISOString()} was answered`,
-      endMs: Number.isFinite(p.until) ? p.until : null, renumbers: false };
+    if (c) return { what: `partition change ${c.changeId} completed`, startMs: c.requestedAtMs, endMs: c.completedAtMs, renumbers: true, operator: false };
+    const p = this.halts.filter((x) => x.from <= toMs && x.until > fromMs).sort((a, b) => a.from - b.from)[0];
+    return p && { what: p.what, startMs: p.from, endMs: Number.isFinite(p.until) ? p.until : null, renumbers: false, operator: true };
   }
 
   /** The lease names of the partitions of the count at `tMs`. */
@@ -128,13 +134,14 @@ export function resumeAfter(starts: AuditRow[], leases: Leases, f: FaultRecord, 
  *  (and renumbered them): the resume is then the first start on any partition after the change completed, measured
  *  from that completion (`from`), and `change` names it; an operator's pause likewise, from its resume's answer, on
  *  the same partitions. Null `at`: never resumed. */
-export function resumeAcrossChanges(starts: AuditRow[], leases: Leases, f: FaultRecord, from: number, on: string[] | null):
+export function resumeAcrossChanges(starts: AuditRow[], leases: Leases, f: FaultRecord, from: number, on: string[] | null, boundMs = Number.POSITIVE_INFINITY):
   { at: number | null; from: number; change: { what: string } | null } {
   let change: { what: string } | null = null;
   for (;;) {
     const at = resumeAfter(starts, leases, f, from, on);
     const c = leases.haltDuring(from, at ?? Number.POSITIVE_INFINITY);
-    if (!c) return { at, from, change };
+    // An operator's pause or drain begun once the resume was already overdue does not excuse it.
+    if (!c || (c.operator && c.startMs > from + boundMs)) return { at, from, change };
     change = { what: c.what };
     if (c.endMs === null) return { at: null, from, change };
     from = c.endMs;
