@@ -164,6 +164,7 @@ describe.each(serverDatabases)('spec tests with separate OS processes ($name ser
     const followers = procs.filter((p) => p !== leader.host);
     /** Per intent: a database time after the intake replied, so after its commit. */
     const committedBy = new Map<string, Date>();
+    // One at a time (the guarantee is per intent with room to start it: a batch of them would wait for start slots).
     for (let k = 0; k < 16; k++) {
       const { intentId } = await postIntent(followers[k % 2]!.api, { via: 'follower', k });
       committedBy.set(intentId, (await db.sql<{ now: Date }>('SELECT CURRENT_TIMESTAMP(6) AS now'))[0]!.now);
@@ -172,7 +173,7 @@ describe.each(serverDatabases)('spec tests with separate OS processes ($name ser
     }
     const reads = [...new Set(readFileSync(leader.host.logFile, 'utf8').split('\n').filter((l) => l.includes('"schedule_refreshed"'))
       .map((l) => (JSON.parse(l) as { read_at?: string }).read_at).filter((t) => t !== undefined))].map((t) => new Date(t));
-    expect(reads.length).toBeGreaterThan(16);
+    expect(reads.length).toBeGreaterThan(1); // the leader refreshed meanwhile
     const started = new Map((await attempts()).map((a) => [a.intent_id, a.started_at]));
     for (const [id, commit] of committedBy) {
       const startedAt = started.get(id)!;
