@@ -1,14 +1,20 @@
 // The pickup guarantee in the leader's own terms, not wall time: an intent committed before an interval refresh's
-// read began is taken by that refresh, so its attempt starts before the next refresh reads. Judged by database
-// times: the refresh reads' (ScheduleRefresher.lastReadAt, logged as schedule_refreshed read_at by a host), a
-// database time taken after the intake replied (so after the commit), and the attempt's started_at.
+// read began is taken by that refresh and started (src/schedule/cadence.ts). Judged by database times: the refresh
+// reads' (ScheduleRefresher.lastReadAt, logged as schedule_refreshed read_at by a host), a database time taken after
+// the intake replied (so after the commit), and the attempt's started_at. At most two reads begin between the commit
+// and the start: the one that took the intent, and the next one when the START lands after it (a START is sent
+// right after the read but may return late on a loaded machine) or when that read ended a batch (the next batch
+// starts it after its own first refresh). A pickup left to a later refresh, or to the next tick, shows three or more.
 import type { ScheduleRefresher } from '../../src/schedule/refresher.js';
 
 /** Full-precision database time text ('YYYY-MM-DD hh:mm:ss.ffffff', UTC) as a Date (to the millisecond). */
 export const dbTextToDate = (text: string): Date => new Date(`${text.slice(0, 23).replace(' ', 'T')}Z`);
 
-/** The refresh reads that began after `committedBy` and before `startedAt`: at most one when the guarantee holds
- *  (the first after the commit took it; the intent may also be started before any, by an earlier read or a notice). */
+/** At most this many refresh reads begin between an intent's commit and its attempt's start. */
+export const MAX_READS_BEFORE_START = 2;
+
+/** The refresh reads that began after `committedBy` and before `startedAt` (none: started by an earlier read, or on
+ *  a notice). */
 export function readsBetween(reads: Date[], committedBy: Date, startedAt: Date): Date[] {
   return reads.filter((r) => r > committedBy && r < startedAt);
 }

@@ -8,6 +8,7 @@ import type { RecordingProvider } from '../support/recordingProvider.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor, intentRow } from '../support/executorHarness.js';
 import { until, withReplyFaults } from '../support/replyFaults.js';
+import { dbTextToDate, describePickup, MAX_READS_BEFORE_START, readsBetween, recordRefreshReads } from '../support/pickup.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PAGE_MS = 700;
@@ -48,12 +49,16 @@ describe.each(executorDialects)('paged reconcile: $name', (dialect) => {
     const pagesBefore = state.pages;
     const tick = b.executor.tick(5_000); // the reconcile falls due 1.5 s after the rebuild
     await until(() => state.pages > pagesBefore, 5_000, 'reconcile began');
-    const t0 = Date.now();
+    const reads = recordRefreshReads(b.executor.refresher);
     const id = (await submit(b.stores, { due: true })).intentId;
-    await provider.waitFor((c) => c.some((x) => x.intentId === id), 10_000);
-    const pickupMs = Date.now() - t0;
-    // Before: the batch waited for the whole reconcile (3 × 700 ms) before it refreshed or started anything.
-    expect(pickupMs, `pickup ${pickupMs} ms while reconcile pages take ${PAGE_MS} ms each`).toBeLessThan(2 * PAGE_MS);
+    const committedBy = dbTextToDate(await ctx.dbNowText());
+    await provider.waitFor((c) => c.some((x) => x.intentId === id), 20_000);
+    // Started by the first refresh read after its commit: the refresh waited for one page at most. Before, the batch
+    // waited for the whole reconcile (3 × 700 ms) before it refreshed or started anything.
+    const startedAt = (await ctx.attemptRows()).find((a) => a.intentId === id)!.startedAt;
+    const between = readsBetween(reads, committedBy, startedAt);
+    expect(between.length, describePickup(id, committedBy, startedAt, between)).toBeLessThanOrEqual(MAX_READS_BEFORE_START);
+    expect(b.executor.refresher.reconciling, 'started while the reconcile still read pages').toBe(true);
     await tick;
     await b.executor.drain();
   });

@@ -1,10 +1,11 @@
 // Issue 22 item 1: a leader keeps its refresh cadence and keeps executing from tick to tick, whatever ends a tick.
-// With DUE_NOTICES=off (SQL Server's situation), an intent submitted through a follower reaches the provider within
-// a refresh interval (plus slack for a loaded machine) though no further tick runs: after an invocation that ends
-// (a late or skipped next occurrence), and when EXECUTOR_MAX_ATTEMPTS_PER_TICK (now ignored) would have ended the
-// tick, and when a reconcile is still reading pages at the end of a tick. Before, nothing refreshed between
-// ticks: these intents waited for the next occurrence (here: forever). A handover requested between ticks is read
-// by the leader at its next refresh; it releases, and execution resumes at the next tick elsewhere.
+// With DUE_NOTICES=off (SQL Server's situation), an intent submitted through a follower is started by the first
+// refresh that began after its commit (the interval's bound, in the leader's own record) though no further tick
+// runs: after an invocation that ends (a late or skipped next occurrence), and when EXECUTOR_MAX_ATTEMPTS_PER_TICK
+// (now ignored) would have ended the tick, and when a reconcile is still reading pages at the end of a tick.
+// Before, nothing refreshed between ticks: these intents waited for the next occurrence (here: forever). A handover
+// requested between ticks is read by the leader at its next refresh; it releases, and execution resumes at the
+// next tick elsewhere.
 import { afterEach, describe, expect, it } from 'vitest';
 import { executorDialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
@@ -16,10 +17,10 @@ import { submit } from '../support/instances.js';
 import { buildExecutor } from '../support/executorHarness.js';
 import { until, withReplyFaults } from '../support/replyFaults.js';
 import { LEAD_CAP_SHARE } from '../../src/schedule/cadence.js';
+import { dbTextToDate, describePickup, MAX_READS_BEFORE_START, readsBetween, recordRefreshReads } from '../support/pickup.js';
 
-/** testConfig's refresh interval; the bound allows a loaded 2-core machine a few intervals more. */
+/** testConfig's refresh interval. */
 const REFRESH_MS = 100;
-const BOUND_MS = REFRESH_MS + 1_900;
 
 describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect) => {
   let ctx: DialectContext;
@@ -44,15 +45,22 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
   }
 
   const sent = (ids: string[]) => (calls: { intentId: string }[]) => ids.every((id) => calls.some((c) => c.intentId === id));
+  /** Sent, and started by the first refresh read after its commit (test/support/pickup.ts): the interval's bound in
+   *  the leader's own terms. The wait is only a liveness guard. */
+  async function expectPickedUp(reads: Date[], id: string, committedBy: Date) {
+    await provider.waitFor(sent([id]), 20_000);
+    const startedAt = (await ctx.attemptRows()).find((a) => a.intentId === id)!.startedAt;
+    const between = readsBetween(reads, committedBy, startedAt);
+    expect(between.length, describePickup(id, committedBy, startedAt, between)).toBeLessThanOrEqual(MAX_READS_BEFORE_START);
+  }
 
   it('late or skipped occurrence: with no tick running, a follower-submitted intent is sent within a refresh interval', async () => {
     const { leader, follower } = await cluster();
+    const reads = recordRefreshReads(leader.executor.refresher);
     for (let i = 0; i < 3; i++) {
       await new Promise((r) => setTimeout(r, 300)); // the next occurrence has not come (late, or skipped)
-      const t0 = Date.now();
       const id = await submitVia(follower, { late: i });
-      await provider.waitFor(sent([id]), BOUND_MS);
-      expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - t0).toBeLessThanOrEqual(BOUND_MS);
+      await expectPickedUp(reads, id, dbTextToDate(await ctx.dbNowText()));
     }
     expect(leader.lease.requireLeader()).not.toBeNull();
     // The work done between ticks is in the next tick's summary (once the last 2xx is written: an arrival at the
@@ -68,12 +76,11 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
 
   it('EXECUTOR_MAX_ATTEMPTS_PER_TICK (ignored now) does not leave the leader idle: a burst past it is sent at once', async () => {
     const { follower } = await cluster({ EXECUTOR_MAX_ATTEMPTS_PER_TICK: '8' });
-    const t0 = Date.now();
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await submitVia(follower, { burst: i }));
-    await provider.waitFor(sent(ids), BOUND_MS + 1_000);
-    const last = Math.max(...ids.map((id) => provider.calls.find((c) => c.intentId === id)!.arrivedAt));
-    expect(last - t0).toBeLessThanOrEqual(BOUND_MS + 1_000);
+    // No tick runs after the first: all 20 sent means the leader went on past 8 between ticks (the wait is only a
+    // liveness guard).
+    await provider.waitFor(sent(ids), 20_000);
     expect(new Set(provider.calls.map((c) => c.intentId)).size).toBe(provider.calls.length); // each sent once
   });
 
@@ -82,7 +89,7 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     provider.answer = () => ({ status: 200, delayMs: 400 });
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push(await submitVia(follower, { carried: i }));
-    await provider.waitFor((calls) => calls.length >= 2, BOUND_MS); // started by the bridge
+    await provider.waitFor((calls) => calls.length >= 2, 20_000); // started by the bridge
     const next = await leader.executor.tick(800, 900); // takes over while calls are in flight
     expect(next.role).toBe('leader');
     await provider.waitFor(sent(ids), 5_000);
@@ -113,10 +120,9 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     slow.on = true;
     expect(await b.executor.tick(500, 600)).toMatchObject({ role: 'leader', stopReason: 'deadline' });
     expect(b.executor.refresher.reconciling).toBe(true); // the tick ended with the reconcile unfinished
-    const t0 = Date.now();
+    const reads = recordRefreshReads(b.executor.refresher);
     const id = (await submit(b.stores, { due: true })).intentId;
-    await provider.waitFor(sent([id]), PAGE_MS + BOUND_MS);
-    expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - t0).toBeLessThanOrEqual(PAGE_MS + BOUND_MS);
+    await expectPickedUp(reads, id, dbTextToDate(await ctx.dbNowText())); // a refresh waits for one page at most
     await b.executor.drain();
   });
 
@@ -125,7 +131,6 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     const epoch = leader.lease.requireLeader()!.leaseEpoch;
     const res = await releaseLeaseHandler(follower)(request('POST', '/api/ops/lease/release'));
     expect(res.status).toBe(202);
-    const requestedAt = Date.now();
     // The bridge reads the request at its next refresh (100 ms), finishes what runs and releases the row.
     const t0 = Date.now();
     while (leader.lease.requireLeader() && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 20));
@@ -133,8 +138,8 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     const id = await submitVia(leader, { afterHandover: true });
     await new Promise((r) => setTimeout(r, 300)); // the follower's next occurrence
     expect(await follower.executor.tick(300, 400)).toMatchObject({ role: 'leader', leaseEpoch: epoch + 1 });
-    await provider.waitFor(sent([id]), BOUND_MS);
-    expect(provider.calls.find((c) => c.intentId === id)!.arrivedAt - requestedAt).toBeLessThanOrEqual(600 + 1_000 + 1_000); // a tick (300 ms gap + 300 ms budget) + 1 s, + 1 s for a loaded machine
+    await provider.waitFor(sent([id]), 20_000); // a liveness guard: who sent it is the check
+    expect(provider.calls.find((c) => c.intentId === id)!.leaseEpoch).toBe(epoch + 1);
     const events = await follower.stores.lease.listEvents(TEST_LEASE);
     expect(events.find((e) => e.event === 'released' && e.leaseEpoch === epoch)).toBeTruthy(); // released, not expired
   });
