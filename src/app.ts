@@ -57,7 +57,7 @@ export interface App extends HttpContext {
   /** One executor per partition (EXECUTOR_PARTITIONS), each with its own lease row, fence and schedule; partition 0
    *  is `lease`, `executor` and `ops` above. The timer function of partition k runs partitions[k]. */
   partitions: PartitionRuntime[];
-  /** The fair share of partitions (every-instance mode with more than one partition), else null. */
+  /** The fair share of partitions (every-instance mode), else null. */
   share: PartitionShare | null;
   /** The recorded partition count and the change in progress (issue 26), as this process last read them. */
   layout: PartitionLayoutWatch;
@@ -164,10 +164,12 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
     batchSize: REASSIGN_BATCH_ROWS,
     pollMs: Math.min(250, config.schedule.refreshIntervalMs) }, clock, logger);
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
+  // Only a process that can run every partition of the recorded count shares (the others take what nobody took).
+  const sharerRoles = () => (layout.count() <= partitions.length ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer']);
   const heartbeat = await InstanceHeartbeat.start(stores.instances, { holderId: config.lease.holderId, version: config.instances.version,
-    roles: timerMode === 'off' ? ['http'] : timerMode === 'every-instance' ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
+    roles: timerMode === 'off' ? ['http'] : timerMode === 'every-instance' ? sharerRoles : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
   clock, logger, led);
-  if (timerMode === 'every-instance' && partitions.length > 1) {
+  if (timerMode === 'every-instance') {
     share = new PartitionShare(partitions.map((p) => p.lease), () => layout.count(), heartbeat,
       { request: (k) => partitions[k]!.ops.requestHandBack(), cancel: (k) => partitions[k]!.ops.cancelHandBack() },
       config.lease.holderId, config.executor.periodMs, config.instances.heartbeatMs,

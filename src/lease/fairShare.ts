@@ -12,6 +12,11 @@
 // 3) may be taken by any instance below its share. Converges to max − min ≤ 1 (test/unit/fairShare.test.ts simulates
 // joins and leaves). With no list (the heartbeat never read, or its read is older than the liveness window) there is
 // no cap: the lease alone keeps execution single.
+//
+// Only instances that can run every partition of the recorded count share (role `fair-share`, EXECUTOR_PARTITIONS ≥
+// the count): one that cannot is outside the share (`sharing: false`): nobody counts it, it takes only a partition it
+// can run that stayed free one decision longer than a sharer waits, and never hands back; what it leads is `elsewhere`
+// to the sharers: claimed, and not divided. So every partition is led whenever some live instance can run it.
 
 /** A live instance as its heartbeat row reports it. Only instances that may lead (run the timer) belong here. */
 export interface LiveInstance {
@@ -32,6 +37,11 @@ export interface FairShareInput {
   draining?: readonly number[];
   /** The live instances (from the heartbeat rows), or null when unknown: then no cap. */
   live: readonly LiveInstance[] | null;
+  /** Partitions led by instances outside the fair share (by their leases): claimed, and not divided. */
+  elsewhere?: readonly number[];
+  /** false: this instance cannot run every partition of the recorded count, so it is outside the fair share (default
+   *  true): it takes only partitions free on one decision more than `patience`, and never hands one back. */
+  sharing?: boolean;
 }
 
 export type FairShareReason =
@@ -39,6 +49,8 @@ export type FairShareReason =
   | 'unknown'
   /** Below the share: try the candidates, at most `acquireMax` of them. */
   | 'under'
+  /** Outside the fair share: only partitions nobody took may be tried. */
+  | 'spare'
   /** At the share, nothing to do. */
   | 'balanced'
   /** A hand-back is due but waits for its confirmation (hysteresis). */
@@ -53,7 +65,7 @@ export type FairShareReason =
 export interface FairShareDecision {
   /** Live instances counted (this one included); 0 when unknown. */
   liveInstances: number;
-  /** ceil(P ÷ liveInstances); P when unknown. */
+  /** ceil(partitions divided ÷ liveInstances) (those led outside the share are not divided); P when unknown. */
   share: number;
   /** Partitions to try, in order (free ones first); stop after `acquireMax` acquired. Empty when none may be taken. */
   acquire: number[];
@@ -108,15 +120,23 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const others = new Map<string, Set<number>>();
   for (const i of input.live) if (i.holderId !== input.self) others.set(i.holderId, new Set(i.partitions.filter(inRange)));
   const liveInstances = others.size + 1;
-  const share = Math.ceil(p / liveInstances);
   const claimed = new Set(mine);
   for (const s of others.values()) for (const x of s) claimed.add(x);
+  // The sharers divide what the instances outside the share do not lead.
+  const outside = new Set((input.elsewhere ?? []).filter((x) => inRange(x) && !claimed.has(x)));
+  for (const x of outside) claimed.add(x);
+  const divided = p - outside.size;
+  const share = Math.ceil(divided / liveInstances);
   const freeNow = walk((x) => !claimed.has(x));
   const freeFor = new Map(freeNow.map((x) => [x, (state.freeFor.get(x) ?? 0) + 1]));
   const result = (d: Omit<FairShareDecision, 'liveInstances' | 'share'>, due = 0) =>
     ({ decision: { liveInstances, share, ...d }, state: { due, freeFor } });
 
   if (draining.size > 0) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'draining' });
+  if (input.sharing === false) {
+    const spare = freeNow.filter((x) => (freeFor.get(x) ?? 0) > patience);
+    return result({ acquire: spare, acquireMax: spare.length, handBack: null, reason: 'spare' });
+  }
 
   // Hand one back?
   const counts = [...others.entries()].map(([holderId, s]) => ({ holderId, n: s.size }));
@@ -135,8 +155,8 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   if (held.length >= share) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'balanced' });
   // Fill up to floor(P ÷ n); only P mod n instances go to the share: those already there, then the first by holder id
   // of those below it. So free partitions spread over the instances that need them, whatever their order.
-  const base = Math.floor(p / liveInstances);
-  const slots = (p % liveInstances) - counts.filter((c) => c.n > base).length;
+  const base = Math.floor(divided / liveInstances);
+  const slots = (divided % liveInstances) - counts.filter((c) => c.n > base).length;
   const rank = counts.filter((c) => c.n <= base && c.holderId < input.self).length;
   const target = slots > rank ? share : base;
   const amongFewest = held.length <= fewest;
@@ -149,7 +169,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   // and this instance tries its own deal first: instances deciding on the same view (the same lease read) then
   // try different partitions instead of colliding on one and waiting a tick for the next (a failover's cost).
   const all = [...counts, { holderId: input.self, n: held.length }].sort((a, b) => (a.holderId < b.holderId ? -1 : a.holderId > b.holderId ? 1 : 0));
-  let extraLeft = (p % liveInstances) - all.filter((c) => c.n > base).length;
+  let extraLeft = (divided % liveInstances) - all.filter((c) => c.n > base).length;
   let before = 0;
   for (const c of all) {
     const t = c.n > base ? share : extraLeft-- > 0 ? share : base;
@@ -159,7 +179,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const free = [...freeNow].sort((a, b) => a - b);
   const dealt = free.slice(before, before + (target - held.length));
   // Partitions others report are tried after the free ones (a report may be a beat stale; an acquire never steals).
-  const acquire = [...dealt, ...freeNow.filter((x) => !dealt.includes(x)), ...walk((x) => !mine.has(x) && claimed.has(x))];
+  const acquire = [...dealt, ...freeNow.filter((x) => !dealt.includes(x)), ...walk((x) => !mine.has(x) && claimed.has(x) && !outside.has(x))];
   return result({ acquire, acquireMax: target - held.length, handBack: null, reason: 'under' });
 }
 

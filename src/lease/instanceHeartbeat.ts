@@ -23,8 +23,8 @@ export const FAIR_SHARE_ROLE = 'fair-share';
 export interface InstanceHeartbeatSettings {
   holderId: string;
   version: string;
-  /** e.g. ['http', 'timer']; only instances with `timer` count for the fair share. */
-  roles: readonly string[];
+  /** e.g. ['http', 'timer'], read at every beat; only instances with `fair-share` count for the fair share. */
+  roles: readonly string[] | (() => readonly string[]);
   heartbeatMs: number;
   liveWindowMs: number;
 }
@@ -124,7 +124,8 @@ export class InstanceHeartbeat {
   private async beatOnce(): Promise<void> {
     const s = this.settings;
     try {
-      await this.store.heartbeat({ holderId: s.holderId, version: s.version, roles: s.roles, partitions: this.partitions() });
+      const roles = typeof s.roles === 'function' ? s.roles() : s.roles;
+      await this.store.heartbeat({ holderId: s.holderId, version: s.version, roles, partitions: this.partitions() });
       const startedMs = this.clock.nowMs();
       const { instances } = await this.store.listLive(s.liveWindowMs);
       this.list = { rows: instances, atMs: startedMs };

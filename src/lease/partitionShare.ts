@@ -4,7 +4,9 @@
 // gates each partition's acquire (a leading partition renews regardless: the gate is asked only to acquire), and
 // hands one partition back through the handover path — a local request to that partition's executor (it starts
 // nothing more, finishes and fences what is in flight, then releases), cancelled if the lease goes first. Never a
-// stolen lease: a partition moves only after its holder let it go.
+// stolen lease: a partition moves only after its holder let it go. A process that cannot run every partition of the
+// recorded count (EXECUTOR_PARTITIONS below it) is outside the share: it takes only partitions nobody took (fairShare.ts);
+// a process of one partition inside the share is not gated at all (its lease alone decides, as before sharing).
 import type { Clock } from './clock.js';
 import type { LeaseManager } from './leaseManager.js';
 import type { Logger } from '../observability/logger.js';
@@ -26,6 +28,7 @@ export class PartitionShare {
   private nextForeignExpiryMs = Number.POSITIVE_INFINITY;
   private decidedAtMs = Number.NEGATIVE_INFINITY;
   private decidedCount = 0;
+  private decidedSharing: boolean | null = null;
   /** Partitions whose hand-back was requested and which this instance still leads. */
   private readonly handingBack = new Set<number>();
 
@@ -67,6 +70,7 @@ export class PartitionShare {
    *  a heartbeat (read again first if it is: instances started together would otherwise each see a list without
    *  the others, take too much and hand it back). Never rejects (the heartbeat never does). */
   async onTick(): Promise<void> {
+    if (this.ungated()) return;
     if (!this.decisionFresh()) {
       const age = this.heartbeat.listAgeMs();
       if (age === null || age > this.freshListMs) await this.heartbeat.beat();
@@ -83,18 +87,33 @@ export class PartitionShare {
     this.current();
   }
 
-  /** The live sharers, each with the partitions whose lease it holds now (when the leases were read). */
-  private live(): LiveInstance[] | null {
+  /** The live sharers, each with the partitions whose lease it holds now (when the leases were read), and the
+   *  partitions whose lease another instance outside the share holds. */
+  private view(): { live: LiveInstance[] | null; elsewhere: number[] } {
     const sharers = this.heartbeat.liveSharers();
     const holders = this.holders;
-    if (!sharers || !holders) return sharers;
-    return sharers.map((i) => ({ holderId: i.holderId, partitions: holders.flatMap((h, k) => (h === i.holderId && k < this.partitionCount() ? [k] : [])) }));
+    if (!sharers || !holders) return { live: sharers, elsewhere: [] };
+    const ids = new Set([this.holderId, ...sharers.map((i) => i.holderId)]);
+    const ofHolder = (want: (h: string) => boolean) => holders.flatMap((h, k) => (h !== null && want(h) && k < this.partitionCount() ? [k] : []));
+    return { live: sharers.map((i) => ({ holderId: i.holderId, partitions: ofHolder((h) => h === i.holderId) })),
+      elsewhere: ofHolder((h) => !ids.has(h)) };
+  }
+
+  /** Whether this process takes part in the fair share: it can run every partition of the recorded count. */
+  sharing(): boolean {
+    return this.count() <= this.leases.length;
+  }
+
+  /** A process of one partition inside the share: no decision, no gate (its lease alone decides). */
+  private ungated(): boolean {
+    return this.leases.length === 1 && this.sharing();
   }
 
   /** May partition k try to acquire now? (Only asked while not leading k.) */
   mayAcquire(k: number): boolean {
     // Only the decision's first acquireMax candidates (free ones first): partition timers ticking at once can never
     // take more than the share, and a partition just freed goes to the instance whose turn it is, not the quickest.
+    if (this.ungated()) return true;
     const d = this.current();
     const handedBack = this.handedBackAt.get(k);
     if (handedBack !== undefined && this.clock.nowMs() - handedBack < 2 * this.periodMs) return false;
@@ -108,17 +127,21 @@ export class PartitionShare {
   private decisionFresh(): boolean {
     const now = this.clock.nowMs();
     return this.decision !== null && now - this.decidedAtMs < this.periodMs / 2 && now < this.nextForeignExpiryMs &&
-      this.decidedCount === this.partitionCount();
+      this.decidedCount === this.count();
   }
 
   private current(): FairShareDecision {
     const now = this.clock.nowMs();
     if (this.decision && this.decisionFresh()) return this.decision;
+    const sharing = this.sharing();
     const d = this.policy.decide({ partitionCount: this.partitionCount(), self: this.holderId, held: this.held(),
-      draining: [...this.handingBack], live: this.live() });
+      draining: [...this.handingBack], ...this.view(), sharing });
     this.decision = d;
     this.decidedAtMs = now;
-    this.decidedCount = this.partitionCount();
+    this.decidedCount = this.count();
+    // Joining or leaving the share: the row says so now (its roles), not a heartbeat later.
+    if (this.decidedSharing !== null && this.decidedSharing !== sharing) void this.heartbeat.beat();
+    this.decidedSharing = sharing;
     if (d.handBack !== null && !this.handingBack.has(d.handBack)) {
       const k = d.handBack;
       this.handingBack.add(k);

@@ -101,6 +101,32 @@ describe('fair share: one decision', () => {
   });
 });
 
+describe('fair share: an instance that cannot run every partition (outside the share)', () => {
+  // Recorded count 4; `c` runs one partition (EXECUTOR_PARTITIONS=1): its own view has P = 1, and it is not a sharer.
+  it.each<[string, FairShareInput, number, Partial<FairShareDecision> & { tried?: number[] }]>([
+    ['outside: a partition free for `patience` decisions (3) is not tried yet (a sharer below its share would take it)',
+      { partitionCount: 1, self: 'c', held: [], sharing: false, live: live({ a: [1, 2], b: [3] }) }, 3, { acquire: [], acquireMax: 0, reason: 'spare' }],
+    ['outside: one free for one decision more is tried',
+      { partitionCount: 1, self: 'c', held: [], sharing: false, live: live({ a: [1, 2], b: [3] }) }, 4, { acquire: [0], acquireMax: 1, reason: 'spare' }],
+    ['outside: what a sharer leads is never tried', { partitionCount: 1, self: 'c', held: [], sharing: false, live: live({ a: [0, 1], b: [2, 3] }) }, 3,
+      { acquire: [], acquireMax: 0, reason: 'spare' }],
+    ['outside: holding its one partition with three sharers around, it never hands it back',
+      { partitionCount: 1, self: 'c', held: [0], sharing: false, live: live({ a: [1], b: [2], d: [] }) }, 3, { handBack: null, reason: 'spare' }],
+    ['sharer: the smaller instance is not counted, so 4 over 3 sharers is share 2 and the free partition is taken',
+      { partitionCount: 4, self: 'a', held: [1], live: live({ a: [1], b: [2], d: [3] }) }, 1, { liveInstances: 3, share: 2, tried: [0] }],
+    ['sharer: what the smaller instance leads is claimed and not divided: 3 over 3, share 1, nothing to take',
+      { partitionCount: 4, self: 'a', held: [1], elsewhere: [0], live: live({ a: [1], b: [2], d: [3] }) }, 1, { share: 1, acquire: [], reason: 'balanced' }],
+    ['sharer: 2 sharers, the smaller one leads 0: shares of the 3 others are 2 and 1, and 0 is never tried',
+      { partitionCount: 4, self: 'b', held: [], elsewhere: [0], live: live({ a: [1, 2], b: [] }) }, 1, { share: 2, tried: [3] }],
+    ['sharer: over the share of what is divided, it hands one back (to the sharer below it)',
+      { partitionCount: 4, self: 'a', held: [1, 2, 3], elsewhere: [0], live: live({ a: [1, 2, 3], b: [] }) }, 2, { share: 2, handBack: 3, reason: 'over-share' }],
+  ])('%s', (_name, input, times, want) => {
+    const d = decideTimes(input, times).at(-1)!;
+    expect({ ...d, tried: d.acquire.slice(0, d.acquireMax) }).toMatchObject(want);
+    expect(d.acquire.every((x) => x < input.partitionCount && !(input.elsewhere ?? []).includes(x))).toBe(true);
+  });
+});
+
 // ── Simulation ────────────────────────────────────────────────────────────────────────────────────────────────
 interface SimInstance { id: string; fs: FairShare; held: Set<number>; draining: number | null; report: number[] }
 

@@ -11,7 +11,7 @@ import type { Clock } from '../../src/lease/clock.js';
 
 const PERIOD = 1_000;
 
-function rig(p: number, held: number[], live: LiveInstance[]) {
+function rig(p: number, held: number[], live: LiveInstance[], recorded = p) {
   let now = 0;
   const clock = { nowMs: () => now } as unknown as Clock;
   const leading = new Set(held);
@@ -31,7 +31,7 @@ function rig(p: number, held: number[], live: LiveInstance[]) {
   const requested: number[] = [];
   const cancelled: number[] = [];
   const holders: { value: ({ holderId: string; expiresInMs: number } | null)[] | null } = { value: null };
-  const share = new PartitionShare(leases, () => leases.length, heartbeat, { request: (k) => requested.push(k), cancel: (k) => cancelled.push(k) },
+  const share = new PartitionShare(leases, () => recorded, heartbeat, { request: (k) => requested.push(k), cancel: (k) => cancelled.push(k) },
     'me', PERIOD, 300, async () => {
       if (!holders.value) throw new Error('no lease read');
       return holders.value;
@@ -133,5 +133,24 @@ describe('PartitionShare', () => {
     r.advance(2 * PERIOD);
     await r.share.onTick();
     expect(r.share.mayAcquire(3)).toBe(true);
+  });
+
+  it('a process running fewer partitions than recorded is outside the share: it takes only what stayed free', async () => {
+    // Recorded count 4; this process runs 1 (EXECUTOR_PARTITIONS=1); three sharers lead 1, 2 and 3, partition 0 is free.
+    const sharers = [{ holderId: 'a', partitions: [1] }, { holderId: 'b', partitions: [2] }, { holderId: 'c', partitions: [3] }];
+    const r = rig(1, [], sharers, 4);
+    r.holders.value = [null];
+    expect(r.share.sharing()).toBe(false);
+    const seen: boolean[] = [];
+    for (let i = 0; i < 3; i++) {
+      await r.share.onTick();
+      seen.push(r.share.mayAcquire(0));
+      r.advance(PERIOD / 2);
+    }
+    expect(seen, 'free on one decision: left to the sharers; on the next: taken').toEqual([false, true, true]);
+    // A single-partition process inside the share (the count shrank to 1) is not gated at all.
+    const one = rig(1, [], sharers, 1);
+    await one.share.onTick();
+    expect([one.share.sharing(), one.share.mayAcquire(0), one.beats]).toEqual([true, true, 0]);
   });
 });
