@@ -41,11 +41,9 @@ type Mode = 'every-instance' | 'azure';
 /** The --ci campaigns with partitions (PostgreSQL, every-instance): one without and one with changes of the count. */
 const CI_PARTITIONED = { partitions: 4, seeds: [6606], changeSeeds: [7707] };
 
-/** --ci's partitioned runs: the provider limits, the instance with EXECUTOR_PARTITIONS=1 and the operator's actions
- *  (its one-partition runs keep none of them, as before). The instance serves HTTP only: running its timer, the
- *  every-instance fair share counts it as a sharer of partitions it cannot run, and a partition can stay unled for
- *  seconds (docs/reliability.md, known limits). */
-const CI_OPERATOR = { operatorActions: true, smallerInstance: 'http' as SmallerInstance, providerLimits: { maxInFlight: 4, ratePerSec: 30 } };
+/** --ci's partitioned runs: the provider limits, the instance with EXECUTOR_PARTITIONS=1 (running its timer) and the
+ *  operator's actions (its one-partition runs keep none of them, as before). */
+const CI_OPERATOR = { operatorActions: true, smallerInstance: 'timers' as SmallerInstance, providerLimits: { maxInFlight: 4, ratePerSec: 30 } };
 
 /** Faults written in PostgreSQL terms (pg_terminate_backend, LOCK TABLE, the wire traps): not drawn on MariaDB. */
 const POSTGRES_ONLY_KINDS: readonly string[] = ['terminate', 'lease_lock'];
