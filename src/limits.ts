@@ -89,11 +89,16 @@ export function partitionLeaseName(base: string, partition: number): string {
  *  name of any LEASE_NAME ends with it (config refuses a LEASE_NAME that does). */
 export const CLUSTER_CONTROL_SUFFIX = `${PARTITION_SEPARATOR}*`;
 
+/** LEASE_NAME at most: room for the cluster pause key `LEASE_NAME#*` within lease_name, nothing cut (config refuses more). */
+export const LEASE_NAME_MAX_BASE_LENGTH = LEASE_NAME_MAX_LENGTH - CLUSTER_CONTROL_SUFFIX.length;
+
 /** The key of the cluster-scope pause in the execution-control table (every partition's leader reads it beside its own
- *  row): LEASE_NAME cut to leave room for the suffix within the 64 characters of lease_name (two LEASE_NAMEs sharing
- *  their first 62 characters would share it: keep them distinct earlier). */
+ *  row): LEASE_NAME#*, never cut, so two clusters never share it (throws for a LEASE_NAME config refuses). */
 export function clusterControlName(base: string): string {
-  return `${base.slice(0, LEASE_NAME_MAX_LENGTH - CLUSTER_CONTROL_SUFFIX.length)}${CLUSTER_CONTROL_SUFFIX}`;
+  if (base.length > LEASE_NAME_MAX_BASE_LENGTH) {
+    throw new RangeError(`LEASE_NAME may have at most ${LEASE_NAME_MAX_BASE_LENGTH} characters (the cluster pause key LEASE_NAME${CLUSTER_CONTROL_SUFFIX}), got ${base.length}`);
+  }
+  return `${base}${CLUSTER_CONTROL_SUFFIX}`;
 }
 
 /** Suffix of a partition changer's holder id (issue 26): its own id, so the instance's lease managers never take its
@@ -135,6 +140,11 @@ export function leaseNameRoomProblem(leaseName: string, count: number, countName
   if (count > 1 && leaseName.includes(PARTITION_SEPARATOR)) {
     return `LEASE_NAME ("${leaseName}") may not contain "${PARTITION_SEPARATOR}" with ${countName} above 1: ` +
       `partition k's lease is LEASE_NAME${PARTITION_SEPARATOR}k, which must not be mistaken for another name's partition`;
+  }
+  if (leaseName.length > LEASE_NAME_MAX_BASE_LENGTH) {
+    return `LEASE_NAME ("${leaseName}", ${leaseName.length} characters) may have at most ${LEASE_NAME_MAX_BASE_LENGTH}: the cluster-scope ` +
+      `pause is kept under "LEASE_NAME${CLUSTER_CONTROL_SUFFIX}", which must fit the ${LEASE_NAME_MAX_LENGTH} characters of a lease name uncut ` +
+      '(a cut key would be shared by every LEASE_NAME with the same beginning)';
   }
   const suffix = partitionSuffixLength(count);
   if (leaseName.length + suffix > LEASE_NAME_MAX_LENGTH) {

@@ -7,7 +7,7 @@ import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
 import type { LeaseToken } from '../../src/store/ports.js';
 import { uuidv7 } from '../../src/intents/ids.js';
-import { LEASE_NAME_MAX_LENGTH, clusterControlName, leaseNameRoomProblem, partitionLeaseName } from '../../src/limits.js';
+import { LEASE_NAME_MAX_BASE_LENGTH, LEASE_NAME_MAX_LENGTH, clusterControlName, leaseNameRoomProblem, partitionLeaseName } from '../../src/limits.js';
 
 const LEASE = 'ops-contract-lease';
 const contract: IntentContract = { provider: { url: null }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } };
@@ -118,8 +118,8 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
     await s.ops.setPaused(p2, true, 'ops@a', 'partition 2');
     await s.ops.setPaused(cluster, false, 'ops@b', null); // resuming the cluster leaves a partition's pause set
     expect(await s.ops.getExecutionControl(p2, cluster)).toMatchObject({ paused: true, reason: 'partition 2', cluster: { paused: false, changedBy: 'ops@b' } });
-    // The key fits lease_name (64 characters) for the longest LEASE_NAME, and never names a partition of any LEASE_NAME.
-    const longest = clusterControlName('x'.repeat(LEASE_NAME_MAX_LENGTH));
+    // The key fits lease_name (64 characters) uncut for the longest LEASE_NAME config takes, and never names a partition of any LEASE_NAME.
+    const longest = clusterControlName('x'.repeat(LEASE_NAME_MAX_BASE_LENGTH));
     expect(longest).toHaveLength(LEASE_NAME_MAX_LENGTH);
     expect((await s.ops.setPaused(longest, true, 'a', null)).paused).toBe(true);
     expect(leaseNameRoomProblem(cluster, 1, 'EXECUTOR_PARTITIONS (1)')).toMatch(/may not end with "#\*"/);

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig, redactUrl, type DatabaseTarget } from '../../s
 import { FAST_ENV } from '../support/localHostProcess.js';
 import { testConfig } from '../support/apps.js';
 import { hostEnv } from '../chaos/cluster.js';
+import { clusterControlName } from '../../src/limits.js';
 
 type Env = Record<string, string | undefined>;
 
@@ -119,8 +120,18 @@ describe('EXECUTOR_PARTITIONS (issue 25)', () => {
     expect(err.message).toContain('LEASE_NAME');
     expect(err.message).toContain('EXECUTOR_PARTITIONS (2)');
   });
+  it('LEASE_NAME leaves room for the cluster pause key LEASE_NAME#* (62 characters at most): no two clusters share one pause', () => {
+    expect(loadConfig({ LEASE_NAME: 'x'.repeat(62) }).lease.name).toHaveLength(62);
+    for (const name of ['x'.repeat(63), 'x'.repeat(62) + 'a']) {
+      const err = configError({ LEASE_NAME: name });
+      expect(err.message).toContain('LEASE_NAME');
+      expect(err.message).toContain('#*');
+    }
+    // Two names of 62 characters differing in the last one keep distinct keys (nothing is cut).
+    expect(clusterControlName('x'.repeat(61) + 'a')).not.toBe(clusterControlName('x'.repeat(61) + 'b'));
+    expect(() => clusterControlName('x'.repeat(63))).toThrow(/LEASE_NAME/);
+  });
   it('LEASE_NAME leaves room for the partition suffix (`#63` with 64 partitions), naming both settings', () => {
-    expect(loadConfig({ LEASE_NAME: 'x'.repeat(64) }).lease.name).toHaveLength(64);
     expect(loadConfig({ LEASE_NAME: 'x'.repeat(61), EXECUTOR_PARTITIONS: '64', DB_POOL_MAX: '192' }).lease.name).toHaveLength(61);
     const err = configError({ LEASE_NAME: 'x'.repeat(62), EXECUTOR_PARTITIONS: '64', DB_POOL_MAX: '192' });
     expect(err.message).toContain('LEASE_NAME');
