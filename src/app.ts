@@ -125,7 +125,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const ownsMetrics = !opts.metrics;
   const metricsRegistry = opts.metrics ?? (await metricsRegistryFor(config));
   const metrics = metricsRegistry.forInstance(config.lease.holderId);
-  const provider = opts.provider ?? new HttpProvider(config.provider.url);
+  const provider = opts.provider ?? new HttpProvider(config.provider.url, { leaseName: config.lease.name });
   // While a change of the count is active, every partition this process leads hands back (drains, then releases) and
   // none acquires; the changer takes them all. Read every refresh interval where timers run.
   const layout = new PartitionLayoutWatch(stores.partitions, initialLayout, config.schedule.refreshIntervalMs, logger, {

@@ -1,6 +1,6 @@
 // HTTP provider: POST {intentId, attemptNo, payload} with Idempotency-Key (the intent id, the same across
-// attempts, so a deduplicating provider sees one effect), X-Lease-Epoch, X-Lease-Partition and X-Layout-Generation
-// (so a provider that keeps the highest generation and the highest epoch per partition can reject a stale leader, also
+// attempts, so a deduplicating provider sees one effect), X-Lease-Name (the cluster), X-Lease-Epoch, X-Lease-Partition and
+// X-Layout-Generation (so a provider that keeps the highest generation and the highest epoch per partition can reject a stale leader, also
 // across changes of the partition count: docs/provider-fencing.md). Guarantees: one request per call (never retried in place: POSTs
 // are not idempotent to undici, so none is pipelined or replayed), a hard per-call timeout that destroys the
 // connection of a call still running, and keep-alive connections, one undici Pool per origin (the
@@ -28,15 +28,20 @@ interface Target {
 export interface HttpProviderOptions {
   /** Sockets per origin at most (default PROVIDER_POOL_CONNECTIONS). */
   connections?: number;
+  /** The cluster (the base LEASE_NAME), sent as X-Lease-Name: epochs and generations are per cluster, so a provider
+   *  serving several clusters keeps a fence per cluster. Absent: no header. */
+  leaseName?: string;
 }
 
 export class HttpProvider implements Provider {
   private readonly pools = new Map<string, Pool>();
   private readonly targets = new Map<string, Target>();
   private readonly connections: number;
+  private readonly leaseName: string | undefined;
 
   constructor(private readonly defaultUrl: string | null, opts: HttpProviderOptions = {}) {
     this.connections = opts.connections ?? PROVIDER_POOL_CONNECTIONS;
+    this.leaseName = opts.leaseName;
   }
 
   submit(req: ProviderRequest, bounds: SubmitBounds): Promise<ProviderResult> {
@@ -58,6 +63,7 @@ export class HttpProvider implements Provider {
       'x-attempt-no': String(req.attemptNo),
     };
     if (req.layoutGeneration !== undefined) headers['x-layout-generation'] = String(req.layoutGeneration);
+    if (this.leaseName !== undefined) headers['x-lease-name'] = this.leaseName;
     if (url.authorization) headers.authorization = url.authorization;
     injectTraceHeaders(headers); // W3C traceparent of the attempt span, when one is active
     return new Promise<ProviderResult>((resolve) => {

@@ -131,6 +131,17 @@ describe('HttpProvider (real HTTP server)', () => {
     expect(a.headers['idempotency-key']).toBe(b.headers['idempotency-key']);
   });
 
+  it('sends the cluster (the base LEASE_NAME) as x-lease-name when given, so a provider serving two clusters keeps a fence per cluster', async () => {
+    const named = new HttpProvider(null, { leaseName: 'payments-eu' });
+    try {
+      await named.submit(req(url, { leaseEpoch: 4, partition: 3 }), { timeoutMs: 5_000 });
+    } finally {
+      named.close();
+    }
+    await provider().submit(req(url, { leaseEpoch: 4 }), { timeoutMs: 5_000 });
+    expect(server.seen.map((s) => s.headers['x-lease-name'])).toEqual(['payments-eu', undefined]);
+  });
+
   it('sends the partition as x-lease-partition beside x-lease-epoch (0 when the request names none)', async () => {
     const p = provider();
     await p.submit(req(url, { leaseEpoch: 4, partition: 3 }), { timeoutMs: 5_000 });
