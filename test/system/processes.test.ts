@@ -139,7 +139,7 @@ describe.each(serverDatabases)('spec tests with separate OS processes ($name ser
     const from = old.host.lines.length;
     old.host.signal('SIGCONT');
     const resumedAt = Date.now();
-    await old.host.waitForLine(/^\[inst-1\] follower \(reason /, 5_000, from);
+    await old.host.waitForLine(/^\[inst-1\] follower \(reason /, 30_000, from); // a liveness guard (a loaded runner resumes it late)
     await waitFor('all succeeded', allSucceeded(40), 30_000);
     await sleep(2 * TICK_MS); // the resumed process ticks again as a follower
     // It must survive the pause (its database sessions were ended by the server meanwhile).
