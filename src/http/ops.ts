@@ -9,11 +9,11 @@ import type { PartitionControl } from '../store/insightPorts.js';
 import type { HttpContext } from './context.js';
 import { guarded } from './guarded.js';
 import { executionChangeBodySchema } from './openapi/schemas.js';
-import { json, validationProblem, type ApiResponse } from './problem.js';
+import { json, problem, validationProblem, type ApiResponse } from './problem.js';
 import { parseUrl, readJsonBody, requester, type ApiHandler, type ApiRequest } from './request.js';
 import { clusterControlName, partitionLeaseName } from '../limits.js';
-import { partitionRef } from './leases.js';
-import { clusterPauseNote, partitionPauseNote, partitionParam, recordedPartitions, type RecordedPartitions } from './opsScope.js';
+import { clusterPauseNote, controlParam, partitionControlRows, partitionPauseNote, partitionParam, recordedPartitions,
+  type RecordedPartitions } from './opsScope.js';
 
 const handoverView = (r: HandoverRequest) => ({
   requestId: r.requestId,
@@ -86,29 +86,32 @@ export function handoversHandler(app: HttpContext): ApiHandler {
   });
 }
 
-/** Which pause keeps a partition from sending: the cluster's (it wins), its own, or none. */
-const heldBy = (own: boolean, cluster: PauseFlag) => (cluster.paused ? 'cluster' : own ? 'partition' : null);
+/** Which pause keeps a partition from sending: the cluster's (it wins), its own, or none (a row beyond the layout: none). */
+const heldBy = (own: boolean, cluster: PauseFlag, inLayout = true) => (!inLayout ? null : cluster.paused ? 'cluster' : own ? 'partition' : null);
 
 const flagView = (f: PauseFlag) => ({ paused: f.paused, changedAt: f.changedAt?.toISOString() ?? null, changedBy: f.changedBy, reason: f.reason });
 
-const partitionView = (c: PartitionControl, cluster: PauseFlag) => ({
+const partitionView = (c: PartitionControl, cluster: PauseFlag, inLayout: boolean) => ({
   scope: 'partition' as const, partition: c.partition, leaseName: c.leaseName, ...flagView(c),
-  pendingHandoverId: c.pendingHandover?.requestId ?? null, heldBy: heldBy(c.paused, cluster),
+  pendingHandoverId: c.pendingHandover?.requestId ?? null, heldBy: heldBy(c.paused, cluster, inLayout), inLayout,
 });
 
-/** The cluster's flag, and every partition of the recorded layout with its own flag and what holds it (two statements). */
+/** The cluster's flag, every partition of the recorded layout with its own flag and what holds it, and the paused rows
+ *  beyond the layout (two statements). `stillHeld`: the layout's partitions held by their own flag (a cluster resume
+ *  leaves them held); `running`: nothing holds any partition of the layout. */
 async function clusterControlView(app: HttpContext, rec: RecordedPartitions) {
-  const refs = Array.from({ length: rec.span }, (_, k) => partitionRef(app, k));
   const name = clusterControlName(app.config.lease.name);
-  const [cluster, controls] = await Promise.all([app.stores.ops.getExecutionControl(name), app.stores.insights.partitionControls(refs)]);
+  const [cluster, { rows, beyond }] = await Promise.all([app.stores.ops.getExecutionControl(name), partitionControlRows(app, rec)]);
   const a = rec.layout.active;
+  const stillHeld = rows.filter((c) => c.paused).map((c) => c.partition);
   return {
     scope: 'cluster' as const, leaseName: name, ...flagView(cluster), dbNow: cluster.dbNow.toISOString(),
+    running: !cluster.paused && stillHeld.length === 0, stillHeld,
     // Partition 0's pending drain (as before partitions); every partition's is in `partitions`.
-    pendingHandoverId: controls[0]?.pendingHandover?.requestId ?? null,
+    pendingHandoverId: rows[0]?.pendingHandover?.requestId ?? null,
     partitionCount: rec.layout.count,
     partitionChange: a && { changeId: a.changeId, fromCount: a.fromCount, toCount: a.toCount, state: a.state },
-    partitions: controls.map((c) => partitionView(c, cluster)),
+    partitions: [...rows.map((c) => partitionView(c, cluster, true)), ...beyond.map((c) => partitionView(c, cluster, false))],
     note: clusterPauseNote,
   };
 }
@@ -118,30 +121,68 @@ async function partitionControlView(app: HttpContext, rec: RecordedPartitions, k
   const leaseName = partitionLeaseName(app.config.lease.name, k);
   const c = await app.stores.ops.getExecutionControl(leaseName, clusterControlName(app.config.lease.name));
   const cluster = c.cluster!;
+  const inLayout = k < rec.span;
   return {
     scope: 'partition' as const, partition: k, leaseName, ...flagView(c), dbNow: c.dbNow.toISOString(), pendingHandoverId: c.pendingHandoverId,
-    heldBy: heldBy(c.paused, cluster), clusterPaused: cluster.paused, note: partitionPauseNote(k, rec.layout),
+    heldBy: heldBy(c.paused, cluster, inLayout), inLayout, clusterPaused: cluster.paused, note: partitionPauseNote(k, rec.layout, inLayout),
   };
 }
 
-/** GET (change null): the cluster's control and every partition's (?partition=k: that partition's). POST pause/resume:
- *  set the flag (idempotent) of the cluster, or with ?partition=k of partition k alone (k within the recorded layout);
- *  the two are independent. Every leader reads both at its next tick or schedule refresh and starts (and sends) nothing
- *  while either is set. Optional body {reason}. */
+/** Resume everything: every partition's own flag that is set (the layout's and beyond it), then the cluster's, so the
+ *  partitions held by the cluster's flag resume together. The partitions and whether the cluster's flag were cleared. */
+async function resumeAll(app: HttpContext, rec: RecordedPartitions, by: string, reason: string | null) {
+  const { rows, beyond } = await partitionControlRows(app, rec);
+  const partitions = [...rows, ...beyond].filter((c) => c.paused).map((c) => c.partition);
+  for (const k of partitions) await app.stores.ops.setPaused(partitionLeaseName(app.config.lease.name, k), false, by, reason);
+  const name = clusterControlName(app.config.lease.name);
+  const before = await app.stores.ops.getExecutionControl(name);
+  if (before.paused) await app.stores.ops.setPaused(name, false, by, reason);
+  return { cluster: before.paused, partitions };
+}
+
+/** A cluster resume that leaves partitions held by their own flag: 409, so no caller takes it for running. The
+ *  cluster's flag is cleared (a retry answers the same); ?partition=all resumes everything. */
+function stillHeldProblem(view: Awaited<ReturnType<typeof clusterControlView>>, instance: string): ApiResponse {
+  const list = view.stillHeld.join(', ');
+  return problem(409, 'execution-still-held', 'Execution still held by partition pauses',
+    `the cluster's pause is lifted, but partition${view.stillHeld.length === 1 ? '' : 's'} ${list} ${view.stillHeld.length === 1 ? 'is' : 'are'} ` +
+    'still paused by ' + (view.stillHeld.length === 1 ? 'its' : 'their') + ' own flag and send nothing (a pause recorded by an earlier release is ' +
+    'partition 0\'s own flag, or every partition\'s): POST /api/ops/execution/resume?partition=all resumes everything, ?partition=k one partition',
+    { instance, stillHeld: view.stillHeld, execution: view });
+}
+
+/** GET (change null): the cluster's control and every partition's (?partition=k: that partition's, beyond the layout
+ *  too). POST pause/resume: set the flag (idempotent) of the cluster, or with ?partition=k of partition k alone (a pause:
+ *  k within the recorded layout; a resume: any partition row, as a shrink leaves them); the two are independent, and a
+ *  cluster resume that leaves a partition held answers 409 (stillHeld). POST resume?partition=all clears every flag.
+ *  Every leader reads both flags at its next tick or schedule refresh and starts (and sends) nothing while either is
+ *  set. Optional body {reason}. */
 export function executionControlHandler(app: HttpContext, change: 'pause' | 'resume' | null): ApiHandler {
   return guarded(app.logger, 'ops', change ? `${change}Execution` : 'getExecution', async (req, instance) => {
     const rec = await recordedPartitions(app);
-    const target = partitionParam(req, rec, instance);
+    const target = controlParam(req, rec, instance, change);
     if (!target.ok) return target.response;
-    if (change !== null) {
-      const body = await optionalReason(req, instance);
-      if (!body.ok) return body.response;
-      const name = target.partition === null ? clusterControlName(app.config.lease.name) : partitionLeaseName(app.config.lease.name, target.partition);
-      const c = await app.stores.ops.setPaused(name, change === 'pause', requester(req, app.lease.holderId), body.reason);
-      app.logger.warn({ event: change === 'pause' ? 'execution_paused' : 'execution_resumed', lease_name: name,
-        scope: target.partition === null ? 'cluster' : 'partition', changed_by: c.changedBy, reason: c.reason },
-      `execution ${change === 'pause' ? 'paused' : 'resumed'} ${target.partition === null ? 'for the cluster (every partition)' : `on partition ${target.partition}`}`);
+    if (change === null) {
+      return json(200, target.partition === null ? await clusterControlView(app, rec) : await partitionControlView(app, rec, target.partition as number));
     }
-    return json(200, target.partition === null ? await clusterControlView(app, rec) : await partitionControlView(app, rec, target.partition));
+    const body = await optionalReason(req, instance);
+    if (!body.ok) return body.response;
+    const by = requester(req, app.lease.holderId);
+    if (target.partition === 'all') {
+      const resumed = await resumeAll(app, rec, by, body.reason);
+      app.logger.warn({ event: 'execution_resumed', scope: 'all', changed_by: by, reason: body.reason, cluster: resumed.cluster,
+        partitions: resumed.partitions }, 'execution resumed everywhere: every partition\'s own pause and the cluster\'s');
+      return json(200, { ...await clusterControlView(app, rec), resumed });
+    }
+    const name = target.partition === null ? clusterControlName(app.config.lease.name) : partitionLeaseName(app.config.lease.name, target.partition);
+    const c = await app.stores.ops.setPaused(name, change === 'pause', by, body.reason);
+    const view = target.partition === null ? await clusterControlView(app, rec) : await partitionControlView(app, rec, target.partition);
+    app.logger.warn({ event: change === 'pause' ? 'execution_paused' : 'execution_resumed', lease_name: name,
+      scope: target.partition === null ? 'cluster' : 'partition', changed_by: c.changedBy, reason: c.reason,
+      ...('stillHeld' in view ? { still_held: view.stillHeld } : {}) },
+    `execution ${change === 'pause' ? 'paused' : 'resumed'} ${target.partition === null ? 'for the cluster (every partition)' : `on partition ${target.partition}`}` +
+      ('stillHeld' in view && change === 'resume' && view.stillHeld.length ? `; partitions ${view.stillHeld.join(', ')} still held by their own pause` : ''));
+    if ('stillHeld' in view && change === 'resume' && view.stillHeld.length > 0) return stillHeldProblem(view, instance);
+    return json(200, view);
   });
 }

@@ -177,6 +177,15 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
     await page.click('#confirm-ok');
     await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'running');
     expect((await (await fetch(`${host.api}/ops/execution?code=${KEY}`)).json() as { paused: boolean }).paused).toBe(false);
+    // Partition 0's own flag (what an earlier release's pause wrote) holds too: shown, and Resume lifts it.
+    expect((await fetch(`${host.api}/ops/execution/pause?partition=0&code=${KEY}`, { method: 'POST' })).status).toBe(200);
+    await page.goto(`${host.api}/dashboard?code=${KEY}#/`);
+    await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'PAUSED (partition 0)');
+    expect(await page.locator('#btn-resume').count()).toBe(1);
+    await page.click('#btn-resume');
+    await page.click('#confirm-ok');
+    await page.waitForFunction(() => document.querySelector('#paused-flag')?.textContent === 'running');
+    expect(await (await fetch(`${host.api}/ops/execution?code=${KEY}`)).json()).toMatchObject({ paused: false, running: true, stillHeld: [] });
     // Drain: recorded in SQL (202 from any instance); the leader releases and a new epoch leads.
     const epoch = Number(await page.textContent('#leader-epoch'));
     await page.click('#btn-drain');

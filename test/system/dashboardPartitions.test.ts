@@ -141,6 +141,7 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
     expect(await page.textContent('#paused-flag')).toBe('PAUSED 1 of 4');
     expect(await page.locator('#btn-resume-p2').count()).toBe(1);
     expect(await page.locator('#btn-pause').textContent()).toBe('Pause all');
+    expect(await page.locator('#btn-resume').textContent()).toBe('Resume all'); // offered wherever a flag holds
     await page.locator('#partitions').screenshot({ path: path.join(IMG, 'dashboard-partitions-paused.png') });
     await page.click('#btn-resume-p2');
     await page.click('#confirm-ok');

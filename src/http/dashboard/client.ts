@@ -54,7 +54,7 @@ export function dashboardClient(partitionClient): void {
   function summary(j) {
     if (!j) return '';
     // The cluster's pause (no ?partition=): its flag, over every partition of the recorded layout.
-    if (j.scope === 'cluster' && typeof j.paused === 'boolean') return 'cluster ' + (j.paused ? 'paused' : 'running') + ' (' + j.partitions.length + ' partition' + (j.partitions.length === 1 ? '' : 's') + ')';
+    if (j.scope === 'cluster' && typeof j.paused === 'boolean') return 'cluster ' + (j.paused ? 'paused' : j.running ? 'running' : 'not paused, partitions ' + j.stillHeld.join(', ') + ' paused on their own') + ' (' + j.partitionCount + ' partition' + (j.partitionCount === 1 ? '' : 's') + ')';
     // Several partitions at once (a drain with no ?partition=, more than one recorded): every partition's request in `partitions`.
     if (Array.isArray(j.partitions)) return j.partitions.length + ' partitions: ' + summary(j.partitions[0]);
     if (j.detail) return j.detail;
@@ -142,10 +142,14 @@ export function dashboardClient(partitionClient): void {
         el('div', {}, 'epoch ', el('b', { id: 'leader-epoch' }, o.leader.leaseEpoch), ' · ', el('span', { id: 'countdown' })),
         el('div', { class: 'muted' }, 'last renew ', when(o.leader.renewedAt), ' · acquired ', when(o.leader.acquiredAt)))
       : el('div', { class: 'big err', id: 'leader-holder' }, 'no leader yet'));
+    // One partition: the cluster's flag or partition 0's own (a pause recorded by an earlier release) holds it; Resume clears both.
     const ex = o.execution;
+    const own = !ex.paused && ex.partitionPaused;
     $('#execution').replaceChildren(
-      el('div', { class: 'big ' + (ex.paused || ex.partitionPaused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : ex.partitionPaused ? 'PAUSED (partition 0)' : 'running'),
-      el('div', { class: 'muted' }, ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
+      el('div', { class: 'big ' + (ex.paused || ex.partitionPaused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : own ? 'PAUSED (partition 0)' : 'running'),
+      el('div', { class: 'muted' }, own ? 'since ' + when(ex.partitionPausedAt) + ' by ' + ex.partitionPausedBy + (ex.partitionPauseReason ? ' — ' + ex.partitionPauseReason : '')
+        : ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
+      beyondLayout(ex),
       ...leaderRecords(o),
       el('div', { class: 'muted', id: 'handovers' }, (() => {
         const pending = o.handovers.filter((h) => h.status === 'pending');
@@ -154,11 +158,19 @@ export function dashboardClient(partitionClient): void {
           + (last ? ' · last completed ' + when(last.completedAt) + ' by ' + last.completedBy : '');
       })()),
       el('div', { class: 'buttons' },
-        ex.paused
-          ? el('button', { id: 'btn-resume', onclick: () => act('Resume execution', 'Leaders start attempts again.', 'POST', 'ops/execution/resume') }, 'Resume')
+        ex.paused || ex.partitionPaused || ex.pausedBeyondLayout.length
+          ? el('button', { id: 'btn-resume', onclick: () => act('Resume execution', 'Leaders start attempts again (every pause flag is cleared).', 'POST', 'ops/execution/resume?partition=all') }, 'Resume')
+          : null,
+        ex.paused ? null
           : el('button', { id: 'btn-pause', onclick: () => act('Pause execution', 'Every leader stops starting attempts (in-flight ones finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause'),
         el('button', { id: 'btn-drain', onclick: () => act('Drain the leader', 'The leader finishes in-flight attempts and releases the lease; a follower takes over.', 'POST', 'ops/lease/release') }, 'Drain leader')));
     renderCommon(o);
+  }
+
+  // Pause rows of partitions a shrink removed: they hold nothing until a grow brings the partition back (Resume clears them).
+  function beyondLayout(ex) {
+    return ex.pausedBeyondLayout.length ? el('div', { class: 'muted err', id: 'paused-beyond' }, 'paused beyond the recorded count: partition '
+      + ex.pausedBeyondLayout.join(', ') + ' (held again if a count change brings it back)') : null;
   }
 
   // More than one partition recorded: the Leader card sums the partitions' leaders, the Execution card acts on the
@@ -183,10 +195,14 @@ export function dashboardClient(partitionClient): void {
         ex.paused ? 'PAUSED' : paused.length === 0 ? 'running' : 'PAUSED ' + paused.length + ' of ' + ps.length),
       ex.paused ? el('div', { class: 'muted', id: 'cluster-pause' }, 'cluster paused since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '')) : null,
       el('div', { class: 'muted' }, paused.length ? 'partition pauses: ' + paused.map((p) => p.partition + (p.pauseReason ? ' (' + p.pauseReason + ')' : '')).join(', ') : 'no partition paused on its own'),
+      beyondLayout(ex),
       ...leaderRecords(o),
       el('div', { class: 'muted', id: 'handovers' }, drains.length ? drains.length + ' pending drain' + (drains.length === 1 ? '' : 's') + ' (partition ' + drains.map((p) => p.partition).join(', ') + ')' : 'no pending drain'),
       el('div', { class: 'buttons' },
-        ex.paused ? el('button', { id: 'btn-resume', onclick: () => act('Resume the cluster', 'Every partition\'s leader starts attempts again (a partition paused on its own stays paused).', 'POST', 'ops/execution/resume') }, 'Resume all')
+        ex.paused || paused.length || ex.pausedBeyondLayout.length
+          ? el('button', { id: 'btn-resume', onclick: () => act('Resume everything', 'Every partition\'s leader starts attempts again: the cluster\'s pause and every partition\'s own are cleared.', 'POST', 'ops/execution/resume?partition=all') }, 'Resume all')
+          : null,
+        ex.paused ? null
           : el('button', { id: 'btn-pause', onclick: () => act('Pause the cluster', 'Every partition\'s leader, whatever the count becomes, stops sending (calls already sent finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause all'),
         el('button', { id: 'btn-drain', onclick: () => act('Drain every leader', 'Each partition\'s leader finishes its in-flight attempts and releases its lease; any instance may take it over.', 'POST', 'ops/lease/release') }, 'Drain all')));
     $('#partitions-card').hidden = false;

@@ -6,7 +6,7 @@ import { INTENT_STATUSES, isoDateTime, toAttemptView, toIntentView } from '../..
 import { isUuid } from '../../intents/ids.js';
 import type { HttpContext } from '../context.js';
 import { partitionLeaseView, partitionRef } from '../leases.js';
-import { recordedPartitions } from '../opsScope.js';
+import { partitionControlRows, recordedPartitions } from '../opsScope.js';
 import { clusterControlName } from '../../limits.js';
 
 const HOUR_MS = 3_600_000;
@@ -38,15 +38,20 @@ export type DashboardQuery = z.infer<typeof dashboardQuerySchema>;
 /**
  * With more than one partition recorded (the layout in SQL, or an active change's larger count) or run here, a row per
  * partition of either (this instance's timers beyond the recorded count show idle) from two statements whatever P is
- * (partitionStates: lease row, backlog, last attempt; partitionControls: pause row, pending drain, failing maintenance). Holding and the
- * time left are judged by database time, like GET /api/leases. With one partition: absent (the page is today's).
+ * (partitionStates: lease row, backlog, last attempt; partitionControlRows: pause row, pending drain, failing maintenance,
+ * and the paused rows beyond the layout). Holding and the time left are judged by database time, like GET /api/leases.
+ * With one partition: no rows (the page is today's); the pause rows are read all the same (the Execution card).
  */
 async function partitionRows(app: HttpContext, clusterPaused: boolean) {
-  const span = Math.max((await recordedPartitions(app)).span, app.config.partitions.count);
-  if (span <= 1) return undefined;
+  const rec = await recordedPartitions(app);
+  const span = Math.max(rec.span, app.config.partitions.count);
+  const { rows: controls, beyond } = await partitionControlRows(app, rec, span);
+  // Partitions of the recorded layout held by their own flag, and paused rows beyond it (a shrink left them).
+  const pauses = { stillHeld: controls.slice(0, rec.span).filter((c) => c.paused).map((c) => c.partition), pausedBeyondLayout: beyond.map((c) => c.partition) };
+  if (span <= 1) return { pauses, rows: undefined };
   const refs = Array.from({ length: span }, (_, k) => partitionRef(app, k));
-  const [states, controls] = await Promise.all([app.stores.insights.partitionStates(refs), app.stores.insights.partitionControls(refs)]);
-  return states.partitions.map((p, k) => {
+  const states = await app.stores.insights.partitionStates(refs);
+  return { pauses, rows: states.partitions.map((p, k) => {
     const c = controls[k]!;
     const v = partitionLeaseView(p, states.dbNow);
     return {
@@ -61,7 +66,7 @@ async function partitionRows(app: HttpContext, clusterPaused: boolean) {
       // The partition leader's failing maintenance task (retention is per partition), null when none fails.
       failingMaintenance: c.failingMaintenance && { ...c.failingMaintenance, changedAt: c.failingMaintenance.changedAt.toISOString() },
     };
-  });
+  }) };
 }
 
 export async function overview(app: HttpContext) {
@@ -69,7 +74,7 @@ export async function overview(app: HttpContext) {
   const s = app.stores;
   const control = await s.ops.getExecutionControl(leaseName, clusterControlName(leaseName));
   const cluster = control.cluster!;
-  const [o, events, perMinute, failures, redrives, handovers, maintenance, partitions] = await Promise.all([
+  const [o, events, perMinute, failures, redrives, handovers, maintenance, { pauses, rows: partitions }] = await Promise.all([
     s.ops.getClusterOverview(leaseName), s.insights.recentLeaseEvents(leaseName, 20),
     s.insights.attemptsPerMinute(HOUR_MS), s.insights.recentFailures(20), s.redrive.listRedrives(10), s.ops.listHandovers(leaseName, 5),
     s.ops.listMaintenance(leaseName), partitionRows(app, cluster.paused),
@@ -86,9 +91,11 @@ export async function overview(app: HttpContext) {
       holderId: o.lease.holderId, leaseEpoch: o.lease.leaseEpoch, acquiredAt: iso(o.lease.acquiredAt), renewedAt: iso(o.lease.renewedAt),
       expiresAt: iso(o.lease.expiresAt), expiresInMs: o.lease.expiresAt.getTime() - now, live: o.lease.expiresAt.getTime() > now,
     },
-    // The cluster's pause (what Pause / Resume act on), and partition 0's own flag when that is set (GET /api/ops/execution).
+    // The cluster's pause (what Pause acts on), partition 0's own flag, the partitions held by their own flag and the
+    // paused rows beyond the recorded count (GET /api/ops/execution); Resume clears them all (?partition=all).
     execution: { paused: cluster.paused, changedAt: iso(cluster.changedAt), changedBy: cluster.changedBy, reason: cluster.reason,
-      partitionPaused: control.paused },
+      partitionPaused: control.paused, partitionPausedAt: iso(control.changedAt), partitionPausedBy: control.changedBy, partitionPauseReason: control.reason,
+      ...pauses },
     // The provider circuit breaker as the leader last recorded it in SQL (null: never opened).
     providerBreaker: control.providerBreaker && { state: control.providerBreaker.state, changedAt: control.providerBreaker.changedAt.toISOString(),
       holderId: control.providerBreaker.holderId },

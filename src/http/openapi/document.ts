@@ -81,6 +81,15 @@ const partitionParam = { name: 'partition', in: 'query', required: false, schema
   description: 'One executor partition of the recorded layout (0 to the recorded count − 1, or an active change\'s larger count − 1; ' +
     'never judged by the answering instance\'s EXECUTOR_PARTITIONS); absent: the cluster (reads of handovers: partition 0)' };
 
+/** ?partition= of the execution control: a pause names a partition of the recorded layout; a read or a resume any partition
+ *  whose row can exist (a shrink leaves rows beyond the count), a resume also `all`. */
+const controlPartitionParam = (k: 'get' | 'pause' | 'resume') => k === 'pause' ? partitionParam : {
+  name: 'partition', in: 'query', required: false,
+  schema: k === 'resume' ? { oneOf: [{ type: 'integer', minimum: 0, maximum: 63 }, { type: 'string', enum: ['all'] }] } : { type: 'integer', minimum: 0, maximum: 63 },
+  description: 'One executor partition: of the recorded layout, or beyond it (the row a shrink left)' +
+    (k === 'resume' ? '; all: the cluster and every partition' : '') + '; absent: the cluster',
+};
+
 function op(operationId: string, auth: 'anonymous' | 'function' | 'admin', summary: string, spec: Json): Json {
   return { operationId, summary, 'x-auth-level': auth, security: auth === 'anonymous' ? [] : FUNCTION_KEY, ...spec };
 }
@@ -202,7 +211,7 @@ export function buildOpenApiDocument(): Json {
       },
       '/ops/execution': {
         get: op('getExecution', 'admin', 'The cluster\'s pause and every partition\'s (?partition=k: that partition\'s)', {
-          parameters: [partitionParam],
+          parameters: [controlPartitionParam('get')],
           responses: { 200: { description: 'Control row', content: jsonContent('ExecutionControl') }, ...problems() },
         }),
       },
@@ -212,10 +221,18 @@ export function buildOpenApiDocument(): Json {
             'own at each schedule refresh: a paused cluster sends nothing from one refresh interval after the answer until it is resumed ' +
             '(calls already sent may finish), whatever the layout does meanwhile. With ?partition=k: partition k\'s own flag, which holds the ' +
             'intents in partition k under the current layout (a count change moves intents, the pause does not follow them). The two flags ' +
-            'are independent: resuming the cluster leaves a partition\'s pause set (the answer lists what still holds each partition).',
-          parameters: [partitionParam],
+            'are independent: resuming the cluster leaves a partition\'s pause set.' + (k === 'resume'
+            ? ' A cluster resume that leaves a partition of the recorded layout held by its own flag (a pause recorded by an earlier release ' +
+              'is partition 0\'s own flag, or every partition\'s) answers 409 execution-still-held, listing them in stillHeld: the cluster\'s ' +
+              'flag is cleared all the same (a retry answers the same). ?partition=all resumes everything: every partition\'s own flag, beyond ' +
+              'the recorded count too, then the cluster\'s. ?partition=k also clears the row of a partition a shrink removed.'
+            : ' A pause names a partition of the recorded layout (400 otherwise); pausing everything is the cluster\'s pause.'),
+          parameters: [controlPartitionParam(k)],
           requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
-          responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') }, ...problems(400, 413, 415) },
+          responses: { 200: { description: 'The control row after the change', content: jsonContent('ExecutionControl') },
+            ...(k === 'resume' ? { 409: { description: 'execution-still-held: the cluster\'s flag is cleared, but partitions of the recorded layout are ' +
+              'still paused by their own flag (stillHeld; execution: the cluster\'s control as after the change)', content: { 'application/problem+json': { schema: ref('Problem') } } } } : {}),
+            ...problems(400, 413, 415) },
         }),
       }])),
       '/ops/partitions': {

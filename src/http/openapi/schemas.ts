@@ -156,6 +156,8 @@ const partitionControlRow = z.strictObject({
   ...pauseFlag,
   pendingHandoverId,
   heldBy,
+  inLayout: z.boolean().describe('false: a partition beyond the recorded count (a shrink left its paused row): it holds nothing until a count ' +
+    'change brings the partition back; resume clears it'),
 }).describe('One partition\'s own pause flag (independent of the cluster\'s) and what holds it');
 export const executionControlSchema = z.strictObject({
   scope: z.enum(['cluster', 'partition']).describe('cluster: no ?partition= (the flag every partition\'s leader reads); partition: ?partition=k'),
@@ -165,12 +167,19 @@ export const executionControlSchema = z.strictObject({
   pendingHandoverId: pendingHandoverId.describe('The partition\'s pending drain (cluster scope: partition 0\'s; every partition\'s is in partitions)'),
   partition: z.int().min(0).optional().describe('Scope partition: the partition'),
   heldBy: heldBy.optional().describe('Scope partition: which pause keeps it from sending'),
+  inLayout: z.boolean().optional().describe('Scope partition: false for a partition beyond the recorded count (its flag holds nothing now)'),
+  running: z.boolean().optional().describe('Scope cluster: no pause holds any partition of the recorded layout (neither the cluster\'s nor a partition\'s own)'),
+  stillHeld: z.array(z.int().min(0)).optional()
+    .describe('Scope cluster: the partitions of the recorded layout paused by their own flag, which a cluster resume leaves held'),
+  resumed: z.strictObject({ cluster: z.boolean(), partitions: z.array(z.int().min(0)) }).optional()
+    .describe('POST resume?partition=all: whether the cluster\'s flag was set, and the partitions whose own flag it cleared'),
   clusterPaused: z.boolean().optional().describe('Scope partition: the cluster\'s flag, read in the same statement'),
   partitionCount: z.int().min(1).optional().describe('Scope cluster: the recorded partition count (SQL), not this instance\'s EXECUTOR_PARTITIONS'),
   partitionChange: z.strictObject({ changeId: z.string(), fromCount: z.int().min(1), toCount: z.int().min(1), state: z.string() }).nullable().optional()
     .describe('Scope cluster: the count change in progress (its partitions are listed too)'),
   partitions: z.array(partitionControlRow).optional()
-    .describe('Scope cluster: every partition of the recorded layout (0..max(count, an active change\'s counts) − 1)'),
+    .describe('Scope cluster: every partition of the recorded layout (0..max(count, an active change\'s counts) − 1), then every paused ' +
+      'row beyond it (inLayout false)'),
   note: z.string().describe('What this pause holds'),
 }).describe('Execution control: the cluster\'s pause (every partition, any layout) or one partition\'s (the intents in it under the current layout). No row = running');
 
