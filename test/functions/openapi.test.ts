@@ -180,6 +180,10 @@ describe('OpenAPI document', () => {
     expect((await resume('x', { 'content-type': 'text/plain' })).status).toBe(415);
     expect((await resume(`{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
     expect((await resume()).json.paused).toBe(false);
+    // Partition 0's own flag left set (an earlier release's pause): the cluster resume says 409, ?partition=all lifts it.
+    expect((await call(follower, 'pauseExecution', { method: 'POST', path: 'ops/execution/pause?partition=0' })).json.paused).toBe(true);
+    expect((await resume()).json).toMatchObject({ status: 409, stillHeld: [0] });
+    expect((await call(leader, 'resumeExecution', { method: 'POST', path: 'ops/execution/resume?partition=all' })).json).toMatchObject({ running: true });
     // Admin: redrive (nothing failed here: the succeeded intent is reported as not redriven), bad bodies.
     const redrive = (b: string, h: Record<string, string> = J) => call(follower, 'redriveIntents', { method: 'POST', path: 'ops/intents/redrive', body: b, headers: h });
     expect((await redrive(JSON.stringify({ ids: [id] }))).json).toMatchObject({ redriven: 0, notRedriven: [id], more: false });
