@@ -183,4 +183,13 @@ describe('the checker with operator actions', () => {
   ])('a fault\'s resume across a drain: $name → fails: $fails', ({ drainAt, resumeAt, fails }) => {
     expect(check(drained(drainAt, resumeAt)).violations.map((v) => v.check)).toEqual(fails ? ['liveness'] : []);
   });
+
+  it('a pause requested just before a fault\'s resume, which came in time, does not move the measure', () => {
+    // The kill at 9 000 is resumed at 10 500 (1.5 s); a pause requested at 10 400 (answered 10 600) and resumed at
+    // 14 050 must not re-measure it from the resume (where the partition may no longer exist).
+    const x = history(10_500);
+    x.operatorActions = [act('pause', 10_400, 10_600), act('resume', 14_000, 14_050)];
+    expect(check(x).violations).toEqual([]);
+    expect(check(x).stats.resumes[0]!.ms).toBe(1_500);
+  });
 });

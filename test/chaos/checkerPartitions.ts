@@ -140,12 +140,15 @@ export function resumeAcrossChanges(starts: AuditRow[], leases: Leases, f: Fault
   for (;;) {
     const at = resumeAfter(starts, leases, f, from, on);
     const c = leases.haltDuring(from, at ?? Number.POSITIVE_INFINITY);
-    // An operator's pause or drain begun once the resume was already overdue does not excuse it.
-    if (!c || (c.operator && c.startMs > from + boundMs)) return { at, from, change };
+    if (!c) return { at, from, change };
+    // An operator's pause or drain excuses only a resume it delayed: not one that came in time anyway, nor one
+    // already overdue when it began.
+    if (c.operator && ((at !== null && at - from <= boundMs) || c.startMs > from + boundMs)) return { at, from, change };
     change = { what: c.what };
     if (c.endMs === null) return { at: null, from, change };
     from = c.endMs;
-    if (c.renumbers) on = null;
+    // A change renumbers the partitions (one may also complete inside a pause): then any start resumes.
+    if (c.renumbers || (on !== null && on.some((l) => !leases.leasesAt(from).includes(l)))) on = null;
   }
 }
 
