@@ -5,7 +5,8 @@
 //    delivery and the provider's own event-loop lag). A call whose process was stopped (a stop/pause fault) between
 //    its start and its arrival is counted, not failed: it was started before and written late (docs: known limits).
 //  - drain: a cluster drain reaches every partition: no partition of the count at its answer starts anything under
-//    the epoch it had then, from one refresh interval (+ the slack) after the answer.
+//    the epoch it had then, from one refresh interval (+ the slack) after the answer (after its leader woke, when a
+//    stop or pause fault froze it meanwhile).
 //  - in_flight: the provider never has more than PROVIDER_MAX_IN_FLIGHT requests at once, from its own record of
 //    each request's arrival and end (its answer written, or the caller gone). A request started before a stop of its
 //    process and written after it is counted apart (the stop-before-send window: its leader was frozen, not sending).
@@ -230,14 +231,19 @@ export function busiestSecond(provider: readonly ProviderRecord[], bound: number
 /** A cluster drain reaches every partition of the count at its answer: none starts under the epoch it had then once
  *  the leaders had a refresh to read it. `countAt` and `leaseOf` map partitions to lease names at a time. */
 export function drainEffects(actions: readonly OperatorAction[] | undefined, audit: readonly AuditRow[], reactionMs: number,
-  partitionLeases: (atMs: number) => string[], fail: Fail): void {
+  partitionLeases: (atMs: number) => string[], fail: Fail, faults: readonly FaultRecord[] = []): void {
+  // A leader frozen (a stop or pause fault) when the drain came reads it at its first refresh after waking: a start it
+  // commits before that reaction time is not late (it may start until it has read the request; it hands over after).
+  const woke = (holderId: string, fromMs: number, atMs: number) => faults.some((f) => (f.kind === 'stop' || f.kind === 'pause') && f.victim === holderId &&
+    f.startedAt <= atMs && f.endedAt >= fromMs && atMs <= f.endedAt + reactionMs);
   for (const d of byRequest(actions).filter((a) => a.action === 'drain' && ok(a))) {
     const names = partitionLeases(d.answeredAt!);
     for (const [p, lease] of names.entries()) {
       const before = audit.filter((a) => (a.leaseName ?? '') === lease && a.atMs <= d.answeredAt!);
       if (!before.length) continue;
       const epoch = Math.max(...before.map((a) => a.epoch));
-      const late = audit.find((a) => (a.leaseName ?? '') === lease && a.action === 'start_attempts' && a.epoch === epoch && a.atMs > d.answeredAt! + reactionMs);
+      const late = audit.find((a) => (a.leaseName ?? '') === lease && a.action === 'start_attempts' && a.epoch === epoch && a.atMs > d.answeredAt! + reactionMs &&
+        !woke(a.holderId, d.requestedAt, a.atMs));
       if (late) {
         fail('drain', `drain via ${d.via ?? '?'} (EXECUTOR_PARTITIONS ${d.viaPartitions ?? '?'}) answered at ${new Date(d.answeredAt!).toISOString()}: partition ${p} (${lease}) ` +
           `still started attempts under epoch ${epoch} ${Math.round(late.atMs - d.answeredAt!)} ms later (audit seq ${late.seq} by ${late.holderId})`);
@@ -253,7 +259,7 @@ export function operatorChecks(h: History, attempts: ReadonlyMap<string, Attempt
   const actions = h.operatorActions ?? [];
   const windows = pauseWindows(actions, refreshMs);
   const sent = pausedSends(h.provider, attempts, h.faults, windows, fail);
-  drainEffects(actions, h.audit, refreshMs + SEND_SLACK_MS, partitionLeases, fail);
+  drainEffects(actions, h.audit, refreshMs + SEND_SLACK_MS, partitionLeases, fail, h.faults);
   const limits = h.providerLimits ?? { maxInFlight: 0, ratePerSec: 0 };
   const widest = Math.max(0, ...actions.map((a) => a.viaPartitions ?? 0), (h.partitionLeases ?? []).length);
   const smaller = (a: OperatorAction) => a.viaPartitions !== null && a.viaPartitions < widest;
