@@ -52,8 +52,9 @@ export interface DialectContext {
   dbNowText(): Promise<string>;
   /** The row's last_modified_at as full-precision database text (the refresh cursor's form). */
   modifiedAtText(intentId: string): Promise<string>;
-  /** Set status directly (arrangement only: last_modified_at is left as is). */
-  setIntentStatus(intentId: string, status: IntentStatus): Promise<void>;
+  /** Set status directly (arrangement only): last_modified_at is left as is, or moved `ageMs` into the past (a row
+   *  that settled long ago, without waiting for it). */
+  setIntentStatus(intentId: string, status: IntentStatus, ageMs?: number): Promise<void>;
   /** Number of intents, optionally only those in `status`. */
   countIntents(status?: IntentStatus): Promise<number>;
   /** Intents per status, from one snapshot (statuses without rows are absent). */

@@ -151,12 +151,12 @@ OUTPUT inserted.seq VALUES (@lease_name, @lease_epoch, @holder_id, 'probe', 1, S
         return (await lastSet<{ t: string }>(admin, { text: `SELECT ${modifiedText('SYSUTCDATETIME()')} AS t;`, params: [] }))[0]!.t;
       },
       modifiedAtText,
-      async setIntentStatus(intentId, status) {
+      async setIntentStatus(intentId, status, ageMs = 0) {
         const [r] = await lastSet<{ n: number }>(admin, {
           text: `SET NOCOUNT ON;
-UPDATE submission_intents SET status = @status WHERE intent_id = @intent_id;
+UPDATE submission_intents SET status = @status, last_modified_at = DATEADD(millisecond, -@age_ms, last_modified_at) WHERE intent_id = @intent_id;
 SELECT @@ROWCOUNT AS n;`,
-          params: [p.uuid('intent_id', intentId), p.varchar('status', 16, status)],
+          params: [p.uuid('intent_id', intentId), p.varchar('status', 16, status), p.int('age_ms', ageMs)],
         });
         if (Number(r?.n) !== 1) throw new Error(`setIntentStatus: no intent ${intentId}`);
       },

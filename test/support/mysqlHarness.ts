@@ -132,10 +132,11 @@ export const mysql: DialectHarness = {
         if (!r) throw new Error(`modifiedAtText: no intent ${intentId}`);
         return r.m;
       },
-      async setIntentStatus(intentId, status) {
+      async setIntentStatus(intentId, status, ageMs = 0) {
         const [r] = await q<{ n: number }>('SELECT COUNT(*) AS n FROM submission_intents WHERE intent_id = ?', [intentId]);
         if (Number(r!.n) !== 1) throw new Error(`setIntentStatus: no intent ${intentId}`);
-        await admin.query('UPDATE submission_intents SET status = ? WHERE intent_id = ?', [status, intentId]);
+        await admin.query('UPDATE submission_intents SET status = ?, last_modified_at = last_modified_at - INTERVAL ? MICROSECOND WHERE intent_id = ?',
+          [status, ageMs * 1000, intentId]);
       },
       async countIntents(status) {
         const [r] = await q<{ n: string }>('SELECT COUNT(*) AS n FROM submission_intents WHERE ? IS NULL OR status = ?', [status ?? null, status ?? null]);

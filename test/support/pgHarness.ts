@@ -74,8 +74,9 @@ function pgContext(o: PgContextOptions): DialectContext {
       if (!r) throw new Error(`modifiedAtText: no intent ${intentId}`);
       return r.m;
     },
-    async setIntentStatus(intentId, status) {
-      const r = await admin.query('UPDATE submission_intents SET status = $2 WHERE intent_id = $1', [intentId, status]);
+    async setIntentStatus(intentId, status, ageMs = 0) {
+      const r = await admin.query(`UPDATE submission_intents SET status = $2, last_modified_at = last_modified_at - $3::int * interval '1 millisecond'
+        WHERE intent_id = $1`, [intentId, status, ageMs]);
       if (r.rowCount !== 1) throw new Error(`setIntentStatus: no intent ${intentId}`);
     },
     async countIntents(status) {
