@@ -230,5 +230,5 @@ export class ProviderGuard {
   }
 }
 
-/** The bucket holds 100 ms worth of calls, at least 1. */
-const burstOf = (ratePerSec: number) => Math.max(1, Math.ceil(ratePerSec / 10));
+/** The bucket holds 100 ms worth of calls, at least 1 (what a leader may send at once after a quiet spell). */
+export const burstOf = (ratePerSec: number) => Math.max(1, Math.ceil(ratePerSec / 10));

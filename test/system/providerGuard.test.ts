@@ -10,7 +10,7 @@ import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { submit } from '../support/instances.js';
 import { buildExecutor, type Built } from '../support/executorHarness.js';
-import { ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
+import { burstOf, ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
 import type { App } from '../../src/app.js';
 import { overview } from '../../src/http/dashboard/data.js';
 import { metric, scrape, startApps, submitVia, testConfig } from '../support/apps.js';
@@ -190,17 +190,29 @@ describe.each(executorDialects)('provider guard in the executor: $name', (dialec
   it('the rate limit holds across ticks: calls per second stay within the limit', async () => {
     const provider: RecordingProvider = t.provider;
     provider.answer = () => ({ status: 200 });
+    // Permits as the guard grants them, net of those given back unused, on the guard's own clock: a token bucket of
+    // 20/s holding at most `burst` grants in any window W at most 20 × W + burst, whatever the machine's speed.
+    const permits: { at: number; n: number }[] = [];
+    const burst = burstOf(20);
     built = await buildExecutor(t.ctx, {
       providerUrl: provider.url, concurrency: 8,
-      guard: (clock) => new ProviderGuard({ ratePerSec: 20, maxInFlight: 8, breakerThreshold: 0, breakerCooldownMs: 1, retryAfterMaxMs: 0 }, clock),
+      guard: (clock) => {
+        const g = new ProviderGuard({ ratePerSec: 20, maxInFlight: 8, breakerThreshold: 0, breakerCooldownMs: 1, retryAfterMaxMs: 0 }, clock);
+        const acquire = g.acquire.bind(g);
+        const release = g.release.bind(g);
+        g.acquire = (wanted) => { const r = acquire(wanted); if (r.granted > 0) permits.push({ at: clock.nowMs(), n: r.granted }); return r; };
+        g.release = (unused) => { release(unused); if (unused > 0) permits.push({ at: clock.nowMs(), n: -unused }); };
+        return g;
+      },
     });
     for (let i = 0; i < 60; i++) await submit(built.stores, { p: 1 }, { maxAttempts: 3 });
     await tickUntil(built, async () => (await t.ctx.countIntents('succeeded')) === 60, 20_000);
     expect(await t.ctx.countIntents('succeeded')).toBe(60);
-    const at = provider.calls.map((c) => c.arrivedAt).sort((a, b) => a - b);
-    // 60 calls at 20/s take ≥ ~2.9 s (burst 2); any 1 s window of *arrivals* holds at most 20 + 10 % + burst
-    // (grants are even on the leader's clock; delivery on a loaded machine bunches them by a call or two).
-    expect(at[at.length - 1]! - at[0]!).toBeGreaterThanOrEqual(2_700);
-    for (let i = 0; i < at.length; i++) expect(at.filter((x) => x >= at[i]! && x < at[i]! + 1_000).length).toBeLessThanOrEqual(24);
+    const inWindow = (from: number, ms: number) => permits.filter((p) => p.at >= from && p.at < from + ms).reduce((n, p) => n + p.n, 0);
+    expect(Math.max(...permits.map((p) => inWindow(p.at, 1_000)))).toBeLessThanOrEqual(20 + burst); // (unlimited: 60)
+    expect(permits.reduce((n, p) => n + p.n, 0)).toBe(60); // every call the provider saw was granted, once
+    expect(provider.calls).toHaveLength(60);
+    // 60 grants at 20/s from a bucket of `burst`: the last is at least (60 − burst) / 20 s after the first.
+    expect(permits[permits.length - 1]!.at - permits[0]!.at).toBeGreaterThanOrEqual(((60 - burst) / 20) * 1_000 - 50);
   });
 });
