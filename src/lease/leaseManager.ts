@@ -13,9 +13,10 @@ import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseRow, LeaseStore, LeaseToken } from '../store/ports.js';
 import type { Clock } from './clock.js';
-import { HandBack, SHARE_POLL_MS } from './handBack.js';
+import { HandBack } from './handBack.js';
+import { leadUntilFits } from './shareWait.js';
 import type { LeaderGate } from './leaderGate.js';
-import { RepeatLog } from './repeatLog.js';
+import { FollowerRetry } from './followerRetry.js';
 import type { Config } from '../config.js';
 
 /** The lease settings as resolved by src/config.ts. */
@@ -24,9 +25,6 @@ export type LeaseSettings = Config['lease'];
 export type LeadershipChange =
   | { kind: 'acquired'; token: LeaseToken; expiresAt: Date }
   | { kind: 'lost'; token: LeaseToken; reason: string };
-
-/** A follower refused by the same holder and epoch says so at info once a minute (debug in between). */
-const REFUSAL_INFO_EVERY_MS = 60_000;
 
 interface Held {
   token: LeaseToken;
@@ -41,17 +39,14 @@ interface Held {
 
 export class LeaseManager implements LeaderGate {
   private held: Held | null = null;
-  /** Monotonic time before which a follower need not try again (from the observed expires_at).
-   *  -Infinity = no wait: the monotonic clock has an arbitrary origin and may be negative. */
-  private retryAtMs = Number.NEGATIVE_INFINITY;
+  /** When a follower tries again (from the observed expires_at), and how refusals are logged. */
+  private readonly retry: FollowerRetry;
   private readonly listeners = new Set<(c: LeadershipChange) => void>();
   /** Rows of ours to hand back: after a step-down (deferred while results are unwritten), an unseen epoch. */
   private readonly handBack: HandBack;
   /** A renew on the wire: the deadline timer leaves the decision to it. The gate is closed meanwhile (requireLeader
    *  is past the deadline); a success counts from its send time, which is before the deadline, so it is safe. */
   private renewing: Held | null = null;
-  /** `leader_acquire_failed` (held): a new holder/epoch at info, the same again at debug but at info once a minute. */
-  private readonly refusals = new RepeatLog(REFUSAL_INFO_EVERY_MS);
   /** A graceful release waits for the calls to fit the kept share (release()); its bound (releaseWhenFits). */
   private releasingHeld: Held | null = null;
   private fitsWaitMs = 0;
@@ -61,12 +56,13 @@ export class LeaseManager implements LeaderGate {
     private readonly settings: LeaseSettings,
     private readonly clock: Clock,
     private readonly log: Logger,
-    private readonly random: () => number = Math.random,
+    random: () => number = Math.random,
     /** Whether this instance may try to acquire now (the fair share of partitions in every-instance mode; default:
      *  always). Asked only while not leading: a held lease renews regardless. */
     private readonly mayAcquire: () => boolean = () => true,
   ) {
     this.handBack = new HandBack(store, settings.holderId, clock, log);
+    this.retry = new FollowerRetry(settings, clock, random);
   }
 
   get holderId(): string {
@@ -139,7 +135,7 @@ export class LeaseManager implements LeaderGate {
 
   /** Milliseconds until a follower should try again: right after the observed expiry plus jitter. */
   followerRetryDelayMs(): number {
-    return Math.max(0, this.retryAtMs - this.clock.nowMs());
+    return this.retry.delayMs();
   }
 
   /** Renew interval elapsed since the last successful acquire/renew was sent. */
@@ -190,15 +186,11 @@ export class LeaseManager implements LeaderGate {
         this.dropIfPastDeadline();
         return false;
       }
-      this.scheduleRetry(out.current, out.dbNow);
-      const observed = out.current ? `${out.current.holderId}#${out.current.leaseEpoch}` : '';
-      const { level, repeats } = this.refusals.next(observed, this.clock.nowMs());
-      this.log[level]({ event: 'leader_acquire_failed', holder_id: holderId, lease_epoch: out.current?.leaseEpoch,
-        current_holder_id: out.current?.holderId, expires_at: out.current?.expiresAt.toISOString(), repeats }, 'lease held by another instance');
+      this.retry.refused(out.current, out.dbNow, holderId, this.log);
       return false;
     } catch (e) {
       this.handBack.acquireMayHaveCommitted(); // a row of ours with an epoch we never saw is released
-      this.retryAtMs = this.clock.nowMs() + this.jitter() + Math.min(this.settings.acquireIntervalMs, 1_000);
+      this.retry.failed();
       this.log.warn({ event: 'leader_acquire_failed', holder_id: holderId, sql_error: sqlErrorField(e) }, 'lease acquire failed');
       return false;
     }
@@ -261,22 +253,14 @@ export class LeaseManager implements LeaderGate {
     }
   }
 
-  /** Lead on (renewing when due) until the calls fit the kept share; false if leadership went meanwhile, or the bound
-   *  passed (then stepped down: the row expires, and no share can be added on top of the calls still out). */
-  private async awaitFits(held: Held): Promise<boolean> {
-    const until = this.clock.nowMs() + this.fitsWaitMs;
-    while (!this.handBack.fits) {
-      if (this.held !== held || this.requireLeader() === null) return false;
-      if (this.clock.nowMs() >= until) {
-        this.log.warn({ event: 'leader_release_share_wait', ...this.fields(held), waited_ms: this.fitsWaitMs },
-          'calls in flight still above the share of the partitions kept: stepping down without releasing (the row expires)');
-        this.drop('release_share_wait');
-        return false;
-      }
-      if (this.renewDue() && !(await this.renew())) return false;
-      await this.clock.sleep(SHARE_POLL_MS);
-    }
-    return this.held === held;
+  /** Lead on until the calls fit the kept share (shareWait.ts); false if leadership went meanwhile, or stepped down. */
+  private awaitFits(held: Held): Promise<boolean> {
+    return leadUntilFits({
+      leading: () => this.held === held && this.requireLeader() !== null,
+      renewIfDue: async () => !this.renewDue() || (await this.renew()),
+      stepDown: (reason) => this.drop(reason),
+      logFields: () => this.fields(held),
+    }, () => this.handBack.fits, this.fitsWaitMs, this.clock, this.log).then((fit) => fit && this.held === held);
   }
 
   /** Step down now: the gate closes at once; the row is handed back best-effort when the reason allows. */
@@ -285,7 +269,7 @@ export class LeaseManager implements LeaderGate {
     if (!held) return;
     this.held = null;
     held.timer.abort();
-    this.retryAtMs = Number.NEGATIVE_INFINITY;
+    this.retry.steppedDown();
     this.log.warn({ event: 'leader_lost', reason, ...this.fields(held), sql_error: sqlErrorField(sqlError) }, 'leadership lost');
     this.emit({ kind: 'lost', token: held.token, reason });
     this.handBack.steppedDown(reason, { token: held.token, untilMs: held.sentAtMs + this.settings.durationMs });
@@ -320,20 +304,10 @@ export class LeaseManager implements LeaderGate {
       deadlineMs: sentAtMs + this.settings.durationMs - this.settings.safetyMarginMs,
       timer: new AbortController(),
     };
-    this.refusals.reset();
+    this.retry.led();
     this.armDeadline(this.held);
     this.log.info({ event: 'leader_acquired', ...this.fields(this.held) }, 'lease acquired');
     this.emit({ kind: 'acquired', token, expiresAt: lease.expiresAt });
-  }
-
-  private scheduleRetry(current: LeaseRow | null, dbNow: Date): void {
-    // Relative to database time, so a skewed local clock changes nothing.
-    const untilExpiry = current ? Math.max(0, current.expiresAt.getTime() - dbNow.getTime()) : 0;
-    this.retryAtMs = this.clock.nowMs() + Math.min(untilExpiry, this.settings.acquireIntervalMs) + this.jitter();
-  }
-
-  private jitter(): number {
-    return Math.floor(this.random() * this.settings.acquireJitterMs);
   }
 
   private fields(h: Held) {

@@ -16,9 +16,9 @@ import { runPartitionTimer } from '../../src/app.js';
 import { releaseLeaseHandler } from '../../src/http/ops.js';
 import { requestPartitionCountHandler } from '../../src/http/partitions.js';
 import { partitionOf } from '../../src/intents/partition.js';
-import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectContext } from '../support/dialectFixture.js';
-import { startRecordingProvider, type ProviderCall, type RecordingProvider } from '../support/recordingProvider.js';
+import { dialects } from '../support/dialects.js';
+import { useApps } from '../support/appsFixture.js';
+import type { ProviderCall } from '../support/recordingProvider.js';
 import { jsonBody, request, sleep, startApps, TEST_LEASE, testConfig, waitUntil } from '../support/apps.js';
 import { partitionLeaseName } from '../../src/limits.js';
 
@@ -46,27 +46,14 @@ const busiest = (r: Seen, ms: number) => {
 };
 
 describe.each(dialects)('provider limits hold for the cluster through transitions: $name', (dialect) => {
-  let ctx: DialectContext;
-  let provider: RecordingProvider;
-  let apps: App[] = [];
-  let loops: Loops | null = null;
-  useDialectContext(dialect, async (fresh) => {
-    ctx = fresh;
-    provider = await startRecordingProvider();
-  }, async () => {
-    await loops?.stop();
-    loops = null;
-    for (const a of apps) await a.close();
-    apps = [];
-    await provider?.close();
-  });
+  const s = useApps(dialect);
 
   /** The provider: calls on `slow` partitions are held until a call on another partition arrives after `movedAt`
    *  (the next leader of the moved partition sends), or HOLD_MS; the others answer at once. */
   function holdingProvider(slow: Set<number>, movedAt: () => number | null): Seen {
     const rec: Seen = { events: [], arrivals: [] };
     const waiting = new Set<() => void>();
-    provider.answer = async (call: ProviderCall) => {
+    s.provider.answer = async (call: ProviderCall) => {
       rec.events.push(+1);
       rec.arrivals.push({ at: call.arrivedAt, partition: call.partition });
       const moved = movedAt();
@@ -84,7 +71,7 @@ describe.each(dialects)('provider limits hold for the cluster through transition
     return rec;
   }
 
-  const succeeded = async (n: number) => ((await ctx.statusCounts()).succeeded ?? 0) >= n;
+  const succeeded = async (n: number) => ((await s.ctx.statusCounts()).succeeded ?? 0) >= n;
   const leads = (app: App, k: number) => app.partitions[k]?.lease.requireLeader() != null;
 
   async function submitTo(app: App, partition: number, count: number, n: number, tag: string) {
@@ -99,8 +86,8 @@ describe.each(dialects)('provider limits hold for the cluster through transition
   }
 
   async function start(n: number, env: Record<string, string>, mode: 'singleton' | 'every-instance' = 'singleton') {
-    const started = await startApps(ctx, n, testConfig(provider.url, { ...ENV, ...env }), undefined, 10, mode);
-    apps.push(...started);
+    const started = await startApps(s.ctx, n, testConfig(s.provider.url, { ...ENV, ...env }), undefined, 10, mode);
+    s.apps.push(...started);
     return started;
   }
 
@@ -115,7 +102,8 @@ describe.each(dialects)('provider limits hold for the cluster through transition
       const rec = holdingProvider(new Set([K]), () => movedAt);
       const mode = trigger === 'fair share' ? 'every-instance' : 'singleton';
       const [a] = await start(1, {}, mode);
-      loops = timerLoops();
+      const loops = timerLoops();
+      s.loops = loops;
       loops.run(a!);
       await waitUntil('A leads both partitions', () => leads(a!, 0) && leads(a!, 1), 30_000);
       // A's share is all of M; its calls are all on K, held by the provider.
@@ -152,7 +140,8 @@ describe.each(dialects)('provider limits hold for the cluster through transition
     const [b] = await start(1, env);
     const [c] = await start(1, { ...env, EXECUTOR_PARTITIONS: '1' });
     expect(c!.layout.count()).toBe(2);
-    loops = timerLoops();
+    const loops = timerLoops();
+    s.loops = loops;
     loops.run(c!);
     await waitUntil('C leads partition 0', () => leads(c!, 0), 30_000);
     loops.run(b!);
@@ -166,7 +155,7 @@ describe.each(dialects)('provider limits hold for the cluster through transition
     await submitTo(b, 0, 2, 8, 'c');
     await submitTo(b, 1, 2, 8, 'b');
     await waitUntil('all succeeded', () => succeeded(16), 60_000);
-    expect(new Set((await ctx.attemptRows()).map((r) => r.holderId))).toEqual(new Set([b.config.lease.holderId, c.config.lease.holderId]));
+    expect(new Set((await s.ctx.attemptRows()).map((r) => r.holderId))).toEqual(new Set([b.config.lease.holderId, c.config.lease.holderId]));
     expect(maxConcurrent(rec)).toBeLessThanOrEqual(M); // (before: C took all of M, 4 + 2)
     expect(maxConcurrent(rec)).toBe(M);
     expect(busiest(rec, 1_000)).toBeLessThanOrEqual(BUSIEST_SECOND);
@@ -184,7 +173,6 @@ describe.each(dialects)('provider limits hold for the cluster through transition
   });
 });
 
-type Loops = ReturnType<typeof timerLoops>;
 
 /** Each partition timer of each app runs as its timer function does (runPartitionTimer), until stopped; `skip`
  *  silences one (that app's timer of that partition no longer fires). */

@@ -99,6 +99,7 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
     expect(Number(await page.textContent('#count-scheduled'))).toBe(1);
     expect(await page.textContent('#due-now')).toBe('0');
     expect(await page.textContent('#maintenance')).toBe('retention: no failure recorded'); // leaders record failures in SQL (issue 21)
+    expect(await page.innerText('body')).not.toMatch(/\b(null|undefined)\b/); // no optional part shown as a word
     expect(await page.locator('#charts .uplot canvas').count()).toBe(2);
     expect(await page.getAttribute('#charts', 'data-points')).toBe('60');
     expect(await page.locator('#failures-table tr').count()).toBe(3); // header + 2 failures

@@ -111,6 +111,7 @@ describe.each(serverDatabases)('dashboard with 4 partitions in Chromium ($name s
     expect(await page.textContent('#leader-title')).toBe('Leaders');
     expect(await page.textContent('#leader-summary')).toBe('4 of 4 partitions led');
     expect(await page.textContent('#paused-flag')).toBe('running');
+    expect(await page.innerText('body')).not.toMatch(/\b(null|undefined)\b/); // no optional part shown as a word
     expect(await page.textContent('#partitions-summary')).toBe('4 of 4 led · 12 scheduled, 0 due');
     expect(await page.textContent('#timeline-title')).toBe('Leadership timeline (partition 0)');
     await page.screenshot({ path: path.join(IMG, 'dashboard-partitions.png'), fullPage: true });

@@ -1,8 +1,9 @@
 // @ts-nocheck — browser code: compiled by tsc like the rest and inlined into the page as
 // `(${dashboardClient})()`, so the dashboard needs no build toolchain. Plain DOM, uPlot for the charts.
 // Every request goes to the page's own base path (route-prefix aware) with the page's `?code=` key, if any.
-// `partitionClient` (partitionClient.ts, inlined beside it) renders the Partitions card's count and changes.
-export function dashboardClient(partitionClient): void {
+// Inlined beside it and handed in: `partitionClient` (partitionClient.ts) renders the Partitions card's count and
+// changes, `partitionTableClient` (partitionTable.ts) its row per partition, `chartsClient` (charts.ts) the charts.
+export function dashboardClient(partitionClient, partitionTableClient, chartsClient): void {
   const $ = (sel) => document.querySelector(sel);
   const el = (tag, attrs, ...kids) => {
     const n = document.createElement(tag);
@@ -13,6 +14,8 @@ export function dashboardClient(partitionClient): void {
     for (const k of kids.flat()) n.append(k instanceof Node ? k : document.createTextNode(k === null || k === undefined ? '' : String(k)));
     return n;
   };
+  // replaceChildren would show a null child as the text "null": optional parts are left out instead.
+  const fill = (sel, ...kids) => $(sel).replaceChildren(...kids.filter((k) => k !== null && k !== undefined));
   const params = new URLSearchParams(location.search);
   const code = params.get('code');
   const base = location.pathname.replace(/dashboard\/?$/, '');
@@ -74,33 +77,13 @@ export function dashboardClient(partitionClient): void {
     await route();
   }
 
+  const renderPartitionLayout = partitionClient({ $, el, when, ago, act });
+  const renderPartitionTable = partitionTableClient({ $, el, when, ago, act });
+  const drawCharts = chartsClient({ $ });
+
   // Overview.
   let fetchedAt = 0;
   let leader = null;
-  const charts = {};
-  function chart(id, title, series, data) {
-    const host = $('#' + id);
-    const opts = {
-      title, width: Math.max(300, host.clientWidth || 500), height: 200, scales: { x: { time: true } },
-      series: [{}].concat(series), axes: [{}, { size: 50 }],
-    };
-    if (charts[id]) charts[id].setData(data);
-    else charts[id] = new uPlot(opts, data, host);
-  }
-  function drawCharts(o) {
-    const end = Math.floor(Date.parse(o.dbNow) / 60000) * 60;
-    const xs = [], started = [], errors = [], rate = [];
-    const byMinute = new Map(o.attemptsPerMinute.map((m) => [Date.parse(m.minute) / 1000, m]));
-    for (let t = end - 59 * 60; t <= end; t += 60) {
-      const m = byMinute.get(t);
-      xs.push(t); started.push(m ? m.started : 0); errors.push(m ? m.errors : 0);
-      rate.push(m && m.started ? Math.round((1000 * m.errors) / m.started) / 10 : 0);
-    }
-    chart('chart-attempts', 'Attempts per minute (last hour)', [
-      { label: 'attempts', stroke: '#2563eb', fill: 'rgba(37,99,235,0.15)' }, { label: 'errors', stroke: '#dc2626' }], [xs, started, errors]);
-    chart('chart-errors', 'Error rate % (last hour)', [{ label: 'error rate %', stroke: '#dc2626', fill: 'rgba(220,38,38,0.12)' }], [xs, rate]);
-    $('#charts').dataset.points = String(xs.length);
-  }
   const expiry = (ms) => (ms > 0 ? 'expires in ' + (ms / 1000).toFixed(1) + ' s' : 'expired ' + ago(-ms) + ' ago');
   function tickCountdown() {
     const since = Date.now() - fetchedAt;
@@ -145,7 +128,7 @@ export function dashboardClient(partitionClient): void {
     // One partition: the cluster's flag or partition 0's own (a pause recorded by an earlier release) holds it; Resume clears both.
     const ex = o.execution;
     const own = !ex.paused && ex.partitionPaused;
-    $('#execution').replaceChildren(
+    fill('#execution',
       el('div', { class: 'big ' + (ex.paused || ex.partitionPaused ? 'err' : 'ok'), id: 'paused-flag' }, ex.paused ? 'PAUSED' : own ? 'PAUSED (partition 0)' : 'running'),
       el('div', { class: 'muted' }, own ? 'since ' + when(ex.partitionPausedAt) + ' by ' + ex.partitionPausedBy + (ex.partitionPauseReason ? ' — ' + ex.partitionPauseReason : '')
         : ex.changedAt ? 'since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '') : 'never paused'),
@@ -190,7 +173,7 @@ export function dashboardClient(partitionClient): void {
     const ex = o.execution;
     const paused = ps.filter((p) => p.paused);
     const drains = ps.filter((p) => p.pendingDrain);
-    $('#execution').replaceChildren(
+    fill('#execution',
       el('div', { class: 'big ' + (ex.paused || paused.length ? 'err' : 'ok'), id: 'paused-flag' },
         ex.paused ? 'PAUSED' : paused.length === 0 ? 'running' : 'PAUSED ' + paused.length + ' of ' + ps.length),
       ex.paused ? el('div', { class: 'muted', id: 'cluster-pause' }, 'cluster paused since ' + when(ex.changedAt) + ' by ' + ex.changedBy + (ex.reason ? ' — ' + ex.reason : '')) : null,
@@ -205,32 +188,7 @@ export function dashboardClient(partitionClient): void {
         ex.paused ? null
           : el('button', { id: 'btn-pause', onclick: () => act('Pause the cluster', 'Every partition\'s leader, whatever the count becomes, stops sending (calls already sent finish). Reason (optional):', 'POST', 'ops/execution/pause', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause all'),
         el('button', { id: 'btn-drain', onclick: () => act('Drain every leader', 'Each partition\'s leader finishes its in-flight attempts and releases its lease; any instance may take it over.', 'POST', 'ops/lease/release') }, 'Drain all')));
-    $('#partitions-card').hidden = false;
-    $('#timeline-title').textContent = 'Leadership timeline (partition 0)';
-    const due = ps.reduce((n, p) => n + p.backlog.due, 0);
-    $('#partitions-summary').textContent = held.length + ' of ' + ps.length + ' led · ' + ps.reduce((n, p) => n + p.backlog.scheduled, 0) + ' scheduled, ' + due + ' due'
-      + (ex.paused ? ' · cluster paused' : paused.length ? ' · ' + paused.length + ' paused' : '') + (drains.length ? ' · ' + drains.length + ' draining' : '');
-    $('#partitions').replaceChildren(el('table', { id: 'partitions-table' },
-      el('tr', {}, ...['partition', 'holder', 'epoch', 'expires in', ['backlog', el('div', { class: 'muted' }, 'scheduled / due')], 'last attempt', 'state', ''].map((h) => el('th', {}, h))),
-      ...ps.map((p) => el('tr', { 'data-partition': p.partition, class: p.held ? 'held' : 'unheld' },
-        el('td', {}, el('b', {}, p.partition)),
-        el('td', { class: 'holder ' + (p.held ? '' : 'err') }, p.held ? p.holderId : 'none', p.held || !p.lastHolderId ? null : el('div', { class: 'muted' }, 'last: ' + p.lastHolderId)),
-        el('td', { class: 'epoch' }, p.leaseEpoch || '—'),
-        p.expiresInMs === null ? el('td', { class: 'expires muted' }, '—') : el('td', { class: 'expires', 'data-ms': p.expiresInMs }),
-        el('td', { class: 'backlog', title: 'scheduled / due now' }, p.backlog.scheduled + ' / ', el('span', { class: p.backlog.due ? 'due' : '' }, p.backlog.due)),
-        el('td', { class: 'last', title: p.lastAttemptAt || '' }, p.lastAttemptAgeMs === null ? '—' : ago(p.lastAttemptAgeMs) + ' ago'),
-        // The pause flag (its reason below), and a pending drain, which the partition's leader completes at its next refresh.
-        el('td', { class: 'state ' + (p.heldBy ? 'err' : 'ok'), title: p.paused ? 'paused since ' + when(p.pausedAt) + ' by ' + p.pausedBy + (p.pauseReason ? ': ' + p.pauseReason : '') : p.heldBy ? 'the cluster is paused' : '' },
-          p.paused ? 'PAUSED' : p.heldBy ? 'PAUSED (cluster)' : 'running', p.paused && p.pauseReason ? el('div', { class: 'muted reason' }, p.pauseReason) : null,
-          p.pendingDrain ? el('div', { class: 'drain err', title: 'asked at ' + when(p.pendingDrain.requestedAt) + ' by ' + p.pendingDrain.requestedBy },
-            'drain pending') : null,
-          p.failingMaintenance ? el('div', { class: 'maint err', title: p.failingMaintenance.lastError || '' },
-            p.failingMaintenance.task + ' failing (' + p.failingMaintenance.failures + ')') : null),
-        el('td', { class: 'actions' },
-          el('button', { class: 'small', id: 'btn-drain-p' + p.partition, onclick: () => act('Drain partition ' + p.partition, 'Its leader finishes its in-flight attempts and releases the lease; any instance may take it over.', 'POST', 'ops/lease/release?partition=' + p.partition) }, 'Drain'),
-          p.paused
-            ? el('button', { class: 'small', id: 'btn-resume-p' + p.partition, onclick: () => act('Resume partition ' + p.partition, 'Its leader starts attempts again.', 'POST', 'ops/execution/resume?partition=' + p.partition) }, 'Resume')
-            : el('button', { class: 'small', id: 'btn-pause-p' + p.partition, onclick: () => act('Pause partition ' + p.partition, 'Its leader stops starting attempts (in-flight ones finish); other partitions go on. Reason (optional):', 'POST', 'ops/execution/pause?partition=' + p.partition, (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Pause'))))));
+    renderPartitionTable(o);
     renderCommon(o);
   }
 
@@ -320,7 +278,6 @@ export function dashboardClient(partitionClient): void {
       redrives.length ? el('ul', {}, ...redrives.map((x) => el('li', {}, when(x.requestedAt) + ' by ' + x.requestedBy + ' after ' + x.attemptsBefore + ' attempts' + (x.reason ? ' — ' + x.reason : '')))) : el('div', { class: 'muted' }, 'never redriven'));
   }
 
-  const renderPartitionLayout = partitionClient({ $, el, when, ago, act });
   let timer = null;
   async function route() {
     clearTimeout(timer);

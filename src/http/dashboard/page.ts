@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dashboardClient } from './client.js';
 import { partitionClient } from './partitionClient.js';
+import { partitionTableClient } from './partitionTable.js';
+import { chartsClient } from './charts.js';
 
 const require = createRequire(import.meta.url);
 let cached: string | null = null;
@@ -93,7 +95,7 @@ export function dashboardPage(): string {
 <title>SubmissionManager dashboard</title><style>${uplotCss}${CSS}</style></head>
 <body>${BODY}
 <script>${safe(uplotJs)}</script>
-<script>(${safe(dashboardClient.toString())})(${safe(partitionClient.toString())});</script>
+<script>(${safe(dashboardClient.toString())})(${[partitionClient, partitionTableClient, chartsClient].map((f) => safe(f.toString())).join(', ')});</script>
 </body></html>`;
   return cached;
 }
