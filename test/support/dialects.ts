@@ -117,6 +117,9 @@ export interface ServerCapability {
   openStores(url: string, statementTimeoutMs: number): Stores;
   /** An SQL expression for the database's time now, or `secondsAgo` seconds before (the stored timestamps' type). */
   dbTimeSql(secondsAgo?: number): string;
+  /** One neutral query describing the database's schema, one text row `d` per column (type, nullability, default),
+   *  index (its columns, uniqueness) and constraint, ordered: two schemas are the same when their rows are. */
+  schemaSql: string;
   /** On a connection of its own, a transaction holding the rows of `table` whose `column` is one of `keys` locked
    *  FOR UPDATE (every key must match a row) until release(): writers and locking readers of them wait, plain reads
    *  do not. `shared`: FOR SHARE / LOCK IN SHARE MODE instead (writers wait, shared lockers do not); its waiters()

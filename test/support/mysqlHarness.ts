@@ -71,6 +71,15 @@ export const mysql: DialectHarness = {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
+    schemaSql: `SELECT d FROM (
+      SELECT CONCAT('column ', table_name, '.', column_name, ' ', column_type, ' ', is_nullable, ' ', COALESCE(column_default, ''),
+        ' ', extra) AS d FROM information_schema.columns WHERE table_schema = DATABASE()
+      UNION ALL SELECT CONCAT('index ', table_name, '.', index_name, ' ', IF(non_unique = 0, 'unique ', ''),
+        GROUP_CONCAT(column_name, COALESCE(CONCAT('(', sub_part, ')'), '') ORDER BY seq_in_index))
+        FROM information_schema.statistics WHERE table_schema = DATABASE() GROUP BY table_name, index_name, non_unique
+      UNION ALL SELECT CONCAT('routine ', routine_type, ' ', routine_name) FROM information_schema.routines WHERE routine_schema = DATABASE()
+      UNION ALL SELECT CONCAT('trigger ', trigger_name) FROM information_schema.triggers WHERE trigger_schema = DATABASE()
+    ) s ORDER BY d`,
     async holdRowLock(db, table, column, keys, mode = 'exclusive') {
       const pool = openMysqlPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 });
       let thread = 0;

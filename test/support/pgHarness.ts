@@ -216,6 +216,16 @@ export const pglite: DialectHarness = {
   },
 };
 
+/** The schema of the current one, as ServerCapability.schemaSql describes it (PGlite too). */
+export const PG_SCHEMA_SQL = `SELECT d FROM (
+  SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || COALESCE('(' || character_maximum_length || ')', '')
+    || ' ' || is_nullable || ' ' || COALESCE(column_default, '') AS d FROM information_schema.columns WHERE table_schema = current_schema()
+  UNION ALL SELECT 'index ' || tablename || ' ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()
+  UNION ALL SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
+    FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+  UNION ALL SELECT 'sequence ' || sequence_name FROM information_schema.sequences WHERE sequence_schema = current_schema()
+) s ORDER BY d`;
+
 export const postgres: DialectHarness = {
   name: 'postgres',
   notices: true,
@@ -226,6 +236,7 @@ export const postgres: DialectHarness = {
     create: createPgDatabase,
     openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `clock_timestamp() - interval '${secondsAgo} seconds'` : 'clock_timestamp()'),
+    schemaSql: PG_SCHEMA_SQL,
     async holdRowLock(db, table, column, keys, mode = 'exclusive') {
       const pool = openPgPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 }, () => {});
       let pid = 0;
