@@ -14,11 +14,12 @@ export const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
  *  import runs down. A leaf (`imports: []`) may be imported from anywhere. Keep each folder's README sentence in
  *  step: the test compares its "May import:" line (a top-level file's: in its header) with `imports` + `up`. */
 export const ROOMS = {
-  'observability/': { imports: [] },
+  'version.ts': { imports: [] },
+  'observability/': { imports: ['version.ts'] },
   'azureDatabase.ts': { imports: [] },
   'limits.ts': { imports: [] },
   'configSchema.ts': { imports: ['azureDatabase.ts', 'limits.ts'] },
-  'config.ts': { imports: ['configSchema.ts', 'limits.ts', 'azureDatabase.ts'] },
+  'config.ts': { imports: ['configSchema.ts', 'limits.ts', 'azureDatabase.ts', 'version.ts'] },
   'store/': { imports: ['limits.ts', 'config.ts', 'azureDatabase.ts', 'observability/'] },
   'lease/': { imports: ['config.ts', 'store/', 'observability/'] },
   'intents/': { imports: ['config.ts', 'store/', 'observability/'] },

@@ -1,11 +1,8 @@
 // The one place that reads process.env: every setting parsed through the one schema (configSchema.ts: its type,
 // bounds and default), then resolved here, with the relational rules between settings; bad configuration fails at
 // start with a message that names the setting(s).
-// May import: `configSchema.ts`, `limits.ts` (the limits its relational checks relate), `azureDatabase.ts`.
+// May import: `configSchema.ts`, `limits.ts` (the limits its relational checks relate), `azureDatabase.ts`, `version.ts`.
 import { hostname } from 'node:os';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import {
   leaseNameRoomProblem,
@@ -14,6 +11,7 @@ import {
 } from './limits.js';
 import { azureDatabaseTarget, type EntraDatabaseTarget } from './azureDatabase.js';
 import { settingsSchema, type Settings } from './configSchema.js';
+import { appVersion } from './version.js';
 
 /** Connections the leader may hold at once: the lease renew, a batch statement, the maintenance purge. */
 export const LEADER_DB_CONNECTIONS = 3;
@@ -83,22 +81,7 @@ export const AZURE_APP_SETTINGS: readonly string[] = [
   'RETENTION_DAYS',
 ];
 
-/** package.json's `version` (the first package.json above this file: src/ under the tests, dist/src/ when built, the
- *  deployed package on Azure), or `unknown` when none is readable. Read once. */
-let version: string | null = null;
-export function appVersion(): string {
-  if (version !== null) return version;
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 4 && version === null; i++, dir = path.dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version?: unknown };
-      version = typeof pkg.version === 'string' ? pkg.version.slice(0, 64) : 'unknown';
-    } catch {
-      // no package.json here: one folder up
-    }
-  }
-  return (version ??= 'unknown');
-}
+export { appVersion } from './version.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

@@ -1,13 +1,20 @@
-// /healthz (HTTP up) and /readyz (role info; 200 for leader and follower, so followers stay in rotation).
+// /healthz (HTTP up, and the release this instance runs) and /readyz (role info; 200 for leader and follower, so followers stay in rotation).
 // /readyz gives this instance's own role and, read from SQL (cached ≤ 1 s), the cluster's leader: on Flex the
 // HTTP instances never lead, so their own role says nothing about who executes.
+import { appVersion } from '../config.js';
 import type { ClusterView } from './clusterView.js';
 import type { HttpContext } from './context.js';
 import type { ApiResponse } from './problem.js';
 import type { ApiHandler } from './request.js';
 
-export async function healthz(): Promise<ApiResponse> {
-  return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: 'ok' };
+/** 200 without a database round trip, naming the release (package.json's version): `ok version=0.2.0` as text, or
+ *  `{"status":"ok","version":"0.2.0"}` when the caller accepts JSON. A probe that only reads the status is unaffected. */
+export async function healthz(accept = ''): Promise<ApiResponse> {
+  const version = appVersion();
+  if (accept.includes('application/json')) {
+    return { status: 200, headers: { 'content-type': 'application/json', 'cache-control': 'no-store' }, body: JSON.stringify({ status: 'ok', version }) };
+  }
+  return { status: 200, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' }, body: `ok version=${version}` };
 }
 
 const iso = (d: Date | null | undefined) => d?.toISOString() ?? null;

@@ -5,6 +5,7 @@
 // hands AppMetrics to whoever records; nothing in src/ core reads a global meter.
 import type { Attributes, Counter, Histogram, Meter, MeterProvider, ObservableResult } from '@opentelemetry/api';
 import { AggregationTemporality, InstrumentType, MeterProvider as SdkMeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { appVersion } from '../version.js';
 import { renderPrometheus } from './prometheus.js';
 
 /** A reader that exports nothing by itself: each scrape pulls (collect) what the SDK aggregated. Counters and
@@ -92,7 +93,7 @@ export class MetricsRegistry {
 
   /** `provider` must have `reader` registered (standalone() does both). */
   constructor(provider: MeterProvider, readonly reader: PullMetricReader, private readonly owned?: { shutdown(): Promise<unknown> }) {
-    const meter = provider.getMeter('submission-manager', '0.1.0');
+    const meter = provider.getMeter('submission-manager', appVersion());
     this.ins = instruments(meter);
     const gauge = (name: string, description: string, read: (s: GaugeSource) => number | null) =>
       meter.createObservableGauge(name, { description }).addCallback((r: ObservableResult) => {

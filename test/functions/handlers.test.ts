@@ -1,6 +1,7 @@
 // Registered handlers invoked with real HttpRequest / InvocationContext objects from @azure/functions,
 // against PGlite: submit, read, replay, conflict, bad input, readyz in both roles, and the timer.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 // The compiled modules (dist/) are the ones the registered function files import, so the app scoping
 // (AsyncLocalStorage) must come from the same module instances.
 import type { Registry } from '../../src/local/functionsCore.js';
@@ -49,6 +50,7 @@ async function invoke(app: App, name: string, init: { method: string; path: stri
   return { status: res.status, headers: res.headers, json: isJson && res.body ? JSON.parse(res.body) : undefined, text: res.body };
 }
 const json = { 'content-type': 'application/json' };
+const pkgVersion = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
 describe('HTTP functions through @azure/functions objects', () => {
   it('submit → 201, read, idempotent replay → 200, key reuse with another body → 409', async () => {
@@ -95,7 +97,8 @@ describe('HTTP functions through @azure/functions objects', () => {
     const asJson = await invoke(follower, 'readyz', { method: 'GET', path: 'readyz', headers: { accept: 'application/json' } });
     expect(asJson.json).toMatchObject({ mode: 'follower', holderId: 'fn-follower', leaseEpoch: null,
       cluster: { leader: { holderId: 'fn-leader', leaseEpoch: 1 }, lastEpoch: 1, error: null } });
-    expect((await invoke(follower, 'healthz', { method: 'GET', path: 'healthz' })).status).toBe(200);
+    const health = await invoke(follower, 'healthz', { method: 'GET', path: 'healthz' });
+    expect([health.status, health.text]).toEqual([200, `ok version=${pkgVersion}`]); // the release, from package.json
     const created = await invoke(follower, 'postIntent', { method: 'POST', path: 'intents', body: JSON.stringify({ payload: { t: 1 } }), headers: json });
     const id = created.json.intentId as string;
     for (let i = 0; i < 5 && !provider.calls.some((c) => c.intentId === id); i++) {

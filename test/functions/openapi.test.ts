@@ -161,7 +161,10 @@ describe('OpenAPI document', () => {
     expect((await resched(other, '{"notBefore":"2098-01-01T00:00:00Z"}')).status).toBe(409);
 
     // Health, readiness (both representations), metrics, the document itself.
-    expect((await call(follower, 'healthz', { method: 'GET', path: 'healthz' })).status).toBe(200);
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+    expect((await call(follower, 'healthz', { method: 'GET', path: 'healthz' })).body).toBe(`ok version=${version}`);
+    expect((await call(follower, 'healthz', { method: 'GET', path: 'healthz', headers: { accept: 'application/json' } })).json).toEqual({ status: 'ok', version });
+    expect(doc.info.version).toBe(version);
     expect((await call(leader, 'readyz', { method: 'GET', path: 'readyz' })).body).toMatch(/^mode=leader/);
     expect((await call(follower, 'readyz', { method: 'GET', path: 'readyz', headers: { accept: 'application/json' } })).json.mode).toBe('follower');
     expect((await call(leader, 'metrics', { method: 'GET', path: 'metrics' })).body).toMatch(/^leader_acquired_total\{holder_id="oa-leader"\} 1$/m);

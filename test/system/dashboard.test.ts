@@ -7,6 +7,7 @@
 // UPDATE_SCREENSHOTS=1 (from the first server of the list only), else to a temporary folder, so `npm test` leaves
 // the work tree clean.
 import { afterAll, beforeAll, describe, expect, inject, it as vitestIt } from 'vitest';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -100,6 +101,8 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
     expect(await page.textContent('#due-now')).toBe('0');
     expect(await page.textContent('#maintenance')).toBe('retention: no failure recorded'); // leaders record failures in SQL (issue 21)
     expect(await page.innerText('body')).not.toMatch(/\b(null|undefined)\b/); // no optional part shown as a word
+    const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    expect(await page.textContent('#served')).toMatch(new RegExp(`served by \\S+ \\(${version.replace(/\./g, '\\.')}\\) · cluster `)); // the release that answered
     expect(await page.locator('#charts .uplot canvas').count()).toBe(2);
     expect(await page.getAttribute('#charts', 'data-points')).toBe('60');
     expect(await page.locator('#failures-table tr').count()).toBe(3); // header + 2 failures

@@ -213,7 +213,7 @@ export function dashboardClient(partitionClient, partitionTableClient, chartsCli
       ...o.timeline.map((e) => el('tr', {}, el('td', {}, when(e.at)), el('td', {}, e.event), el('td', {}, e.leaseEpoch), el('td', {}, e.holderId)))));
     $('#redrives').replaceChildren(el('table', {}, el('tr', {}, el('th', {}, 'at'), el('th', {}, 'by'), el('th', {}, 'redriven'), el('th', {}, 'reason')),
       ...o.redrives.map((r) => el('tr', {}, el('td', {}, when(r.requestedAt)), el('td', {}, r.requestedBy), el('td', {}, r.redriven), el('td', {}, r.reason)))));
-    $('#served').textContent = 'database time ' + when(o.dbNow) + ' · served by ' + o.servedBy + ' · cluster ' + o.leaseName;
+    $('#served').textContent = 'database time ' + when(o.dbNow) + ' · served by ' + o.servedBy + ' (' + o.version + ') · cluster ' + o.leaseName;
   }
 
   // Instances: their heartbeat rows (GET instances); live = seen within INSTANCE_LIVE_WINDOW_MS (database time).

@@ -2,6 +2,7 @@
 // instance answers the same. Bounded: 20 lease events, 60 minutes of attempts, 20 failures, 10 redrives,
 // search pages of at most 100. The payload is redacted to its size unless `payload=1` is asked.
 import { z } from 'zod';
+import { appVersion } from '../../config.js';
 import { INTENT_STATUSES, isoDateTime, toAttemptView, toIntentView } from '../../intents/contract.js';
 import { isUuid } from '../../intents/ids.js';
 import type { HttpContext } from '../context.js';
@@ -87,6 +88,7 @@ export async function overview(app: HttpContext) {
     dbNow: o.dbNow.toISOString(),
     leaseName,
     servedBy: app.lease.holderId,
+    version: appVersion(), // the release the answering instance runs (package.json)
     leader: o.lease && {
       holderId: o.lease.holderId, leaseEpoch: o.lease.leaseEpoch, acquiredAt: iso(o.lease.acquiredAt), renewedAt: iso(o.lease.renewedAt),
       expiresAt: iso(o.lease.expiresAt), expiresInMs: o.lease.expiresAt.getTime() - now, live: o.lease.expiresAt.getTime() > now,

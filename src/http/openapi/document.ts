@@ -4,11 +4,13 @@
 // Served at GET /api/openapi.json; `npm run openapi` writes docs/openapi.json (a test fails when it is stale).
 import { z } from 'zod';
 import { IDEMPOTENCY_HEADER, idempotencyKeySchema, listQuerySchema, rescheduleBodySchema, submitBodySchema } from '../../intents/contract.js';
+import { appVersion } from '../../config.js';
 import type { ApiResponse } from '../problem.js';
 import * as P from './partitionSchemas.js';
 import * as S from './schemas.js';
 
-export const API_VERSION = '0.1.0';
+/** The document's info.version: the release (package.json), so the contract a client reads names the code serving it. */
+export const API_VERSION = appVersion();
 
 type Json = Record<string, unknown>;
 
@@ -36,6 +38,7 @@ function components(): Record<string, Json> {
   add('Lease', S.leaseViewSchema);
   add('PartitionLease', S.partitionLeaseViewSchema);
   add('PartitionLeaseList', S.partitionLeaseListSchema);
+  add('Health', S.healthViewSchema);
   add('Ready', S.readyViewSchema);
   add('FieldError', S.fieldErrorSchema);
   add('Problem', S.problemSchema);
@@ -174,7 +177,12 @@ export function buildOpenApiDocument(): Json {
           responses: { 200: { description: 'The instances, by holder id', content: jsonContent('InstanceList') }, ...problems() },
         }),
       },
-      '/healthz': { get: op('healthz', 'anonymous', 'HTTP up (no database round trip)', { responses: { 200: text('ok') } }) },
+      '/healthz': {
+        get: op('healthz', 'anonymous', 'HTTP up, and the release this instance runs (no database round trip)', {
+          responses: { 200: { description: '`ok version=…` (JSON with Accept: application/json)',
+            content: { 'text/plain': { schema: { type: 'string' } }, ...jsonContent('Health') } } },
+        }),
+      },
       '/readyz': {
         get: op('readyz', 'anonymous', "This instance's role; 200 for leader and follower", {
           responses: {

@@ -88,6 +88,11 @@ export const partitionLeaseListSchema = z.strictObject({
 });
 export type PartitionLeaseView = z.infer<typeof partitionLeaseSchema>;
 
+export const healthViewSchema = z.strictObject({
+  status: z.literal('ok'),
+  version: z.string().describe('The release this instance runs (package.json)'),
+});
+
 export const readyViewSchema = z.strictObject({
   mode: z.enum(['leader', 'follower']),
   holderId: z.string(),
