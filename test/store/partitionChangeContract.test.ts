@@ -252,6 +252,22 @@ describe.each(dialects)('partition change contract: $name', (dialect) => {
     expect((await s.lease.listEvents(leaseOf(0))).map((e) => e.event)).toEqual(['acquired']);
   });
 
+  it('a drain asked while the change runs is met by its completion: its pending handovers completed by the changer; a later one stays pending', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    for (const k of [0, 1]) expect((await s.ops.requestHandover(leaseOf(k), uuidv7(), 'operator', 'drain during a change')).created).toBe(true);
+    const { change, fence } = await switched(3, 3);
+    const done = ok(await s.partitions.completeChange(fence, change.changeId));
+    expect(done.state).toBe('completed');
+    for (const k of [0, 1]) {
+      expect((await s.ops.listHandovers(leaseOf(k), 5)).map((h) => [h.status, h.completedEpoch, h.completedBy]))
+        .toEqual([['completed', fence[k]!.leaseEpoch, CHANGER]]);
+    }
+    // Asked after the completion: for the next leaders (a retried completion leaves it pending).
+    const later = await s.ops.requestHandover(leaseOf(2), uuidv7(), 'operator', 'drain after the change');
+    expect(ok(await s.partitions.completeChange(fence, change.changeId))).toEqual(done);
+    expect((await s.ops.listHandovers(leaseOf(2), 5)).map((h) => [h.requestId, h.status])).toEqual([[later.request.requestId, 'pending']]);
+  });
+
   it('a moved intent keeps its last_modified_at', async () => {
     await s.partitions.recordPartitionCount(1, 'host-a');
     const intent = await put({ partition: 0 });

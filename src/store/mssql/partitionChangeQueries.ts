@@ -215,7 +215,8 @@ END;`,
   /**
    * Fenced: reassigning → completed, and in the same transaction every fenced lease released as MssqlLeaseStore.release
    * does: expired in place (never deleted) iff still held by that holder and epoch and unexpired at @now, read after the
-   * fence's locks, with a `released` event each. Nothing else (pending, or already completed) is written.
+   * fence's locks, with a `released` event each; pending handover requests of those leases completed (the change met
+   * them). Nothing else (pending, or already completed) is written.
    */
   completeChange(fence: LeaseToken[], changeId: string): SqlQuery {
     return buildFencedBatchAll(fence, 'partition_complete', {
@@ -231,6 +232,10 @@ UPDATE ${CHANGES} SET state = 'completed', completed_at = @now WHERE change_id =
 SET @completed = @@ROWCOUNT;
 IF @completed > 0
 BEGIN
+  -- A drain asked while the change ran is met by it (every lease is released below): its pending rows completed.
+  UPDATE h SET status = 'completed', completed_at = @now, completed_epoch = f.lease_epoch, completed_by = f.holder_id
+    FROM submission_manager_handover_requests AS h JOIN @fence AS f ON h.lease_name = f.lease_name
+   WHERE h.status = 'pending';
   UPDATE l
      SET expires_at = @now, renewed_at = @now
   OUTPUT inserted.lease_name, inserted.lease_epoch, inserted.holder_id INTO @rel

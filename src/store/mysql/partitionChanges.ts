@@ -203,6 +203,8 @@ export async function completeChange(db: MyDatabase, fence: LeaseToken[], change
       requireWholeFence(fence, c);
       await tx.query(`UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = ${NOW} WHERE change_id = ?`, [changeId]);
       for (const t of ordered) await writeAudit(tx, t, 'partition_complete', 1);
+      // A drain asked while the change ran is met by it (every lease is released below): its pending rows completed.
+      for (const t of ordered) await tx.query(COMPLETE_HANDOVERS, token4(t));
       for (const [k, t] of ordered.entries()) await expireHeld(tx, t, held[k]!);
       return readChange(tx, changeId);
     });
@@ -213,6 +215,10 @@ export async function completeChange(db: MyDatabase, fence: LeaseToken[], change
     return after ? { kind: 'ok', value: after } : { kind: 'leaseLost' };
   }
 }
+
+const COMPLETE_HANDOVERS = `UPDATE submission_manager_handover_requests
+    SET status = 'completed', completed_at = ${NOW}, completed_epoch = ?, completed_by = ? WHERE lease_name = ? AND status = 'pending'`;
+const token4 = (t: LeaseToken) => [t.leaseEpoch, t.holderId, t.leaseName];
 
 const raise = (e: Error): never => {
   throw e;

@@ -112,6 +112,15 @@ RETURNING ${PARTITION_CHANGE_COLS}`;
 const COMPLETE = `UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = clock_timestamp()
   WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
 
+// A drain asked of the partitions while the change ran is met by it: every lease went to the changer and is released
+// at its completion, so whoever leads next does so after the request. Its pending handover rows are completed here,
+// by the changer's token of each lease, instead of making the next leaders hand over again.
+const COMPLETE_HANDOVERS = `/* sm:partition_handovers */
+UPDATE submission_manager_handover_requests h
+   SET status = 'completed', completed_at = clock_timestamp(), completed_epoch = f.lease_epoch, completed_by = f.holder_id
+  FROM unnest($1::varchar[], $2::varchar[], $3::bigint[]) AS f(lease_name, holder_id, lease_epoch)
+ WHERE h.lease_name = f.lease_name AND h.status = 'pending'`;
+
 // Each lease of the fence released as PgLeaseStore.release does: expired in place, conditional on holder and epoch,
 // a 'released' event each (numbered by the shared sequence while the row is locked).
 const RELEASE_ALL = `/* sm:partition_release */
@@ -210,6 +219,7 @@ export class PgPartitionChanges {
       if (c.state !== 'reassigning') return { value: c, rowsWritten: 0 };
       requireWholeFence(fence, c);
       const r = await tx.query<PartitionChangeDbRow>(COMPLETE, [changeId]);
+      await tx.query(COMPLETE_HANDOVERS, tokenArrays(fence));
       await tx.query(RELEASE_ALL, tokenArrays(fence));
       return { value: one(r.rows), rowsWritten: 1 };
     }, 'NO KEY UPDATE');
