@@ -47,12 +47,14 @@ export interface HostProcess {
 export const tmpDir = (prefix: string) => mkdtempSync(path.join(os.tmpdir(), `sm-${prefix}-`));
 
 /** Spawn a host; resolves once it prints where it listens (rejects with its stderr if it exits first). The start
- *  timeout is generous: a new embedded database (PGlite initdb) takes over 30 s on a loaded 2-core runner. */
-export async function startHost(env: Record<string, string>, startTimeoutMs = 60_000): Promise<HostProcess> {
+ *  timeout is generous: a new embedded database (PGlite initdb) takes over 30 s on a loaded 2-core runner. `root`: the
+ *  built release to run (this checkout by default; test/support/previousRelease.ts builds an earlier one). */
+export async function startHost(env: Record<string, string>, startTimeoutMs = 60_000, root = ROOT): Promise<HostProcess> {
   const clean: Record<string, string | undefined> = { ...process.env };
   for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_SETTING_NAMES]) delete clean[k];
   const logFile = path.join(tmpDir('log'), 'host.log');
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...clean, LOG_FILE: logFile, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const main = root === ROOT ? MAIN : path.join(root, 'dist/src/local/main.js');
+  const child = spawn(process.execPath, [main], { cwd: root, env: { ...clean, LOG_FILE: logFile, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   let err = '';
   let partial = '';

@@ -1,0 +1,208 @@
+// Every migration is additive for the previous release (docs/operations.md, Upgrades): the release named in
+// test/support/previousRelease.json, built from git history by this test, runs unchanged on this release's schema.
+// On a fresh database of each server (PostgreSQL, MariaDB): two processes of the previous release serve and execute
+// a stream of intents (every tenth answered 503 once); this checkout's `npm run migrate` runs while they do; a third
+// process of the previous release starts on the new schema and its leader hands over to another one of it; then a
+// process of this release joins and the old ones stop one by one (SIGTERM), the stream going on throughout.
+// Judged by counts and order: every intent accepted (201) and succeeded once, none sent again after a 2xx, attempt
+// numbers contiguous, no stale-epoch write; intents accepted and executed by the previous release after the migrate
+// exited, and an epoch of it acquired after that.
+import { readFileSync } from 'node:fs';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
+import { staleWrites } from '../support/fenceChecker.js';
+import {
+  ensureBuilt, FAST_ENV, findLeader, killAll, postIntent, startHost, waitFor, type HostProcess, type PgTestDatabase,
+} from '../support/localHostProcess.js';
+import { serverDatabases } from '../support/dialects.js';
+import { previousRelease, runMigrate, type PreviousRelease } from '../support/previousRelease.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A stream of intents, one at a time, round-robin over the current targets; each must be accepted with 201. */
+class IntentStream {
+  readonly accepted: { id: string; by: string; seq: number }[] = [];
+  private targets: HostProcess[] = [];
+  private posted: (() => void)[] = [];
+  private running = false;
+  private done: Promise<void> = Promise.resolve();
+  /** Why the stream stopped on its own (an intent not accepted), else null. */
+  error: Error | null = null;
+
+  start(targets: HostProcess[]): void {
+    this.targets = targets;
+    this.running = true;
+    this.done = (async () => {
+      for (let k = 0; this.running; k++) {
+        const h = this.targets[k % this.targets.length]!;
+        const r = await postIntent(h.api, { k }).catch((e: Error) => ({ status: e.message, intentId: '' }));
+        if (r.status !== 201) {
+          this.error = new Error(`intent ${k} to ${h.holderIds[0]}: ${r.status}; its stderr: ${h.stderr().slice(-1500)}`);
+          this.running = false;
+        } else {
+          this.accepted.push({ id: r.intentId, by: h.holderIds[0]!, seq: k });
+        }
+        for (const w of this.posted.splice(0)) w();
+        await sleep(20);
+      }
+    })();
+  }
+
+  /** New targets; resolves once no post to a former target can still be under way (the one in flight finished). */
+  async retarget(targets: HostProcess[]): Promise<void> {
+    this.targets = targets;
+    await new Promise<void>((r) => this.posted.push(r));
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.done;
+    if (this.error) throw this.error;
+  }
+}
+
+/** The host's last warnings and errors from its log file (pino levels 40 and above), for a failure's message. */
+function problems(h: HostProcess): string {
+  let text = '';
+  try { text = readFileSync(h.logFile, 'utf8'); } catch { return ''; }
+  return text.split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-3).map((l) => `\n  ${l.slice(0, 500)}`).join('');
+}
+
+let release: PreviousRelease | undefined;
+
+describe.each(serverDatabases)('upgrade from the previous release ($name server)', (server) => {
+  const skip = server.unavailable();
+  let db: PgTestDatabase;
+  let provider: RecordingProvider;
+  const hosts: HostProcess[] = [];
+  /** Per provider call, in arrival order: which intent, which attempt, what it was answered. */
+  const answers: { intentId: string; attemptNo: number; status: number }[] = [];
+
+  beforeAll(() => {
+    ensureBuilt();
+    if (!skip) release ??= previousRelease(); // built once per commit, cached outside the checkout
+  }, 600_000);
+  let stream: IntentStream | undefined;
+  afterEach(async () => {
+    await stream?.stop().catch(() => {});
+    await killAll(hosts.splice(0));
+    await provider?.close();
+    await db?.drop();
+  });
+
+  const succeeded = async (ids: string[]) => {
+    if (ids.length === 0) return 0;
+    const rows = await db.sql<{ intent_id: string; status: string }>('SELECT intent_id, status FROM submission_intents');
+    const done = new Set(rows.filter((r) => r.status === 'succeeded').map((r) => r.intent_id));
+    return ids.filter((id) => done.has(id)).length;
+  };
+  /** Waits (a liveness guard, not a measure) until `n` intents accepted from index `from` on have succeeded; fails at
+   *  once when the stream stopped, and names what the hosts wrote to stderr when the wait runs out. */
+  const succeedFrom = async (stream: IntentStream, from: number, n: number, what: string) => {
+    for (const end = Date.now() + 60_000; ;) {
+      if (stream.error) throw stream.error;
+      if ((await succeeded(stream.accepted.slice(from).map((a) => a.id))) >= n) return;
+      if (Date.now() > end) {
+        throw new Error(`${what}: fewer than ${n} of the intents accepted since #${from} succeeded within 60 s; stderr:\n` +
+          hosts.map((h) => `${h.holderIds[0]}: ${h.stderr().slice(-400)}${problems(h)}`).join('\n'));
+      }
+      await sleep(200);
+    }
+  };
+  const epochs = async () => (await db.sql<{ seq: string; lease_epoch: string; holder_id: string; event: string }>(
+    'SELECT seq, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'))
+    .map((e) => ({ seq: Number(e.seq), epoch: Number(e.lease_epoch), holderId: e.holder_id, event: e.event }));
+  const ledger = async () => (await db.sql<{ id: number | string }>('SELECT id FROM submission_manager_migrations ORDER BY id')).map((r) => Number(r.id));
+
+  it('the previous release accepts and executes intents while this release migrates, then hands over to it', async (t) => {
+    if (skip) return t.skip(skip);
+    const prev = release!;
+    db = await server.create();
+    provider = await startRecordingProvider((c) => {
+      const status = (c.payload as { k: number }).k % 10 === 0 && c.attemptNo === 1 ? 503 : 200;
+      answers.push({ intentId: c.intentId, attemptNo: c.attemptNo, status });
+      return { status };
+    });
+    const env = (holder: string) => ({ ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url, HOLDER_ID: holder });
+    const startOld = async (holder: string) => { const h = await startHost(env(holder), 60_000, prev.root); hosts.push(h); return h; };
+    const stop = async (stream: IntentStream, h: HostProcess, rest: HostProcess[]) => {
+      await stream.retarget(rest);
+      h.signal('SIGTERM');
+      expect((await h.exited).code, `${h.holderIds[0]} stops cleanly: ${h.stderr().slice(0, 800)}`).toBe(0);
+    };
+
+    // The previous release alone, on its own schema (its processes migrate at start).
+    const [old1, old2] = await Promise.all([startOld('old1'), startOld('old2')]);
+    const schemaBefore = await ledger();
+    stream = new IntentStream();
+    stream.start([old1!, old2!]);
+    await succeedFrom(stream, 0, 8, 'the previous release executes');
+
+    // This release's migrations under the running processes.
+    const migrated = await runMigrate(db.url);
+    const acceptedBeforeMigrateExit = stream.accepted.length;
+    const epochAtMigrate = Math.max(...(await epochs()).map((e) => e.epoch));
+    expect(migrated.code, migrated.out).toBe(0);
+    const schemaAfter = await ledger();
+    const added = schemaAfter.filter((id) => !schemaBefore.includes(id));
+    expect(migrated.out).toContain(added.length ? `applied migrations: ${added.join(', ')}` : 'database is up to date');
+    expect(schemaAfter.slice(0, schemaBefore.length)).toEqual(schemaBefore);
+
+    // The previous release on the new schema: one more of its processes starts (its cold start finds a newer schema),
+    // and its leader hands over to another of its processes.
+    const old3 = await startOld('old3');
+    await stream.retarget([old1!, old2!, old3]);
+    await succeedFrom(stream, acceptedBeforeMigrateExit, 8, 'the previous release executes on the new schema');
+    const oldLeader = await findLeader([old1!, old2!, old3]);
+    const oldRest = [old1!, old2!, old3].filter((h) => h !== oldLeader.host);
+    await stop(stream, oldLeader.host, oldRest);
+    const afterHandover = stream.accepted.length;
+    await succeedFrom(stream, afterHandover, 8, 'the previous release executes after a handover on the new schema');
+
+    // This release joins; the previous release's processes stop one by one.
+    const current = await startHost(env('new1'));
+    hosts.push(current);
+    await stream.retarget([...oldRest, current]);
+    await succeedFrom(stream, stream.accepted.length, 5, 'both releases side by side');
+    for (let i = 0; i < oldRest.length; i++) {
+      await stop(stream, oldRest[i]!, [...oldRest.slice(i + 1), current]);
+      await succeedFrom(stream, stream.accepted.length, 5, `after ${oldRest[i]!.holderIds[0]} stopped`);
+    }
+    await stream.stop();
+    const ids = stream.accepted.map((a) => a.id);
+    await waitFor('every intent succeeded', async () => (await succeeded(ids)) === ids.length, 60_000, 200);
+
+    // Every intent accepted once and succeeded; no call after a 2xx; attempt numbers 1..n in order.
+    expect(new Set(ids).size).toBe(ids.length);
+    const calls = new Map<string, { attemptNo: number; status: number }[]>();
+    for (const a of answers) calls.set(a.intentId, [...(calls.get(a.intentId) ?? []), a]);
+    for (const id of ids) {
+      const c = calls.get(id) ?? [];
+      expect(c.map((x) => x.status).filter((s) => s === 200), `${id}: one 2xx`).toEqual([200]);
+      expect(c[c.length - 1]!.status, `${id}: nothing sent after its 2xx`).toBe(200);
+      expect(c.map((x) => x.attemptNo), `${id}: attempts`).toEqual(c.map((_, i) => i + 1));
+    }
+    const attempts = await db.sql<{ intent_id: string; attempt_no: number | string; holder_id: string; lease_epoch: number | string }>(
+      'SELECT intent_id, attempt_no, holder_id, lease_epoch FROM submission_attempts ORDER BY intent_id, attempt_no');
+    const byIntent = new Map<string, number[]>();
+    for (const a of attempts) byIntent.set(a.intent_id, [...(byIntent.get(a.intent_id) ?? []), Number(a.attempt_no)]);
+    for (const id of ids) expect(byIntent.get(id), `${id}: attempt rows`).toEqual((calls.get(id) ?? []).map((x) => x.attemptNo));
+    const events = await epochs();
+    const audit = await db.sql<{ seq: string; lease_epoch: string; action: string }>('SELECT seq, lease_epoch, action FROM submission_execution_audit ORDER BY seq');
+    expect(staleWrites(audit.map((a) => ({ seq: Number(a.seq), leaseEpoch: Number(a.lease_epoch), action: a.action })),
+      events.map((e) => ({ seq: e.seq, leaseEpoch: e.epoch, event: e.event })))).toEqual([]);
+
+    // The previous release worked on the new schema: it accepted intents after the migrate exited, executed some of
+    // them, and acquired an epoch after it; this release executed the last ones.
+    const oldHolders = new Set([old1!, old2!, old3].map((h) => h.holderIds[0]!));
+    const acceptedByOldAfter = stream.accepted.slice(acceptedBeforeMigrateExit).filter((a) => oldHolders.has(a.by)).map((a) => a.id);
+    const executor = new Map(attempts.map((a) => [a.intent_id, a.holder_id]));
+    expect(acceptedByOldAfter.length).toBeGreaterThanOrEqual(8);
+    expect(acceptedByOldAfter.filter((id) => oldHolders.has(executor.get(id)!)).length).toBeGreaterThanOrEqual(8);
+    expect(events.filter((e) => e.event === 'acquired' && e.epoch > epochAtMigrate && oldHolders.has(e.holderId))).not.toEqual([]);
+    expect(attempts.some((a) => a.holder_id === current.holderIds[0])).toBe(true);
+    console.log(`[upgrade, ${server.name}] ${prev.version} (${prev.commit.slice(0, 7)}) → this checkout: migrations ${added.join(', ') || 'none'} ` +
+      `applied under it; ${ids.length} intents, ${acceptedByOldAfter.length} accepted by ${prev.version} after the migrate, ` +
+      `${answers.filter((a) => a.status !== 200).length} answered 503 once, epochs ${events.filter((e) => e.event === 'acquired').map((e) => `${e.epoch}:${e.holderId}`).join(' ')}`);
+  }, 240_000);
+});
