@@ -6,7 +6,8 @@ import { createMysqlStores } from '../src/store/mysql/index.js';
 
 export const MYSQL_URL = process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 
-export async function freshMysqlDatabase(): Promise<{ url: string; open(max: number): MyDatabase; drop(): Promise<void> }> {
+export async function freshMysqlDatabase(): Promise<{ url: string; open(max: number): MyDatabase;
+  openWith(o: { max: number; statementTimeoutMs: number }): MyDatabase; drop(): Promise<void> }> {
   const name = `bench_${randomBytes(4).toString('hex')}`;
   const admin = openMysqlPool({ url: MYSQL_URL, max: 1, statementTimeoutMs: 600_000 });
   await admin.query(`CREATE DATABASE ${name}`);
@@ -16,7 +17,8 @@ export async function freshMysqlDatabase(): Promise<{ url: string; open(max: num
   const m = open(1);
   await createMysqlStores(m).migrate();
   await m.close();
-  return { url: url.toString(), open, async drop() {
+  const openWith = (o: { max: number; statementTimeoutMs: number }) => openMysqlPool({ url: url.toString(), ...o });
+  return { url: url.toString(), open, openWith, async drop() {
     await admin.query(`DROP DATABASE IF EXISTS ${name}`);
     await admin.close();
   } };

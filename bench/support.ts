@@ -13,6 +13,8 @@ export const PG_URL = process.env.BENCH_PG_URL ?? process.env.PG_TEST_URL ?? 'po
 export interface BenchSchema {
   schema: string;
   open(max: number): PgDatabase;
+  /** A pool with its own statement timeout (the product's, where a benchmark runs the stores as the product does). */
+  openWith(o: { max: number; statementTimeoutMs: number }): PgDatabase;
   drop(): Promise<void>;
 }
 
@@ -29,6 +31,7 @@ export async function freshSchema(): Promise<BenchSchema> {
   return {
     schema,
     open,
+    openWith: (o) => openPgPool({ url: PG_URL, max: o.max, statementTimeoutMs: o.statementTimeoutMs, schema, applicationName: schema }),
     async drop() {
       const a = openPgPool({ url: PG_URL, max: 1, statementTimeoutMs: 600_000 });
       await a.query(`DROP SCHEMA ${schema} CASCADE`);
