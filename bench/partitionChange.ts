@@ -5,7 +5,7 @@
 // UPDATE that hashes in SQL. PostgreSQL server; no executor runs (leases are free).
 import { PartitionChanger } from '../src/lease/partitionChanger.js';
 import { assignPartition } from '../src/intents/partition.js';
-import { partitionLeaseName, REASSIGN_BATCH_ROWS } from '../src/limits.js';
+import { partitionLeaseName, PREPARE_BATCH_IDS, REASSIGN_BATCH_ROWS } from '../src/limits.js';
 import { systemClock } from '../src/lease/clock.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { uuidv7 } from '../src/intents/ids.js';
@@ -39,7 +39,7 @@ async function one(n: number, from: number, to: number) {
     if (req.kind !== 'created') throw new Error(`request: ${req.kind}`);
     const changer = new PartitionChanger(s.lease, s.partitions, {
       leaseNameOf: (k) => partitionLeaseName('bench', k), partitionOf: assignPartition, holderId: 'bench~partition-change',
-      durationMs: 60_000, renewIntervalMs: 20_000, safetyMarginMs: 5_000, commitGraceMs: GRACE_MS, refreshIntervalMs: 0, batchSize: REASSIGN_BATCH_ROWS, pollMs: 50,
+      durationMs: 60_000, renewIntervalMs: 20_000, safetyMarginMs: 5_000, commitGraceMs: GRACE_MS, refreshIntervalMs: 0, batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS, pollMs: 50,
     }, systemClock, silentLogger);
     for (;;) {
       const layout = await s.partitions.readLayout();

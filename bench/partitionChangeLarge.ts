@@ -11,7 +11,7 @@
 // BENCH_CHANGE_FROM / _TO (1 → 2, the operator's case).
 import { PartitionChanger } from '../src/lease/partitionChanger.js';
 import { assignPartition } from '../src/intents/partition.js';
-import { partitionLeaseName, REASSIGN_BATCH_ROWS } from '../src/limits.js';
+import { partitionLeaseName, PREPARE_BATCH_IDS, REASSIGN_BATCH_ROWS } from '../src/limits.js';
 import { systemClock } from '../src/lease/clock.js';
 import { silentLogger } from '../src/observability/logger.js';
 import { uuidv7 } from '../src/intents/ids.js';
@@ -56,7 +56,7 @@ async function one(make: () => Promise<LargeTable & { open: OpenStores }>, n: nu
       const changer = new PartitionChanger(s.lease, s.partitions, {
         leaseNameOf: (k) => partitionLeaseName('bench', k), partitionOf: assignPartition, holderId: 'bench~partition-change',
         durationMs: 60_000, renewIntervalMs: 20_000, safetyMarginMs: 5_000, commitGraceMs: GRACE_MS, refreshIntervalMs: 1_000,
-        batchSize: REASSIGN_BATCH_ROWS, pollMs: 50,
+        batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS, pollMs: 50,
       }, systemClock, silentLogger);
       const t0 = performance.now();
       let failedSteps = 0;

@@ -114,6 +114,11 @@ export function partitionChangerHolderId(holderId: string): string {
 /** Rows per reassignment batch of a partition change: one read and one fenced write each. */
 export const REASSIGN_BATCH_ROWS = 1_000;
 
+/** Ids per key range of a partition change's preparing pass: one set-based transaction each, no row sent either way
+ *  (bench partitionChangeLarge: a range's statements take well under a second on the slowest server measured, far
+ *  from DB_STATEMENT_TIMEOUT_MS, and hold locks only on finished rows, which nothing else writes but the purge). */
+export const PREPARE_BATCH_IDS = 10_000;
+
 /** The longest a partition change's switch waits for its lock on intake (PostgreSQL: a SHARE lock on the intents
  *  table, which waits for writes in flight while new inserts queue behind it). Longer than PostgreSQL's default
  *  deadlock_timeout (1 s), after which a plain autovacuum holding the table is cancelled for the switch; not had in

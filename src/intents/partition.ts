@@ -1,5 +1,7 @@
 // Partition assignment (issue 25): the executor partition of an intent, decided once at insert and stored with it.
-// The rule, here and nowhere else (issue 26 re-hashes with it when the count changes):
+// The rule, here (issue 26 re-hashes with it when the count changes; its preparing pass computes the same rule in
+// SQL, set-based, in each dialect's partitionReassign: pinned to this one by the contract tests for keys of every
+// UTF-8 width):
 //   partition = (first 4 bytes of SHA-256(UTF-8 of the key), unsigned big-endian) mod count,
 //   key = the submit's partitionKey, else the intent id (canonical lower-case UUID text).
 // Guarantees: a pure function of (key, count), so the same on every process, release and dialect; intents sharing a

@@ -36,6 +36,8 @@ export interface ChangerSettings {
   refreshIntervalMs: number;
   /** Rows per reassignment batch (one read, one fenced write). */
   batchSize: number;
+  /** Ids per key range of the preparing pass (one set-based transaction each, execution going on beside it). */
+  prepareBatchSize: number;
 }
 
 /** How far a step got. */
@@ -156,16 +158,13 @@ export class PartitionChanger {
   }
 
   /** The preparing pass, with no lease while execution goes on: finished intents (which nothing executes, and which
-   *  the store moves only while finished) go to their partition under the new count, a batch at a time, the cursor
-   *  recorded with each. Several changers may run it at once: each batch is idempotent. */
+   *  the store moves only while finished) go to their partition under the new count, a key range at a time, set-based
+   *  in SQL (the store computes the partition rule; no row is read here), the cursor recorded with each. Several
+   *  changers may run it at once: each batch continues from the recorded cursor under the change row's lock. */
   private async prepare(initial: PartitionChange, deadlineMs: number): Promise<PartitionChange> {
     let change = initial;
     while (change.state === 'preparing' && this.clock.nowMs() < deadlineMs) {
-      const rows = await this.store.listForReassign({ after: change.prepareCursor, limit: this.s.batchSize, modifiedSince: this.horizon(change),
-        scope: 'finished' });
-      const done = rows.length < this.s.batchSize;
-      const next = await this.store.prepareIntents(change.changeId, this.movesFor(rows, change.toCount),
-        { cursor: rows.at(-1)?.intentId ?? change.prepareCursor, done });
+      const next = await this.store.prepareBatch(change.changeId, { limit: this.s.prepareBatchSize, horizon: this.horizon(change) });
       if (!next) return change;
       change = next;
     }
@@ -212,7 +211,9 @@ export class PartitionChanger {
     }
   }
 
-  /** The catch-up: rows modified since switchedAt − COMMIT_GRACE_MS not in their partition under the new count. After
+  /** The catch-up: rows modified since switchedAt − COMMIT_GRACE_MS not in their partition under the new count, by
+   *  intent_id from the recorded catch-up cursor (each page recorded with its moves, so a step's deadline cuts it
+   *  short without losing what it passed: the rows it looks for all committed before it began, see below). After
    *  a switch this changer made excluding inserts that read the old count, it finds none (one found is moved and
    *  logged as an error) and waits for nothing. Otherwise (switched without, or by another changer: unknown here) such
    *  inserts commit within COMMIT_GRACE_MS of the switch, so it waits until database time passes scanDoneAt + grace. */
@@ -230,32 +231,25 @@ export class PartitionChanger {
       }
     }
     const since = new Date(switchedAt - this.s.commitGraceMs);
-    let after: string | null = null;
-    let moved = 0;
+    let current = change;
     for (;;) {
-      const rows = await this.store.listForReassign({ after, limit: this.s.batchSize, modifiedSince: since, scope: 'all' });
+      const rows = await this.store.listForReassign({ after: current.catchUpCursor, limit: this.s.batchSize, modifiedSince: since, scope: 'all' });
       const moves = this.movesFor(rows, change.toCount);
-      moved += moves.length;
-      after = rows.at(-1)?.intentId ?? after;
-      if (rows.length < this.s.batchSize) {
-        if (moves.length > 0) {
-          const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
-          if (out.kind === 'leaseLost') return 'lost';
-        }
-        if (moved > 0) {
-          const excluded = this.switchedExcluding === change.changeId;
-          this.log[excluded ? 'error' : 'warn']({ event: 'partition_change_late_rows', change_id: change.changeId, moved, excluded },
-            `${moved} intent(s) inserted with the old count moved${excluded ? ' (the switch should have excluded them)' : ''}`);
-        }
-        const out = await this.store.completeChange(this.held.fence(m), change.changeId);
-        return this.afterWrite(out);
+      const last = rows.length < this.s.batchSize;
+      if (moves.length > 0 || !last) {
+        const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves,
+          { scanCursor: null, scanDone: false, catchUpCursor: rows.at(-1)?.intentId ?? null });
+        if (out.kind === 'leaseLost') return 'lost';
+        current = out.value;
       }
       if (moves.length > 0) {
-        const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves, { scanCursor: null, scanDone: false });
-        if (out.kind === 'leaseLost') return 'lost';
+        const excluded = this.switchedExcluding === change.changeId;
+        this.log[excluded ? 'error' : 'warn']({ event: 'partition_change_late_rows', change_id: change.changeId, moved: moves.length, excluded },
+          `${moves.length} intent(s) inserted with the old count moved${excluded ? ' (the switch should have excluded them)' : ''}`);
       }
+      if (last) return this.afterWrite(await this.store.completeChange(this.held.fence(m), change.changeId));
       if (!(await this.held.renewDue(m))) return 'lost';
-      if (this.clock.nowMs() >= deadlineMs) return 'wait'; // the catch-up starts again at the next step (it is short)
+      if (this.clock.nowMs() >= deadlineMs) return 'wait'; // the next step resumes from the recorded cursor
     }
   }
 

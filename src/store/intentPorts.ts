@@ -10,8 +10,10 @@ export const TERMINAL_SQL_LIST = sqlList(TERMINAL_STATUSES);
 /** `('succeeded', 'cancelled')`: the statuses an intent never leaves (failed is terminal too, but a redrive reopens
  *  it), as an SQL list (constant text). */
 export const SETTLED_SQL_LIST = sqlList(['succeeded', 'cancelled']);
-/** `('scheduled', 'in_flight', 'failed')`: every other status (still to execute, or failed: a redrive reopens it). */
-export const UNSETTLED_SQL_LIST = sqlList(['scheduled', 'in_flight', 'failed']);
+/** Every status but the settled ones (still to execute, or failed: a redrive reopens it). */
+export const UNSETTLED_STATUSES: readonly IntentStatus[] = ['scheduled', 'in_flight', 'failed'];
+/** `('scheduled', 'in_flight', 'failed')`: UNSETTLED_STATUSES as an SQL list (constant text). */
+export const UNSETTLED_SQL_LIST = sqlList(UNSETTLED_STATUSES);
 
 /** Immutable snapshot taken at submit: never changes afterwards. */
 export interface IntentContract {

@@ -6,7 +6,7 @@ import { num } from './rowMapping.js';
 import { SETTLED_SQL_LIST } from './intentPorts.js';
 
 export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, prepare_cursor,
-  prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, rows_moved, completed_at`;
+  prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, catch_up_cursor, rows_moved, completed_at`;
 
 /** What the preparing pass may move (the intent as `alias`): settled, and no attempt `started` (a call cancelled in
  *  flight still has its completion to write in its partition). A settled intent never gets a new started attempt (a
@@ -38,6 +38,7 @@ export interface PartitionChangeDbRow {
   switched_at: Date | null;
   scan_cursor: string | null;
   scan_done_at: Date | null;
+  catch_up_cursor: string | null;
   rows_moved: number | string | bigint;
   completed_at: Date | null;
 }
@@ -56,6 +57,7 @@ export const toPartitionChange = (r: PartitionChangeDbRow): PartitionChange => (
   switchedAt: r.switched_at,
   scanCursor: r.scan_cursor === null ? null : r.scan_cursor.toLowerCase(),
   scanDoneAt: r.scan_done_at,
+  catchUpCursor: r.catch_up_cursor === null || r.catch_up_cursor === undefined ? null : r.catch_up_cursor.toLowerCase(),
   rowsMoved: num(r.rows_moved),
   completedAt: r.completed_at,
 });

@@ -27,9 +27,9 @@ export type PartitionChangeState =
   /** Recorded; execution goes on; the changer moves the FINISHED intents (succeeded, cancelled: never open again;
    *  not failed, which a redrive reopens) that settled before the horizon (requestedAt − COMMIT_GRACE_MS −
    *  SCHEDULE_REFRESH_INTERVAL_MS: every leader's schedule has seen them finish) to their partition under the new
-   *  count, in batches, with no lease; the move is conditional on the row being finished with no attempt `started`
-   *  (a call cancelled in flight still has its completion to write in its partition: left to the scan, bumped).
-   *  Ends with prepareIntents(done). */
+   *  count, a key range at a time (prepareBatch), with no lease; the move is conditional on the row being finished
+   *  with no attempt `started` (a call cancelled in flight still has its completion to write in its partition: left
+   *  to the scan, bumped). Ends with the batch whose range reaches the last id. */
   | 'preparing'
   /** Partition leaders drain and release; no one else acquires; the changer takes the leases in order. */
   | 'pending'
@@ -46,7 +46,8 @@ export interface PartitionChange {
   state: PartitionChangeState;
   requestedAt: Date;
   requestedBy: string;
-  /** The preparing pass's progress: the last intent_id it passed (null: not started), and when it ended. */
+  /** The preparing pass's progress: the upper end of the last key range it passed (null: not started), and when it
+   *  ended. */
   prepareCursor: string | null;
   preparedAt: Date | null;
   /** Holder id of the changer that last claimed the change (null before the first claim). */
@@ -60,6 +61,9 @@ export interface PartitionChange {
    *  whose attempt the switch abandoned); `rowsMoved` counts the rows actually moved (a retried batch adds nothing). */
   scanCursor: string | null;
   scanDoneAt: Date | null;
+  /** The catch-up's progress: the last intent_id it passed (null: not started), so a catch-up cut short by a step's
+   *  deadline resumes where it stopped. */
+  catchUpCursor: string | null;
   rowsMoved: number;
   completedAt: Date | null;
 }
@@ -87,10 +91,9 @@ export type RequestChangeOutcome =
   /** Another change (to another count) is active: nothing recorded. */
   | { kind: 'conflict'; active: PartitionChange };
 
-/** Which rows a reassignment read returns: `finished` (succeeded, cancelled, last_modified_at < modifiedSince: the
- *  preparing pass), `open` (scheduled, in_flight, failed, or last_modified_at >= modifiedSince: the scan under every
- *  lease), `all` (with modifiedSince: the catch-up). */
-export type ReassignScope = 'finished' | 'open' | 'all';
+/** Which rows a reassignment read returns: `open` (scheduled, in_flight, failed, or last_modified_at >= modifiedSince:
+ *  the scan under every lease), `all` (with modifiedSince: the catch-up). */
+export type ReassignScope = 'open' | 'all';
 
 /** One row the reassignment reads: what its partition is hashed from, and the partition it has. */
 export interface ReassignRow {
@@ -109,6 +112,16 @@ export interface ReassignProgress {
   scanCursor: string | null;
   /** Ends the scan (scanDoneAt := database time). */
   scanDone: boolean;
+  /** The catch-up's new cursor (the last intent_id of its batch read); absent or null leaves it. */
+  catchUpCursor?: string | null;
+}
+
+/** One batch of the preparing pass (prepareBatch). */
+export interface PrepareBatch {
+  /** Ids per key range: the range is the next `limit` intent ids after prepareCursor, whatever their status. */
+  limit: number;
+  /** Only rows last modified before it move (the changer's horizon). */
+  horizon: Date;
 }
 
 /**
@@ -148,19 +161,24 @@ export interface PartitionStore {
   switchCount(fence: LeaseToken[], changeId: string, inserts?: InsertExclusion): Promise<Fenced<PartitionChange>>;
   /** Up to `limit` intents of `scope` ordered by intent_id, after `after` (exclusive; null = from the start). Scope
    *  `all` with modifiedSince: only rows with last_modified_at >= it; `open`: scheduled, in_flight or failed, or (when
-   *  modifiedSince is set) last_modified_at >= it; `finished`: succeeded or cancelled, and (when modifiedSince is set)
-   *  last_modified_at < it.
-   *  A plain read, no side effect: it walks the primary key and filters, so a pass costs one read of the table and
-   *  writes only the rows that move. */
+   *  modifiedSince is set) last_modified_at >= it. A plain read, no side effect.
+   *  Bounded by the rows it examines, whatever the table holds: the unsettled rows are read from an index in id order
+   *  from `after` (a few entries per row returned), the rows modified since modifiedSince from the partition-first
+   *  (partition_no, last_modified_at, intent_id) index (every such row after `after`: they are recent, so as many as
+   *  were written since, never the table's finished ones). Scope `all` without modifiedSince walks the primary key
+   *  (tests and tools only; the changer never reads it). */
   listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]>;
-  /** The preparing pass (no fence): sets partition_no of each move whose intent is succeeded or cancelled and has no
-   *  attempt `started` (an open or failed intent, or one whose cancelled call is still out, is never moved here; the
-   *  last gets last_modified_at bumped, so the scan moves it once its attempt closed, however it closes), adds the rows
-   *  moved to rowsMoved, records prepareCursor (never backwards), and with `done`
-   *  ends the pass (state pending, preparedAt := database time). Only in state preparing, else the change comes back
-   *  unchanged and nothing is written; null if no such change. Idempotent: a retry or a second changer writes the
-   *  same values. */
-  prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null>;
+  /** One batch of the preparing pass (no fence), set-based in SQL: with the change row locked, the key range is the
+   *  next `limit` intent ids after prepareCursor (read from the primary key: `limit` entries); in it, every intent
+   *  succeeded or cancelled, last modified before `horizon`, with no attempt `started`, gets partition_no := the
+   *  partition rule (src/intents/partition.ts) under toCount, computed in SQL, where it differs (an open or failed
+   *  intent is never moved here; a settled one whose cancelled call is still out gets last_modified_at bumped instead,
+   *  so the scan moves it once its attempt closed, however it closes); rowsMoved += the rows moved; prepareCursor :=
+   *  the range's last id (never backwards); a range of fewer than `limit` ids ends the pass (state pending,
+   *  preparedAt := database time). Only in state preparing, else the change comes back unchanged and nothing is
+   *  written; null if no such change. Idempotent: a retry after a lost reply (or a second changer: the change row's
+   *  lock serialises them) continues from the recorded cursor, and a row already in its partition is not counted. */
+  prepareBatch(changeId: string, batch: PrepareBatch): Promise<PartitionChange | null>;
   /** Sets partition_no of each moved intent (last_modified_at unchanged: every partition's next leader rebuilds),
    *  adds the rows actually moved to rowsMoved, and records `progress`, fenced by every lease. Only in state reassigning (else
    *  unchanged, nothing written). */

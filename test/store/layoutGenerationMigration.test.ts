@@ -1,7 +1,11 @@
-// The layout generation migration (PostgreSQL m014, MySQL m009): additive. A count row recorded before it gets
-// generation 0; the previous release's statements (which never name the column) keep working on the new schema;
-// running the migration again changes nothing (a raised generation stays). Run on PGlite, the PostgreSQL server and
-// MariaDB/MySQL; SQL Server's twin is checked without a server (test/unit/mssqlMigrations.test.ts).
+// Additive migrations, each run on PGlite, the PostgreSQL server and MariaDB/MySQL (SQL Server's twins are checked
+// without a server: test/unit/mssqlMigrations.test.ts):
+// - the layout generation (PostgreSQL m014, MySQL m009): a count row recorded before it gets generation 0; the
+//   previous release's statements (which never name the column) keep working on the new schema; running the
+//   migration again changes nothing (a raised generation stays);
+// - the large-table change (PostgreSQL m015, MySQL m010): a change row the previous release recorded gets no catch-up
+//   cursor, and its statements keep working; PostgreSQL gets the partial index of the unsettled rows; running it again
+//   changes nothing.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
@@ -9,26 +13,28 @@ import { fromPglite, openPgPool } from '../../src/store/postgres/db.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { migrations as pgMigrations } from '../../src/store/postgres/migrations/index.js';
 import { m014LayoutGeneration } from '../../src/store/postgres/migrations/m014LayoutGeneration.js';
+import { m015LargeTableChange } from '../../src/store/postgres/migrations/m015LargeTableChange.js';
 import { openMysqlPool } from '../../src/store/mysql/db.js';
 import { migrateMysql } from '../../src/store/mysql/migrate.js';
 import { migrations as myMigrations } from '../../src/store/mysql/migrations/index.js';
 import { m009LayoutGeneration } from '../../src/store/mysql/migrations/m009LayoutGeneration.js';
+import { m010LargeTableChange } from '../../src/store/mysql/migrations/m010LargeTableChange.js';
 import { splitStatements } from '../../src/store/sqlScript.js';
 import { PG_TEST_URL } from '../support/pgServer.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
 
-/** What one dialect needs here: plain statements, its migrations up to an id, and the new migration's text. */
+/** What one dialect needs here: plain statements, its migrations up to an id, and a migration's text run again. */
 interface Db {
   query(sql: string): Promise<{ rows: Record<string, unknown>[] }>;
   migrateTo(id: number | null): Promise<number[]>;
-  rerun(): Promise<void>;
+  rerun(migration: 'layout' | 'large'): Promise<void>;
   close(): Promise<void>;
 }
 
 const pgDb = (db: ReturnType<typeof fromPglite>, close: () => Promise<void>): Db => ({
   query: (sql) => db.query(sql),
   migrateTo: async (id) => (await migratePostgres(db, id === null ? pgMigrations : pgMigrations.filter((m) => m.id <= id))).applied,
-  rerun: async () => void (await db.query(m014LayoutGeneration)),
+  rerun: async (m) => void (await db.exec(m === 'layout' ? m014LayoutGeneration : m015LargeTableChange)),
   close,
 });
 
@@ -59,8 +65,8 @@ async function open(where: string): Promise<Db | string> {
   return {
     query: (sql) => db.query(sql),
     migrateTo: async (id) => (await migrateMysql(db, id === null ? myMigrations : myMigrations.filter((m) => m.id <= id))).applied,
-    rerun: async () => {
-      for (const stmt of splitStatements(m009LayoutGeneration)) await db.query(stmt);
+    rerun: async (m) => {
+      for (const stmt of splitStatements(m === 'layout' ? m009LayoutGeneration : m010LargeTableChange)) await db.query(stmt);
     },
     close: async () => {
       await db.close();
@@ -80,19 +86,50 @@ describe('the layout generation migration', () => {
       await db.migrateTo(before);
       // The previous release recorded a count.
       await db.query("INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by) VALUES (1, 2, CURRENT_TIMESTAMP, 'old')");
-      expect(await db.migrateTo(null)).toEqual([id]);
+      expect(await db.migrateTo(id)).toEqual([id]);
       expect(await gen()).toEqual([[2, 0]]);
       // The previous release's switch (it never names the column) still works, and leaves the generation as it is.
       await db.query("UPDATE submission_manager_partition_count SET partition_count = 4, recorded_by = 'old-changer' WHERE id = 1");
       expect(await gen()).toEqual([[4, 0]]);
       await db.query('UPDATE submission_manager_partition_count SET layout_generation = 5 WHERE id = 1');
-      await db.rerun();
-      expect(await db.migrateTo(null)).toEqual([]);
+      await db.rerun('layout');
+      expect(await db.migrateTo(id)).toEqual([]);
       expect(await gen()).toEqual([[4, 5]]);
       // A row inserted by the previous release's first start gets the default.
       await db.query('DELETE FROM submission_manager_partition_count');
       await db.query("INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by) VALUES (1, 3, CURRENT_TIMESTAMP, 'old')");
       expect(await gen()).toEqual([[3, 0]]);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('the large-table change migration', () => {
+  const CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by,
+    prepare_cursor, rows_moved) VALUES ('0190a5b2-7c3d-7abc-8def-0123456789a%', 2, 4, '%s', CURRENT_TIMESTAMP, 'old', '0190a5b2-7c3d-7abc-8def-000000000001', 7)`;
+  const change = (n: number, state: string) => CHANGE.replace('%', String(n)).replace('%s', state);
+  it.each([['pglite', 14, 15], ['postgres', 14, 15], ['mysql', 9, 10]])('%s: additive, and running it again changes nothing', async (where, before, id, t) => {
+    const db = await open(where);
+    if (typeof db === 'string') return t.skip(db);
+    try {
+      await db.migrateTo(before);
+      await db.query(change(1, 'completed')); // the previous release recorded a change
+      expect(await db.migrateTo(id)).toEqual([id]);
+      const rows = async () => (await db.query('SELECT change_id, prepare_cursor, rows_moved, catch_up_cursor FROM submission_manager_partition_changes ORDER BY change_id'))
+        .rows.map((r) => [String(r.change_id).slice(-1), String(r.prepare_cursor).slice(-1), Number(r.rows_moved), r.catch_up_cursor]);
+      expect(await rows()).toEqual([['1', '1', 7, null]]);
+      // The previous release's statements (which never name the column) keep working.
+      await db.query(change(2, 'preparing'));
+      await db.query("UPDATE submission_manager_partition_changes SET state = 'pending', rows_moved = rows_moved + 1 WHERE state = 'preparing'");
+      expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
+      await db.rerun('large');
+      expect(await db.migrateTo(null)).toEqual([]);
+      expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
+      if (where !== 'mysql') {
+        const ix = await db.query("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_intents_unsettled' AND schemaname = current_schema()");
+        expect(ix.rows.map((r) => r.indexdef)).toEqual([expect.stringMatching(/\(intent_id\) WHERE \(\(status\)::text = ANY/)]);
+      }
     } finally {
       await db.close();
     }

@@ -16,7 +16,7 @@ import { useDialectContext } from '../support/dialectFixture.js';
 const LEASE = 'changer-test';
 const settings = (holderId: string, over: Partial<ChangerSettings> = {}): ChangerSettings => ({
   leaseNameOf: (k) => partitionLeaseName(LEASE, k), partitionOf: assignPartition, holderId, durationMs: 2_000, renewIntervalMs: 500,
-  safetyMarginMs: 300, commitGraceMs: 200, refreshIntervalMs: 100, batchSize: 7, pollMs: 50, ...over });
+  safetyMarginMs: 300, commitGraceMs: 200, refreshIntervalMs: 100, batchSize: 7, prepareBatchSize: 100, pollMs: 50, ...over });
 const soon = (ms = 3_000) => systemClock.nowMs() + ms;
 
 describe.each(dialects)('partition changer: $name', (dialect) => {
@@ -78,11 +78,8 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     const ids = await insert(40);
     for (const id of ids.slice(0, 12)) await ctx.setIntentStatus(id, 'succeeded'); // finished rows: the preparing pass moves them
     const change = await request(3);
-    const finished = await s.partitions.listForReassign({ after: null, limit: stage === 'preparing' ? 5 : 1_000, modifiedSince: null, scope: 'finished' });
-    const prepared = await s.partitions.prepareIntents(change.changeId, finished.flatMap((r) => {
-      const p = assignPartition(r, 3);
-      return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }];
-    }), { cursor: finished.at(-1)?.intentId ?? null, done: stage !== 'preparing' });
+    // The dead changer's preparing pass: one key range of 5 ids (stage preparing), or all of it.
+    const prepared = await s.partitions.prepareBatch(change.changeId, { limit: stage === 'preparing' ? 5 : 1_000, horizon: change.requestedAt });
     expect(prepared!.state).toBe(stage === 'preparing' ? 'preparing' : 'pending');
     const tokens = [];
     for (let k = 0; k < (stage === 'preparing' ? 0 : stage === 'claimed' ? 1 : 3); k++) {
@@ -152,7 +149,7 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
   });
 
   // Every changer write may commit with its reply lost: the call runs on the real store, then the caller sees an error.
-  it.each(['prepareIntents', 'tryAcquire', 'renew', 'claimChange', 'switchCount', 'moveIntents', 'completeChange', 'release'] as const)(
+  it.each(['prepareBatch', 'tryAcquire', 'renew', 'claimChange', 'switchCount', 'moveIntents', 'completeChange', 'release'] as const)(
     'a lost reply of %s (committed, then an error) costs a retry, not the change', async (method) => {
       const ids = await insert(20);
       for (const id of ids.slice(0, 6)) await ctx.setIntentStatus(id, 'failed');

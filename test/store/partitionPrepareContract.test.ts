@@ -1,18 +1,21 @@
 // The preparing step of a partition change (issue 26; port: src/store/partitionPorts.ts), run unchanged against every
-// dialect: prepareIntents moves settled intents (succeeded, cancelled) with no attempt started only, with no lease,
-// idempotently, its cursor never going back, and `done` ends the step; a failed intent is open (a redrive reopens
-// it); a call cancelled in flight is left to the scan, which finds it by the pass's bump, however its attempt closes; a preparing change is left
-// alone by switchCount; and the scopes of the reassignment read.
+// dialect: prepareBatch moves, a key range at a time with no lease, the settled intents (succeeded, cancelled) modified
+// before the horizon with no attempt started only, to the partition the rule gives (computed in SQL: the same as
+// src/intents/partition.ts for keys of every UTF-8 width), its cursor never going back, and the range that reaches the
+// last id ends the step; a failed intent is open (a redrive reopens it); a call cancelled in flight is left to the
+// scan, which finds it by the pass's bump, however its attempt closes; a preparing change is left alone by
+// switchCount; and the scopes of the reassignment read.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectStores } from '../support/dialectFixture.js';
-import { changeArrangement, leaseOf, movesTo, ok } from '../support/partitionChanges.js';
+import { changeArrangement, keyOf, leaseOf, movesTo, ok } from '../support/partitionChanges.js';
 import { acquireToken } from '../support/instances.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import type { ReassignScope } from '../../src/store/partitionPorts.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { partitionOf } from '../../src/intents/partition.js';
+import { PARTITION_KEY_MAX_LENGTH } from '../../src/store/partitionPorts.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A full-precision database time text ('YYYY-MM-DD hh:mm:ss.ffffff…', UTC) truncated to the millisecond. */
@@ -42,43 +45,51 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     return made.map((i) => i.intentId);
   };
 
-  it('prepareIntents moves the settled intents only, no lease; a retry adds nothing; the cursor never goes back; done ends the step', async () => {
+  it('prepareBatch moves, a key range at a time and with no lease, the settled intents modified before the horizon with no attempt started; the cursor never goes back; the range reaching the last id ends the step', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
-    const ids = await arrange(['succeeded', 'scheduled', 'failed', 'in_flight', 'cancelled']);
-    const settled = [ids[0], ids[4]];
+    const ids = await arrange(['succeeded', 'scheduled', 'failed', 'in_flight', 'cancelled', 'succeeded']);
+    await sleep(5);
     const change = await request(4);
-    const rows = await s.partitions.listForReassign({ after: null, limit: 10, modifiedSince: null, scope: 'all' });
-    const moves = movesTo(4, rows);
-    expect(moves).toHaveLength(5); // the open ones too: the store leaves them alone
+    const horizon = (await s.partitions.readLayout()).dbNow;
+    await sleep(5);
+    expect((await s.intents.cancel(ids[1]!)).kind).toBe('ok'); // settled after the horizon: the scan's
     const modified = await Promise.all(ids.map((id) => ctx.modifiedAtText(id)));
+    await expect(s.partitions.prepareBatch(change.changeId, { limit: 0, horizon })).rejects.toThrow(RangeError);
 
-    const first = await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[2]!, done: false });
-    expect(first).toEqual({ ...change, rowsMoved: 2, prepareCursor: ids[2] });
-    expect(await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[2]!, done: false })).toEqual(first); // a retry
-    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(r.partitionKey!, settled.includes(r.intentId) ? 4 : 2));
+    const first = await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon }); // ids 0..2
+    expect(first).toEqual({ ...change, rowsMoved: 1, prepareCursor: ids[2] });
+    const moved = new Set([ids[0]]);
+    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(r.partitionKey!, moved.has(r.intentId) ? 4 : 2));
     expect(await Promise.all(ids.map((id) => ctx.modifiedAtText(id)))).toEqual(modified);
     expect(await ctx.auditLog()).toEqual([]); // no fence
 
-    for (const cursor of [ids[0]!, null]) {
-      expect(await s.partitions.prepareIntents(change.changeId, [], { cursor, done: false })).toEqual(first); // never back
-    }
-    await expect(s.partitions.prepareIntents(change.changeId, [{ intentId: ids[1]!, partition: 4 }], { cursor: ids[4]!, done: false }))
-      .rejects.toThrow(RangeError);
-    expect(await s.partitions.getChange(change.changeId)).toEqual(first);
-    // An open intent finished since: the next batch moves it.
-    await ctx.setIntentStatus(ids[1]!, 'succeeded');
-    const second = await s.partitions.prepareIntents(change.changeId, moves, { cursor: ids[4]!, done: false });
-    expect(second).toEqual({ ...first, rowsMoved: 3, prepareCursor: ids[4] });
+    const second = await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon }); // ids 3..5
+    expect(second).toEqual({ ...first, rowsMoved: 3, prepareCursor: ids[5] });
+    for (const id of [ids[4], ids[5]]) moved.add(id);
+    for (const r of await ctx.intentRows()) expect(r.partition).toBe(partitionOf(r.partitionKey!, moved.has(r.intentId) ? 4 : 2));
 
-    const done = (await s.partitions.prepareIntents(change.changeId, [], { cursor: null, done: true }))!;
+    const done = (await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon }))!; // nothing after ids[5]
     expect(done).toEqual({ ...second, state: 'pending', preparedAt: expect.any(Date) });
     expect(done.preparedAt!.getTime()).toBeGreaterThanOrEqual(change.requestedAt.getTime());
     expect(await s.partitions.readLayout()).toMatchObject({ count: 2, active: done });
     // Past preparing: returned unchanged, nothing written (even a settled intent's move).
-    await ctx.setIntentStatus(ids[3]!, 'succeeded');
-    expect(await s.partitions.prepareIntents(change.changeId, moves, { cursor: uuidv7(), done: true })).toEqual(done);
+    await ctx.setIntentStatus(ids[3]!, 'succeeded', 60_000);
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon })).toEqual(done);
     expect((await s.intents.get(ids[3]!))!.partition).toBe(partitionOf(MOVING[3]!, 2));
-    expect(await s.partitions.prepareIntents(uuidv7(), moves, { cursor: null, done: true })).toBeNull();
+    expect(await s.partitions.prepareBatch(uuidv7(), { limit: 3, horizon })).toBeNull();
+  });
+
+  it('the partition prepareBatch computes in SQL is the rule of src/intents/partition.ts: keys of 1- to 4-byte UTF-8 characters, the longest keys, and ids', async () => {
+    const keys = ['a', 'Key-Ü', 'ß€', '日本語のキー', '🙂🚀', 'x'.repeat(PARTITION_KEY_MAX_LENGTH), 'é'.repeat(PARTITION_KEY_MAX_LENGTH),
+      '🙂'.repeat(PARTITION_KEY_MAX_LENGTH), ' leading and trailing ', ...Array.from({ length: 24 }, (_, i) => `tenant-${i}`)];
+    for (const key of [...keys, ...keys.map(() => undefined)]) await ctx.setIntentStatus((await put({ key })).intentId, 'succeeded', 60_000);
+    const change = await request(7);
+    const horizon = (await s.partitions.readLayout()).dbNow;
+    let prep = change;
+    while (prep.state === 'preparing') prep = (await s.partitions.prepareBatch(change.changeId, { limit: 10, horizon }))!;
+    const rows = await ctx.intentRows();
+    expect(rows.map((r) => [r.partitionKey, r.partition])).toEqual(rows.map((r) => [r.partitionKey, partitionOf(keyOf(r), 7)]));
+    expect(prep.rowsMoved).toBe(rows.filter((r) => partitionOf(keyOf(r), 7) !== 0).length); // all were partition 0 (count 1)
   });
 
   it('switchCount leaves a preparing change as it is: the count, the in-flight intent and its attempt unchanged', async () => {
@@ -95,7 +106,7 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome)).toEqual(['started']);
   });
 
-  it('listForReassign scopes: finished (before since); open, failed too (or modified since); all (modified since); by intent_id after an exclusive cursor', async () => {
+  it('listForReassign scopes: open, failed too (or modified since); all (modified since); by intent_id after an exclusive cursor', async () => {
     const ids = await arrange(['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled', 'scheduled']);
     await sleep(5);
     const since = (await s.partitions.readLayout()).dbNow;
@@ -105,11 +116,6 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
       (await s.partitions.listForReassign({ scope, after: after === null ? null : ids[after]!, limit, modifiedSince }))
         .map((r) => ids.indexOf(r.intentId));
     const cases: [ReassignScope, number | null, number, Date | null, number[]][] = [
-      ['finished', null, 10, null, [2, 4, 5]],
-      ['finished', null, 10, since, [2, 4]],
-      ['finished', null, 2, null, [2, 4]],
-      ['finished', 3, 2, null, [4, 5]],
-      ['finished', 5, 2, null, []],
       ['open', null, 10, null, [0, 1, 3]],
       ['open', null, 10, since, [0, 1, 3, 5]],
       ['open', 0, 10, null, [1, 3]],
@@ -122,14 +128,14 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
     for (const [scope, after, limit, modifiedSince, expected] of cases) {
       expect([scope, after, limit, modifiedSince, await read(scope, after, limit, modifiedSince)]).toEqual([scope, after, limit, modifiedSince, expected]);
     }
-    const [row] = await s.partitions.listForReassign({ scope: 'finished', after: null, limit: 1, modifiedSince: null });
+    const [row] = await s.partitions.listForReassign({ scope: 'all', after: ids[1]!, limit: 1, modifiedSince: null });
     expect(row).toEqual({ intentId: ids[2], partitionKey: MOVING[2], partition: 0 });
   });
 
   // Its call may close either way before the scan: the switch abandons it, or its completion comes first (during the
   // drain; a completion leaves a cancelled intent's row as it is, so only the pass's bump tells the scan).
   it.each(['abandoned by the switch', 'completed before the switch'] as const)(
-    'a cancelled intent whose call is still out: prepareIntents leaves it and bumps it, so the scan moves it (its attempt %s)', async (closing) => {
+    'a cancelled intent whose call is still out: prepareBatch leaves it and bumps it, so the scan moves it (its attempt %s)', async (closing) => {
       await s.partitions.recordPartitionCount(2, 'host-a');
       const [key] = MOVING;
       const [other, done] = MOVING.filter((k) => k !== key && partitionOf(k, 2) === partitionOf(key!, 2));
@@ -143,25 +149,21 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
       await sleep(5);
       const change = await request(4);
       const horizon = (await s.partitions.readLayout()).dbNow;
-      expect(await listed('finished', horizon)).toEqual(expect.arrayContaining([busy.intentId, finished.intentId])); // the pass reads them
       const before = await Promise.all([busy, running, finished].map((i) => ctx.modifiedAtText(i.intentId)));
       await sleep(5);
-      // The batch as a pass would never make it (the in-flight intent in it too): the store decides row by row.
-      const rows = await s.partitions.listForReassign({ scope: 'all', after: null, limit: 10, modifiedSince: null });
-      const batch = { cursor: rows.at(-1)!.intentId, done: false };
-      const prepared = await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), batch);
-      expect(prepared).toMatchObject({ state: 'preparing', rowsMoved: 1 }); // `finished`
+      // One range over every id (the in-flight intent in it too): the store decides row by row.
+      const prepared = await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon });
+      expect(prepared).toMatchObject({ state: 'preparing', rowsMoved: 1, prepareCursor: finished.intentId }); // `finished`
       expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
       expect(await s.intents.get(running.intentId)).toMatchObject({ status: 'in_flight', partition: partitionOf(other!, 2) });
       expect(await s.intents.get(finished.intentId)).toMatchObject({ status: 'succeeded', partition: partitionOf(done!, 4) });
       const after = await Promise.all([busy, running, finished].map((i) => ctx.modifiedAtText(i.intentId)));
       expect([after[0]! > before[0]!, after[1], after[2]]).toEqual([true, before[1], before[2]]);
       expect(await listed('open', horizon)).toEqual([busy.intentId, running.intentId].sort()); // the scan's read
-      // The same batch again (its reply lost): nothing moves twice; the row stays left to the scan (bumped again).
-      expect(await s.partitions.prepareIntents(change.changeId, movesTo(4, rows), batch)).toEqual(prepared);
+      // The next batch (also what a retry after a lost reply runs): an empty range ends the pass; nothing moves twice.
+      expect(await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon })).toMatchObject({ state: 'pending', rowsMoved: 1 });
       expect(await listed('open', horizon)).toEqual([busy.intentId, running.intentId].sort());
       expect(await s.intents.get(busy.intentId)).toMatchObject({ status: 'cancelled', partition: partitionOf(key!, 2) });
-      expect(await s.partitions.prepareIntents(change.changeId, [], { cursor: null, done: true })).toMatchObject({ state: 'pending', rowsMoved: 1 });
 
       if (closing === 'completed before the switch') {
         const done = await s.executionFor(busy.partition).fencedCompleteAttempts(exec, [{ intentId: busy.intentId, attemptNo: 1,
@@ -182,35 +184,32 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
       expect(await s.intents.get(running.intentId)).toMatchObject({ status: 'scheduled', partition: partitionOf(other!, 4) });
     });
 
-  it('a failed intent is open, never finished, and prepareIntents leaves it (a redrive reopens it)', async () => {
+  it('a failed intent is open, and prepareBatch leaves it (a redrive reopens it)', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     const [failed] = await arrange(['failed']);
     await sleep(5);
     const since = (await s.partitions.readLayout()).dbNow;
-    for (const modifiedSince of [null, since]) {
-      expect(await listed('open', modifiedSince)).toEqual([failed]);
-      expect(await listed('finished', modifiedSince)).toEqual([]);
-    }
+    for (const modifiedSince of [null, since]) expect(await listed('open', modifiedSince)).toEqual([failed]);
     const change = await request(4);
-    const move = { intentId: failed!, partition: partitionOf(MOVING[0]!, 4) };
-    expect(await s.partitions.prepareIntents(change.changeId, [move], { cursor: failed!, done: false })).toMatchObject({ rowsMoved: 0 });
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 10, horizon: since })).toMatchObject({ state: 'pending', rowsMoved: 0 });
     expect((await s.intents.get(failed!))!.partition).toBe(partitionOf(MOVING[0]!, 2));
   });
 
-  it('finished with modifiedSince keeps a row modified before it only: not one modified at or after it', async () => {
+  it('the horizon splits the settled rows exactly: prepareBatch moves one modified before it only; open with modifiedSince reads one modified at or after it', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
     const [early, late] = await arrange(['succeeded', 'scheduled']);
     await sleep(5);
     expect((await s.intents.cancel(late!)).kind).toBe('ok');
-    // Bounds at the row's own time, to the millisecond: since ≤ its time excludes it, since > its time keeps it.
+    // Bounds at the row's own time, to the millisecond: since ≤ its time keeps it for the scan, since > its time for the pass.
     for (const id of [early!, late!]) {
       const at = msOf(await ctx.modifiedAtText(id));
-      expect(await listed('finished', at)).not.toContain(id);
       expect(await listed('open', at)).toContain(id);
-      expect(await listed('finished', new Date(at.getTime() + 1))).toContain(id);
       expect(await listed('open', new Date(at.getTime() + 1))).not.toContain(id);
     }
     const between = new Date(msOf(await ctx.modifiedAtText(early!)).getTime() + 1);
-    expect(await listed('finished', between)).toEqual([early]);
     expect(await listed('open', between)).toEqual([late]);
+    const change = await request(4);
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 10, horizon: between })).toMatchObject({ state: 'pending', rowsMoved: 1 });
+    expect((await ctx.intentRows()).map((r) => r.partition)).toEqual([partitionOf(MOVING[0]!, 4), partitionOf(MOVING[1]!, 2)]);
   });
 });

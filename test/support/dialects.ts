@@ -14,6 +14,7 @@ import type { Stores } from '../../src/store/stores.js';
 import type { AttemptOutcome, AttemptRow, IntentContract, IntentRow, IntentStatus, NewIntent } from '../../src/store/intentPorts.js';
 import type { PgTestDatabase } from './localHostProcess.js';
 import type { HeldLock } from './heldLock.js';
+import type { Examined } from './largeTable.js';
 import { pglite, postgres } from './pgHarness.js';
 import { mssql } from './mssqlHarness.js';
 import { mysql } from './mysqlHarness.js';
@@ -85,6 +86,13 @@ export interface DialectContext {
   startVersionLog(intentId: string): Promise<void>;
   /** The versions recorded since startVersionLog, in update order, as full-precision database text. */
   versionLog(): Promise<string[]>;
+
+  /** Insert `n` settled (succeeded) intents a day old in one set-based statement, ids before any the app makes, then
+   *  fresh statistics (test/support/largeTable.ts). Absent: not written for this dialect (SQL Server). */
+  seedSettled?(n: number): Promise<void>;
+  /** The rows the database examined while `run` used stores on one session of their own (largeTable.ts says how it
+   *  counts). Absent: not written for this dialect (SQL Server). */
+  examined?: Examined;
 
   /** Raw SQL in this context (dialect-specific text; shared suites use the neutral helpers above instead). */
   sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;

@@ -7,6 +7,7 @@ import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import { openMysqlPool, type MyDatabase, type MyQueryable } from '../../src/store/mysql/db.js';
 import { holdTransaction } from './heldLock.js';
+import { mysqlExamined, mysqlSeedSettled } from './largeTable.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import { MysqlIntentStore } from '../../src/store/mysql/intentStore.js';
 import { fencedTransaction, nextSeq, writeAudit } from '../../src/store/mysql/fence.js';
@@ -115,6 +116,8 @@ export const mysql: DialectHarness = {
       name: 'mysql',
       timeTextWidth: 26,
       snapshotReads: true,
+      seedSettled: (n) => mysqlSeedSettled(admin, n),
+      examined: mysqlExamined(() => open(1, dbName)),
       async openStores(opts) {
         const db = open(opts?.poolMax ?? 4, dbName, opts?.statementTimeoutMs);
         const stores = createMysqlStores(db);

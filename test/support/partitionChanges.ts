@@ -51,10 +51,11 @@ export function changeArrangement(stores: () => Stores) {
     if (out.kind !== 'created') throw new Error(`request ${to}: ${out.kind}`);
     return out.change;
   };
-  /** A new change to `to` whose preparing pass ended (state pending). */
+  /** A new change to `to` whose preparing pass ended without moving a row (state pending): one batch over every id
+   *  with a horizon before any row was written. */
   const prepared = async (to: number): Promise<PartitionChange> => {
     const change = await request(to);
-    const p = await stores().partitions.prepareIntents(change.changeId, [], { cursor: null, done: true });
+    const p = await stores().partitions.prepareBatch(change.changeId, { limit: 1_000_000, horizon: new Date(0) });
     if (p?.state !== 'pending') throw new Error(`prepare ${to}: ${p?.state}`);
     return p;
   };

@@ -9,6 +9,7 @@ import {
   INTENT_COLS, toAttempt as toPgAttempt, toIntent as toPgIntent,
   type AttemptDbRow as PgAttemptDbRow, type IntentDbRow as PgIntentDbRow,
 } from '../../src/store/postgres/rows.js';
+import { pgExamined, pgSeedSettled } from './largeTable.js';
 import { fromPglite, openPgPool, type PgDatabase, type PgQueryable } from '../../src/store/postgres/db.js';
 import { holdTransaction } from './heldLock.js';
 import { createPostgresStores } from '../../src/store/postgres/index.js';
@@ -171,6 +172,8 @@ function pgContext(o: PgContextOptions): DialectContext {
       if (!logged) throw new Error('versionLog: startVersionLog first');
       return (await q<{ m: string }>('SELECT m FROM t_modlog WHERE intent_id = $1 ORDER BY seq', [logged])).map((r) => r.m);
     },
+    seedSettled: (n) => pgSeedSettled(admin, n),
+    examined: pgExamined(() => open(1), o.name),
     async sql(text, params) {
       return (await admin.query(text, params)).rows as never[];
     },

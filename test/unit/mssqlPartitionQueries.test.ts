@@ -1,8 +1,8 @@
 // SQL Server partition changes (issue 26) and the intake's partition, inspected without a server (the contract suite
 // runs only where SQL Server does): the multi-lease fence, the request's lock on the count row, the switch's recovery,
-// moves that keep last_modified_at, the unfenced preparing pass (settled intents with no attempt started only), the
-// completion's release,
-// the reassignment read's scopes, and id order decided in SQL.
+// moves that keep last_modified_at, the unfenced preparing pass (a key range; settled intents with no attempt started
+// only, the partition rule in SQL), the completion's release, the reassignment read's scopes (index seeks, not a walk of
+// the primary key), and id order decided in SQL.
 import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
 import { partitionChangeQueries as q } from '../../src/store/mssql/partitionChangeQueries.js';
@@ -137,9 +137,9 @@ describe('partition change statements', () => {
     expect(t.indexOf("'released'")).toBeLessThan(t.indexOf('COMMIT TRANSACTION;'));
   });
 
-  it('prepareIntents: unfenced, one transaction; the change row WITH (UPDLOCK, HOLDLOCK) first, nothing unless preparing; a move outside the new count fails the batch', () => {
-    const x = r.prepareIntents(ID, [{ intentId: ID.toUpperCase(), partition: 2 }], { cursor: ID, done: false });
-    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @to smallint;\nDECLARE @moved int = 0;\nDECLARE @locked int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL AND EXISTS \(SELECT 1 FROM OPENJSON\(@moves\) WITH \(partition_no int '\$\.partition'\) WHERE partition_no < 0 OR partition_no >= @to\)\n {2}THROW 51002, [^;]*;\nIF @to IS NOT NULL\nBEGIN\n/);
+  it('prepareBatch: unfenced, one transaction; the change row WITH (UPDLOCK, HOLDLOCK) first (its cursor fixes the range), nothing unless preparing; the answer after COMMIT', () => {
+    const x = r.prepareBatch(ID, { limit: 10_000, horizon: new Date(0) });
+    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @to smallint;\nDECLARE @from char\(36\);\nDECLARE @hi char\(36\);\nDECLARE @moved int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count, @from = ISNULL\(prepare_cursor, ''\) FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL\nBEGIN\n/);
     const c = code(x.text);
     expect(c).not.toMatch(/@fence|submission_manager_leases|submission_execution_audit/); // no lease: settled intents only
     const commit = c.indexOf('COMMIT TRANSACTION;');
@@ -147,21 +147,19 @@ describe('partition change statements', () => {
     expect(writes.map((m) => m[1])).toEqual(['UPDATE', 'UPDATE', 'UPDATE']);
     for (const m of writes) expect(m.index!).toBeLessThan(commit);
     expect(c.slice(commit)).toMatch(/^COMMIT TRANSACTION;\nSELECT change_id, [^;]* FROM submission_manager_partition_changes WHERE change_id = @change_id;$/);
-    expect(JSON.parse(param(x, 'moves')!.value as string)).toEqual([{ intentId: ID, partition: 2 }]);
-    expect([param(x, 'prepare_cursor')!.type, param(x, 'prepare_cursor')!.value, param(x, 'prepare_done')!.value]).toEqual([sql.Char(36), ID, 0]);
-    expect(param(r.prepareIntents(ID, [], { cursor: null, done: true }), 'prepare_done')!.value).toBe(1);
-    expect(() => r.prepareIntents(ID, [{ intentId: 'nope', partition: 1 }], { cursor: null, done: false })).toThrow(StoreError);
-    expect(() => r.prepareIntents('nope', [], { cursor: null, done: false })).toThrow(StoreError);
+    expect(x.params.map((y) => [y.name, y.value])).toEqual([['change_id', ID], ['limit', 10_000], ['horizon', new Date(0)]]);
+    expect(() => r.prepareBatch(ID, { limit: 0, horizon: new Date(0) })).toThrow(RangeError);
+    expect(() => r.prepareBatch('nope', { limit: 1, horizon: new Date(0) })).toThrow(StoreError);
   });
 
-  it('prepareIntents locks the settled intents, then moves those with no attempt started (never an open or failed one, tested in the UPDATE), not yet there, last_modified_at untouched; bumps the others\' last_modified_at (a call still out: for the scan); rows_moved += rows moved; cursor forward only; done → pending once', () => {
-    const t = r.prepareIntents(ID, [{ intentId: ID, partition: 2 }], { cursor: ID, done: true }).text;
-    const join = "JOIN OPENJSON\\(@moves\\) WITH \\(intent_id char\\(36\\) '\\$\\.intentId', partition_no smallint '\\$\\.partition'\\) AS m\\n\\s+ON i\\.intent_id = m\\.intent_id COLLATE Latin1_General_100_BIN2\\n\\s+WHERE i\\.partition_no <> m\\.partition_no AND i\\.status IN \\('succeeded', 'cancelled'\\)";
-    expect(t).toMatch(new RegExp(`\\nBEGIN\\n {2}SELECT @locked = COUNT\\(\\*\\)\\n\\s+FROM submission_intents AS i WITH \\(UPDLOCK, ROWLOCK\\)\\n\\s+${join};\\n {2}UPDATE i SET last_modified_at = CASE WHEN SYSUTCDATETIME\\(\\) > i\\.last_modified_at THEN SYSUTCDATETIME\\(\\) ELSE DATEADD\\(nanosecond, 100, i\\.last_modified_at\\) END\\n\\s+FROM submission_intents AS i\\n\\s+${join}\\n\\s+AND EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n {2}UPDATE i SET partition_no = m\\.partition_no\\n\\s+FROM submission_intents AS i\\n\\s+${join}\\n\\s+AND NOT EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n {2}SET @moved = @@ROWCOUNT;\\n {2}UPDATE submission_manager_partition_changes`)); // bump, then move: an attempt never reopens, so a row meets one of the two
-    expect(code(t).match(/UPDATE i\b/g)).toHaveLength(2);
-    expect(code(t).match(/last_modified_at/g)).toHaveLength(3); // the bump only
+  it('prepareBatch: the key range is the next @limit ids of the primary key; in it the settled rows modified before the horizon with a call out are bumped, then those with no attempt started moved to the rule (SHA-256 of the UTF-8 key, 4 bytes, mod @to) where it differs; rows_moved += rows moved; cursor forward only; the range to the last id → pending once', () => {
+    const t = r.prepareBatch(ID, { limit: 10, horizon: new Date(0) }).text;
+    expect(t).toMatch(/SELECT @hi = intent_id FROM submission_intents WHERE intent_id > @from ORDER BY intent_id OFFSET @limit - 1 ROWS FETCH NEXT 1 ROWS ONLY;/);
+    const range = "i\\.intent_id > @from AND i\\.intent_id <= ISNULL\\(@hi, 'ffffffff-ffff-ffff-ffff-ffffffffffff'\\) AND i\\.last_modified_at < @horizon";
+    const rule = "\\(CAST\\(CAST\\(HASHBYTES\\('SHA2_256', CAST\\(COALESCE\\(i\\.partition_key, i\\.intent_id\\) COLLATE Latin1_General_100_BIN2_UTF8 AS varchar\\(512\\)\\)\\) AS binary\\(4\\)\\) AS bigint\\) % @to\\)";
+    expect(t).toMatch(new RegExp(`UPDATE i SET last_modified_at = CASE WHEN SYSUTCDATETIME\\(\\) > i\\.last_modified_at THEN SYSUTCDATETIME\\(\\) ELSE DATEADD\\(nanosecond, 100, i\\.last_modified_at\\) END\\n\\s+FROM submission_intents AS i WHERE ${range} AND i\\.status IN \\('succeeded', 'cancelled'\\)\\n\\s+AND EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n {2}UPDATE i SET partition_no = ${rule}\\n\\s+FROM submission_intents AS i WHERE ${range} AND i\\.status IN \\('succeeded', 'cancelled'\\)\\n\\s+AND NOT EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\) AND i\\.partition_no <> ${rule};\\n {2}SET @moved = @@ROWCOUNT;`)); // bump, then move: an attempt never reopens, so a row meets one of the two
     expect(code(t)).not.toMatch(/scheduled|in_flight/);
-    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @prepare_cursor IS NOT NULL AND \(prepare_cursor IS NULL OR @prepare_cursor > prepare_cursor\) THEN @prepare_cursor ELSE prepare_cursor END,\n\s+state = CASE WHEN @prepare_done = 1 THEN 'pending' ELSE state END,\n\s+prepared_at = CASE WHEN @prepare_done = 1 THEN SYSUTCDATETIME\(\) ELSE prepared_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
+    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @hi IS NOT NULL AND \(prepare_cursor IS NULL OR @hi > prepare_cursor\) THEN @hi ELSE prepare_cursor END,\n\s+state = CASE WHEN @hi IS NULL THEN 'pending' ELSE state END,\n\s+prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME\(\) ELSE prepared_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
   });
 
   it('switchCount leaves a preparing change alone: it reads and writes only a pending one', () => {
@@ -170,25 +168,27 @@ describe('partition change statements', () => {
     expect(t).not.toMatch(/preparing/);
   });
 
-  const FINISHED = "status IN ('succeeded', 'cancelled')";
   const OPEN = "status IN ('scheduled', 'in_flight', 'failed')";
-  it.each([
-    ['finished', null, null, `\n WHERE ${FINISHED}`],
-    ['finished', ID, null, `\n WHERE intent_id > @after AND ${FINISHED}`],
-    ['finished', null, new Date(0), `\n WHERE ${FINISHED} AND last_modified_at < @modified_since`],
-    ['finished', ID, new Date(0), `\n WHERE intent_id > @after AND ${FINISHED} AND last_modified_at < @modified_since`],
-    ['open', null, null, `\n WHERE ${OPEN}`],
-    ['open', ID, null, `\n WHERE intent_id > @after AND ${OPEN}`],
-    ['open', null, new Date(0), `\n WHERE (${OPEN} OR last_modified_at >= @modified_since)`],
-    ['open', ID, new Date(0), `\n WHERE intent_id > @after AND (${OPEN} OR last_modified_at >= @modified_since)`],
-    ['all', null, null, ''],
-    ['all', ID, null, '\n WHERE intent_id > @after'],
-    ['all', null, new Date(0), '\n WHERE last_modified_at >= @modified_since'],
-    ['all', ID, new Date(0), '\n WHERE intent_id > @after AND last_modified_at >= @modified_since'],
-  ] as const)('listForReassign %s after %s since %s: the primary key walked in BIN2 order and filtered, absent predicates left out', (scope, after, modifiedSince, where) => {
-    const x = r.listForReassign({ scope, after, modifiedSince, limit: 100 });
-    expect(x.text).toBe(`SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents${where}\n ORDER BY intent_id;`);
-    expect(x.params.map((y) => y.name)).toEqual(['limit', ...(after ? ['after'] : []), ...(where.includes('@modified_since') ? ['modified_since'] : [])]);
+  const UNSETTLED = `SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents WHERE ${OPEN} AND intent_id > @after ORDER BY intent_id`;
+  it('listForReassign open: an ordered seek of the filtered index ix_intents_unsettled (its filter as literal text), TOP rows', () => {
+    const x = r.listForReassign({ scope: 'open', after: null, modifiedSince: null, limit: 100 });
+    expect(x.text).toBe(`${UNSETTLED};`);
+    expect(x.params.map((y) => [y.name, y.value])).toEqual([['limit', 100], ['after', '']]);
+  });
+
+  it.each([['open', true], ['all', false]] as const)('listForReassign %s with modifiedSince: each partition 0..MAX(partition_no) a seek of its modified range (CROSS APPLY), sorted, TOP rows (open: UNION the unsettled seek)', (scope, unsettled) => {
+    const x = r.listForReassign({ scope, after: ID, modifiedSince: new Date(0), limit: 100 });
+    expect(x.text).toMatch(/^DECLARE @max_p smallint = \(SELECT MAX\(partition_no\) FROM submission_intents\);\nWITH parts AS \(SELECT CAST\(0 AS smallint\) AS p WHERE @max_p IS NOT NULL\n {2}UNION ALL SELECT CAST\(p \+ 1 AS smallint\) FROM parts WHERE p < @max_p\)\n/);
+    expect(x.text).toMatch(/CROSS APPLY \(SELECT intent_id, partition_key, partition_no FROM submission_intents\n\s+WHERE partition_no = parts\.p AND last_modified_at >= @modified_since AND intent_id > @after\) AS m\n\s+ORDER BY m\.intent_id/);
+    expect(x.text.includes(UNSETTLED)).toBe(unsettled);
+    expect(x.text).toMatch(/OPTION \(MAXRECURSION 32767\);$/);
+    expect(x.params.map((y) => y.name)).toEqual(['limit', 'after', 'modified_since']);
+  });
+
+  it('listForReassign all without modifiedSince (tests and tools only): the primary key from the cursor in BIN2 order', () => {
+    const x = r.listForReassign({ scope: 'all', after: ID, modifiedSince: null, limit: 100 });
+    expect(x.text).toBe('SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents WHERE intent_id > @after ORDER BY intent_id;');
+    expect(x.params.map((y) => [y.name, y.value])).toEqual([['limit', 100], ['after', ID]]);
   });
 });
 

@@ -71,7 +71,7 @@ const samples: Record<string, Record<string, () => SqlQuery>> = {
   },
   partitionReassignQueries: {
     listForReassign: () => partitionReassignQueries.listForReassign({ after: ID, limit: 500, modifiedSince: new Date(), scope: 'open' }),
-    prepareIntents: () => partitionReassignQueries.prepareIntents(ID, [{ intentId: ID, partition: 5 }], { cursor: ID, done: true }),
+    prepareBatch: () => partitionReassignQueries.prepareBatch(ID, { limit: 10_000, horizon: new Date() }),
   },
   migrateQueries: {
     lock: () => migrateQueries.lock(30_000),
@@ -307,7 +307,7 @@ describe('mssql query shapes', () => {
   it('every insert into / update of submission_intents sets last_modified_at from the database clock', () => {
     let writes = 0;
     // Except moving rows between partitions (issue 26): the port keeps last_modified_at (mssqlPartitionQueries.test.ts).
-    const moves = ['partitionChangeQueries.moveIntents', 'partitionReassignQueries.prepareIntents'];
+    const moves = ['partitionChangeQueries.moveIntents', 'partitionReassignQueries.prepareBatch'];
     for (const [name, q] of all.filter(([n]) => !moves.includes(n))) {
       const c = code(q.text);
       for (const m of c.matchAll(/\b(?:UPDATE (?:submission_intents|i)\b|INSERT INTO submission_intents\b)[\s\S]*?;/g)) {

@@ -158,11 +158,11 @@ describe('MssqlIntentStore', () => {
 
 describe('MssqlPartitionStore (issue 26) result mapping', () => {
   const change = { change_id: ID, from_count: 4, to_count: 8, state: 'pending', requested_at: t0, requested_by: 'ops', prepare_cursor: ID.toUpperCase(),
-    prepared_at: t1, changer: null, claimed_at: null, switched_at: null, scan_cursor: null, scan_done_at: null, rows_moved: '12', completed_at: null };
+    prepared_at: t1, changer: null, claimed_at: null, switched_at: null, scan_cursor: null, scan_done_at: null, catch_up_cursor: null, rows_moved: '12', completed_at: null };
   const noChange = Object.fromEntries(Object.keys(change).map((k) => [k, null]));
   const fence = [{ leaseName: 'L', holderId: 'h~changer', leaseEpoch: 3 }, { leaseName: 'L-1', holderId: 'h~changer', leaseEpoch: 5 }];
   const asChange = { changeId: ID, fromCount: 4, toCount: 8, state: 'pending', requestedAt: t0, requestedBy: 'ops', prepareCursor: ID, preparedAt: t1,
-    changer: null, claimedAt: null, switchedAt: null, scanCursor: null, scanDoneAt: null, rowsMoved: 12, completedAt: null };
+    changer: null, claimedAt: null, switchedAt: null, scanCursor: null, scanDoneAt: null, catchUpCursor: null, rowsMoved: 12, completedAt: null };
 
   it('readLayout: no count row → count 1 recorded by none at database time; the active change mapped (bigint text → number)', async () => {
     const { db } = scripted([
@@ -210,23 +210,22 @@ describe('MssqlPartitionStore (issue 26) result mapping', () => {
     expect(await s.listForReassign({ after: null, limit: 10, modifiedSince: null, scope: 'all' })).toEqual([{ intentId: ID, partitionKey: null, partition: 3 }]);
   });
 
-  it('prepareIntents: unfenced (no fence result set); the change row mapped; no row → null; an id that is not a UUID → null without a query', async () => {
+  it('prepareBatch: unfenced (no fence result set); the change row mapped; no row → null; an id that is not a UUID → null without a query', async () => {
     const preparing = { ...change, state: 'preparing', prepared_at: null };
     const { db, seen } = scripted([[[preparing]], [[]]]);
     const s = new MssqlPartitionStore(db);
-    expect(await s.prepareIntents(ID, [{ intentId: ID, partition: 1 }], { cursor: ID, done: false }))
-      .toEqual({ ...asChange, state: 'preparing', preparedAt: null });
-    expect(await s.prepareIntents(ID, [], { cursor: null, done: true })).toBeNull();
-    expect(await s.prepareIntents('not-a-uuid', [], { cursor: null, done: true })).toBeNull();
+    const batch = { limit: 10, horizon: t0 };
+    expect(await s.prepareBatch(ID, batch)).toEqual({ ...asChange, state: 'preparing', preparedAt: null });
+    expect(await s.prepareBatch(ID, batch)).toBeNull();
+    expect(await s.prepareBatch('not-a-uuid', batch)).toBeNull();
     expect(seen).toHaveLength(2);
     expect(seen[0]!.text).not.toMatch(/@fence/);
   });
 
   it('THROW 51001 / 51002 (a short fence, a move outside the new count: the batch rolled back) → RangeError, as the other dialects; other errors as they are', async () => {
     const thrown = (n: number) => mapMssqlError(Object.assign(new sql.RequestError('refused', 'EREQUEST'), { number: n }));
-    const { db } = scripted([thrown(51002), thrown(51002), thrown(51001), thrown(1205)]);
+    const { db } = scripted([thrown(51002), thrown(51001), thrown(1205)]);
     const s = new MssqlPartitionStore(db);
-    await expect(s.prepareIntents(ID, [{ intentId: ID, partition: 9 }], { cursor: null, done: false })).rejects.toThrow(RangeError);
     await expect(s.moveIntents(fence, ID, [{ intentId: ID, partition: 9 }], { scanCursor: null, scanDone: false })).rejects.toThrow(RangeError);
     await expect(s.switchCount(fence, ID)).rejects.toThrow(RangeError);
     await expect(s.switchCount(fence, ID)).rejects.toMatchObject({ name: 'StoreError', kind: 'transient' });

@@ -177,8 +177,8 @@ END;`,
   /**
    * Fenced, only while reassigning: each intent's partition_no := its move (last_modified_at untouched: the port),
    * rows_moved += the rows whose partition this call changed (a retry after a lost reply changes none and adds 0),
-   * scan_cursor only forward (compared in BIN2 byte order with the column: a repeated older batch cannot move it
-   * back), scan_done_at set once.
+   * scan_cursor and catch_up_cursor only forward (compared in BIN2 byte order with the column: a repeated older batch
+   * cannot move one back; NULL leaves it), scan_done_at set once.
    */
   moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): SqlQuery {
     return buildFencedBatchAll(fence, 'partition_move', {
@@ -197,7 +197,8 @@ BEGIN
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
          scan_cursor = ${FORWARD('scan_cursor', '@scan_cursor')},
-         scan_done_at = CASE WHEN @scan_done = 1 AND scan_done_at IS NULL THEN SYSUTCDATETIME() ELSE scan_done_at END
+         scan_done_at = CASE WHEN @scan_done = 1 AND scan_done_at IS NULL THEN SYSUTCDATETIME() ELSE scan_done_at END,
+         catch_up_cursor = ${FORWARD('catch_up_cursor', '@catch_up_cursor')}
    WHERE change_id = @change_id AND state = 'reassigning';
   SET @progressed = @@ROWCOUNT;
   SET @rows_written = @moved + @progressed;
@@ -208,6 +209,7 @@ END;`,
         movesParam(moves),
         p.uuid('scan_cursor', progress.scanCursor),
         p.int('scan_done', progress.scanDone ? 1 : 0),
+        p.uuid('catch_up_cursor', progress.catchUpCursor ?? null),
       ],
     });
   },

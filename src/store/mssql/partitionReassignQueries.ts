@@ -1,9 +1,11 @@
 // SQL Server: the intents' side of a partition change (issue 26; port: ../partitionPorts.ts): the reassignment's read,
 // the unfenced preparing pass, and the move pieces moveIntents shares (partitionChangeQueries.ts holds the change's
 // other steps). Ids are char(36) lower-case text in the binary collation: every comparison and ORDER BY of ids is
-// SQL Server's, in byte order (m001, m013).
-import type { PartitionMove, ReassignScope } from '../partitionPorts.js';
-import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
+// SQL Server's, in byte order (m001, m013). Each read and batch costs what its rows cost, never what the table holds;
+// the plan shapes expected against the indexes (not run here: no SQL Server on the machine that wrote them) are
+// docs/sqlserver.md's "Partition count change on a large table".
+import type { PartitionMove, PrepareBatch, ReassignScope } from '../partitionPorts.js';
+import { UNSETTLED_SQL_LIST } from '../intentPorts.js';
 import { LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL } from '../partitionMapping.js';
 import { NEXT_VERSION } from './executionQueries.js';
 import { BIN2, p, uuidText, type SqlQuery } from './params.js';
@@ -30,75 +32,101 @@ export const MOVE_JOIN = moveJoin();
 export const FORWARD = (col: string, param: string) =>
   `CASE WHEN ${param} IS NOT NULL AND (${col} IS NULL OR ${param} > ${col}) THEN ${param} ELSE ${col} END`;
 
+/** The partition rule of src/intents/partition.ts in SQL (docs/operations.md): the first 4 bytes of SHA-256 of the
+ *  key's UTF-8 bytes (partition_key, else the id's lower-case text; nvarchar converted through a UTF-8 collation,
+ *  SQL Server 2019+ / Azure SQL), as an unsigned 32-bit number (binary(4) to bigint pads with zero bytes on the
+ *  left), mod `count`. */
+export const PARTITION_RULE = (alias: string, count: string) =>
+  `(CAST(CAST(HASHBYTES('SHA2_256', CAST(COALESCE(${alias}.partition_key, ${alias}.intent_id) COLLATE Latin1_General_100_BIN2_UTF8 AS varchar(512))) AS binary(4)) AS bigint) % ${count})`;
+
+const COLS = 'intent_id, partition_key, partition_no';
+// The open intents after @after: an ordered seek on the filtered index ix_intents_unsettled (m015; covering), TOP rows.
+// The predicate is the index's filter as literal text, so the optimizer matches it.
+const UNSETTLED = `SELECT TOP (@limit) ${COLS} FROM submission_intents WHERE status IN ${UNSETTLED_SQL_LIST} AND intent_id > @after ORDER BY intent_id`;
+// The rows modified since @modified_since: per partition 0..MAX(partition_no) (@max_p: one probe of the first column of
+// ix_intents_partition_modified), a seek of (partition_no, last_modified_at >= @modified_since) with intent_id >
+// @after as its residual, then a TOP N sort of what they found (the recent rows only).
+const MODIFIED = `SELECT TOP (@limit) m.intent_id, m.partition_key, m.partition_no FROM parts
+  CROSS APPLY (SELECT ${COLS} FROM submission_intents
+    WHERE partition_no = parts.p AND last_modified_at >= @modified_since AND intent_id > @after) AS m
+  ORDER BY m.intent_id`;
+const PARTS = `DECLARE @max_p smallint = (SELECT MAX(partition_no) FROM submission_intents);
+WITH parts AS (SELECT CAST(0 AS smallint) AS p WHERE @max_p IS NOT NULL
+  UNION ALL SELECT CAST(p + 1 AS smallint) FROM parts WHERE p < @max_p)`;
+
+const LAST_ID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
+
 export const partitionReassignQueries = {
-  /** Up to `limit` intents of `scope` in intent_id order (BIN2: byte order, decided here in SQL) after `after`: the
-   *  primary key walked and filtered (one read of the table per pass). With modifiedSince, `finished` keeps the rows
-   *  modified before it, `open` adds those modified since it (so the two split the settled rows exactly), `all` keeps
-   *  only those. Absent predicates are left out rather than OR-ed with NULL, so the plan never carries a dead branch. */
+  /** Up to `limit` intents of `scope` in intent_id order (BIN2: byte order, decided here in SQL) after `after`:
+   *  `open` the unsettled ones (ix_intents_unsettled), with modifiedSince UNION the rows modified since (each
+   *  partition's range of ix_intents_partition_modified); `all` with modifiedSince those only; `all` without it the
+   *  primary key from the cursor (tests and tools only). */
   listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): SqlQuery {
-    const since = q.modifiedSince === null ? null : `last_modified_at ${q.scope === 'finished' ? '<' : '>='} @modified_since`;
-    const scope = q.scope === 'finished' ? [`status IN ${SETTLED_SQL_LIST}`, ...(since === null ? [] : [since])]
-      : q.scope === 'open' ? [since === null ? `status IN ${UNSETTLED_SQL_LIST}` : `(status IN ${UNSETTLED_SQL_LIST} OR ${since})`]
-        : since === null ? [] : [since];
-    const where = [...(q.after === null ? [] : ['intent_id > @after']), ...scope];
+    const since = q.modifiedSince !== null;
+    const text = q.scope === 'open'
+      ? (since ? `${PARTS}
+SELECT TOP (@limit) ${COLS} FROM (SELECT ${COLS} FROM (${UNSETTLED}) AS a UNION SELECT ${COLS} FROM (${MODIFIED}) AS b) AS u
+ ORDER BY intent_id OPTION (MAXRECURSION 32767);` : `${UNSETTLED};`)
+      : (since ? `${PARTS}
+${MODIFIED} OPTION (MAXRECURSION 32767);` : `SELECT TOP (@limit) ${COLS} FROM submission_intents WHERE intent_id > @after ORDER BY intent_id;`);
     return {
-      text: `SELECT TOP (@limit) intent_id, partition_key, partition_no FROM submission_intents${where.length ? `\n WHERE ${where.join(' AND ')}` : ''}
- ORDER BY intent_id;`,
+      text,
       params: [
         p.int('limit', q.limit),
-        ...(q.after === null ? [] : [p.uuid('after', q.after)]),
-        ...(since === null ? [] : [p.datetime2('modified_since', q.modifiedSince)]),
+        p.varchar('after', 36, q.after === null ? '' : uuidText('after', q.after)),
+        ...(since ? [p.datetime2('modified_since', q.modifiedSince)] : []),
       ],
     };
   },
 
   /**
-   * The preparing pass, unfenced (only settled intents with no attempt started move: nothing executes one, and no
-   * completion is still to be written in its partition). One transaction: the change row under UPDLOCK+HOLDLOCK (two
-   * changers' batches run one at a time), nothing unless it is preparing; then the settled intents among the moves
-   * locked (UPDLOCK: the committed row, also under RCSI, held to commit); then each move applied where the intent is
-   * settled with no attempt started as the UPDATE reads it (its statement snapshot, taken after those locks, holds
-   * every start of those rows: a start changes the intent row) and not there yet; last_modified_at untouched. Before
-   * that, those whose call is still out get last_modified_at bumped, for the scan: an attempt closes and never
-   * reopens, so of two statements (two snapshots) a row meets the bump's test or, later, the move's (both: harmless).
-   * rows_moved += the rows moved (a retry adds 0), prepare_cursor only forward, done → pending with prepared_at. The
-   * row after COMMIT (none: no id).
+   * The preparing pass's batch, unfenced (only settled intents with no attempt started move: nothing executes one, and
+   * no completion is still to be written in its partition). One transaction: the change row under UPDLOCK+HOLDLOCK
+   * (two changers' batches run one at a time, and the range follows its recorded cursor), nothing unless it is
+   * preparing; the key range (cursor, @hi], @hi the id `limit` entries on (an ordered seek of the primary key, OFFSET:
+   * index entries only; none: the range runs to the last id and ends the pass). In it: the settled rows modified
+   * before the horizon whose call is still out get last_modified_at bumped, for the scan; then those with no attempt
+   * started (as the UPDATE reads them: under RCSI its statement snapshot, taken after the bump) move to the rule's
+   * partition under to_count where it differs, last_modified_at untouched. An attempt closes and never reopens, so of
+   * the two statements a row meets the bump's test or, later, the move's (both: harmless). rows_moved += the rows
+   * moved (a retry adds 0), prepare_cursor := @hi only forward, a range to the last id → pending with prepared_at.
+   * The row after COMMIT (none: no id).
    */
-  prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): SqlQuery {
+  prepareBatch(changeId: string, batch: PrepareBatch): SqlQuery {
+    const range = `i.intent_id > @from AND i.intent_id <= ISNULL(@hi, '${LAST_ID}') AND i.last_modified_at < @horizon`;
     return {
       text: `
 SET XACT_ABORT ON;
 SET NOCOUNT ON;
 DECLARE @to smallint;
+DECLARE @from char(36);
+DECLARE @hi char(36);
 DECLARE @moved int = 0;
-DECLARE @locked int = 0;
 BEGIN TRANSACTION;
-SELECT @to = to_count FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'preparing';
-${MOVES_IN_RANGE}
+SELECT @to = to_count, @from = ISNULL(prepare_cursor, '') FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id AND state = 'preparing';
 IF @to IS NOT NULL
 BEGIN
-  SELECT @locked = COUNT(*)
-    ${moveJoin(' WITH (UPDLOCK, ROWLOCK)')} AND i.status IN ${SETTLED_SQL_LIST};
+  SELECT @hi = intent_id FROM submission_intents WHERE intent_id > @from ORDER BY intent_id OFFSET @limit - 1 ROWS FETCH NEXT 1 ROWS ONLY;
   UPDATE i SET last_modified_at = ${NEXT_VERSION('i.last_modified_at', 'SYSUTCDATETIME()')}
-    ${MOVE_JOIN} AND ${LEFT_TO_SCAN_SQL('i')};
-  UPDATE i SET partition_no = m.partition_no
-    ${MOVE_JOIN} AND ${PREPARABLE_SQL('i')};
+    FROM submission_intents AS i WHERE ${range} AND ${LEFT_TO_SCAN_SQL('i')};
+  UPDATE i SET partition_no = ${PARTITION_RULE('i', '@to')}
+    FROM submission_intents AS i WHERE ${range} AND ${PREPARABLE_SQL('i')} AND i.partition_no <> ${PARTITION_RULE('i', '@to')};
   SET @moved = @@ROWCOUNT;
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
-         prepare_cursor = ${FORWARD('prepare_cursor', '@prepare_cursor')},
-         state = CASE WHEN @prepare_done = 1 THEN 'pending' ELSE state END,
-         prepared_at = CASE WHEN @prepare_done = 1 THEN SYSUTCDATETIME() ELSE prepared_at END
+         prepare_cursor = ${FORWARD('prepare_cursor', '@hi')},
+         state = CASE WHEN @hi IS NULL THEN 'pending' ELSE state END,
+         prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME() ELSE prepared_at END
    WHERE change_id = @change_id AND state = 'preparing';
 END;
 COMMIT TRANSACTION;
 ${CHANGE_RESULT}`,
-      params: [
-        changeParam(changeId),
-        movesParam(moves),
-        p.uuid('prepare_cursor', progress.cursor),
-        p.int('prepare_done', progress.done ? 1 : 0),
-      ],
+      params: [changeParam(changeId), p.int('limit', positive(batch.limit)), p.datetime2('horizon', batch.horizon)],
     };
   },
 };
+
+function positive(limit: number): number {
+  if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`prepareBatch: limit ${limit} is not a positive integer`);
+  return limit;
+}

@@ -3,7 +3,7 @@
 // the row is read back as recorded in the same batch. Partition changes (issue 26): partitionChangeQueries.ts and
 // partitionReassignQueries.ts.
 import type {
-  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope, RequestChangeOutcome,
+  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow, ReassignScope, RequestChangeOutcome,
 } from '../partitionPorts.js';
 import { StoreError, type Fenced, type LeaseToken } from '../ports.js';
 import { toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
@@ -90,12 +90,12 @@ export class MssqlPartitionStore implements PartitionStore {
     return rows.map((r) => ({ intentId: r.intent_id, partitionKey: r.partition_key, partition: Number(r.partition_no) }));
   }
 
-  /** Unfenced, idempotent: only settled rows with no attempt started, not yet in their target partition, are written
-   *  and counted; the cursor never moves back; once done the change is pending and a retry finds it so (unchanged). No
+  /** Unfenced, idempotent: the range follows the recorded cursor (the change row locked); a row already in its
+   *  partition is neither written nor counted; once done the change is pending and a retry finds it so (unchanged). No
    *  such id: null (an id that is not a UUID without a query, as getChange). */
-  async prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
+  async prepareBatch(changeId: string, batch: PrepareBatch): Promise<PartitionChange | null> {
     if (!isUuidText(changeId)) return null;
-    const sets = await callerBugs(this.db.run<PartitionChangeDbRow>(partitionReassignQueries.prepareIntents(changeId, moves, progress)));
+    const sets = await this.db.run<PartitionChangeDbRow>(partitionReassignQueries.prepareBatch(changeId, batch));
     const row = sets[sets.length - 1]?.[0];
     return row ? toPartitionChange(row) : null;
   }

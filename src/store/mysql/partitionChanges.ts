@@ -1,15 +1,13 @@
 // MySQL / MariaDB: the partition changer's writes (issue 26; port: ../partitionPorts.ts). The preparing pass is
-// unfenced (it moves settled intents with no attempt started only); every other step is one READ COMMITTED transaction fenced by EVERY lease of `fence` (fence.ts fencedTransactionAll: the lease rows locked for share to
+// unfenced (it moves settled intents with no attempt started only; its batch is in partitionReassign.ts); every other step is one READ COMMITTED transaction fenced by EVERY lease of `fence` (fence.ts fencedTransactionAll: the lease rows locked for share to
 // commit, one audit row per lease). Lock order, as in every fenced write: lease rows (in lease-name order), the change
 // row (FOR UPDATE: the state each step decides from), then intents in id order. A step does nothing unless the change
 // is in the state it starts from, so a retry after a lost reply (or by the next changer) finds it done.
-import type { PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
+import type { PartitionChange, PartitionMove, PrepareBatch, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
-import {
-  LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
-} from '../partitionMapping.js';
-import { SETTLED_SQL_LIST } from '../intentPorts.js';
+import { PARTITION_CHANGE_COLS, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { MyDatabase, MyQueryable } from './db.js';
+import { prepareBatch as prepareRange } from './partitionReassign.js';
 import { fencedTransactionAll, writeAudit } from './fence.js';
 import { expireHeld, lockHeld, type Locked } from './leaseStore.js';
 import { BUDGET, NEXT_MODIFIED, NOW, idParam } from './rows.js';
@@ -51,41 +49,21 @@ const SET_COUNT = `UPDATE submission_manager_partition_count SET partition_count
 const MOVES = `(SELECT * FROM JSON_TABLE(?, '$[*]' COLUMNS (intent_id ${ID} PATH '$.id', partition_no INT PATH '$.p')) AS jt)`;
 
 // Only rows not yet in their target partition (a retried batch finds them moved: nothing picked, nothing counted twice).
-const pickMoves = (also: string) => `SELECT i.intent_id FROM submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
- WHERE i.intent_id IN (?) AND i.partition_no <> m.partition_no${also} ORDER BY i.intent_id FOR UPDATE`;
-const MOVE_PICK = pickMoves('');
-
-// The preparing pass picks only settled intents with no attempt started (read under the lock: a row that no longer
-// meets that is left out).
-const PREPARE_PICK = pickMoves(` AND ${PREPARABLE_SQL('i')}`);
+const MOVE_PICK = `SELECT i.intent_id FROM submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
+ WHERE i.intent_id IN (?) AND i.partition_no <> m.partition_no ORDER BY i.intent_id FOR UPDATE`;
 
 // last_modified_at untouched (the port: every partition's next leader rebuilds).
 const MOVE = `UPDATE submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id = i.intent_id
    SET i.partition_no = m.partition_no WHERE i.intent_id IN (?)`;
-// The preparing pass's move tests the condition again in the UPDATE itself. Every picked row still meets it (locked:
-// its status stays settled, and a settled intent never gets a started attempt), so the rows moved are the picked ones.
-const PREPARE_MOVE = `${MOVE} AND ${PREPARABLE_SQL('i')}`;
-// The batch's settled rows, locked in id order first; those whose call is still out get last_modified_at bumped, for
-// the scan, before the pick: an attempt closes and never reopens, so a row the bump's snapshot saw closed is one the
-// pick's sees closed too (each statement its own snapshot; a row bumped and moved is harmless).
-const PREPARE_LOCK = `SELECT intent_id FROM submission_intents WHERE intent_id IN (?) AND status IN ${SETTLED_SQL_LIST}
- ORDER BY intent_id FOR UPDATE`;
-const PREPARE_LEAVE = `UPDATE submission_intents AS i SET i.last_modified_at = ${NEXT_MODIFIED('i.last_modified_at')}
- WHERE i.intent_id IN (?) AND ${LEFT_TO_SCAN_SQL('i')}`;
 
-// The cursor only moves forward (a NULL one, the catch-up pass's, leaves it); scan_done_at is set once.
+/** A cursor column moved to the `?` value only forward (a NULL leaves it). Three `?`: the value, thrice. */
+const forward = (col: string) => `CASE WHEN ? IS NULL OR (${col} IS NOT NULL AND ${col} >= ?) THEN ${col} ELSE ? END`;
+
+// The cursors only move forward (each pass leaves the other's: NULL); scan_done_at is set once.
 const PROGRESS = `UPDATE submission_manager_partition_changes
-   SET rows_moved = rows_moved + ?,
-       scan_cursor = CASE WHEN ? IS NULL OR (scan_cursor IS NOT NULL AND scan_cursor >= ?) THEN scan_cursor ELSE ? END,
-       scan_done_at = CASE WHEN ? THEN COALESCE(scan_done_at, ${NOW}) ELSE scan_done_at END
- WHERE change_id = ?`;
-
-// The preparing pass's progress: the cursor only moves forward (a NULL leaves it); done ends the pass.
-const PREPARED = `UPDATE submission_manager_partition_changes
-   SET rows_moved = rows_moved + ?,
-       prepare_cursor = CASE WHEN ? IS NULL OR (prepare_cursor IS NOT NULL AND prepare_cursor >= ?) THEN prepare_cursor ELSE ? END,
-       state = CASE WHEN ? THEN 'pending' ELSE state END,
-       prepared_at = CASE WHEN ? THEN ${NOW} ELSE prepared_at END
+   SET rows_moved = rows_moved + ?, scan_cursor = ${forward('scan_cursor')},
+       scan_done_at = CASE WHEN ? THEN COALESCE(scan_done_at, ${NOW}) ELSE scan_done_at END,
+       catch_up_cursor = ${forward('catch_up_cursor')}
  WHERE change_id = ?`;
 
 type Step = { value: PartitionChange; rowsWritten: number };
@@ -138,22 +116,14 @@ const moveBatch = (moves: PartitionMove[]) => {
   return { ids, json: JSON.stringify(moves.map((m, k) => ({ id: ids[k], p: m.partition }))) };
 };
 
-/** The preparing pass's batch, unfenced: only settled intents with no attempt started move (locked in id order, those
- *  with a call still out bumped for the scan, then the rest moved), so no lease is needed; the change row locked FOR UPDATE serialises two changers. Not preparing: unchanged, nothing written;
- *  no such change: null. Idempotent: a retry picks nothing already moved and the cursor never moves back. */
-export function prepareIntents(db: MyDatabase, changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }):
-Promise<PartitionChange | null> {
-  const { ids, json } = moveBatch(moves);
-  const cursor = progress.cursor === null ? null : idParam(progress.cursor);
+/** The preparing pass's batch (partitionReassign.ts), unfenced: only settled intents with no attempt started move,
+ *  so no lease is needed; the change row locked FOR UPDATE serialises two changers and fixes the range (it follows
+ *  the recorded cursor). Not preparing: unchanged, nothing written; no such change: null. */
+export function prepareBatch(db: MyDatabase, changeId: string, batch: PrepareBatch): Promise<PartitionChange | null> {
   return db.transaction(async (tx) => {
     const c = await lockChangeIfAny(tx, changeId);
     if (!c || c.state !== 'preparing') return c;
-    requireMovesInRange(c, moves);
-    const locked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_LOCK, [ids])).rows.map((r) => r.intent_id);
-    if (locked.length > 0) await tx.query(PREPARE_LEAVE, [locked]);
-    const picked = locked.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_PICK, [json, locked])).rows.map((r) => r.intent_id);
-    if (picked.length > 0) await tx.query(PREPARE_MOVE, [json, picked]);
-    await tx.query(PREPARED, [picked.length, cursor, cursor, cursor, progress.done, progress.done, changeId]);
+    await prepareRange(tx, c, batch);
     return readChange(tx, changeId);
   });
 }
@@ -163,6 +133,7 @@ export function moveIntents(db: MyDatabase, fence: LeaseToken[], changeId: strin
 Promise<Fenced<PartitionChange>> {
   const { ids, json: batch } = moveBatch(moves);
   const cursor = progress.scanCursor === null ? null : idParam(progress.scanCursor);
+  const catchUp = progress.catchUpCursor === null || progress.catchUpCursor === undefined ? null : idParam(progress.catchUpCursor);
   return fencedTransactionAll(db, fence, 'partition_move', async (tx): Promise<Step> => {
     const c = await lockChange(tx, changeId);
     if (c.state !== 'reassigning') return { value: c, rowsWritten: 0 };
@@ -170,7 +141,7 @@ Promise<Fenced<PartitionChange>> {
     requireMovesInRange(c, moves);
     const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(MOVE_PICK, [batch, ids])).rows.map((r) => r.intent_id);
     if (picked.length > 0) await tx.query(MOVE, [batch, picked]);
-    await tx.query(PROGRESS, [picked.length, cursor, cursor, cursor, progress.scanDone, changeId]);
+    await tx.query(PROGRESS, [picked.length, cursor, cursor, cursor, progress.scanDone, catchUp, catchUp, catchUp, changeId]);
     return { value: await readChange(tx, changeId), rowsWritten: picked.length + 1 };
   });
 }

@@ -3,13 +3,13 @@
 // nothing; never a duplicate-key error); rows are read back as recorded (affectedRows is never an outcome here).
 // Requests serialize on the count row (FOR UPDATE); the changer's fenced writes are in partitionChanges.ts.
 import type {
-  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope,
+  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow, ReassignScope,
   RequestChangeOutcome,
 } from '../partitionPorts.js';
-import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
-import { dbTime, type MyDatabase } from './db.js';
-import { claimChange, completeChange, moveIntents, prepareIntents, switchCount } from './partitionChanges.js';
+import type { MyDatabase } from './db.js';
+import { claimChange, completeChange, moveIntents, prepareBatch, switchCount } from './partitionChanges.js';
+import { listForReassign } from './partitionReassign.js';
 import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange as toChange, type PartitionChangeDbRow as ChangeDbRow } from '../partitionMapping.js';
 import { NOW, idParam } from './rows.js';
 
@@ -33,16 +33,6 @@ const BY_ID = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition
 
 const INSERT_CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
 VALUES (?, ?, ?, 'preparing', ${NOW}, ?)`;
-
-// The scopes that walk the primary key from the cursor and filter (one read of the table per pass); `?` is
-// modifiedSince. Scope `all` with modifiedSince reads the partition index instead (listForReassign). With
-// modifiedSince, `finished` and `open` split the settled rows at it exactly (< and >=): each row is in one.
-const SINCE = 'CAST(? AS DATETIME(6))';
-const REASSIGN_FILTER: Record<ReassignScope, { plain: string; since: string }> = {
-  finished: { plain: `status IN ${SETTLED_SQL_LIST}`, since: `status IN ${SETTLED_SQL_LIST} AND last_modified_at < ${SINCE}` },
-  open: { plain: `status IN ${UNSETTLED_SQL_LIST}`, since: `(status IN ${UNSETTLED_SQL_LIST} OR last_modified_at >= ${SINCE})` },
-  all: { plain: 'TRUE', since: `last_modified_at >= ${SINCE}` },
-};
 
 const toCount = (r: CountDbRow): PartitionCount =>
   ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
@@ -107,31 +97,13 @@ export class MysqlPartitionStore implements PartitionStore {
     return switchCount(this.db, fence, idParam(changeId));
   }
 
-  /** Scope `all` with modifiedSince (the catch-up) reads each partition's range of ix_intents_partition_modified
-   *  (partition_no IN 0..MAX(partition_no): one range per partition, a few rows each) and sorts what it finds,
-   *  instead of walking the whole table; every other read walks the primary key and filters. */
-  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
-    const after = q.after === null ? '' : idParam(q.after);
-    let text: string;
-    let params: unknown[];
-    if (q.scope === 'all' && q.modifiedSince !== null) {
-      const max = (await this.db.query<{ m: number | null }>('SELECT MAX(partition_no) AS m FROM submission_intents')).rows[0]?.m;
-      if (max === null || max === undefined) return [];
-      text = `SELECT intent_id, partition_key, partition_no FROM submission_intents FORCE INDEX (ix_intents_partition_modified)
-        WHERE partition_no IN (?) AND last_modified_at >= ${SINCE} AND intent_id > ? ORDER BY intent_id LIMIT ?`;
-      params = [Array.from({ length: Number(max) + 1 }, (_, p) => p), dbTime(q.modifiedSince), after, q.limit];
-    } else {
-      const filter = REASSIGN_FILTER[q.scope][q.modifiedSince === null ? 'plain' : 'since'];
-      text = `SELECT intent_id, partition_key, partition_no FROM submission_intents
-        WHERE ${filter} AND intent_id > ? ORDER BY intent_id LIMIT ?`;
-      params = [...(filter.includes('?') ? [dbTime(q.modifiedSince!)] : []), after, q.limit];
-    }
-    const r = await this.db.query<{ intent_id: string; partition_key: string | null; partition_no: number }>(text, params);
-    return r.rows.map((x) => ({ intentId: x.intent_id, partitionKey: x.partition_key, partition: Number(x.partition_no) }));
+  /** Bounded by the rows it examines (partitionReassign.ts says how, per scope). */
+  listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
+    return listForReassign(this.db, { ...q, after: q.after === null ? null : idParam(q.after) });
   }
 
-  prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
-    return prepareIntents(this.db, idParam(changeId), moves, progress);
+  prepareBatch(changeId: string, batch: PrepareBatch): Promise<PartitionChange | null> {
+    return prepareBatch(this.db, idParam(changeId), batch);
   }
 
   moveIntents(fence: LeaseToken[], changeId: string, moves: PartitionMove[], progress: ReassignProgress): Promise<Fenced<PartitionChange>> {

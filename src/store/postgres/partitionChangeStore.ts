@@ -1,16 +1,14 @@
 // PostgreSQL: the partition changer's writes (issue 26; port: ../partitionPorts.ts). The preparing pass runs
-// unfenced (it moves settled intents with no attempt started only); every other step runs in one transaction fenced by every lease of `fence` (fence.ts fencedByAll: all rows FOR SHARE, or FOR NO KEY UPDATE where
+// unfenced (it moves settled intents with no attempt started only; its batch is in partitionReassign.ts); every other step runs in one transaction fenced by every lease of `fence` (fence.ts fencedByAll: all rows FOR SHARE, or FOR NO KEY UPDATE where
 // the transaction releases them), locks the change row FOR UPDATE, and does nothing unless the change is in the
 // state the step starts from: a retry after a lost reply, or by the next changer, finds the step done and returns
 // the change as it is.
-import type { InsertExclusion, PartitionChange, PartitionMove, ReassignProgress } from '../partitionPorts.js';
+import type { InsertExclusion, PartitionChange, PartitionMove, PrepareBatch, ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
-import {
-  LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow,
-} from '../partitionMapping.js';
-import { SETTLED_SQL_LIST } from '../intentPorts.js';
+import { PARTITION_CHANGE_COLS, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { PgDatabase, PgQueryable } from './db.js';
 import { fencedByAll, tokenArrays } from './fence.js';
+import { prepareBatch } from './partitionReassign.js';
 import { BUDGET, nextModified } from './rows.js';
 import { SWITCH_LOCK_TIMEOUT_MS } from '../../limits.js';
 
@@ -67,47 +65,22 @@ recorded AS (
 UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t
   FROM now WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
 
-// The moves ($2 intent ids, $3 partitions) of the rows among `among` (and meeting `also`) not yet in their target
-// partition: a retried batch writes and counts nothing. last_modified_at untouched (the port: every partition's next
-// leader rebuilds).
-const movedCte = (among: string, also = '') => `moved AS (
+// The moves ($2 intent ids, $3 partitions) of the rows not yet in their target partition: a retried batch writes and
+// counts nothing. last_modified_at untouched (the port: every partition's next leader rebuilds). The cursors only move
+// forward (GREATEST ignores a NULL: each pass leaves the other's), scan_done_at is set once.
+const MOVE = `/* sm:partition_move */
+WITH moved AS (
   UPDATE submission_intents i SET partition_no = m.partition_no
     FROM unnest($2::uuid[], $3::int[]) AS m(intent_id, partition_no)
-   WHERE i.intent_id = m.intent_id AND i.intent_id = ANY(${among}) AND i.partition_no <> m.partition_no${also}
-  RETURNING 1
-)`;
-
-// The cursor only moves forward (GREATEST ignores a NULL: the catch-up pass leaves it), scan_done_at is set once.
-const MOVE = `/* sm:partition_move */
-WITH ${movedCte('$2::uuid[]')}
-UPDATE submission_manager_partition_changes
-   SET rows_moved = rows_moved + (SELECT count(*) FROM moved), scan_cursor = GREATEST(scan_cursor, $4::uuid),
-       scan_done_at = CASE WHEN $5::boolean THEN COALESCE(scan_done_at, clock_timestamp()) ELSE scan_done_at END
- WHERE change_id = $1
-RETURNING ${PARTITION_CHANGE_COLS}, (SELECT count(*) FROM moved)::int AS moved`;
-
-// The preparing pass's batch: the settled intents among the moves, locked in id order (a concurrent purge or status
-// change waits, or we wait for it; a row no longer settled once its lock is granted is left out), then moved.
-const PREPARE_LOCK = `SELECT intent_id FROM submission_intents
-  WHERE intent_id = ANY($1::uuid[]) AND status IN ${SETTLED_SQL_LIST} ORDER BY intent_id FOR UPDATE`;
-
-// Only the rows locked above ($6) move, and only those with no attempt started: tested by the UPDATE itself, whose
-// snapshot (taken after the locks were granted) holds every start of those rows (a start changes the intent row).
-// The others (their call still out) get last_modified_at bumped, for the scan; the two sets are disjoint.
-// The cursor only moves forward; done ends the pass once.
-const PREPARE = `/* sm:partition_prepare */
-WITH ${movedCte('$6::uuid[]', ` AND ${PREPARABLE_SQL('i')}`)},
-left_to_scan AS (
-  UPDATE submission_intents i SET last_modified_at = ${nextModified('i.last_modified_at')}
-   WHERE i.intent_id = ANY($6::uuid[]) AND ${LEFT_TO_SCAN_SQL('i')}
+   WHERE i.intent_id = m.intent_id AND i.partition_no <> m.partition_no
   RETURNING 1
 )
 UPDATE submission_manager_partition_changes
-   SET rows_moved = rows_moved + (SELECT count(*) FROM moved), prepare_cursor = GREATEST(prepare_cursor, $4::uuid),
-       state = CASE WHEN $5::boolean THEN 'pending' ELSE state END,
-       prepared_at = CASE WHEN $5::boolean THEN clock_timestamp() ELSE prepared_at END
+   SET rows_moved = rows_moved + (SELECT count(*) FROM moved), scan_cursor = GREATEST(scan_cursor, $4::uuid),
+       scan_done_at = CASE WHEN $5::boolean THEN COALESCE(scan_done_at, clock_timestamp()) ELSE scan_done_at END,
+       catch_up_cursor = GREATEST(catch_up_cursor, $6::uuid)
  WHERE change_id = $1
-RETURNING ${PARTITION_CHANGE_COLS}`;
+RETURNING ${PARTITION_CHANGE_COLS}, (SELECT count(*) FROM moved)::int AS moved`;
 
 const COMPLETE = `UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = clock_timestamp()
   WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
@@ -191,23 +164,19 @@ export class PgPartitionChanges {
       requireWholeFence(fence, c);
       requireMovesInRange(c, moves);
       const r = await tx.query<PartitionChangeDbRow & { moved: number }>(MOVE, [changeId, moves.map((m) => m.intentId),
-        moves.map((m) => m.partition), progress.scanCursor, progress.scanDone]);
+        moves.map((m) => m.partition), progress.scanCursor, progress.scanDone, progress.catchUpCursor ?? null]);
       return { value: one(r.rows), rowsWritten: r.rows[0]!.moved + 1 };
     });
   }
 
-  /** Unfenced: only settled intents with no attempt started move (locked, then moved), so no lease is needed; the
-   *  change row locked FOR UPDATE serialises two changers' batches. Not preparing: returned as it is, nothing written. */
-  prepare(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
+  /** Unfenced: only settled intents with no attempt started move, so no lease is needed; the change row locked FOR
+   *  UPDATE serialises two changers' batches (and fixes the range: it follows the recorded cursor). Not preparing:
+   *  returned as it is, nothing written. */
+  prepareBatch(changeId: string, batch: PrepareBatch): Promise<PartitionChange | null> {
     return this.db.transaction(async (tx) => {
       const c = await lockChangeIfAny(tx, changeId);
       if (!c || c.state !== 'preparing') return c;
-      requireMovesInRange(c, moves);
-      const ids = moves.map((m) => m.intentId);
-      const settled = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(PREPARE_LOCK, [ids])).rows.map((r) => r.intent_id);
-      const r = await tx.query<PartitionChangeDbRow>(PREPARE, [changeId, ids, moves.map((m) => m.partition), progress.cursor,
-        progress.done, settled]);
-      return one(r.rows);
+      return prepareBatch(tx, c, batch);
     });
   }
 

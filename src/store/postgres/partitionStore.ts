@@ -3,15 +3,14 @@
 // SELECT in the same statement as an INSERT … ON CONFLICT DO NOTHING reads the statement's snapshot, which misses a
 // row that a concurrent first start committed while we waited on its key; a second statement (READ COMMITTED) sees it.
 import type {
-  InsertExclusion, PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, ReassignProgress, ReassignRow, ReassignScope,
-  RequestChangeOutcome,
+  InsertExclusion, PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow,
+  ReassignScope, RequestChangeOutcome,
 } from '../partitionPorts.js';
-import { SETTLED_SQL_LIST, UNSETTLED_SQL_LIST } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { PgDatabase } from './db.js';
 import { PgPartitionChanges } from './partitionChangeStore.js';
-import { NIL_UUID } from './rows.js';
+import { listForReassign } from './partitionReassign.js';
 
 interface CountDbRow { partition_count: number; recorded_at: Date; recorded_by: string }
 
@@ -42,17 +41,6 @@ const REQUEST_INSERT = `
 INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
 VALUES ($1, $2, $3, 'preparing', clock_timestamp(), $4)
 RETURNING ${PARTITION_CHANGE_COLS}`;
-
-// Every scope walks the primary key from the cursor and filters (one read of the table per pass; no index leads with
-// status or last_modified_at since migration 010). $3 (modifiedSince) is passed only where the filter names it.
-// With modifiedSince, `finished` and `open` split the settled rows at it exactly (< and >=): each row is in one.
-const REASSIGN_FILTER: Record<ReassignScope, { plain: string; since: string }> = {
-  finished: { plain: `status IN ${SETTLED_SQL_LIST}`, since: `status IN ${SETTLED_SQL_LIST} AND last_modified_at < $3` },
-  open: { plain: `status IN ${UNSETTLED_SQL_LIST}`, since: `(status IN ${UNSETTLED_SQL_LIST} OR last_modified_at >= $3)` },
-  all: { plain: 'true', since: 'last_modified_at >= $3' },
-};
-const reassignRead = (filter: string) =>
-  `SELECT intent_id, partition_key, partition_no FROM submission_intents WHERE intent_id > $1::uuid AND ${filter} ORDER BY intent_id LIMIT $2`;
 
 const countOf = (r: CountDbRow): PartitionCount => ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
 
@@ -123,18 +111,15 @@ export class PgPartitionStore implements PartitionStore {
     return this.changes.switchCount(fence, changeId, inserts);
   }
 
-  async listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
-    const filter = REASSIGN_FILTER[q.scope][q.modifiedSince === null ? 'plain' : 'since'];
-    const params: unknown[] = [q.after ?? NIL_UUID, q.limit];
-    if (filter.includes('$3')) params.push(q.modifiedSince);
-    const r = await this.db.query<ReassignDbRow>(reassignRead(filter), params);
-    return r.rows.map((x) => ({ intentId: x.intent_id, partitionKey: x.partition_key, partition: Number(x.partition_no) }));
+  /** Bounded by the rows it examines (partitionReassign.ts says how, per scope). */
+  listForReassign(q: { after: string | null; limit: number; modifiedSince: Date | null; scope: ReassignScope }): Promise<ReassignRow[]> {
+    return listForReassign(this.db, q);
   }
 
-  /** Idempotent: only settled rows with no attempt started, not yet in their target partition, are written and
-   *  counted; the cursor never moves back; once done the change is pending and a retry finds it so (unchanged). */
-  prepareIntents(changeId: string, moves: PartitionMove[], progress: { cursor: string | null; done: boolean }): Promise<PartitionChange | null> {
-    return this.changes.prepare(changeId, moves, progress);
+  /** Idempotent: the range follows the recorded cursor (the change row locked); a row already in its partition is
+   *  neither written nor counted; once done the change is pending and a retry finds it so (unchanged). */
+  prepareBatch(changeId: string, batch: PrepareBatch): Promise<PartitionChange | null> {
+    return this.changes.prepareBatch(changeId, batch);
   }
 
   /** Idempotent: only rows not yet in their target partition are written and counted; the cursor never moves back. */
@@ -147,5 +132,3 @@ export class PgPartitionStore implements PartitionStore {
     return this.changes.complete(fence, changeId);
   }
 }
-
-interface ReassignDbRow { intent_id: string; partition_key: string | null; partition_no: number | string }

@@ -14,6 +14,7 @@ import { m011Instances } from './m011Instances.js';
 import { m012ProviderHolds } from './m012ProviderHolds.js';
 import { m013PartitionChanges } from './m013PartitionChanges.js';
 import { m014LayoutGeneration } from './m014LayoutGeneration.js';
+import { m015LargeTableChange } from './m015LargeTableChange.js';
 
 export interface MssqlMigration {
   id: number;
@@ -36,4 +37,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 12, name: 'provider_holds', sql: m012ProviderHolds },
   { id: 13, name: 'partition_changes', sql: m013PartitionChanges },
   { id: 14, name: 'layout_generation', sql: m014LayoutGeneration },
+  { id: 15, name: 'large_table_change', sql: m015LargeTableChange },
 ];

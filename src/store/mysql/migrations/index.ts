@@ -8,6 +8,7 @@ import { m006Instances } from './m006Instances.js';
 import { m007ProviderHolds } from './m007ProviderHolds.js';
 import { m008PartitionChanges } from './m008PartitionChanges.js';
 import { m009LayoutGeneration } from './m009LayoutGeneration.js';
+import { m010LargeTableChange } from './m010LargeTableChange.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -22,4 +23,5 @@ export const migrations: readonly Migration[] = [
   { id: 7, name: 'provider_holds', sql: m007ProviderHolds },
   { id: 8, name: 'partition_changes', sql: m008PartitionChanges },
   { id: 9, name: 'layout_generation', sql: m009LayoutGeneration },
+  { id: 10, name: 'large_table_change', sql: m010LargeTableChange },
 ];

@@ -13,6 +13,7 @@ import { m011Instances } from './m011Instances.js';
 import { m012ProviderHolds } from './m012ProviderHolds.js';
 import { m013PartitionChanges } from './m013PartitionChanges.js';
 import { m014LayoutGeneration } from './m014LayoutGeneration.js';
+import { m015LargeTableChange } from './m015LargeTableChange.js';
 
 export interface Migration {
   id: number;
@@ -35,4 +36,5 @@ export const migrations: readonly Migration[] = [
   { id: 12, name: 'provider_holds', sql: m012ProviderHolds },
   { id: 13, name: 'partition_changes', sql: m013PartitionChanges },
   { id: 14, name: 'layout_generation', sql: m014LayoutGeneration },
+  { id: 15, name: 'large_table_change', sql: m015LargeTableChange },
 ];
