@@ -81,7 +81,7 @@ export const AZURE_APP_SETTINGS: readonly string[] = [
   'RETENTION_DAYS',
 ];
 
-export { appVersion } from './version.js';
+export { appVersion, COUNT_CHANGE_MIN_VERSION, isOlderRelease } from './version.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';

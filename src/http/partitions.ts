@@ -2,6 +2,7 @@
 // SQL only): POST /ops/partitions {count} records a change that partition 0's changer then executes (drain, take every
 // lease, switch, move rows, complete); GET /ops/partitions shows the recorded count, the change in progress, the
 // recent ones and the partition leases; GET /ops/partitions/{changeId} one change. Errors are problem+json.
+import { COUNT_CHANGE_MIN_VERSION, isOlderRelease } from '../config.js';
 import { validate } from '../intents/contract.js';
 import { isUuid, uuidv7 } from '../intents/ids.js';
 import { leaseNameRoomProblem, partitionLeaseName } from '../limits.js';
@@ -15,7 +16,7 @@ import { readJsonBody, requester, type ApiHandler } from './request.js';
 /** Changes listed by GET /ops/partitions. */
 export const RECENT_CHANGES = 20;
 
-type PartitionsContext = Pick<HttpContext, 'config' | 'logger' | 'lease'> & { stores: Pick<HttpContext['stores'], 'partitions' | 'lease'> };
+type PartitionsContext = Pick<HttpContext, 'config' | 'logger' | 'lease'> & { stores: Pick<HttpContext['stores'], 'partitions' | 'lease' | 'instances'> };
 
 export const partitionChangeView = (c: PartitionChange): PartitionChangeView => ({
   changeId: c.changeId,
@@ -51,10 +52,23 @@ async function changeLeases(app: PartitionsContext, n: number, changer: string |
   }));
 }
 
+/** The live instances (instances registry, INSTANCE_LIVE_WINDOW_MS) of a release older than COUNT_CHANGE_MIN_VERSION,
+ *  when the request could start a change; none when it cannot (N is the recorded count and nothing is active: 200
+ *  unchanged; or the active change is to N: its retry), so those answers stay as they were. A change that both starts
+ *  and completes between this read and the request's own is the one case it misses. */
+async function olderInstances(app: PartitionsContext, n: number): Promise<{ holderId: string; version: string }[]> {
+  const layout = await app.stores.partitions.readLayout();
+  if (layout.active ? layout.active.toCount === n : layout.count === n) return [];
+  const { instances } = await app.stores.instances.listLive(app.config.instances.liveWindowMs);
+  return instances.filter((i) => isOlderRelease(i.version, COUNT_CHANGE_MIN_VERSION)).map((i) => ({ holderId: i.holderId, version: i.version }));
+}
+
 /**
  * POST /ops/partitions {"count": N}. Checked before anything is recorded: the body (400), N ≤ this instance's
  * EXECUTOR_PARTITIONS (409: a count no timer function of this deployment runs), LEASE_NAME has room for N partitions'
- * names (409). Then the store records it, serialized with other requests: 202 created; 202 the active change to the
+ * names (409), no live instance (instances registry, INSTANCE_LIVE_WINDOW_MS) runs a release older than
+ * COUNT_CHANGE_MIN_VERSION (409 naming them: its intake would not be excluded from the switch). Then the store
+ * records it, serialized with other requests: 202 created; 202 the active change to the
  * same N (a retried POST, also after a lost reply, finds its change: idempotent); 200 when N is the recorded count
  * and nothing is active; 409 naming another active change.
  */
@@ -74,6 +88,14 @@ export function requestPartitionCountHandler(app: PartitionsContext): ApiHandler
     }
     const room = leaseNameRoomProblem(app.config.lease.name, n, `count ${n}`);
     if (room !== null) return problem(409, 'lease-name-room', 'LEASE_NAME too long for the count', room, { instance, count: n });
+    const older = await olderInstances(app, n);
+    if (older.length > 0) {
+      return problem(409, 'older-release-live', 'An instance runs a release older than count changes need',
+        `${older.map((i) => `${i.holderId} (${i.version})`).join(', ')} ${older.length === 1 ? 'runs' : 'run'} a release older than ` +
+          `${COUNT_CHANGE_MIN_VERSION}, whose intake is not excluded from a count change's switch: finish the deployment (or stop ` +
+          `them) and request count ${n} again once no such instance is live (GET /api/instances)`,
+        { instance, count: n, minimumVersion: COUNT_CHANGE_MIN_VERSION, olderInstances: older });
+    }
     const by = requester(req, app.lease.holderId);
     const out = await app.stores.partitions.requestChange(n, by, uuidv7());
     if (out.kind === 'unchanged') {

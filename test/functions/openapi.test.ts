@@ -239,7 +239,15 @@ describe('OpenAPI document', () => {
     const tooLong = await setCount(noRoom, '{"count":64}');
     expect([tooLong.status, tooLong.json.type]).toEqual([409, 'urn:submission-manager:problem:lease-name-room']);
     expect(tooLong.json.detail).toMatch(/^LEASE_NAME \("x{62}", 62 characters\) is too long for count 64: .* at most 64$/);
+    // A live instance of a release older than count changes need (the probe row above, 0.1.0): 409 naming it, nothing
+    // recorded; once its row is gone the change is recorded.
+    await follower.stores.instances.heartbeat({ holderId: 'oa-probe', version: '0.1.0', roles: ['http', 'timer'], partitions: [0] });
+    const older = await setCount(wide, '{"count":4}');
+    expect([older.status, older.json.type, older.json.minimumVersion, older.json.olderInstances])
+      .toEqual([409, 'urn:submission-manager:problem:older-release-live', '0.2.0', [{ holderId: 'oa-probe', version: '0.1.0' }]]);
+    expect(older.json.detail).toMatch(/^oa-probe \(0\.1\.0\) runs a release older than 0\.2\.0, /);
     expect(await follower.stores.partitions.listChanges(50)).toEqual(countsBefore); // nothing recorded on bad input
+    await follower.stores.instances.remove('oa-probe');
     const changeCreated = await setCount(wide, '{"count":4}');
     expect([changeCreated.status, changeCreated.json]).toMatchObject([202, { created: true, change: { fromCount: 1, toCount: 4, state: 'preparing',
       requestedBy: 'admin@oa-follower', changer: null, rowsMoved: 0 } }]);

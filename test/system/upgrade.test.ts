@@ -3,7 +3,9 @@
 // On a fresh database of each server (PostgreSQL, MariaDB): two processes of the previous release serve and execute
 // a stream of intents (every tenth answered 503 once); this checkout's `npm run migrate` runs while they do; a third
 // process of the previous release starts on the new schema and its leader hands over to another one of it; then a
-// process of this release joins and the old ones stop one by one (SIGTERM), the stream going on throughout.
+// process of this release joins and the old ones stop one by one (SIGTERM), the stream going on throughout. A count
+// change asked of this release while the previous one is live is refused (409 naming its processes); once only this
+// release is live it starts and completes.
 // Judged by counts and order: every intent accepted (201) and succeeded once, none sent again after a 2xx, attempt
 // numbers contiguous, no stale-epoch write; intents accepted and executed by the previous release after the migrate
 // exited, and an epoch of it acquired after that.
@@ -68,6 +70,15 @@ function problems(h: HostProcess): string {
   return text.split('\n').filter((l) => /"level":(40|50|60)/.test(l)).slice(-3).map((l) => `\n  ${l.slice(0, 500)}`).join('');
 }
 
+/** POST /api/ops/partitions {count} (no keys: the hosts run without FUNCTION_KEY and ADMIN_KEY). */
+async function requestCount(h: HostProcess, count: number): Promise<{ status: number; body: Record<string, any> }> {
+  const r = await fetch(`${h.api}/ops/partitions`, { method: 'POST', body: JSON.stringify({ count }), headers: { 'content-type': 'application/json' },
+    signal: AbortSignal.timeout(10_000) });
+  return { status: r.status, body: (await r.json()) as Record<string, any> };
+}
+const layoutOf = async (h: HostProcess) =>
+  (await (await fetch(`${h.api}/ops/partitions`, { signal: AbortSignal.timeout(5_000) })).json()) as { count: number; active: unknown; changes: unknown[] };
+
 let release: PreviousRelease | undefined;
 
 describe.each(serverDatabases)('upgrade from the previous release ($name server)', (server) => {
@@ -109,9 +120,9 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
       await sleep(200);
     }
   };
-  const epochs = async () => (await db.sql<{ seq: string; lease_epoch: string; holder_id: string; event: string }>(
-    'SELECT seq, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'))
-    .map((e) => ({ seq: Number(e.seq), epoch: Number(e.lease_epoch), holderId: e.holder_id, event: e.event }));
+  const epochs = async () => (await db.sql<{ seq: string; lease_name: string; lease_epoch: string; holder_id: string; event: string }>(
+    'SELECT seq, lease_name, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'))
+    .map((e) => ({ seq: Number(e.seq), leaseName: e.lease_name, epoch: Number(e.lease_epoch), holderId: e.holder_id, event: e.event }));
   const ledger = async () => (await db.sql<{ id: number | string }>('SELECT id FROM submission_manager_migrations ORDER BY id')).map((r) => Number(r.id));
 
   it('the previous release accepts and executes intents while this release migrates, then hands over to it', async (t) => {
@@ -141,7 +152,7 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
     // This release's migrations under the running processes.
     const migrated = await runMigrate(db.url);
     const acceptedBeforeMigrateExit = stream.accepted.length;
-    const epochAtMigrate = Math.max(...(await epochs()).map((e) => e.epoch));
+    const epochAtMigrate = Math.max(...(await epochs()).map((e) => e.epoch)); // partition 0's: one partition so far
     expect(migrated.code, migrated.out).toBe(0);
     const schemaAfter = await ledger();
     const added = schemaAfter.filter((id) => !schemaBefore.includes(id));
@@ -159,15 +170,29 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
     const afterHandover = stream.accepted.length;
     await succeedFrom(stream, afterHandover, 8, 'the previous release executes after a handover on the new schema');
 
-    // This release joins; the previous release's processes stop one by one.
-    const current = await startHost(env('new1'));
+    // This release joins (ready for two partitions). While a process of the previous release is live, a count change
+    // does not start: 409 naming those processes, nothing recorded. Then they stop one by one.
+    const current = await startHost({ ...env('new1'), EXECUTOR_PARTITIONS: '2' });
     hosts.push(current);
     await stream.retarget([...oldRest, current]);
     await succeedFrom(stream, stream.accepted.length, 5, 'both releases side by side');
+    const refused = await requestCount(current, 2);
+    expect([refused.status, refused.body.type, refused.body.minimumVersion]).toEqual([409, 'urn:submission-manager:problem:older-release-live', '0.2.0']);
+    expect(refused.body.olderInstances).toEqual(oldRest.map((h) => ({ holderId: h.holderIds[0], version: prev.version }))
+      .sort((a, b) => a.holderId!.localeCompare(b.holderId!)));
+    expect(await layoutOf(current)).toMatchObject({ count: 1, active: null, changes: [] });
     for (let i = 0; i < oldRest.length; i++) {
       await stop(stream, oldRest[i]!, [...oldRest.slice(i + 1), current]);
       await succeedFrom(stream, stream.accepted.length, 5, `after ${oldRest[i]!.holderIds[0]} stopped`);
     }
+    // Only this release is live (a graceful stop deletes the registry row): the change starts and completes.
+    const started = await requestCount(current, 2);
+    expect([started.status, started.body.created], JSON.stringify(started.body)).toEqual([202, true]);
+    await waitFor('the count change completed', async () => {
+      const l = await layoutOf(current);
+      return l.count === 2 && l.active === null;
+    }, 120_000, 500);
+    await succeedFrom(stream, stream.accepted.length, 5, 'after the count change');
     await stream.stop();
     const ids = stream.accepted.map((a) => a.id);
     await waitFor('every intent succeeded', async () => (await succeeded(ids)) === ids.length, 60_000, 200);
@@ -188,9 +213,12 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
     for (const a of attempts) byIntent.set(a.intent_id, [...(byIntent.get(a.intent_id) ?? []), Number(a.attempt_no)]);
     for (const id of ids) expect(byIntent.get(id), `${id}: attempt rows`).toEqual((calls.get(id) ?? []).map((x) => x.attemptNo));
     const events = await epochs();
-    const audit = await db.sql<{ seq: string; lease_epoch: string; action: string }>('SELECT seq, lease_epoch, action FROM submission_execution_audit ORDER BY seq');
-    expect(staleWrites(audit.map((a) => ({ seq: Number(a.seq), leaseEpoch: Number(a.lease_epoch), action: a.action })),
-      events.map((e) => ({ seq: e.seq, leaseEpoch: e.epoch, event: e.event })))).toEqual([]);
+    const audit = await db.sql<{ seq: string; lease_name: string; lease_epoch: string; action: string }>(
+      'SELECT seq, lease_name, lease_epoch, action FROM submission_execution_audit ORDER BY seq');
+    for (const name of new Set(events.map((e) => e.leaseName))) {
+      expect(staleWrites(audit.filter((a) => a.lease_name === name).map((a) => ({ seq: Number(a.seq), leaseEpoch: Number(a.lease_epoch), action: a.action })),
+        events.filter((e) => e.leaseName === name).map((e) => ({ seq: e.seq, leaseEpoch: e.epoch, event: e.event }))), name).toEqual([]);
+    }
 
     // The previous release worked on the new schema: it accepted intents after the migrate exited, executed some of
     // them, and acquired an epoch after it; this release executed the last ones.
@@ -200,9 +228,10 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
     expect(acceptedByOldAfter.length).toBeGreaterThanOrEqual(8);
     expect(acceptedByOldAfter.filter((id) => oldHolders.has(executor.get(id)!)).length).toBeGreaterThanOrEqual(8);
     expect(events.filter((e) => e.event === 'acquired' && e.epoch > epochAtMigrate && oldHolders.has(e.holderId))).not.toEqual([]);
+    expect(events.some((e) => e.event === 'acquired' && e.leaseName.endsWith('#1'))).toBe(true); // the second partition ran
     expect(attempts.some((a) => a.holder_id === current.holderIds[0])).toBe(true);
     console.log(`[upgrade, ${server.name}] ${prev.version} (${prev.commit.slice(0, 7)}) → this checkout: migrations ${added.join(', ') || 'none'} ` +
       `applied under it; ${ids.length} intents, ${acceptedByOldAfter.length} accepted by ${prev.version} after the migrate, ` +
-      `${answers.filter((a) => a.status !== 200).length} answered 503 once, epochs ${events.filter((e) => e.event === 'acquired').map((e) => `${e.epoch}:${e.holderId}`).join(' ')}`);
+      `${answers.filter((a) => a.status !== 200).length} answered 503 once, epochs ${events.filter((e) => e.event === 'acquired').map((e) => `${e.leaseName.split('#')[1] ?? 0}/${e.epoch}:${e.holderId}`).join(' ')}`);
   }, 240_000);
 });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { API_VERSION, buildOpenApiDocument } from '../../src/http/openapi/document.js';
 import { MetricsRegistry } from '../../src/observability/metrics.js';
-import { appVersion } from '../../src/version.js';
+import { appVersion, COUNT_CHANGE_MIN_VERSION, isOlderRelease } from '../../src/version.js';
 
 const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 const previous = JSON.parse(readFileSync('test/support/previousRelease.json', 'utf8')) as { version: string; commit: string };
@@ -35,5 +35,21 @@ describe('the release number', () => {
     const { resourceMetrics } = await reg.reader.collect();
     expect(resourceMetrics.scopeMetrics.map((s) => [s.scope.name, s.scope.version])).toEqual([['submission-manager', version]]);
     await reg.shutdown();
+  });
+});
+
+describe('isOlderRelease (the count change\'s guard)', () => {
+  it.each([
+    ['0.1.0', '0.2.0', true], ['0.2.0', '0.2.0', false], ['0.3.0', '0.2.0', false], ['0.10.0', '0.2.0', false], ['0.2.1', '0.2.0', false],
+    ['1.0.0', '0.2.0', false], ['0.1.99', '0.2.0', true], ['0.2.0-rc.1', '0.2.0', true], ['0.2.0-rc.2', '0.2.0-rc.10', true],
+    ['0.2.0-rc.1', '0.2.0-beta', false], ['0.2.0-1', '0.2.0-alpha', true], ['0.2.0+build.5', '0.2.0', false],
+    ['unknown', '0.2.0', true], ['', '0.2.0', true], ['v0.2.0', '0.2.0', true],
+  ])('%s older than %s: %s', (v, than, older) => {
+    expect(isOlderRelease(v, than)).toBe(older);
+    if (semver.valid(v) === v) expect(semver.lt(v, than)).toBe(older); // the same order as the semver package
+  });
+
+  it('the minimum is a release at most this one (this release may change the count)', () => {
+    expect(isOlderRelease(version, COUNT_CHANGE_MIN_VERSION)).toBe(false);
   });
 });

@@ -249,7 +249,8 @@ export function buildOpenApiDocument(): Json {
             'drains and releases, the changer takes every lease 0..max(from, to)−1, recovers what was in flight, switches the count (new ' +
             'intents get the new partitions), moves the existing intents in batches and releases every lease. Execution pauses for the drain ' +
             'and the reassignment. Grow: deploy with EXECUTOR_PARTITIONS ≥ count first; shrink: request first, then deploy. 409 when count is ' +
-            'above this instance\'s EXECUTOR_PARTITIONS, when LEASE_NAME has no room for its partitions\' names, or when another change is active.',
+            'above this instance\'s EXECUTOR_PARTITIONS, when LEASE_NAME has no room for its partitions\' names, when another change is active, ' +
+            'or when a live instance runs a release older than the one count changes need (`olderInstances` names them, `minimumVersion` says which).',
           requestBody: { required: true, content: jsonContent('PartitionCountRequest') },
           responses: {
             202: { description: 'The change recorded, or the active change to the same count (a retry is harmless)', content: jsonContent('PartitionChangeRequested') },
