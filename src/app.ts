@@ -25,6 +25,7 @@ import { routingDestination } from './observability/invocationLog.js';
 import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
 import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './instrument/portMetrics.js';
 import { HttpProvider } from './provider/httpProvider.js';
+import type { ProviderPermits } from './provider/partitionPermits.js';
 import type { ProviderGuard } from './provider/guard.js';
 import { createClusterGuard } from './provider/clusterGuard.js';
 import type { Provider } from './provider/provider.js';
@@ -57,6 +58,9 @@ export interface App extends HttpContext {
   /** One executor per partition (EXECUTOR_PARTITIONS), each with its own lease row, fence and schedule; partition 0
    *  is `lease`, `executor` and `ops` above. The timer function of partition k runs partitions[k]. */
   partitions: PartitionRuntime[];
+  /** The process's provider guard (its share of the cluster's limits, breaker, holds); each partition's executor
+   *  asks it through its own permits (partitionPermits.ts). */
+  providerGuard: ProviderGuard;
   /** The fair share of partitions (every-instance mode), else null. */
   share: PartitionShare | null;
   /** The recorded partition count and the change in progress (issue 26), as this process last read them. */
@@ -140,13 +144,13 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const led = () => partitions.flatMap((p) => (p.lease.requireLeader() ? [p.partition] : []));
   const counted = () => partitions.flatMap((p) => (p.partition < layout.count() && p.lease.requireLeader() && !p.lease.releasing
     && !p.executor.handingBack ? [p.partition] : []));
-  const { guard, fits, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitionCount: () => layout.count(),
+  const { guard, permitsFor, fits, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitionCount: () => layout.count(),
     leaseName: config.lease.name, holderId: config.lease.holderId, syncMs: config.schedule.refreshIntervalMs }, stores.ops, clock, logger, metrics, counted);
   // every-instance mode with several partitions: each instance takes at most its fair share (set below, once the
   // partitions' lease managers exist; they ask it only to acquire).
   let share: PartitionShare | null = null;
   const partitions = Array.from({ length: config.partitions.count }, (_, k) =>
-    buildPartition(k, { config, stores, logger, clock, provider, guard, mayAcquire: () => layout.mayAcquire(k) && (share?.mayAcquire(k) ?? true),
+    buildPartition(k, { config, stores, logger, clock, provider, guard: permitsFor(k), mayAcquire: () => layout.mayAcquire(k) && (share?.mayAcquire(k) ?? true),
       // With several partitions, every series of a partition's lease and executor carries its `partition` label.
       metrics: config.partitions.count > 1 ? metricsRegistry.forInstance(config.lease.holderId, { partition: String(k) }) : metrics }));
   for (const p of partitions) {
@@ -205,7 +209,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   let closed = false;
   return {
     config, logger, stores, lease, executor, tickBudget, handlers, metrics, metricsRegistry, ops, cluster, scheduleSize, partitions,
-    partitionLeases: () => partitions.map((p) => p.lease), share, layout, changer, clock,
+    partitionLeases: () => partitions.map((p) => p.lease), share, layout, changer, clock, providerGuard: guard,
     async close() {
       if (closed) return;
       closed = true;
@@ -231,7 +235,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
 }
 
 interface PartitionDeps {
-  config: Config; stores: Stores; logger: Logger; clock: Clock; metrics: AppMetrics; provider: Provider; guard: ProviderGuard;
+  config: Config; stores: Stores; logger: Logger; clock: Clock; metrics: AppMetrics; provider: Provider; guard: ProviderPermits;
   /** Whether this partition may be acquired now (the fair share). */
   mayAcquire: () => boolean;
 }

@@ -13,7 +13,7 @@
 //    clipped to the lease deadline; closing retries the completion write only within a bounded window.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
-import type { ProviderGuard } from '../provider/guard.js';
+import type { ProviderPermits } from '../provider/partitionPermits.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
 import type { ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
@@ -36,7 +36,7 @@ export interface BatchDeps {
   ops: ExecutorOps;
   refresher: ScheduleRefresher;
   /** Provider protection (rate, in-flight cap, Retry-After, breaker); asked before every fenced start. */
-  guard: ProviderGuard | null;
+  guard: ProviderPermits | null;
   /** Kept across ticks and bridges: calls in flight, unwritten completions (and their one write road), the cadence. */
   state: ExecutionState;
   /** What a started attempt's provider call uses (providerCall.ts). */

@@ -29,7 +29,7 @@ import { emptySummary, type ExecutorSettings, type TickSummary } from './tickSum
 import { NO_OPS, type ExecutorOps } from './executorOps.js';
 import { Batch, type BatchDeps } from './batch.js';
 import { TickBridge } from './tickBridge.js';
-import type { ProviderGuard } from '../provider/guard.js';
+import type { ProviderPermits } from '../provider/partitionPermits.js';
 import { ExecutionState } from './executionState.js';
 import { LeaderFaults } from './leaderFaults.js';
 import { Settler } from './settler.js';
@@ -74,7 +74,7 @@ export class Executor {
     random: () => number = Math.random,
     private readonly ops: ExecutorOps = NO_OPS,
     /** Provider protection shared by every tick of this process (null: none). */
-    readonly guard: ProviderGuard | null = null,
+    readonly guard: ProviderPermits | null = null,
   ) {
     this.refresher = new ScheduleRefresher(store, settings.refresh, clock);
     this.state = new ExecutionState(lease, store, this.refresher, settings, log, ops); // holds the row while unwritten

@@ -3,7 +3,7 @@
 // its result for the guard and the execution state.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
-import type { ProviderGuard } from '../provider/guard.js';
+import type { ProviderPermits } from '../provider/partitionPermits.js';
 import type { Provider, ProviderResult } from '../provider/provider.js';
 import { aborted, decide } from '../provider/retryPolicy.js';
 import type { AttemptCompletion, StartedAttempt } from '../store/intentPorts.js';
@@ -28,7 +28,7 @@ export interface ProviderCallDeps {
   random: () => number;
   /** The lease left: the call is clipped to it, and not sent with less than MIN_CALL_MS. */
   lease: Pick<LeaseManager, 'remainingMs'>;
-  guard: ProviderGuard | null;
+  guard: ProviderPermits | null;
   /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
   stalls: StallWatch;
   /** mayStart: a pause read after the attempt was started holds its call too (the gate aborts it). */

@@ -1,7 +1,7 @@
 // Fenced starts of due intents: up to the guard's grant taken from the schedule and started in one fenced statement.
 // Guard permits not turned into a started attempt go back; intents the database skipped go back to the schedule;
 // a START whose reply was lost records its attempts as aborted (never sent, so never charged as sent).
-import type { ProviderGuard } from '../provider/guard.js';
+import type { ProviderPermits } from '../provider/partitionPermits.js';
 import { aborted } from '../provider/retryPolicy.js';
 import type { DueEntry } from '../schedule/dueHeap.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
@@ -17,7 +17,7 @@ const SKIPPED_RETRY_MS = 50;
 export interface StartDeps {
   store: ExecutionStore;
   refresher: ScheduleRefresher;
-  guard: ProviderGuard | null;
+  guard: ProviderPermits | null;
   /** Where a START whose reply was lost records its attempts as aborted. */
   state: Pick<ExecutionState, 'record'>;
 }

@@ -20,7 +20,8 @@ import { sqlErrorField, type Logger } from '../observability/logger.js';
 import type { AppMetrics } from '../observability/metrics.js';
 import type { OpsStore } from '../store/opsPorts.js';
 import { ProviderGuard } from './guard.js';
-import { fitsShare, shareOf } from './guardShare.js';
+import { fitsShare, partitionInFlightQuota, shareOf } from './guardShare.js';
+import { partitionPermits, type ProviderPermits } from './partitionPermits.js';
 
 export interface ClusterGuardSettings {
   guard: GuardSettings;
@@ -35,6 +36,9 @@ export interface ClusterGuardSettings {
 
 export interface ClusterGuard {
   guard: ProviderGuard;
+  /** Partition k's permits of the guard: with a recorded count above 1, at most its own part of the in-flight cap
+   *  (partitionInFlightQuota, at least 1) of its calls at once, so no partition of this process starves another. */
+  permitsFor(k: number): ProviderPermits;
   /** The release condition: this process's calls in flight fit the share of the partitions `counted()` gives now
    *  (those it keeps); nothing kept, none in flight. */
   fits(): boolean;
@@ -74,7 +78,9 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
     },
   });
   const sync = new HoldSync(guard, store, s, clock, logger, () => shared() && counted().length > 0);
-  return { guard, fits: () => fitsShare(guard.state().inFlight, s.guard, s.partitionCount(), counted()), stop: () => sync.stop() };
+  const ownPart = (k: number) => (shared() && s.guard.maxInFlight > 0 ? Math.max(1, partitionInFlightQuota(s.guard.maxInFlight, s.partitionCount(), k)) : 0);
+  return { guard, permitsFor: (k) => partitionPermits(guard, () => ownPart(k)),
+    fits: () => fitsShare(guard.state().inFlight, s.guard, s.partitionCount(), counted()), stop: () => sync.stop() };
 }
 
 /** Reads the holds recorded by any process every syncMs while this process leads a partition; never throws. */

@@ -102,6 +102,12 @@ export class ProviderGuard {
     else this.remoteOpenUntil = untilMs;
   }
 
+  /** Grant nothing of `wanted` (a partition's own part is used up: partitionPermits.ts), counted as held back. */
+  holdBack(wanted: number, heldBy: HoldReason): Grant {
+    this.held[heldBy] += wanted;
+    return { granted: 0, heldBy, retryAtMs: null };
+  }
+
   /** Take up to `wanted` permits now (each = one call the caller may send). */
   acquire(wanted: number): Grant {
     const now = this.clock.nowMs();

@@ -79,7 +79,7 @@ describe.each(dialects)('cluster-wide provider guard (P = 4, 3 apps): $name', (d
     // + burst), recorded where the batch takes them.
     const permits: { at: number; n: number }[] = [];
     for (const a of apps) {
-      const g = a.executor.guard!;
+      const g = a.providerGuard;
       const acquire = g.acquire.bind(g);
       const release = g.release.bind(g);
       g.acquire = (wanted) => { const r = acquire(wanted); if (r.granted > 0) permits.push({ at: Date.now(), n: r.granted }); return r; };
@@ -119,7 +119,7 @@ describe.each(dialects)('cluster-wide provider guard (P = 4, 3 apps): $name', (d
         for (let i = 0; i < 200; i++) await submitVia(apps[i % 3]!, { i });
         // When the hold began, from what is left of it (20 s): seen later than that on a loaded runner.
         await waitUntil(`the victim's ${kind}`, () => {
-          const s = victim.executor.guard!.state();
+          const s = victim.providerGuard.state();
           const left = kind === 'breaker' ? (s.breaker === 'open' ? s.openForMs : 0) : s.pausedForMs;
           if (left > 0) heldAt = Date.now() - (20_000 - left);
           return left > 0;
@@ -136,7 +136,7 @@ describe.each(dialects)('cluster-wide provider guard (P = 4, 3 apps): $name', (d
       expect(left.length).toBeGreaterThan(0);
       // The other apps held back (by the hold they read), their own breakers untouched.
       for (const a of apps.filter((x) => x !== victim)) {
-        const s = a.executor.guard!.state();
+        const s = a.providerGuard.state();
         expect(s.breaker).toBe('closed');
         expect(kind === 'breaker' ? s.remoteOpenForMs : s.pausedForMs).toBeGreaterThan(0);
       }

@@ -3,8 +3,10 @@
 // - a partition moves while its leader still has calls out on the partition it keeps: a drain (POST release), a
 //   fair-share hand-back, a step-down, a count change. The leader's calls are all on the partition it keeps (K), so
 //   the moving partition (X) has none of its own: the provider holds K's calls until a call of X arrives (or HOLD_MS
-//   passes). Released at once (as the handed-back partition's own calls allowed), the next leader of X sends its
-//   quota on top: 6 at once with M = 4. With the release waiting for the calls to fit the kept share, never above 4.
+//   passes). Pooled, K's backlog took all of M (4), and released at once the next leader of X sent its part on top:
+//   6 at once. Each partition now sends at most its own part (2), and the next leader of X sends its part beside K's.
+// - a process leading two partitions: one partition's backlog never takes the other's part, so a partition just led
+//   sends while the other's calls are out (pooled, it waited for one of them to end: a starved new leader).
 // - a process with EXECUTOR_PARTITIONS=1 beside processes of the recorded count 2 uses the share of the partition it
 //   leads, not the whole limits: in flight (4 + 2 = 6 before) and rate (20 + 10 per second before).
 // - in every case the busiest second at the provider stays within R + the leaders' bursts + R × D (D = 0.5 s: the
@@ -28,6 +30,8 @@ const R = 20;
  *  two processes) + R × D for the fenced start write's latency spread D = 0.5 s (arrivals bunch by it). */
 const BUSIEST_SECOND = R * 1.5 + 2;
 const HOLD_MS = 4_000;
+/** A partition's part of M with 2 partitions. */
+const PART = M / 2;
 const ENV = { EXECUTOR_PARTITIONS: '2', PROVIDER_MAX_IN_FLIGHT: String(M), PROVIDER_RATE_LIMIT_PER_SEC: String(R), EXECUTOR_CONCURRENCY: '8', DB_POOL_MAX: '10',
   LEASE_DURATION_MS: '9000', LEASE_RENEW_INTERVAL_MS: '1000', PROVIDER_TIMEOUT_MS: '6000', INSTANCE_HEARTBEAT_MS: '300',
   INSTANCE_LIVE_WINDOW_MS: '3000' };
@@ -91,6 +95,18 @@ describe.each(dialects)('provider limits hold for the cluster through transition
     return started;
   }
 
+  /** A alone (timer loops running) leads both partitions, with K's part of M out on K (held by the provider). */
+  async function aloneWithCallsOn(K: number, rec: Seen, mode: 'singleton' | 'every-instance' = 'singleton') {
+    const [a] = await start(1, {}, mode);
+    const loops = timerLoops();
+    s.loops = loops;
+    loops.run(a!);
+    await waitUntil('A leads both partitions', () => leads(a!, 0) && leads(a!, 1), 30_000);
+    await submitTo(a!, K, 2, 8, 'k');
+    await waitUntil(`A has ${PART} calls out on partition ${K}`, () => rec.events.reduce((n, d) => n + d, 0) === PART, 30_000);
+    return { a: a!, loops };
+  }
+
   type Trigger = 'drain' | 'fair share' | 'step-down' | 'count change';
 
   it.each<Trigger>(['drain', 'fair share', 'step-down', 'count change'])(
@@ -101,39 +117,58 @@ describe.each(dialects)('provider limits hold for the cluster through transition
       let movedAt: number | null = null;
       const rec = holdingProvider(new Set([K]), () => movedAt);
       const mode = trigger === 'fair share' ? 'every-instance' : 'singleton';
-      const [a] = await start(1, {}, mode);
-      const loops = timerLoops();
-      s.loops = loops;
-      loops.run(a!);
-      await waitUntil('A leads both partitions', () => leads(a!, 0) && leads(a!, 1), 30_000);
-      // A's share is all of M; its calls are all on K, held by the provider.
-      await submitTo(a!, K, 2, 8, 'k');
-      await waitUntil(`A has ${M} calls out on partition ${K}`, () => rec.events.reduce((n, d) => n + d, 0) === M, 30_000);
+      // A's share is all of M, K's part of it half; its calls are all on K, held by the provider.
+      const { a, loops } = await aloneWithCallsOn(K, rec, mode);
       const [b] = await start(1, {}, mode);
-      if (trigger === 'drain' || trigger === 'step-down') loops.skip(a!, X); // A does not take X again: the next leader is B
+      if (trigger === 'drain' || trigger === 'step-down') loops.skip(a, X); // A does not take X again: the next leader is B
       loops.run(b!);
       movedAt = Date.now();
       if (trigger === 'drain') {
-        expect((await releaseLeaseHandler(a!)(request('POST', `/api/ops/lease/release?partition=${X}`))).status).toBe(202);
+        expect((await releaseLeaseHandler(a)(request('POST', `/api/ops/lease/release?partition=${X}`))).status).toBe(202);
       } else if (trigger === 'step-down') {
-        a!.partitions[X]!.lease.drop('renew_error'); // as a failed renew does: the row is handed back (best effort)
+        a.partitions[X]!.lease.drop('renew_error'); // as a failed renew does: the row is handed back (best effort)
       } else if (trigger === 'count change') {
         const body = jsonBody({ count: 1 });
-        expect((await requestPartitionCountHandler(a!)(request('POST', '/api/ops/partitions', body.body, body.headers))).status).toBe(202);
+        expect((await requestPartitionCountHandler(a)(request('POST', '/api/ops/partitions', body.body, body.headers))).status).toBe(202);
       }
-      // The work of the moved partition, for its next leader (after a change to 1 partition, partition 0 holds all).
-      await submitTo(a!, trigger === 'count change' ? 0 : X, trigger === 'count change' ? 1 : 2, 8, 'x');
+      // The work of the moved partition, for its next leader (after a change to 1 partition, partition 0 holds all):
+      // submitted once A let X go (A would otherwise send it under its own part of X).
+      if (trigger !== 'count change') await waitUntil(`A let partition ${X} go`, () => !leads(a, X), 30_000);
+      await submitTo(a, trigger === 'count change' ? 0 : X, trigger === 'count change' ? 1 : 2, 8, 'x');
       await waitUntil('all succeeded', () => succeeded(16), 60_000);
       if (trigger === 'fair share' || trigger === 'count change') movedAt = Date.now(); // (releases nothing more)
       const max = maxConcurrent(rec);
       expect(max, `max concurrency at the provider, ${trigger}`).toBeLessThanOrEqual(M);
-      expect(max).toBe(M); // A had M out: the cap was reached, not avoided
+      expect(max).toBeGreaterThan(PART); // X's next leader sent while A's calls on K were out: the hand-off was exercised
       expect(busiest(rec, 1_000), `busiest second at the provider, ${trigger}`).toBeLessThanOrEqual(BUSIEST_SECOND);
       // The partition did move: A handed its lease back (a count change: to the changer).
-      const events = await a!.stores.lease.listEvents(partitionLeaseName(TEST_LEASE, X));
-      expect(events.some((e) => e.event === 'released' && e.holderId === a!.config.lease.holderId), `${trigger}: A released partition ${X}`).toBe(true);
+      const events = await a.stores.lease.listEvents(partitionLeaseName(TEST_LEASE, X));
+      expect(events.some((e) => e.event === 'released' && e.holderId === a.config.lease.holderId), `${trigger}: A released partition ${X}`).toBe(true);
       expect(b).toBeDefined();
     });
+
+  it('one process leading both partitions: the backlog of one never takes the part of the other, which sends beside it', async () => {
+    // A leads K and X; K's calls are held until a call of X arrives (or HOLD_MS). K's backlog takes its own part only,
+    // so X's intents are sent while K's calls are out: the first X arrival comes before any K call ends.
+    const K = 1;
+    const X = 0;
+    const rec = holdingProvider(new Set([K]), () => 0);
+    const ends: { partition: number; end: boolean }[] = [];
+    const answer = s.provider.answer;
+    s.provider.answer = async (call: ProviderCall) => {
+      ends.push({ partition: call.partition, end: false });
+      const out = await answer(call);
+      ends.push({ partition: call.partition, end: true });
+      return out;
+    };
+    const { a } = await aloneWithCallsOn(K, rec);
+    await submitTo(a, X, 2, 4, 'x');
+    await waitUntil('all succeeded', () => succeeded(12), 60_000);
+    const firstX = ends.findIndex((e) => e.partition === X && !e.end);
+    const firstKEnd = ends.findIndex((e) => e.partition === K && e.end);
+    expect(firstX, `provider order: ${ends.map((e) => `${e.end ? '-' : '+'}${e.partition}`).join(' ')}`).toBeLessThan(firstKEnd);
+    expect(maxConcurrent(rec)).toBeLessThanOrEqual(M);
+  });
 
   /** B (EXECUTOR_PARTITIONS=2: records the count 2 first) and C (EXECUTOR_PARTITIONS=1), C leading partition 0, B 1. */
   async function besideOne(env: Record<string, string>) {

@@ -1,0 +1,59 @@
+// One partition's way to the process's guard: the guard's limits (its share, breaker, holds) plus the partition's own
+// part of the in-flight cap. A process's share is the sum of the parts of the partitions it leads (guardShare.ts);
+// pooled without this, one partition with a backlog takes every permit as each call ends (its batch is woken by its
+// own completions) while a partition just led waits for a refresh step to ask again, and starves: a new leader of a
+// killed instance's partition started nothing for over a lease. With it, each partition sends at most its own part
+// (at least 1; 0 = no cap of its own), and the process's total stays within its share as before.
+import type { ProviderResult } from './provider.js';
+import type { Grant, ProviderGuard } from './guard.js';
+
+/** What an executor asks of the provider limits (the guard itself, or one partition's permits of it). */
+export interface ProviderPermits {
+  /** Take up to `wanted` permits now (each = one call the caller may send). */
+  acquire(wanted: number): Grant;
+  /** Give back permits that were not used. */
+  release(unused: number): void;
+  /** A sent call whose failure says nothing about the provider (this process stalled past its timeout). */
+  onInconclusive(): void;
+  /** The outcome of a call that was sent. */
+  onResult(r: ProviderResult): void;
+  /** Leadership changed: take the share in force now. */
+  shareChanged(): void;
+}
+
+/** Partition permits of `guard`: at most `cap()` of this partition's calls in flight at once (0: no cap of its own). */
+export function partitionPermits(guard: ProviderGuard, cap: () => number): ProviderPermits & { readonly inFlight: number } {
+  let out = 0;
+  return {
+    get inFlight() { return out; },
+    acquire(wanted) {
+      const c = cap();
+      const room = c > 0 ? Math.max(0, c - out) : wanted;
+      if (room >= wanted) {
+        const g = guard.acquire(wanted);
+        out += g.granted;
+        return g;
+      }
+      // Its own part is the limit: the rest is held back until one of its own calls ends (that wakes its batch).
+      const held = guard.holdBack(wanted - room, 'in_flight');
+      if (room === 0) return held;
+      const g = guard.acquire(room);
+      out += g.granted;
+      return g.heldBy !== null ? g : { granted: g.granted, heldBy: 'in_flight', retryAtMs: null };
+    },
+    release(unused) {
+      if (unused <= 0) return;
+      out = Math.max(0, out - unused);
+      guard.release(unused);
+    },
+    onInconclusive() {
+      out = Math.max(0, out - 1);
+      guard.onInconclusive();
+    },
+    onResult(r) {
+      out = Math.max(0, out - 1);
+      guard.onResult(r);
+    },
+    shareChanged: () => guard.shareChanged(),
+  };
+}

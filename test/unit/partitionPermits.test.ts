@@ -1,0 +1,61 @@
+// One partition's permits of the process's guard (src/provider/partitionPermits.ts), table-driven on a fake clock: a
+// process leading two partitions of four (cluster cap M) gives each at most its own part of M in flight, so a
+// partition with a backlog cannot take the permit of the partition just led; a permit comes back when one of the
+// partition's own calls ends; the process's total stays within its share; without a part of its own (cap 0) the
+// permits are the guard's as they are.
+import { describe, expect, it } from 'vitest';
+import { partitionInFlightQuota, shareOf } from '../../src/provider/guardShare.js';
+import { ProviderGuard } from '../../src/provider/guard.js';
+import { partitionPermits } from '../../src/provider/partitionPermits.js';
+import { FakeClock } from '../../src/lease/clock.js';
+import type { GuardSettings } from '../../src/limits.js';
+
+const ok = { kind: 'success', httpStatus: 200 } as const;
+const settings = (maxInFlight: number): GuardSettings =>
+  ({ ratePerSec: 0, maxInFlight, breakerThreshold: 0, breakerCooldownMs: 1_000, retryAfterMaxMs: 60_000 });
+
+/** A process leading `led` of 4 partitions under cap M: the guard with its share, and each led partition's permits. */
+function processOf(m: number, led: number[]) {
+  const s = settings(m);
+  const guard = new ProviderGuard(s, new FakeClock(), () => {}, { share: () => ({ ...shareOf(s, 4, led), leading: led.length > 0 }) });
+  const part = (k: number) => partitionPermits(guard, () => Math.max(1, partitionInFlightQuota(m, 4, k)));
+  return { guard, permits: new Map(led.map((k) => [k, part(k)])) };
+}
+
+describe('partition permits', () => {
+  it.each<[string, number, number[], [number, number, number][]]>([
+    // [partition, wanted, granted] in order
+    ['M = 4, leading 1 and 3: the backlog of 1 takes its own permit only; 3 still gets one', 4, [1, 3], [[1, 16, 1], [3, 16, 1], [1, 16, 0]]],
+    ['M = 8, leading 0 and 2: two each', 8, [0, 2], [[0, 16, 2], [2, 16, 2], [0, 1, 0], [2, 1, 0]]],
+    ['M = 10, leading 0 and 3: the remainder\'s parts (3 and 2)', 10, [0, 3], [[0, 16, 3], [3, 16, 2]]],
+    ['M = 2, leading 2 and 3 (permit-less parts, 1 each): the share (1) bounds the process', 2, [2, 3], [[2, 16, 1], [3, 16, 0]]],
+  ])('%s', (_, m, led, steps) => {
+    const { guard, permits } = processOf(m, led);
+    for (const [k, wanted, granted] of steps) expect(permits.get(k)!.acquire(wanted).granted, `partition ${k}`).toBe(granted);
+    expect(guard.state().inFlight).toBeLessThanOrEqual(shareOf(settings(m), 4, led).maxInFlight);
+  });
+
+  it('a partition\'s permit comes back when its own call ends (result, inconclusive or unused), not another\'s', () => {
+    const { guard, permits } = processOf(4, [1, 3]);
+    const [p1, p3] = [permits.get(1)!, permits.get(3)!];
+    expect(p1.acquire(5)).toEqual({ granted: 1, heldBy: 'in_flight', retryAtMs: null });
+    expect(p3.acquire(5).granted).toBe(1);
+    p3.onResult(ok); // partition 3's call ended: its permit, not partition 1's
+    expect(p1.acquire(5).granted).toBe(0);
+    expect(p3.acquire(5).granted).toBe(1);
+    p1.onInconclusive();
+    expect(p1.acquire(5).granted).toBe(1);
+    p1.release(1); // started fewer than granted
+    expect(p1.inFlight).toBe(0);
+    expect(guard.state().inFlight).toBe(1);
+    expect(guard.state().heldBack.in_flight).toBeGreaterThan(0);
+  });
+
+  it('no part of its own (cap 0): the guard\'s grant as it is', () => {
+    const s = settings(3);
+    const guard = new ProviderGuard(s, new FakeClock());
+    const p = partitionPermits(guard, () => 0);
+    expect(p.acquire(5)).toEqual({ granted: 3, heldBy: 'in_flight', retryAtMs: null });
+    expect(p.inFlight).toBe(3);
+  });
+});
