@@ -9,6 +9,7 @@ import type { Registry } from '../../src/local/functionsCore.js';
 import type { App } from '../../src/app.js';
 // @ts-ignore compiled output has no declarations
 import { createApp, runWithApp } from '../../dist/src/app.js';
+// @ts-ignore compiled output has no declarations
 import { openStores } from '../../dist/src/store/open.js';
 // @ts-ignore compiled output has no declarations
 import { silentLogger } from '../../dist/src/observability/logger.js';

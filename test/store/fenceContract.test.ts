@@ -79,7 +79,7 @@ describe.each(dialects)('fence contract: $name', (dialect) => {
         const epoch = out.acquired ? out.lease.leaseEpoch : (out.current?.leaseEpoch ?? 0);
         // Everyone tries to write with the epoch they believe in, some of them stale, some mid-expiry.
         for (let k = 0; k < 3; k++) {
-          await ctx.fencedHold(s, { leaseName: NAME, holderId: `H${i}`, leaseEpoch: epoch }, sleep(40 * k));
+          await ctx.fencedHold(s, { leaseName: NAME, holderId: `H${i}`, leaseEpoch: epoch }, sleep(40 * k).then(() => {}));
         }
       }));
       await sleep(60);

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
+import type { IntentSearch } from '../../src/store/insightPorts.js';
 import type { IntentContract, IntentStatus } from '../../src/store/intentPorts.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { partitionLeaseNames } from '../../src/limits.js';
@@ -143,7 +144,7 @@ describe.each(dialects)('insight store contract: $name', (dialect) => {
     const mid = new Date((await ctx.intentRows()).find((r) => r.intentId === first)!.createdAt.getTime() + 10);
     const second = await intent('k-2');
     const third = await intent(null, 'succeeded');
-    const q = { intentId: null, idempotencyKey: null, status: null, createdFrom: null, createdTo: null, before: null, limit: 10 };
+    const q: IntentSearch = { intentId: null, idempotencyKey: null, status: null, createdFrom: null, createdTo: null, before: null, limit: 10 };
     const ids = async (x: Partial<typeof q>) => (await s.insights.searchIntents({ ...q, ...x })).map((r) => r.intentId);
     expect(await ids({})).toEqual([third, second, first]);
     expect(await ids({ intentId: second })).toEqual([second]);

@@ -77,7 +77,7 @@ async function open(where: string): Promise<Db | string> {
 }
 
 describe('the layout generation migration', () => {
-  it.each([['pglite', 13, 14], ['postgres', 13, 14], ['mysql', 8, 9]])('%s: additive, and running it again changes nothing', async (where, before, id, t) => {
+  it.for<[string, number, number]>([['pglite', 13, 14], ['postgres', 13, 14], ['mysql', 8, 9]])('%s: additive, and running it again changes nothing', async ([where, before, id], t) => {
     const db = await open(where);
     if (typeof db === 'string') return t.skip(db);
     try {
@@ -109,7 +109,7 @@ describe('the large-table change migration', () => {
   const CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by,
     prepare_cursor, rows_moved) VALUES ('0190a5b2-7c3d-7abc-8def-0123456789a%', 2, 4, '%s', CURRENT_TIMESTAMP, 'old', '0190a5b2-7c3d-7abc-8def-000000000001', 7)`;
   const change = (n: number, state: string) => CHANGE.replace('%', String(n)).replace('%s', state);
-  it.each([['pglite', 14, 15], ['postgres', 14, 15], ['mysql', 9, 10]])('%s: additive, and running it again changes nothing', async (where, before, id, t) => {
+  it.for<[string, number, number]>([['pglite', 14, 15], ['postgres', 14, 15], ['mysql', 9, 10]])('%s: additive, and running it again changes nothing', async ([where, before, id], t) => {
     const db = await open(where);
     if (typeof db === 'string') return t.skip(db);
     try {

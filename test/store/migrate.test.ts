@@ -242,7 +242,7 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
     }
   });
 
-  it.each([['pglite'], ['postgres server']])('%s: existing intents become partition 0; the count 1', async (where, t) => {
+  it.for(['pglite', 'postgres server'])('%s: existing intents become partition 0; the count 1', async (where, t) => {
     const skip = where === 'pglite' ? undefined : inject('pgUnavailable');
     if (skip) return t.skip(skip);
     const db = where === 'pglite' ? fromPglite(await PGlite.create()) : await serverSchema();

@@ -111,7 +111,7 @@ describe.each(serverDatabases)('dashboard in Chromium ($name server)', (server) 
     // One partition: no Partitions card, the overview's JSON has no `partitions` (the page is as before issue 25).
     expect(await page.isVisible('#partitions-card')).toBe(false);
     expect(await page.textContent('#leader-title')).toBe('Leader');
-    expect(Object.keys(await (await fetch(`${host.api}/dashboard?data=overview&code=${KEY}`)).json())).not.toContain('partitions');
+    expect(Object.keys(await (await fetch(`${host.api}/dashboard?data=overview&code=${KEY}`)).json() as object)).not.toContain('partitions');
     await page.screenshot({ path: path.join(IMG, 'dashboard-overview.png'), fullPage: true });
   });
 

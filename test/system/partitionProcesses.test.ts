@@ -43,7 +43,7 @@ describe.each(serverDatabases)('partitions with separate OS processes, P = 4 ($n
   /** Partitions each process leads now (live rows), by holder id. */
   const shares = async (procs: HostProcess[]) => {
     const rows = await leases();
-    const [{ now }] = await db.sql<{ now: Date }>(`SELECT ${server.dbTimeSql()} AS now`);
+    const { now } = (await db.sql<{ now: Date }>(`SELECT ${server.dbTimeSql()} AS now`))[0]!;
     return procs.map((h) => rows.filter((r) => r.holderId === h.holderIds[0] && r.expiresAt > new Date(now)).length);
   };
   /** Every partition led and the shares within one of each other, `stableMs` long (no partition moving meanwhile). */

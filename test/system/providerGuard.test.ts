@@ -58,7 +58,7 @@ describe.each(executorDialects)('provider guard in the executor: $name', (dialec
         }),
     });
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await submit(built.stores, { p: 1 }, { maxAttempts: 4 }));
+    for (let i = 0; i < 5; i++) ids.push((await submit(built.stores, { p: 1 }, { maxAttempts: 4 })).intentId);
     await tickUntil(built, () => transitions.includes('open'), 10_000);
     expect(transitions).toEqual(['open']);
     const callsAtOpen = provider.calls.length;
@@ -79,6 +79,7 @@ describe.each(executorDialects)('provider guard in the executor: $name', (dialec
     expect(rows.length).toBe(provider.calls.length);
     for (const id of ids) {
       const nos = rows.filter((r) => r.intentId === id).map((r) => r.attemptNo).sort((a, b) => a - b);
+      expect(nos.length, `attempts of ${id}`).toBeGreaterThan(0);
       expect(nos).toEqual(nos.map((_, i) => i + 1));
     }
   });
@@ -100,7 +101,7 @@ describe.each(executorDialects)('provider guard in the executor: $name', (dialec
     await tick;
     await b.executor.inFlight.settled();
     expect(transitions.at(-1) ?? 'closed').toBe(expected);
-    expect(b.executor.guard!.state().inFlight).toBe(0); // the slot was freed either way
+    expect((b.executor.guard as ProviderGuard).state().inFlight).toBe(0); // the slot was freed either way
   });
 
   it('a timeout after a stall that ended before it (the pause ate the call\'s window; its timer fired on time) leaves the breaker closed', async () => {
@@ -131,7 +132,7 @@ describe.each(executorDialects)('provider guard in the executor: $name', (dialec
     const b = built;
     await b.executor.tick(1_000);
     await b.executor.inFlight.settled();
-    expect(b.executor.guard!.state().inFlight).toBe(0); // its slot was freed
+    expect((b.executor.guard as ProviderGuard).state().inFlight).toBe(0); // its slot was freed
     await b.executor.tick(300); // writes the carried completion
     expect(stalledOnce).toBe(true);
     expect((await t.ctx.attemptRows()).find((r) => r.attemptNo === 1)?.outcome).toBe('retryable_error'); // it did time out

@@ -41,7 +41,7 @@ describe.each(executorDialects)('a completion the database would always refuse: 
     const logger = createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
     const a = await build({ providerUrl: s.provider.url, holderId: 'A', leaseMs: 2_000, logger });
     const poison = (await submit(a.stores, { poison: true })).intentId;
-    const healthy = [];
+    const healthy: string[] = [];
     for (let i = 0; i < 7; i++) healthy.push((await submit(a.stores, { i })).intentId);
     // The poison intent's attempt may be started but never closed: any COMPLETE of it is refused (class 23).
     await s.ctx.sql(`ALTER TABLE submission_attempts ADD CONSTRAINT t_refuse_completion CHECK (intent_id <> '${poison}' OR outcome = 'started')`);

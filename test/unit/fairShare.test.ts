@@ -168,7 +168,7 @@ class Sim {
   }
 
   private free(x: number) {
-    const o = this.owner[x];
+    const o = this.owner[x] ?? null;
     return o === null || (!this.alive.has(o) && this.round >= this.expires[x]!);
   }
 
