@@ -61,15 +61,19 @@ function isLink(p: string): boolean {
   }
 }
 
+/** Throws, saying why, unless `commit` is in the history of the clone at `root` (a shallow clone lacks it). */
+export function requireCommit(root: string, version: string, commit: string): void {
+  if (run('git', ['cat-file', '-e', `${commit}^{commit}`], root).ok) return;
+  const shallow = run('git', ['rev-parse', '--is-shallow-repository'], root).out.trim() === 'true';
+  throw new Error(`previous release ${version}: commit ${commit} (${DESCRIPTOR}) is not in this clone's history` +
+    (shallow ? ' — a shallow clone: `git fetch --unshallow` (or clone without --depth)' : ' — fetch it, or correct the file'));
+}
+
 /** The previous release, built (once per commit; later calls reuse the cache). Throws with the reason when the commit
  *  is not in this clone or the release does not build. */
 export function previousRelease(): PreviousRelease {
   const { version, commit } = JSON.parse(readFileSync(path.join(ROOT, DESCRIPTOR), 'utf8')) as { version: string; commit: string };
-  if (!run('git', ['cat-file', '-e', `${commit}^{commit}`], ROOT).ok) {
-    const shallow = run('git', ['rev-parse', '--is-shallow-repository'], ROOT).out.trim() === 'true';
-    throw new Error(`previous release ${version}: commit ${commit} (${DESCRIPTOR}) is not in this clone's history` +
-      (shallow ? ' — a shallow clone: `git fetch --unshallow` (or clone without --depth)' : ' — fetch it, or correct the file'));
-  }
+  requireCommit(ROOT, version, commit);
   const cache = process.env.SM_RELEASE_CACHE ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'submission-manager', 'releases');
   const root = path.join(cache, commit);
   if (!existsSync(path.join(root, BUILT))) {

@@ -1,13 +1,18 @@
 // One release number everywhere: package.json's version moves by semver past the previous release's
 // (test/support/previousRelease.json), CHANGELOG.md opens with it, and the code reports that one value — the
 // instances registry's version, the OpenAPI document's info.version, the metrics meter's version.
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { API_VERSION, buildOpenApiDocument } from '../../src/http/openapi/document.js';
 import { MetricsRegistry } from '../../src/observability/metrics.js';
 import { appVersion, COUNT_CHANGE_MIN_VERSION, isOlderRelease } from '../../src/version.js';
+import { ROOT } from '../support/localHostProcess.js';
+import { requireCommit } from '../support/previousRelease.js';
 
 const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 const previous = JSON.parse(readFileSync('test/support/previousRelease.json', 'utf8')) as { version: string; commit: string };
@@ -17,6 +22,19 @@ describe('the release number', () => {
     expect(semver.valid(version)).toBe(version);
     expect(semver.gt(version, previous.version), `${version} > ${previous.version}`).toBe(true);
     expect(previous.commit).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it('the previous release\'s commit is in this clone; a clone without it says why (shallow, or not fetched)', () => {
+    expect(() => requireCommit(ROOT, previous.version, previous.commit)).not.toThrow();
+    expect(() => requireCommit(ROOT, previous.version, '0'.repeat(40))).toThrow(/is not in this clone's history — fetch it, or correct the file$/);
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'sm-shallow-'));
+    try {
+      const clone = spawnSync('git', ['clone', '-q', '--depth', '1', `file://${ROOT}`, dir], { encoding: 'utf8' });
+      expect(clone.status, clone.stderr).toBe(0);
+      expect(() => requireCommit(dir, previous.version, previous.commit)).toThrow(/a shallow clone: `git fetch --unshallow`/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('CHANGELOG.md opens with this release and keeps the previous one', () => {
