@@ -33,6 +33,7 @@ import type { Stores } from './store/stores.js';
 import { openStores } from './store/open.js';
 import { installTracing } from './observability/tracing.js';
 import { clusterControlName, partitionChangerHolderId, partitionLeaseName, PREPARE_BATCH_IDS, REASSIGN_BATCH_ROWS } from './limits.js';
+import { liveOlderReleases } from './lease/olderReleases.js';
 import type { TokenCredential } from '@azure/identity';
 import { traceAttempts } from './instrument/attemptTracing.js';
 
@@ -166,7 +167,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
     holderId: partitionChangerHolderId(config.lease.holderId), durationMs: config.lease.durationMs, renewIntervalMs: config.lease.renewIntervalMs,
     safetyMarginMs: config.lease.safetyMarginMs, commitGraceMs: config.schedule.commitGraceMs, refreshIntervalMs: config.schedule.refreshIntervalMs,
     batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS,
-    pollMs: Math.min(250, config.schedule.refreshIntervalMs) }, clock, logger);
+    pollMs: Math.min(250, config.schedule.refreshIntervalMs), olderReleasesLive: async () =>
+      (await liveOlderReleases(stores.instances, config.instances.liveWindowMs)).map((i) => `${i.holderId} (${i.version})`) }, clock, logger);
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
   // Only a process that can run every partition of the recorded count shares (the others take what nobody took).
   const sharerRoles = () => (layout.count() <= partitions.length ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer']);

@@ -2,7 +2,8 @@
 // SQL only): POST /ops/partitions {count} records a change that partition 0's changer then executes (drain, take every
 // lease, switch, move rows, complete); GET /ops/partitions shows the recorded count, the change in progress, the
 // recent ones and the partition leases; GET /ops/partitions/{changeId} one change. Errors are problem+json.
-import { COUNT_CHANGE_MIN_VERSION, isOlderRelease } from '../config.js';
+import { COUNT_CHANGE_MIN_VERSION } from '../config.js';
+import { liveOlderReleases } from '../lease/olderReleases.js';
 import { validate } from '../intents/contract.js';
 import { isUuid, uuidv7 } from '../intents/ids.js';
 import { leaseNameRoomProblem, partitionLeaseName } from '../limits.js';
@@ -59,8 +60,7 @@ async function changeLeases(app: PartitionsContext, n: number, changer: string |
 async function olderInstances(app: PartitionsContext, n: number): Promise<{ holderId: string; version: string }[]> {
   const layout = await app.stores.partitions.readLayout();
   if (layout.active ? layout.active.toCount === n : layout.count === n) return [];
-  const { instances } = await app.stores.instances.listLive(app.config.instances.liveWindowMs);
-  return instances.filter((i) => isOlderRelease(i.version, COUNT_CHANGE_MIN_VERSION)).map((i) => ({ holderId: i.holderId, version: i.version }));
+  return liveOlderReleases(app.stores.instances, app.config.instances.liveWindowMs);
 }
 
 /**

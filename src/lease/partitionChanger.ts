@@ -38,6 +38,9 @@ export interface ChangerSettings {
   batchSize: number;
   /** Ids per key range of the preparing pass (one set-based transaction each, execution going on beside it). */
   prepareBatchSize: number;
+  /** The live instances running a release older than count changes need ("holder (version)"; default: none). A
+   *  prepared change waits for them to go before it takes any lease, and again before its switch. */
+  olderReleasesLive?: () => Promise<string[]>;
 }
 
 /** How far a step got. */
@@ -45,6 +48,7 @@ export type ChangerProgress =
   | { kind: 'none' }
   | { kind: 'preparing'; rowsMoved: number }
   | { kind: 'waiting'; partition: number; held: number; of: number }
+  | { kind: 'olderRelease'; instances: string[] }
   | { kind: 'reassigning'; rowsMoved: number; phase: 'scan' | 'catch-up' }
   | { kind: 'completed'; change: PartitionChange }
   | { kind: 'leaseLost' }
@@ -59,6 +63,8 @@ export class PartitionChanger {
   private switchedExcluding: string | null = null;
   /** The change whose switch excluding such inserts failed here: the next try switches without. */
   private exclusionFailed: string | null = null;
+  /** The older instances last logged as holding a change back (logged again only when they change). */
+  private olderLogged = '';
 
   constructor(
     leases: LeaseStore,
@@ -98,6 +104,24 @@ export class PartitionChanger {
     }
   }
 
+  /** A live instance of an older release (whose intake the switch would not exclude, whose changer raises no layout
+   *  generation): the change waits, holding no lease, so execution goes on under the recorded count meanwhile. */
+  private async olderRelease(change: PartitionChange): Promise<ChangerProgress | null> {
+    const older = (await this.s.olderReleasesLive?.()) ?? [];
+    if (older.length === 0) {
+      this.olderLogged = '';
+      return null;
+    }
+    await this.releaseAll('an older release is live');
+    const list = older.join(', ');
+    if (list !== this.olderLogged) {
+      this.olderLogged = list;
+      this.log.warn({ event: 'partition_change_waiting_release', change_id: change.changeId, older_instances: older },
+        `partition change waits: ${list} run(s) a release older than count changes need; it switches once none is live`);
+    }
+    return { kind: 'olderRelease', instances: older };
+  }
+
   /** Release every lease held (graceful stop): the next changer need not wait for them to expire. Never rejects. */
   async close(): Promise<void> {
     await this.releaseAll('closing');
@@ -111,6 +135,10 @@ export class PartitionChanger {
       change = prepared;
     }
     const m = Math.max(change.fromCount, change.toCount);
+    if (change.state === 'pending') {
+      const older = await this.olderRelease(change);
+      if (older) return older;
+    }
     for (let k = 0; k < m; k++) {
       if (this.clock.nowMs() >= deadlineMs) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
       // A lease still held by a draining leader: look again every pollMs until the deadline (renewing ours).
@@ -135,6 +163,8 @@ export class PartitionChanger {
       }
     }
     if (change.state === 'pending') {
+      const older = await this.olderRelease(change); // one may have started while the leases were taken
+      if (older) return older;
       const out = await this.switch(change, m);
       if (out.kind === 'leaseLost') return this.lost(change);
       change = out.value;

@@ -6,6 +6,7 @@ import { PartitionChanger, type ChangerSettings } from '../../src/lease/partitio
 import { LeaseManager } from '../../src/lease/leaseManager.js';
 import { assignPartition, partitionHash } from '../../src/intents/partition.js';
 import { partitionLeaseName } from '../../src/limits.js';
+import { liveOlderReleases } from '../../src/lease/olderReleases.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { systemClock } from '../../src/lease/clock.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -238,6 +239,29 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     }
     expect(out).toMatchObject({ kind: 'completed' });
     expect((await s.partitions.getChange(change.changeId))!.state).toBe('completed');
+  });
+
+  it('a live instance of an older release holds a prepared change back, with no lease taken; once it is gone the change switches', async () => {
+    await insert(10);
+    const change = await request(3);
+    const beat = (holderId: string, version: string) => s.instances.heartbeat({ holderId, version, roles: ['http', 'timer'], partitions: [] });
+    await beat('new-a', '0.2.0');
+    await beat('old-b', '0.1.0');
+    const older = async () => (await liveOlderReleases(s.instances, 60_000)).map((i) => `${i.holderId} (${i.version})`);
+    const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-o', { olderReleasesLive: older }), systemClock, silentLogger);
+    for (let i = 0; i < 3; i++) {
+      expect(await changer.step(await s.partitions.readLayout(), soon(300))).toEqual({ kind: 'olderRelease', instances: ['old-b (0.1.0)'] });
+      expect(changer.heldCount()).toBe(0);
+      for (let k = 0; k < 3; k++) expect((await s.lease.get(partitionLeaseName(LEASE, k)))?.holderId ?? null).not.toBe('changer-o');
+    }
+    expect((await s.partitions.getChange(change.changeId))!.state).toBe('pending'); // prepared (the pass goes on), not switched
+    expect(await s.instances.remove('old-b')).toBe(true);
+    let out;
+    for (let i = 0; i < 20; i++) {
+      out = await changer.step(await s.partitions.readLayout(), soon(300), soon(10_000));
+      if (out.kind !== 'waiting' && out.kind !== 'preparing') break;
+    }
+    expect(out).toMatchObject({ kind: 'completed' });
   });
 
   // Review finding: a changer whose step began with a layout read before another changer completed the change
