@@ -5,7 +5,8 @@
 // process of the previous release starts on the new schema and its leader hands over to another one of it; then a
 // process of this release joins and the old ones stop one by one (SIGTERM), the stream going on throughout. A count
 // change asked of this release while the previous one is live is refused (409 naming its processes); once only this
-// release is live it starts and completes.
+// release is live it starts and completes. Then the rollback: a process of the previous release starts on what this
+// release left (its schema and the count it changed) and carries on alone.
 // Judged by counts and order: every intent accepted (201; a post refused while a migration holds a lock is sent again
 // with its idempotency key, as clients do, and counted) and succeeded once, none sent again after a 2xx, attempt
 // numbers contiguous, no stale-epoch write; intents accepted and executed by the previous release after the migrate
@@ -225,6 +226,15 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
       return l.count === 2 && l.active === null;
     }, 120_000, 500);
     await succeedFrom(stream, stream.accepted.length, 5, 'after the count change');
+
+    // Rolled back: a process of the previous release starts on what this release left (its schema, a count it
+    // changed), this release's process stops, and the previous release carries the stream on its own.
+    const back = await startHost({ ...env('back1'), EXECUTOR_PARTITIONS: '2' }, 60_000, prev.root);
+    hosts.push(back);
+    await stream.retarget([current, back]);
+    await stop(stream, current, [back]);
+    const afterRollback = stream.accepted.length;
+    await succeedFrom(stream, afterRollback, 8, 'the previous release after the rollback');
     await stream.stop();
     const ids = stream.accepted.map((a) => a.id);
     await waitFor('every intent succeeded', async () => (await succeeded(ids)) === ids.length, 60_000, 200);
@@ -262,6 +272,8 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
     expect(events.filter((e) => e.event === 'acquired' && e.epoch > epochAtMigrate && oldHolders.has(e.holderId))).not.toEqual([]);
     expect(events.some((e) => e.event === 'acquired' && e.leaseName.endsWith('#1'))).toBe(true); // the second partition ran
     expect(attempts.some((a) => a.holder_id === current.holderIds[0])).toBe(true);
+    const rolledBack = stream.accepted.slice(afterRollback).map((a) => a.id);
+    expect(rolledBack.filter((id) => executor.get(id) === back.holderIds[0]).length).toBe(rolledBack.length); // on both partitions
     console.log(`[upgrade, ${server.name}] ${prev.version} (${prev.commit.slice(0, 7)}) → this checkout: migrations ${added.join(', ') || 'none'} ` +
       `applied under it; ${ids.length} intents, ${acceptedByOldAfter.length} accepted by ${prev.version} after the migrate, ` +
       `${answers.filter((a) => a.status !== 200).length} answered 503 once by the provider; intake refused ` +
