@@ -24,8 +24,8 @@ export interface LargeTable {
   /** Rows numbered from..to−1: `finished` = succeeded 30 days ago onwards (one ms apart, one attempt each), `open` =
    *  scheduled, due in an hour, modified an hour ago. Partitioned under `count`. */
   seed(from: number, to: number, kind: 'finished' | 'open', count: number): Promise<void>;
-  /** One statement in a transaction that is rolled back (the table stays as seeded). */
-  rolledBack(text: string, params: unknown[]): Promise<void>;
+  /** One statement in a transaction that is rolled back (the table stays as seeded): its own time, ms. */
+  rolledBack(text: string, params: unknown[]): Promise<number>;
   /** Rows not in their partition under `count` (only the succeeded ones: `finished`). */
   misplaced(count: number, finished?: boolean): Promise<number>;
   /** Fresh statistics (ANALYZE), as a table of this size has. */
@@ -36,8 +36,11 @@ export interface LargeTable {
 /** The stores on a second pool with the product's statement timeout (what the changer runs with). */
 export type OpenStores = (statementTimeoutMs: number, poolMax: number) => { stores: Stores; close(): Promise<void> };
 
-const ROLLBACK = new Error('rollback');
-const rollingBack = (p: Promise<unknown>) => p.then(() => undefined, (e) => { if (e !== ROLLBACK) throw e; });
+/** The statement's time, from the error that rolled its transaction back. */
+const rollingBack = (p: Promise<unknown>): Promise<number> => p.then(() => NaN, (e: { ms?: number }) => {
+  if (e.ms === undefined) throw e;
+  return e.ms;
+});
 
 export async function seedInChunks(t: LargeTable, n: number, kind: 'finished' | 'open', count: number, offset = 0): Promise<void> {
   for (let at = 0; at < n; at += CHUNK) await t.seed(offset + at, offset + Math.min(n, at + CHUNK), kind, count);
@@ -58,8 +61,9 @@ export async function postgresTable(): Promise<LargeTable & { open: OpenStores }
     stores: createPostgresStores(db, 'postgres'),
     sql: async (text, params) => (await db.query(text, params)).rows as never,
     rolledBack: (text, params) => rollingBack(db.transaction(async (tx) => {
+      const t0 = performance.now();
       await tx.query(text, params);
-      throw ROLLBACK;
+      throw Object.assign(new Error('rollback'), { ms: performance.now() - t0 });
     })),
     async seed(from, to, kind, count) {
       const ms = kind === 'finished' ? `(${base}::bigint + g)` : `(${Date.now() - 3_600_000}::bigint + g)`;
@@ -109,8 +113,9 @@ export async function mariadbTable(): Promise<LargeTable & { open: OpenStores }>
     stores: createMysqlStores(db),
     sql: async (text, params) => (await db.query(text, params)).rows as never,
     rolledBack: (text, params) => rollingBack(db.transaction(async (tx) => {
+      const t0 = performance.now();
       await tx.query(text, params);
-      throw ROLLBACK;
+      throw Object.assign(new Error('rollback'), { ms: performance.now() - t0 });
     })),
     async seed(from, to, kind, count) {
       const ms = kind === 'finished' ? `(${base} + g)` : `(${Date.now() - 3_600_000} + g)`;

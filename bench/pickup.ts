@@ -19,7 +19,7 @@ export const RATE = Number(process.env.BENCH_PICKUP_RATE ?? 12); // intents per 
 export const REFRESH_MS = 1_000;
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
-async function recordingProvider() {
+export async function recordingProvider() {
   const arrived = new Map<string, number>();
   const server = http.createServer((req, res) => {
     const key = String(req.headers['idempotency-key'] ?? '');
