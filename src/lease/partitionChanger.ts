@@ -14,6 +14,7 @@ import type { Clock } from './clock.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseStore, Fenced } from '../store/ports.js';
+import { AdaptiveLimit } from './adaptiveLimit.js';
 import { ChangerLeases } from './changerLeases.js';
 import type { PartitionChange, PartitionLayout, PartitionStore } from '../store/partitionPorts.js';
 
@@ -57,6 +58,10 @@ export type ChangerProgress =
 export class PartitionChanger {
   /** The partition leases this changer holds, for `changeId`. */
   private readonly held: ChangerLeases;
+  /** Ids per key range of the preparing pass, and rows per page of the scan and the catch-up: halved after a failed
+   *  batch (a statement timeout, say), doubled back after each success, so no batch fails the same way forever. */
+  private readonly ranges: AdaptiveLimit;
+  private readonly pages: AdaptiveLimit;
   private changeId: string | null = null;
   private claimed = false;
   /** The change this changer switched excluding inserts that read the old count (its catch-up waits for nothing). */
@@ -74,6 +79,8 @@ export class PartitionChanger {
     private readonly log: Logger,
   ) {
     this.held = new ChangerLeases(leases, s, clock, log);
+    this.ranges = new AdaptiveLimit(s.prepareBatchSize);
+    this.pages = new AdaptiveLimit(s.batchSize);
   }
 
   /** The number of leases held now (the dashboard reads the rows; this is for logs and tests). */
@@ -194,7 +201,7 @@ export class PartitionChanger {
   private async prepare(initial: PartitionChange, deadlineMs: number): Promise<PartitionChange> {
     let change = initial;
     while (change.state === 'preparing' && this.clock.nowMs() < deadlineMs) {
-      const next = await this.store.prepareBatch(change.changeId, { limit: this.s.prepareBatchSize, horizon: this.horizon(change) });
+      const next = await this.ranges.run((limit) => this.store.prepareBatch(change.changeId, { limit, horizon: this.horizon(change) }));
       if (!next) return change;
       change = next;
     }
@@ -215,16 +222,15 @@ export class PartitionChanger {
   }
 
   /** One batch of the scan by intent_id: move the rows whose partition differs, record the cursor. */
-  private async scanBatch(change: PartitionChange, m: number): Promise<PartitionChange | 'lost'> {
+  private scanBatch(change: PartitionChange, m: number): Promise<PartitionChange | 'lost'> {
     // The open intents (failed included), and those modified since the horizon: left by the preparing pass, finished
-    // after it passed them, or their attempt abandoned by the switch. One read of the table; only these are written.
-    const rows = await this.store.listForReassign({ after: change.scanCursor, limit: this.s.batchSize, scope: 'open',
-      modifiedSince: this.horizon(change) });
-    const moves = this.movesFor(rows, change.toCount);
-    const done = rows.length < this.s.batchSize;
-    const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves,
-      { scanCursor: rows.at(-1)?.intentId ?? change.scanCursor, scanDone: done });
-    return this.afterWrite(out);
+    // after it passed them, or their attempt abandoned by the switch. Only these are read and written.
+    return this.pages.run(async (limit) => {
+      const rows = await this.store.listForReassign({ after: change.scanCursor, limit, scope: 'open', modifiedSince: this.horizon(change) });
+      const out = await this.store.moveIntents(this.held.fence(m), change.changeId, this.movesFor(rows, change.toCount),
+        { scanCursor: rows.at(-1)?.intentId ?? change.scanCursor, scanDone: rows.length < limit });
+      return this.afterWrite(out);
+    });
   }
 
   /** The switch, excluding inserts that read the old count; if that failed here once (PostgreSQL: its lock not had
@@ -263,15 +269,17 @@ export class PartitionChanger {
     const since = new Date(switchedAt - this.s.commitGraceMs);
     let current = change;
     for (;;) {
-      const rows = await this.store.listForReassign({ after: current.catchUpCursor, limit: this.s.batchSize, modifiedSince: since, scope: 'all' });
-      const moves = this.movesFor(rows, change.toCount);
-      const last = rows.length < this.s.batchSize;
-      if (moves.length > 0 || !last) {
-        const out = await this.store.moveIntents(this.held.fence(m), change.changeId, moves,
-          { scanCursor: null, scanDone: false, catchUpCursor: rows.at(-1)?.intentId ?? null });
-        if (out.kind === 'leaseLost') return 'lost';
-        current = out.value;
-      }
+      const page = await this.pages.run(async (limit) => {
+        const rows = await this.store.listForReassign({ after: current.catchUpCursor, limit, modifiedSince: since, scope: 'all' });
+        const moves = this.movesFor(rows, change.toCount);
+        const last = rows.length < limit;
+        if (moves.length === 0 && last) return { moves, last, out: null };
+        return { moves, last, out: await this.store.moveIntents(this.held.fence(m), change.changeId, moves,
+          { scanCursor: null, scanDone: false, catchUpCursor: rows.at(-1)?.intentId ?? null }) };
+      });
+      const { moves, last, out } = page;
+      if (out?.kind === 'leaseLost') return 'lost';
+      if (out) current = out.value;
       if (moves.length > 0) {
         const excluded = this.switchedExcluding === change.changeId;
         this.log[excluded ? 'error' : 'warn']({ event: 'partition_change_late_rows', change_id: change.changeId, moved: moves.length, excluded },

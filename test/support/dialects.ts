@@ -128,6 +128,9 @@ export interface ServerCapability {
   /** One neutral query describing the database's schema, one text row `d` per column (type, nullability, default),
    *  index (its columns, uniqueness) and constraint, ordered: two schemas are the same when their rows are. */
   schemaSql: string;
+  /** The statements that insert `n` settled intents a day old (ids settledId(1..n), before any the app makes) and
+   *  refresh the statistics, for `db.sql` (test/support/largeTable.ts). */
+  seedSettledSql(n: number): string[];
   /** On a connection of its own, a transaction holding the rows of `table` whose `column` is one of `keys` locked
    *  FOR UPDATE (every key must match a row) until release(): writers and locking readers of them wait, plain reads
    *  do not. `shared`: FOR SHARE / LOCK IN SHARE MODE instead (writers wait, shared lockers do not); its waiters()

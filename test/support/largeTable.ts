@@ -15,16 +15,19 @@ export type Examined = <T>(run: (stores: Stores) => Promise<T>) => Promise<{ val
 
 const CONTRACT = JSON.stringify({ provider: { url: null }, payload: {}, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 20 } });
 
-/** `n` succeeded intents settled a day ago, partition 0, ids 00000001-0000-7000-8000-000000000001 onwards (before any
- *  uuidv7 made now); then fresh statistics, as autovacuum keeps them on a table that grew by this much. */
-export async function pgSeedSettled(db: PgQueryable, n: number): Promise<void> {
-  await db.query(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at,
+/** The statements that insert `n` succeeded intents settled a day ago, partition 0, ids settledId(1..n) (before any
+ *  uuidv7 made now), then refresh the statistics, as autovacuum keeps them on a table that grew by this much. No
+ *  parameters (n is a number, the contract a constant): they run through any raw-SQL helper. */
+export function pgSeedSettledSql(n: number): string[] {
+  return [`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at,
       created_at, last_modified_at, partition_no)
-    SELECT (lpad(to_hex(g), 8, '0') || '-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, repeat('0', 64), $2::jsonb, 'succeeded', 1, 3,
+    SELECT (lpad(to_hex(g), 8, '0') || '-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, repeat('0', 64), '${CONTRACT}'::jsonb, 'succeeded', 1, 3,
            x.t, x.t, x.t, 0
-      FROM generate_series(1, $1::int) AS g, (SELECT clock_timestamp() - interval '1 day' AS t) AS x`, [n, CONTRACT]);
-  await db.query('ANALYZE submission_intents');
+      FROM generate_series(1, ${Math.trunc(n)}) AS g, (SELECT clock_timestamp() - interval '1 day' AS t) AS x`, 'ANALYZE submission_intents'];
 }
+
+/** The id of the g-th settled intent the seed statements insert. */
+export const settledId = (g: number) => `${g.toString(16).padStart(8, '0')}-0000-7000-8000-${g.toString(16).padStart(12, '0')}`;
 
 /** Stores on one session inside one transaction (the stores' own transactions become savepoints), and the rows the
  *  database examined meanwhile. */
@@ -63,16 +66,15 @@ export function pgExamined(open: () => PgDatabase, name: 'pglite' | 'postgres'):
 
 const DIGITS = '(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
 
-/** As pgSeedSettled (at most 1 000 000 rows): rows from a cross join of digit tables, one INSERT … SELECT. */
-export async function mysqlSeedSettled(db: MyDatabase, n: number): Promise<void> {
+/** As pgSeedSettledSql (at most 1 000 000 rows): rows from a cross join of digit tables, one INSERT … SELECT. */
+export function mysqlSeedSettledSql(n: number): string[] {
   const hex = (width: number) => `LPAD(LOWER(HEX(g)), ${width}, '0')`;
-  await db.query(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at,
+  return [`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at,
       created_at, last_modified_at, partition_no)
-    SELECT CONCAT(${hex(8)}, '-0000-7000-8000-', ${hex(12)}), REPEAT('0', 64), ?, 'succeeded', 1, 3, t, t, t, 0
+    SELECT CONCAT(${hex(8)}, '-0000-7000-8000-', ${hex(12)}), REPEAT('0', 64), '${CONTRACT}', 'succeeded', 1, 3, t, t, t, 0
       FROM (SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d + 100000 * h.d AS g, DATE_SUB(UTC_TIMESTAMP(6), INTERVAL 1 DAY) AS t
               FROM ${['a', 'b', 'c', 'e', 'f', 'h'].map((x) => `${DIGITS} AS ${x}`).join(' CROSS JOIN ')}) AS r
-     WHERE g <= ?`, [CONTRACT, n]);
-  await db.query('ANALYZE TABLE submission_intents');
+     WHERE g <= ${Math.trunc(n)}`, 'ANALYZE TABLE submission_intents'];
 }
 
 /** Stores on a pool of one connection (one session), and the rows its handlers read meanwhile, less what reading

@@ -7,7 +7,7 @@ import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import { openMysqlPool, type MyDatabase, type MyQueryable } from '../../src/store/mysql/db.js';
 import { holdTransaction } from './heldLock.js';
-import { mysqlExamined, mysqlSeedSettled } from './largeTable.js';
+import { mysqlExamined, mysqlSeedSettledSql } from './largeTable.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import { MysqlIntentStore } from '../../src/store/mysql/intentStore.js';
 import { fencedTransaction, nextSeq, writeAudit } from '../../src/store/mysql/fence.js';
@@ -72,6 +72,7 @@ export const mysql: DialectHarness = {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
+    seedSettledSql: mysqlSeedSettledSql,
     schemaSql: `SELECT d FROM (
       SELECT CONCAT('column ', table_name, '.', column_name, ' ', column_type, ' ', is_nullable, ' ', COALESCE(column_default, ''),
         ' ', extra) AS d FROM information_schema.columns WHERE table_schema = DATABASE()
@@ -116,7 +117,9 @@ export const mysql: DialectHarness = {
       name: 'mysql',
       timeTextWidth: 26,
       snapshotReads: true,
-      seedSettled: (n) => mysqlSeedSettled(admin, n),
+      async seedSettled(n) {
+        for (const text of mysqlSeedSettledSql(n)) await admin.query(text);
+      },
       examined: mysqlExamined(() => open(1, dbName)),
       async openStores(opts) {
         const db = open(opts?.poolMax ?? 4, dbName, opts?.statementTimeoutMs);

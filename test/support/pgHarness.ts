@@ -9,7 +9,7 @@ import {
   INTENT_COLS, toAttempt as toPgAttempt, toIntent as toPgIntent,
   type AttemptDbRow as PgAttemptDbRow, type IntentDbRow as PgIntentDbRow,
 } from '../../src/store/postgres/rows.js';
-import { pgExamined, pgSeedSettled } from './largeTable.js';
+import { pgExamined, pgSeedSettledSql } from './largeTable.js';
 import { fromPglite, openPgPool, type PgDatabase, type PgQueryable } from '../../src/store/postgres/db.js';
 import { holdTransaction } from './heldLock.js';
 import { createPostgresStores } from '../../src/store/postgres/index.js';
@@ -172,7 +172,9 @@ function pgContext(o: PgContextOptions): DialectContext {
       if (!logged) throw new Error('versionLog: startVersionLog first');
       return (await q<{ m: string }>('SELECT m FROM t_modlog WHERE intent_id = $1 ORDER BY seq', [logged])).map((r) => r.m);
     },
-    seedSettled: (n) => pgSeedSettled(admin, n),
+    async seedSettled(n) {
+      for (const text of pgSeedSettledSql(n)) await admin.query(text);
+    },
     examined: pgExamined(() => open(1), o.name),
     async sql(text, params) {
       return (await admin.query(text, params)).rows as never[];
@@ -240,6 +242,7 @@ export const postgres: DialectHarness = {
     openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `clock_timestamp() - interval '${secondsAgo} seconds'` : 'clock_timestamp()'),
     schemaSql: PG_SCHEMA_SQL,
+    seedSettledSql: pgSeedSettledSql,
     async holdRowLock(db, table, column, keys, mode = 'exclusive') {
       const pool = openPgPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 }, () => {});
       let pid = 0;

@@ -1,0 +1,81 @@
+// A change of the partition count on a large table, with separate OS processes on each server dialect: three
+// `node dist/src/local/main.js` processes (EXECUTOR_PARTITIONS=6, every-instance mode, the process tests' short timings,
+// test/support/changeCluster.ts), 200 000 settled intents inserted in SQL (test/support/largeTable.ts: ids before
+// every id the stream makes, so a walk of the primary key from the start meets all of them before the first open
+// intent), a stream of intents, then 6 → 4. The change completes; every intent of the stream succeeds once (the
+// campaign checker's rules); every settled row ends in its partition under 4; and execution pauses around the change
+// at most the drain plus one tick, and resumes within one tick of the switch, as on an empty table: the pause follows
+// the open intents, not the settled ones.
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { arrivalGap } from '../chaos/checkerChanges.js';
+import type { ProviderRecord } from '../chaos/providerProcess.js';
+import { assignPartition } from '../../src/intents/partition.js';
+import { serverDatabases } from '../support/dialects.js';
+import { ensureBuilt, killAll, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
+import type { RecordingProvider } from '../support/recordingProvider.js';
+import {
+  allLed, C, completed, drained, expectCleanRun, IntentStream, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, startFlakyProvider,
+} from '../support/changeCluster.js';
+import { settledId } from '../support/largeTable.js';
+
+const SETTLED = 200_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(serverDatabases)('partition count change on a large table, separate OS processes ($name server)', (server) => {
+  const skip = server.unavailable();
+  let db: PgTestDatabase;
+  let provider: RecordingProvider;
+  let records: ProviderRecord[];
+  const hosts: HostProcess[] = [];
+
+  beforeAll(() => ensureBuilt(), 120_000);
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    db = await server.create();
+    ({ provider, records } = await startFlakyProvider(3131));
+  });
+  afterEach(async () => {
+    await killAll(hosts.splice(0));
+    await provider?.close();
+    await db?.drop();
+  });
+
+  it('6 → 4 under a stream with 200 000 settled intents before the open ones: completes, every intent once, the pause within the drain + one tick', async () => {
+    hosts.push(...await Promise.all([1, 2, 3].map((i) => startChangeHost(db, provider.url, `big${i}`))));
+    await allLed(db, C, server.dbTimeSql());
+    for (const text of server.seedSettledSql(SETTLED)) await db.sql(text);
+    const stream = new IntentStream(() => hosts, 31);
+    stream.start();
+    let changeId = '';
+    try {
+      await sleep(3_000);
+      const asked = await requestCount(hosts[1]!.api, 4);
+      expect(asked).toMatchObject({ status: 202, created: true, change: { fromCount: C, toCount: 4 } });
+      changeId = asked.change!.changeId;
+      expect(await completed(db, changeId, 120_000)).toMatchObject({ state: 'completed' });
+      await sleep(3_000);
+    } finally {
+      await stream.stop();
+    }
+    await drained(db);
+    await killAll(hosts.splice(0)); // a quiescent database and provider record for the checker
+
+    const seeded = new Set(Array.from({ length: SETTLED }, (_, i) => settledId(i + 1)));
+    const history = await readHistory(db, records, stream.accepted, seeded);
+    expectCleanRun(history);
+    const c = history.partitionChanges!.find((x) => x.changeId === changeId)!;
+    const arrivals = records.map((r) => r.arrivedAt);
+    const pauseMs = arrivalGap(arrivals, c);
+    const resumeMs = Math.min(...arrivals.filter((t) => t >= c.completedAtMs!)) - c.switchedAtMs!;
+    const { drainMs, boundMs } = pauseBoundMs();
+    console.log(`[partitionChangeLarge ${server.name}] ${c.rowsMoved} rows moved; pause ${pauseMs} ms (bound ${boundMs}, drain ${drainMs}), ` +
+      `switch → complete ${c.completedAtMs! - c.switchedAtMs!} ms, switch → resume ${Math.round(resumeMs)} ms`);
+    expect(pauseMs ?? Number.POSITIVE_INFINITY, 'the pause around the change').toBeLessThanOrEqual(boundMs);
+    expect(resumeMs, 'resume after the switch').toBeLessThanOrEqual(resumeBoundMs());
+    // Every settled row is in its partition under 4 (moved by the preparing pass, or by the scan if it settled late).
+    const wrong = await db.sql<{ intent_id: string; partition_no: number | string }>(
+      `SELECT intent_id, partition_no FROM submission_intents WHERE intent_id <= '${settledId(SETTLED)}'`);
+    expect(wrong).toHaveLength(SETTLED);
+    expect(wrong.filter((r) => Number(r.partition_no) !== assignPartition({ intentId: r.intent_id, partitionKey: null }, 4)).length).toBe(0);
+  }, 300_000);
+});
