@@ -25,17 +25,22 @@ describe.each(dialects)('partition changer cursors: $name', (dialect) => {
   const more = useDialectStores(dialect, (fresh) => {
     ctx = fresh;
   });
-
-  it('every pass resumes from its recorded cursor at the next step: no read of the table twice, none from the first row again', async () => {
-    s = await more(4);
-    await s.partitions.recordPartitionCount(2, 'test');
+  /** `n` intents due now, ids in insert order. */
+  const insert = async (n: number) => {
     const ids: string[] = [];
-    for (let i = 0; i < 30; i++) {
+    for (let i = 0; i < n; i++) {
       const intentId = uuidv7();
       await s.intents.insert({ intentId, idempotencyKey: null, requestHash: 'h', maxAttempts: 3, notBefore: null, partitionKey: null,
         partitionHash: partitionHash(intentId), contract: { provider: { url: null }, payload: {}, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 10 } } });
       ids.push(intentId);
     }
+    return ids;
+  };
+
+  it('every pass resumes from its recorded cursor at the next step: no read of the table twice, none from the first row again', async () => {
+    s = await more(4);
+    await s.partitions.recordPartitionCount(2, 'test');
+    const ids = await insert(30);
     for (const id of ids.slice(0, 20)) await ctx.setIntentStatus(id, 'succeeded', 120_000); // settled long ago: the preparing pass's
     const out = await s.partitions.requestChange(3, 'test', uuidv7());
     if (out.kind !== 'created') throw new Error(out.kind);
@@ -90,13 +95,7 @@ describe.each(dialects)('partition changer cursors: $name', (dialect) => {
   it('a batch that fails at its size (a statement timeout) is made smaller at the next step, and the change completes: no timeout fails a step forever', async () => {
     s = await more(4);
     await s.partitions.recordPartitionCount(2, 'test');
-    const ids: string[] = [];
-    for (let i = 0; i < 24; i++) {
-      const intentId = uuidv7();
-      await s.intents.insert({ intentId, idempotencyKey: null, requestHash: 'h', maxAttempts: 3, notBefore: null, partitionKey: null,
-        partitionHash: partitionHash(intentId), contract: { provider: { url: null }, payload: {}, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 10 } } });
-      ids.push(intentId);
-    }
+    const ids = await insert(24);
     for (const id of ids.slice(0, 12)) await ctx.setIntentStatus(id, 'succeeded', 120_000);
     const out = await s.partitions.requestChange(3, 'test', uuidv7());
     if (out.kind !== 'created') throw new Error(out.kind);
