@@ -1,0 +1,57 @@
+// What the partial index of the unsettled intents (PostgreSQL migration 15, ix_intents_unsettled) costs intake: the
+// store's own insert (MysqlIntentStore's twin has no new index), N intents at concurrency C through a pool of C, in
+// rounds that alternate with and without the index on the same schema (dropped and created between them; which goes
+// first alternates too, as the table grows), so both see about the same table size and the same noise. The figure: inserts/s with ÷ without, per round and their median.
+// BENCH_UNSETTLED_N (10000), BENCH_UNSETTLED_C (8), BENCH_UNSETTLED_ROUNDS (3).
+import { uuidv7 } from '../src/intents/ids.js';
+import { partitionHash } from '../src/intents/partition.js';
+import { fmt, freshSchema, pool, printTable, stores } from './support.js';
+
+const N = Number(process.env.BENCH_UNSETTLED_N ?? 10_000);
+const C = Number(process.env.BENCH_UNSETTLED_C ?? 8);
+const ROUNDS = Number(process.env.BENCH_UNSETTLED_ROUNDS ?? 3);
+const CONTRACT = { provider: { url: null }, payload: { bench: 'unsettled' }, retry: { maxAttempts: 3, baseDelayMs: 10, maxDelayMs: 50 } };
+const INDEX = `CREATE INDEX ix_intents_unsettled ON submission_intents (intent_id) WHERE status IN ('scheduled', 'in_flight', 'failed')`;
+
+export async function benchUnsettledIndex(): Promise<string> {
+  const schema = await freshSchema();
+  const db = schema.open(C);
+  const s = stores(db);
+  await s.partitions.recordPartitionCount(1, 'bench');
+  const insertsPerS = async () => {
+    const ids = Array.from({ length: N }, () => uuidv7());
+    const t0 = performance.now();
+    await pool(ids, C, async (intentId) => {
+      await s.intents.insert({ intentId, idempotencyKey: null, requestHash: '0'.repeat(64), contract: CONTRACT, maxAttempts: 3, notBefore: null,
+        partitionKey: null, partitionHash: partitionHash(intentId) });
+    });
+    return N / ((performance.now() - t0) / 1000);
+  };
+  const rows: Record<string, string | number>[] = [];
+  const ratios: number[] = [];
+  try {
+    await insertsPerS(); // warm-up (with the index, as migrated)
+    for (let r = 1; r <= ROUNDS; r++) {
+      // Odd rounds measure with the index first, even ones without it first (the table grows by N each time).
+      let withIndex = 0;
+      let without = 0;
+      if (r % 2 === 1) withIndex = await insertsPerS();
+      await db.query('DROP INDEX ix_intents_unsettled');
+      without = await insertsPerS();
+      await db.query(INDEX);
+      if (r % 2 === 0) withIndex = await insertsPerS();
+      ratios.push(withIndex / without);
+      rows.push({ round: r, 'with index /s': fmt(withIndex), 'without /s': fmt(without), 'with ÷ without': fmt(withIndex / without, 3) });
+    }
+  } finally {
+    await db.close();
+    await schema.drop();
+  }
+  const median = [...ratios].sort((a, b) => a - b)[Math.floor(ratios.length / 2)]!;
+  printTable(`Intake with and without ix_intents_unsettled (PostgreSQL server; ${N} inserts per round at c = ${C}, the store's insert)`, rows);
+  return `unsettledIndex: intake with ÷ without the index, median of ${ROUNDS}: ${fmt(median, 3)}`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  benchUnsettledIndex().then((line) => console.log(`\nratios: ${line}`), (e) => { console.error(e); process.exit(1); });
+}
