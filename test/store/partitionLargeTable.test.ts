@@ -3,7 +3,7 @@
 // do after months of traffic), a page of the scan (the open rows after a cursor, and those modified since the horizon),
 // a page of the catch-up (rows modified since a time) and a batch of the preparing pass each examine a number of rows
 // bounded by the page, never the settled rows between. Judged by the database's own counters of rows examined
-// (test/support/largeTable.ts), not by a clock; the same reads walking the primary key examine all 200 000 rows.
+// (test/support/largeTable.ts), not by a clock (a walk of the primary key examines every row it passes).
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectStores } from '../support/dialectFixture.js';
@@ -60,8 +60,8 @@ describe.each(dialects)('partition change on a large table: $name', (dialect) =>
     expect(batch.value!.rowsMoved).toBeGreaterThan(0);
     expect(batch.rows).toBeLessThanOrEqual(10 * 1_000);
 
-    // The same question asked of the primary key (all rows after the cursor, filtered) examines the settled ones.
-    const walked = await examined((x) => x.partitions.listForReassign({ scope: 'all', after: null, limit: SETTLED + 3 * PAGE, modifiedSince: null }));
-    expect(walked.rows).toBeGreaterThanOrEqual(SETTLED);
+    // The counters count: a walk of the primary key over 50 000 settled rows examines at least those.
+    const walked = await examined((x) => x.partitions.listForReassign({ scope: 'all', after: null, limit: 50_000, modifiedSince: null }));
+    expect(walked.rows).toBeGreaterThanOrEqual(50_000);
   });
 });

@@ -1,13 +1,15 @@
 // PostgreSQL: the intents' side of a partition change (port: ../partitionPorts.ts): the reassignment's reads and the
 // preparing pass's batch. Each costs what its rows cost, never what the table holds (tables keep tens of millions of
 // finished intents):
-// - the open intents after a cursor: one range of ix_intents_unsettled (m015) in id order, LIMIT rows;
+// - the open intents after a cursor, LIMIT rows of each kind in id order: the scheduled ones from each partition's
+//   range of ix_intents_partition_scheduled (partition_no, intent_id) WHERE status = 'scheduled', the failed ones from
+//   ix_intents_failed (m015), the in-flight ones from ix_intents_status_partition_due (the calls out; none after the
+//   switch, which recovers them), merged;
 // - the rows modified since a time: each partition's range of ix_intents_partition_modified (partition_no,
 //   last_modified_at, intent_id) from that time (PARTITIONS_CTE finds the partitions, one probe each), sorted;
 // - the preparing pass's key range: the next `limit` ids of the primary key (index entries only), then set-based
 //   UPDATEs inside that range, the partition computed by the rule in SQL (PARTITION_RULE), no row sent either way.
 import type { PartitionChange, PrepareBatch, ReassignRow, ReassignScope } from '../partitionPorts.js';
-import { UNSETTLED_SQL_LIST } from '../intentPorts.js';
 import { LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { PgQueryable } from './db.js';
 import { NIL_UUID, PARTITIONS_CTE, nextModified } from './rows.js';
@@ -20,10 +22,14 @@ export const PARTITION_RULE = (alias: string, count: string) =>
 
 const COLS = 'intent_id, partition_key, partition_no';
 
-// $1 after, $2 limit. The partial index's predicate is the query's own, so the planner can read it in id order and
-// stop at LIMIT.
-const UNSETTLED = `SELECT ${COLS} FROM submission_intents WHERE status IN ${UNSETTLED_SQL_LIST} AND intent_id > $1::uuid
-  ORDER BY intent_id LIMIT $2`;
+// $1 after, $2 limit; needs PARTITIONS_CTE. Each partial index's predicate is its branch's own, so the planner reads
+// each in id order and stops at LIMIT.
+const UNSETTLED = `SELECT ${COLS} FROM (
+  (SELECT o.intent_id, o.partition_key, o.partition_no FROM parts CROSS JOIN LATERAL (SELECT ${COLS} FROM submission_intents
+     WHERE status = 'scheduled' AND partition_no = parts.p AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2) AS o WHERE parts.p IS NOT NULL)
+  UNION ALL (SELECT ${COLS} FROM submission_intents WHERE status = 'failed' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2)
+  UNION ALL (SELECT ${COLS} FROM submission_intents WHERE status = 'in_flight' AND intent_id > $1::uuid)
+) AS u ORDER BY intent_id LIMIT $2`;
 // $1 after, $2 limit, $3 modifiedSince: each partition's range from $3 (LATERAL: one index range per partition),
 // every row there after $1, sorted. The recent rows only (as many as were written since $3).
 const MODIFIED = `SELECT m.intent_id, m.partition_key, m.partition_no FROM parts
@@ -33,7 +39,7 @@ const MODIFIED = `SELECT m.intent_id, m.partition_key, m.partition_no FROM parts
 
 const READS: Record<ReassignScope, { plain: string; since: string }> = {
   open: {
-    plain: UNSETTLED,
+    plain: `WITH RECURSIVE ${PARTITIONS_CTE} ${UNSETTLED}`,
     since: `WITH RECURSIVE ${PARTITIONS_CTE} (${UNSETTLED}) UNION (${MODIFIED}) ORDER BY intent_id LIMIT $2`,
   },
   all: {
