@@ -4,7 +4,7 @@
 // call that was sent — so holding back is visibly free: no attempt lost, no intent failed.
 import { describe, expect, it } from 'vitest';
 import { FakeClock, systemClock, type Clock } from '../../src/lease/clock.js';
-import { ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
+import { burstOf, ProviderGuard, type BreakerState } from '../../src/provider/guard.js';
 import type { GuardSettings } from '../../src/limits.js';
 import { HttpProvider } from '../../src/provider/httpProvider.js';
 import type { ProviderResult } from '../../src/provider/provider.js';
@@ -145,10 +145,12 @@ async function drive(g: ProviderGuard, intents: number, provider: HttpProvider, 
   const inFlight = new Set<Promise<void>>();
   const pending = () => Array.from({ length: intents }, (_, i) => `i-${i}`).filter((id) => !done.has(id) && !failed.has(id) && ![...inFlightIds].includes(id));
   const inFlightIds = new Set<string>();
+  const grants: number[] = []; // each permit, when the guard granted it (its own clock)
   const end = Date.now() + untilMs;
   while (Date.now() < end && done.size + failed.size < intents) {
     const want = pending();
     const grant = g.acquire(want.length);
+    for (let i = 0; i < grant.granted; i++) grants.push(systemClock.nowMs());
     held += want.length - grant.granted;
     for (const id of want.slice(0, grant.granted)) {
       const no = (attempts.get(id) ?? 0) + 1;
@@ -166,19 +168,21 @@ async function drive(g: ProviderGuard, intents: number, provider: HttpProvider, 
     await new Promise((r) => setTimeout(r, grant.granted > 0 ? 1 : 5));
   }
   await Promise.all(inFlight);
-  return { attempts, done, failed, held };
+  return { attempts, done, failed, held, grants };
 }
 
 describe('ProviderGuard against the recording provider (real HTTP)', () => {
-  it('rate limit 20/s held within 10 % over a 10 s window; every intent succeeds with exactly one attempt', async () => {
+  it('rate limit 20/s: any window of grants within rate × window + burst; every intent succeeds with exactly one attempt', async () => {
+    // Judged where the limit is kept, the guard's grants on its own clock (a token bucket: exact whatever the
+    // machine's speed); the provider's arrivals follow them, bunched by however a loaded machine delivers the calls.
     const rec = await startRecordingProvider();
     const http = new HttpProvider(rec.url);
     try {
       const g = new ProviderGuard({ ...OFF, ratePerSec: 20, maxInFlight: 8 }, systemClock);
       const r = await drive(g, 400, http, rec.url, 10_000);
-      const first = rec.calls[0]!.arrivedAt;
-      const window = rec.calls.filter((c) => c.arrivedAt < first + 10_000).length;
-      expect(window).toBeLessThanOrEqual(220);
+      const inWindow = (from: number, ms: number) => r.grants.filter((t) => t >= from && t < from + ms).length;
+      for (const ms of [1_000, 10_000]) expect(Math.max(...r.grants.map((t) => inWindow(t, ms))), `${ms} ms`).toBeLessThanOrEqual((20 * ms) / 1_000 + burstOf(20));
+      expect(r.grants.length).toBe(rec.calls.length); // every call sent was granted, once
       expect(r.held).toBeGreaterThan(0);
       expect(r.failed.size).toBe(0);
       for (const [id, n] of r.attempts) expect(n, id).toBe(1); // held back ≠ an attempt
