@@ -5,6 +5,7 @@
 // and the start: the one that took the intent, and the next one when the START lands after it (a START is sent
 // right after the read but may return late on a loaded machine) or when that read ended a batch (the next batch
 // starts it after its own first refresh). A pickup left to a later refresh, or to the next tick, shows three or more.
+import { readFileSync } from 'node:fs';
 import type { ScheduleRefresher } from '../../src/schedule/refresher.js';
 
 /** Full-precision database time text ('YYYY-MM-DD hh:mm:ss.ffffff', UTC) as a Date (to the millisecond). */
@@ -34,4 +35,18 @@ export function recordRefreshReads(refresher: ScheduleRefresher): Date[] {
     return stats;
   };
   return reads;
+}
+
+/** The interval refreshes' read times a host process logged (schedule_refreshed read_at, at LOG_LEVEL=debug); of one
+ *  partition when given (a partitioned host's lines carry their partition). */
+export function refreshReadsInLog(file: string, partition?: number): Date[] {
+  const reads = readFileSync(file, 'utf8').split('\n').filter((l) => l.includes('"schedule_refreshed"')).flatMap((l) => {
+    try {
+      const r = JSON.parse(l) as { read_at?: string; partition?: number };
+      return r.read_at !== undefined && (partition === undefined || r.partition === partition) ? [r.read_at] : [];
+    } catch {
+      return []; // a line cut by SIGKILL
+    }
+  });
+  return [...new Set(reads)].map((t) => new Date(t));
 }

@@ -1,7 +1,6 @@
 // The spec's five acceptance tests with separate OS processes: three `node dist/src/local/main.js`
 // processes (INSTANCES=1 each, own holder id) on a fresh database of each server (PostgreSQL, MariaDB), a recording provider
 // (PROVIDER_URL), real HTTP, real signals. Required under CI=true like the other database-server suites.
-import { readFileSync } from 'node:fs';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
 import { staleWrites } from '../support/fenceChecker.js';
@@ -10,7 +9,7 @@ import {
   type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
 import { serverDatabases } from '../support/dialects.js';
-import { describePickup, MAX_READS_BEFORE_START, readsBetween } from '../support/pickup.js';
+import { describePickup, MAX_READS_BEFORE_START, readsBetween, refreshReadsInLog } from '../support/pickup.js';
 
 const LEASE_MS = 3_000;
 const TICK_MS = 1_000;
@@ -171,8 +170,7 @@ describe.each(serverDatabases)('spec tests with separate OS processes ($name ser
       await provider.waitFor((c) => c.some((x) => x.intentId === intentId), 30_000);
       await sleep((137 * k) % TICK_MS); // land at different points of the tick cycle, the gap between ticks too
     }
-    const reads = [...new Set(readFileSync(leader.host.logFile, 'utf8').split('\n').filter((l) => l.includes('"schedule_refreshed"'))
-      .map((l) => (JSON.parse(l) as { read_at?: string }).read_at).filter((t) => t !== undefined))].map((t) => new Date(t));
+    const reads = refreshReadsInLog(leader.host.logFile);
     expect(reads.length).toBeGreaterThan(1); // the leader refreshed meanwhile
     const started = new Map((await attempts()).map((a) => [a.intent_id, a.started_at]));
     for (const [id, commit] of committedBy) {
