@@ -70,6 +70,9 @@ export interface ListenerLockOptions {
   onReleased(reason: 'lost' | 'stopped'): void;
   /** A renew or acquire failure (logged by the caller; the lock keeps trying). */
   onError(op: 'acquire' | 'renew' | 'release', e: unknown): void;
+  /** Every acquire attempt's and renewal's outcome, with the wall-clock time it was sent (the lease counts from no
+   *  earlier): the lock's own record of when its lease could end and when each poll came. */
+  onOutcome?(op: 'acquire' | 'renew', outcome: 'acquired' | 'busy' | 'renewed' | 'lost' | 'error', sentAtMs: number): void;
 }
 
 /** The host retries a failed renewal sooner, down to 1 s (scaled down for sub-second test periods). */
@@ -131,9 +134,12 @@ export class ListenerLock {
   private async attempt(): Promise<void> {
     if (this.stopped || this.leaseId !== null) return;
     let id: string | null = null;
+    const sentAtMs = Date.now();
     try {
       id = await this.o.store.tryAcquire(this.o.lockId, this.o.owner, this.o.periodMs);
+      this.o.onOutcome?.('acquire', id === null ? 'busy' : 'acquired', sentAtMs);
     } catch (e) {
+      this.o.onOutcome?.('acquire', 'error', sentAtMs);
       this.o.onError('acquire', e);
     }
     if (this.stopped) {
@@ -153,12 +159,14 @@ export class ListenerLock {
     const id = this.leaseId;
     if (this.stopped || id === null) return;
     let out: 'renewed' | 'lost' | 'error';
+    const sentAtMs = Date.now();
     try {
       out = await this.o.store.renew(this.o.lockId, id);
     } catch (e) {
       this.o.onError('renew', e);
       out = 'error';
     }
+    this.o.onOutcome?.('renew', out, sentAtMs);
     if (this.stopped || this.leaseId !== id) return;
     if (out === 'renewed') return this.later(this.o.periodMs / 2, () => this.renew(this.o.periodMs / 2));
     if (out === 'error') {

@@ -157,6 +157,8 @@ export function startTimers(azf: Azf, instances: HostInstance[], timers: TimerFu
           o.print?.(`[${inst.label}] timer ${t.fn.name}: listener lock ${reason === 'lost' ? 'lost' : 'released'}`);
           inst.app.logger.warn({ event: 'listener_lock_released', function: t.fn.name, lock_id: lockId, reason }, 'timer listener lock released');
         },
+        onOutcome: (op, outcome, sentAtMs) => inst.app.logger.debug({ event: 'listener_lock_op', function: t.fn.name, lock_id: lockId, op,
+          outcome, sent_at: new Date(sentAtMs).toISOString() }, 'timer listener lock operation'),
         onError: (op, e) => inst.app.logger.warn({ event: 'listener_lock_error', function: t.fn.name, lock_id: lockId, op,
           error: { message: String((e as Error)?.message ?? e).split('\n')[0] } }, 'listener lock operation failed'),
       });

@@ -2,8 +2,9 @@
 // executorTimer, the holder of its listener lock. In one process (INSTANCES=3, in-process lock) and across
 // three processes on a real Azurite (blob leases, host.json singleton 15 s / 15 s) and each database server
 // (PostgreSQL, MySQL/MariaDB: test/support/dialects.ts).
-// SIGKILL the lock holder: the lock moves only after its blob lease ran out, at a survivor's recovery poll,
-// and execution resumes within the documented budget (docs/flex.md):
+// SIGKILL the lock holder: the lock moves only after its blob lease ran out, at the first survivor recovery poll
+// after that, and execution resumes at the new holder's first leading tick, in the next epoch — judged by the
+// lock's and the ticks' own records; docs/flex.md gives the budget this makes in time:
 //   crash failover ≤ max(listenerLockPeriod + recoveryPoll + tick, sqlLease + tick) + overhead.
 // A drain POSTed to a follower process reaches the lock holder through SQL; followers report the cluster from SQL.
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -12,14 +13,13 @@ import {
   ensureBuilt, FAST_ENV, killAll, postIntent, startHost, waitFor, type HostProcess, type PgTestDatabase,
 } from '../support/localHostProcess.js';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
-import { lockEvents, overlappingInvocations, timerInvocations } from '../support/timerLog.js';
+import { lockEvents, lockOps, overlappingInvocations, timerInvocations } from '../support/timerLog.js';
 import { serverDatabases } from '../support/dialects.js';
 
 const LOCK_MS = 15_000; // host.json singleton.listenerLockPeriod
 const RECOVERY_MS = 15_000; // host.json singleton.listenerLockRecoveryPollingInterval
 const TICK_MS = 1_000; // FAST_ENV EXECUTOR_SCHEDULE
 const LEASE_MS = 3_000; // FAST_ENV LEASE_DURATION_MS
-const OVERHEAD_MS = 2_000; // process start of the listener, rebuild, one provider round trip (loaded 2-core CI)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ACQUIRED = /^\[inst-1\] timer executorTimer: listener lock acquired/;
 
@@ -69,7 +69,7 @@ describe.each(serverDatabases)('timer singleton across processes (Azurite blob l
   /** Three single-instance processes sharing the Azurite listener locks; resolves once the lock holder leads. */
   const startLockCluster = async (prefix: string) => {
     const env = {
-      ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url,
+      ...FAST_ENV, DATABASE_URL: db.url, INSTANCES: '1', PROVIDER_URL: provider.url, LOG_LEVEL: 'debug', // debug: the lock's operations
       AzureWebJobsStorage: azurite.connectionString, AzureFunctionsWebHost__hostid: `${prefix}${Date.now() % 1e9}`,
     };
     const procs = await Promise.all([1, 2, 3].map((i) => startHost({ ...env, HOLDER_ID: `${prefix}${i}` })));
@@ -79,7 +79,7 @@ describe.each(serverDatabases)('timer singleton across processes (Azurite blob l
     return { procs, holder };
   };
 
-  it('one process at a time runs the timer; SIGKILL it → the lock moves after its lease, execution resumes within the budget', async () => {
+  it('one process at a time runs the timer; SIGKILL it → the lock moves at the first poll after its lease, execution resumes at the next leading tick', async () => {
     const { procs, holder } = await startLockCluster('proc');
     await sleep(3 * TICK_MS);
     const before = timerInvocations(procs.map((p) => p.logFile));
@@ -88,27 +88,46 @@ describe.each(serverDatabases)('timer singleton across processes (Azurite blob l
 
     holder.signal('SIGKILL');
     await holder.exited;
-    const killedAt = Date.now();
+    const deadBy = Date.now(); // it sent nothing after this
     const survivors = procs.filter((p) => p !== holder);
     const { intentId } = await postIntent(survivors[0]!.api, { after: 'kill' });
-    await provider.waitFor((c) => c.some((x) => x.intentId === intentId), LOCK_MS + RECOVERY_MS + LEASE_MS + 10_000);
-    const resumedMs = provider.calls.find((x) => x.intentId === intentId)!.arrivedAt - killedAt;
+    await provider.waitFor((c) => c.some((x) => x.intentId === intentId), LOCK_MS + RECOVERY_MS + LEASE_MS + 30_000); // a liveness guard
 
+    // Judged by the lock's own record (each acquire attempt and renewal with when it was sent, LOG_LEVEL=debug) and
+    // the order of events, not by how fast a loaded machine moved it: the blob lease counts from a request's arrival.
     const files = procs.map((p) => p.logFile);
-    const moved = lockEvents(files).find((e) => e.event === 'listener_lock_acquired' && e.holderId !== holder.holderIds[0])!;
-    const lastOldTick = Math.max(...before.map((i) => i.endMs));
-    const lockMovedMs = moved.atMs - killedAt;
-    const budgetMs = Math.max(LOCK_MS + RECOVERY_MS + TICK_MS, LEASE_MS + TICK_MS) + OVERHEAD_MS;
-    console.log(`[timer singleton] SIGKILL of the lock holder: lock moved after ${lockMovedMs} ms, execution resumed after ${resumedMs} ms ` +
-      `(budget max(lock ${LOCK_MS} + poll ${RECOVERY_MS} + tick ${TICK_MS}, lease ${LEASE_MS} + tick) + ${OVERHEAD_MS} = ${budgetMs} ms)`);
-    // The blob lease was renewed at most half a period before the kill: nobody takes it sooner.
-    expect(moved.atMs).toBeGreaterThanOrEqual(lastOldTick + LOCK_MS / 2 - 1_000);
-    expect(lockMovedMs).toBeLessThanOrEqual(LOCK_MS + RECOVERY_MS + 1_000);
-    expect(resumedMs).toBeLessThanOrEqual(budgetMs);
+    const oldId = holder.holderIds[0]!;
+    const moved = lockEvents(files).find((e) => e.event === 'listener_lock_acquired' && e.holderId !== oldId)!;
+    const ops = lockOps(files);
+    const held = ops.filter((o) => o.holderId === oldId && (o.outcome === 'acquired' || o.outcome === 'renewed'));
+    const lastSent = Math.max(...held.map((o) => o.sentAtMs));
+    const lastDone = Math.max(...held.map((o) => o.atMs));
+    // The next renewal is sent half a period after the last one's reply: if that came before the kill, a renewal the
+    // log missed may have extended the lease up to the kill.
+    const leaseEndsBy = (deadBy >= lastDone + LOCK_MS / 2 ? deadBy : lastDone) + LOCK_MS;
+    const take = ops.find((o) => o.holderId === moved.holderId && o.outcome === 'acquired')!;
+    const polls = ops.filter((o) => o.holderId !== oldId && o.op === 'acquire' && o.sentAtMs < take.sentAtMs);
+    console.log(`[timer singleton] SIGKILL of the lock holder: its last renewal sent ${new Date(lastSent).toISOString()}, the lock taken by a ` +
+      `poll sent ${take.sentAtMs - lastSent} ms later (lease ${LOCK_MS}, recovery poll ${RECOVERY_MS}); ${polls.length} polls busy before`);
+    // Nobody takes it before the lease of the holder's last renewal ran out (it counts from no earlier than the send) …
+    expect(take.sentAtMs).toBeGreaterThanOrEqual(lastSent + LOCK_MS);
+    expect(moved.atMs).toBeGreaterThanOrEqual(lastSent + LOCK_MS);
+    // … and the first survivor poll sent once it surely ran out (the last renewal's reply + the lease) takes it.
+    expect(polls.filter((o) => o.sentAtMs > leaseEndsBy && o.outcome === 'busy')).toEqual([]);
+    // Execution resumes at the new holder's first leading tick (its starts count there, or in its bridge's, added to
+    // the next one): the next epoch, by the new holder.
+    const newLog = procs.find((p) => p.holderIds[0] === moved.holderId)!.logFile;
+    const leading = await waitFor('two leading ticks of the new holder', async () => {
+      const l = timerInvocations([newLog]).filter((i) => i.role === 'leader');
+      return l.length >= 2 ? l : null;
+    }, 30_000, 200); // a liveness guard
+    expect(leading.slice(0, 2).reduce((n, i) => n + i.started, 0), JSON.stringify(leading.slice(0, 2))).toBeGreaterThanOrEqual(1);
+    const epochs = await db.sql<{ holder_id: string; lease_epoch: string }>(`SELECT holder_id, lease_epoch FROM submission_attempts WHERE intent_id = '${intentId}'`);
+    expect(epochs.map((a) => [a.holder_id, Number(a.lease_epoch)])).toEqual([[moved.holderId, Math.max(...before.map((i) => i.leaseEpoch ?? 0)) + 1]]);
     // Still one invoker at a time, before and after; the survivors ticked only once they held the lock.
     const all = timerInvocations(files);
     expect(overlappingInvocations(all)).toEqual([]);
-    expect(all.filter((i) => i.holderId !== holder.holderIds[0] && i.startMs < moved.atMs - 50)).toEqual([]);
+    expect(all.filter((i) => i.holderId !== oldId && i.startMs < moved.atMs - 50)).toEqual([]);
     await sleep(2 * TICK_MS);
     expect(new Set(timerInvocations(files).filter((i) => i.startMs > moved.atMs).map((i) => i.holderId))).toEqual(new Set([moved.holderId]));
   }, 150_000);
