@@ -3,7 +3,9 @@
 // time, by holder id. Used to assert that one instance at a time invokes the timer and when the lock could move.
 import { existsSync, readFileSync } from 'node:fs';
 
-export interface Invocation { holderId: string; startMs: number; endMs: number; role: string; leaseEpoch: number | null; started: number }
+export interface Invocation { holderId: string; startMs: number; endMs: number; role: string; leaseEpoch: number | null; started: number;
+  /** The partition of the timer (a partitioned host's lines carry it), else null. */
+  partition: number | null }
 export interface LockEvent { holderId: string; atMs: number; event: 'listener_lock_acquired' | 'listener_lock_released' }
 
 function records(file: string): Record<string, unknown>[] {
@@ -21,7 +23,8 @@ export function timerInvocations(files: string[]): Invocation[] {
   return files.flatMap(records).filter((r) => r.event === 'tick_summary').map((r) => {
     const endMs = Date.parse(String(r.time));
     return { holderId: String(r.holder_id), endMs, startMs: endMs - Number(r.durationMs ?? 0), role: String(r.role),
-      leaseEpoch: r.leaseEpoch == null ? null : Number(r.leaseEpoch), started: Number(r.started ?? 0) };
+      leaseEpoch: r.leaseEpoch == null ? null : Number(r.leaseEpoch), started: Number(r.started ?? 0),
+      partition: r.partition == null ? null : Number(r.partition) };
   }).sort((a, b) => a.startMs - b.startMs);
 }
 

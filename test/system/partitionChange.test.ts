@@ -7,7 +7,8 @@
 //     per intent, no call after it), attempt numbers stay contiguous, intents sharing a partitionKey are first started
 //     in submit order (key_order), and execution pauses around each change at most the bound its settings give
 //     (pauseBoundMs: the drain, the changer's tick, the leaders' next tick), and resumes within one tick of the
-//     switch, where the drain ends (resumeBoundMs): the pause is the drain plus one tick.
+//     switch, where the drain ends (resumeBoundMs): the pause is the drain plus one tick — counted in the ticks the
+//     processes ran, between the attempts' start times (the product's records, not the runner's speed).
 //  2. Kill at each step: two processes, 2 500 more intents seeded not yet due (a scan takes three batches), five
 //     changes in a row (6 → 4 → 3 → 5 → 2 → 6), each held between two steps by a row lock the next step's statement
 //     needs (test/support/changeKill.ts): while preparing, after the claim, after the switch, mid-reassignment, before
@@ -20,6 +21,8 @@
 // every dialect.
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { arrivalGap } from '../chaos/checkerChanges.js';
+import { shortestPeriodMs } from '../../src/limits.js';
+import { timerInvocations } from '../support/timerLog.js';
 import type { ProviderRecord } from '../chaos/providerProcess.js';
 import type { FaultRecord } from '../chaos/faults.js';
 import { assignPartition } from '../../src/intents/partition.js';
@@ -27,7 +30,7 @@ import { serverDatabases } from '../support/dialects.js';
 import { ensureBuilt, killAll, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import {
-  allLed, C, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, startFlakyProvider,
+  allLed, C, CHANGE_ENV, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, startFlakyProvider,
 } from '../support/changeCluster.js';
 import { holdAndKill, KILL_ENV, seed, STEPS } from '../support/changeKill.js';
 
@@ -93,28 +96,42 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
     expect(view).toMatchObject({ count: 4, active: null });
     expect(view.changes.slice(0, 4).map((c) => [c.toCount, c.state])).toEqual([[4, 'completed'], [2, 'completed'], [6, 'completed'], [4, 'completed']]);
     expect(view.leases.filter((l) => l.heldByChanger)).toEqual([]);
+    const ticks = timerInvocations(all.map((h) => h.logFile)); // (read before the processes stop: their logs go)
     hosts.splice(0);
     await killAll(all.splice(0)); // a quiescent database and provider record for the checker
 
     const history = await readHistory(db, records, stream.accepted);
     const stats = expectCleanRun(history);
     expect(stats.keyOrderPairs, 'same-key pairs whose order was checked').toBeGreaterThan(10);
-    // The pause: the gap in provider arrivals from the last before each switch to the first after its completion.
+    // The pause around each change, from the last attempt started before its switch to the first started after its
+    // completion (database times), counted in the ticks the processes actually ran (each timer's invocations that
+    // began and ended inside it: tick_summary), so a loaded machine's slower ticks do not count against it. The
+    // bound its settings give in time (pauseBoundMs: the drain, the changer's tick, the leaders' next tick) is that
+    // many tick periods; the resume, from the switch (the drain's end), the leaders' next tick with their layout poll
+    // (resumeBoundMs). A change that waited, say, for leases to expire instead of their hand-back counts more ticks.
     const { drainMs, boundMs } = pauseBoundMs();
+    const tickMs = shortestPeriodMs(CHANGE_ENV.EXECUTOR_SCHEDULE!);
+    const starts = history.attempts.map((a) => a.startedAtMs!).sort((a, b) => a - b);
+    const timers = [...new Set(ticks.map((t) => `${t.holderId}#${t.partition}`))];
+    const ticksWithin = (from: number, to: number) => Math.max(...timers.map((k) =>
+      ticks.filter((t) => `${t.holderId}#${t.partition}` === k && t.startMs >= from && t.endMs <= to).length));
     const arrivals = records.map((r) => r.arrivedAt);
     const pauses = underLoad.map((id) => {
       const c = history.partitionChanges!.find((x) => x.changeId === id)!;
-      const resumedAt = Math.min(...arrivals.filter((t) => t >= c.completedAtMs!));
-      return { change: `${c.fromCount} → ${c.toCount}`, pauseMs: arrivalGap(arrivals, c), switchToCompleteMs: c.completedAtMs! - c.switchedAtMs!,
-        switchToResumeMs: Math.round(resumedAt - c.switchedAtMs!), rowsMoved: c.rowsMoved };
+      const before = Math.max(...starts.filter((t) => t <= c.switchedAtMs!));
+      const after = Math.min(...starts.filter((t) => t >= c.completedAtMs!));
+      return { change: `${c.fromCount} → ${c.toCount}`, pauseTicks: ticksWithin(before, after), resumeTicks: ticksWithin(c.switchedAtMs!, after),
+        pauseMs: Math.round(after - before), arrivalGapMs: arrivalGap(arrivals, c), switchToResumeMs: Math.round(after - c.switchedAtMs!),
+        rowsMoved: c.rowsMoved };
     });
-    console.log(`[partitionChange ${server.name}] pauses (bound ${boundMs} ms, drain ${drainMs} ms): ${JSON.stringify(pauses)}`);
-    // (null: no arrival before the switch or after the completion — nothing executed between the changes.)
-    for (const p of pauses) expect(p.pauseMs ?? Number.POSITIVE_INFINITY, `pause around ${p.change}: ${p.pauseMs ?? 'no execution around it'}`).toBeLessThanOrEqual(boundMs);
-    // The drain ends at the switch (the changer takes each lease as it is released, within the invocation the drain
-    // ends in, and completes in it too: no commit grace). Execution resumes at the leaders' next tick: one tick after
-    // the switch at most, with the layout poll (refresh) and 500 ms for a loaded machine's acquire and rebuild.
-    for (const p of pauses) expect(p.switchToResumeMs, `resume after the switch of ${p.change}`).toBeLessThanOrEqual(resumeBoundMs());
+    const [pauseTicks, resumeTicks] = [Math.ceil(boundMs / tickMs), Math.ceil(resumeBoundMs() / tickMs)];
+    console.log(`[partitionChange ${server.name}] pauses (bound ${pauseTicks} ticks = ${boundMs} ms, drain ${drainMs} ms; resume ${resumeTicks} ticks): ${JSON.stringify(pauses)}`);
+    expect(ticks.length, 'the hosts logged their ticks').toBeGreaterThan(0);
+    for (const p of pauses) {
+      expect(Number.isFinite(p.pauseMs), `${p.change}: attempts started before its switch and after its completion`).toBe(true);
+      expect(p.pauseTicks, `ticks inside the pause around ${p.change}`).toBeLessThanOrEqual(pauseTicks);
+      expect(p.resumeTicks, `ticks between the switch of ${p.change} and the first start after it`).toBeLessThanOrEqual(resumeTicks);
+    }
   }, 240_000);
 
   it('kill the changer\'s process while preparing, after the claim, after the switch, mid-reassignment, before completion: each change completes, the checker holds', async () => {
