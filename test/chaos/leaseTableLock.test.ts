@@ -28,8 +28,8 @@ describe('lockLeaseTable', () => {
     // Judged by database times, not by the runner's sleeps: a write sent once the lock is granted (pg_locks) runs
     // only after it ended, so its own clock_timestamp() is at least the lock's start (expiry − leftMs) + its length.
     await leaseLeft(60_000);
-    const [{ expires_ms: expiresMs }] = await db.sql<{ expires_ms: number }>(
-      'SELECT (extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms FROM submission_manager_leases');
+    const expiresMs = (await db.sql<{ expires_ms: number }>(
+      'SELECT (extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms FROM submission_manager_leases'))[0]!.expires_ms;
     const LOCK_MS = 1_000;
     let settled = false;
     const locking = lockLeaseTable(db, LOCK_MS).finally(() => (settled = true));
@@ -42,7 +42,7 @@ describe('lockLeaseTable', () => {
     const write = db.sql<{ at_ms: number }>(`UPDATE submission_manager_leases SET expires_at = expires_at
       RETURNING (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS at_ms`);
     const lock = await locking;
-    const [{ at_ms: writtenAt }] = await write;
+    const writtenAt = (await write)[0]!.at_ms;
     expect(lock.leaseValid).toBe(true);
     expect(writtenAt).toBeGreaterThanOrEqual(expiresMs - lock.leftMs! + LOCK_MS - 1); // (leftMs is rounded)
   });
