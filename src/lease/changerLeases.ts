@@ -98,9 +98,15 @@ export class ChangerLeases {
   }
 
   async releaseAll(reason: string): Promise<void> {
-    if (this.held.size === 0) return;
-    const tokens = [...this.held.values()].map((h) => h.token);
-    this.held.clear();
+    return this.releaseAbove(-1, reason);
+  }
+
+  /** Release every lease held above partition k (those up to k are kept). */
+  async releaseAbove(k: number, reason: string): Promise<void> {
+    const above = [...this.held].filter(([j]) => j > k);
+    if (above.length === 0) return;
+    const tokens = above.map(([, h]) => h.token);
+    for (const [j] of above) this.held.delete(j);
     await Promise.all(tokens.map((t) => this.store.release(t).catch((e: unknown) => {
       this.log.warn({ event: 'partition_change_release_failed', lease_name: t.leaseName, reason, sql_error: sqlErrorField(e) }, 'changer lease not released: it expires');
     })));

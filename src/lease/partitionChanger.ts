@@ -112,14 +112,18 @@ export class PartitionChanger {
   }
 
   /** A live instance of an older release (whose intake the switch would not exclude, whose changer raises no layout
-   *  generation): the change waits, holding no lease, so execution goes on under the recorded count meanwhile. */
+   *  generation): the change waits, holding lease 0 only (taken if free, else left to whoever has it). An older
+   *  release's changer takes the leases in order from 0 and has no such wait: while a changer of this release holds
+   *  lease 0 it takes none of them (claims, switches nothing). Execution waits either way: every partition has
+   *  drained to the change (partitionLayout.ts). */
   private async olderRelease(change: PartitionChange): Promise<ChangerProgress | null> {
     const older = (await this.s.olderReleasesLive?.()) ?? [];
     if (older.length === 0) {
       this.olderLogged = '';
       return null;
     }
-    await this.releaseAll('an older release is live');
+    await this.held.releaseAbove(0, 'an older release is live');
+    if (!(await this.held.hold(0))) this.claimed = false;
     const list = older.join(', ');
     if (list !== this.olderLogged) {
       this.olderLogged = list;

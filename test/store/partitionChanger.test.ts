@@ -241,7 +241,7 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     expect((await s.partitions.getChange(change.changeId))!.state).toBe('completed');
   });
 
-  it('a live instance of an older release holds a prepared change back, with no lease taken; once it is gone the change switches', async () => {
+  it('a live instance of an older release holds a prepared change back, lease 0 held so its changer takes none; once it is gone the change switches', async () => {
     await insert(10);
     const change = await request(3);
     const beat = (holderId: string, version: string) => s.instances.heartbeat({ holderId, version, roles: ['http', 'timer'], partitions: [] });
@@ -249,12 +249,16 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     await beat('old-b', '0.1.0');
     const older = async () => (await liveOlderReleases(s.instances, 60_000)).map((i) => `${i.holderId} (${i.version})`);
     const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-o', { olderReleasesLive: older }), systemClock, silentLogger);
+    // The older release's changer: no wait for older releases (as released), taking the leases in order from 0.
+    const old = new PartitionChanger(s.lease, s.partitions, settings('old-b~partition-change'), systemClock, silentLogger);
     for (let i = 0; i < 3; i++) {
       expect(await changer.step(await s.partitions.readLayout(), soon(300))).toEqual({ kind: 'olderRelease', instances: ['old-b (0.1.0)'] });
-      expect(changer.heldCount()).toBe(0);
-      for (let k = 0; k < 3; k++) expect((await s.lease.get(partitionLeaseName(LEASE, k)))?.holderId ?? null).not.toBe('changer-o');
+      expect(changer.heldCount()).toBe(1);
+      expect((await s.lease.get(partitionLeaseName(LEASE, 0)))!.holderId).toBe('changer-o');
+      for (let k = 1; k < 3; k++) expect((await s.lease.get(partitionLeaseName(LEASE, k)))?.holderId ?? null).not.toBe('changer-o');
+      expect(await old.step(await s.partitions.readLayout(), soon(300))).toMatchObject({ kind: 'waiting', partition: 0, held: 0 });
     }
-    expect((await s.partitions.getChange(change.changeId))!.state).toBe('pending'); // prepared (the pass goes on), not switched
+    expect((await s.partitions.getChange(change.changeId))).toMatchObject({ state: 'pending', changer: null }); // not claimed, not switched
     expect(await s.instances.remove('old-b')).toBe(true);
     let out;
     for (let i = 0; i < 20; i++) {
@@ -262,6 +266,7 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
       if (out.kind !== 'waiting' && out.kind !== 'preparing') break;
     }
     expect(out).toMatchObject({ kind: 'completed' });
+    expect((await s.partitions.getChange(change.changeId))!.changer).toBe('changer-o');
   });
 
   // Review finding: a changer whose step began with a layout read before another changer completed the change
