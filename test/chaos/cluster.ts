@@ -194,6 +194,8 @@ export interface Slot {
   stopped: boolean;
   /** EXECUTOR_PARTITIONS of the slot's processes. */
   partitions: number;
+  /** The built release the slot's processes run (undefined: this checkout; mixedVersion.ts starts the previous one). */
+  release?: string;
 }
 
 export class ChaosCluster {
@@ -210,6 +212,9 @@ export class ChaosCluster {
   constructor(private readonly db: ChaosDb, private readonly env: Record<string, string>, private readonly runTag: string,
     private readonly logDir: string, private readonly skew: { maxS: number; rng: Rng } | null = null) {}
 
+  /** The release new slots run (mixed-version campaign: the previous release's build until the upgrade). */
+  release: string | null = null;
+
   /** `count` slots with the cluster's environment. */
   async start(count: number): Promise<void> {
     for (let i = 0; i < count; i++) await this.add({}, false);
@@ -217,12 +222,12 @@ export class ChaosCluster {
   }
 
   /** One more slot, its settings over the cluster's (e.g. a smaller EXECUTOR_PARTITIONS), its process started. */
-  async add(env: Record<string, string>, spawn = true): Promise<Slot> {
+  async add(env: Record<string, string>, spawn = true, release: string | null = this.release): Promise<Slot> {
     const target = serverUrl();
     // MySQL's wire is forwarded unread (the lost-reply traps speak PostgreSQL's only).
     const proxy = new TcpProxy(target.hostname, Number(target.port || (server === 'mariadb' ? 3306 : 5432)), server === 'mariadb' ? 'raw' : 'postgres');
     const slot: Slot = { index: this.slots.length, proxy, host: null, base: '', holderId: '', generation: 0, stopped: false,
-      partitions: Number({ ...this.env, ...env }.EXECUTOR_PARTITIONS ?? 1) };
+      partitions: Number({ ...this.env, ...env }.EXECUTOR_PARTITIONS ?? 1), ...(release ? { release } : {}) };
     this.slots.push(slot); // before any await: concurrent adds get distinct indexes
     this.slotEnv.set(slot.index, env);
     await proxy.listen();
@@ -241,8 +246,9 @@ export class ChaosCluster {
     const host = await startChaosHost({
       ...this.env, ...this.slotEnv.get(slot.index), DATABASE_URL: u.toString(), HOLDER_ID: slot.base, LOG_FILE: path.join(this.logDir, `${slot.base}.log`),
       ...(offsetS === null ? {} : skewEnv(offsetS)),
-    }, path.join(this.logDir, `${slot.base}.out`));
+    }, path.join(this.logDir, `${slot.base}.out`), undefined, slot.release);
     if (offsetS !== null) this.clockOffsets.set(host.holderIds[0]!, offsetS);
+    if (slot.release) host.release = slot.release;
     this.all.push(host);
     slot.host = host;
     slot.holderId = host.holderIds[0]!;

@@ -141,7 +141,7 @@ export class FaultInjector {
     }
     const slot: Slot | null = kind === 'pg_restart' ? null
       : needsLeader || (leader && this.rng.chance(0.75)) ? leader!.slot : this.rng.pick(this.cluster.live());
-    if (slot) this.busy.add(slot.index);
+    if (slot && !this.reserve(slot)) return null; // being stopped for good (mixed-version campaign)
     return { kind, slot, leader, rng: this.rng, alongside: false };
   }
 
@@ -159,8 +159,20 @@ export class FaultInjector {
     }
     const v = pickPartitionVictim({ led, count: await this.count(), rng: this.rng, live: this.cluster.live(), needsLeader,
       noVictim: kind === 'pg_restart', everyPartition: ALL_PARTITIONS_KINDS.includes(kind) });
-    if (v.slot) this.busy.add(v.slot.index);
+    if (v.slot && !this.reserve(v.slot)) return null; // being stopped for good (mixed-version campaign)
     return { kind, slot: v.slot, leader: v.leader, rng: this.rng, alongside: false, partitions: v.partitions };
+  }
+
+  /** Reserve a slot (no other fault, or the mixed-version campaign's stop, takes it meanwhile); false if reserved. */
+  reserve(slot: Slot): boolean {
+    if (this.busy.has(slot.index)) return false;
+    this.busy.add(slot.index);
+    return true;
+  }
+
+  /** Faults in progress (primary ones; one alongside always runs with a primary one). */
+  get activeCount(): number {
+    return this.active.length;
   }
 
   /** With chance `p`, after 0–1 s: a network-level fault on an instance no active fault uses — only while a

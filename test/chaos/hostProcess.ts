@@ -17,17 +17,26 @@ export interface ChaosHost {
   api: string;
   holderIds: string[];
   exited: Promise<void>;
+  /** Wall ms when it listened, and when it exited (null while running). */
+  startedAt: number;
+  exitedAt: number | null;
+  /** The previous release's build it runs (mixed-version campaign); undefined: this checkout. */
+  release?: string;
   signal(sig: NodeJS.Signals): void;
   alive(): boolean;
 }
 
-/** Spawn a host; resolves once it prints where it listens and its holder ids. */
-export async function startChaosHost(env: Record<string, string>, outFile: string, timeoutMs = 60_000): Promise<ChaosHost> {
+/** Spawn a host (of the release built at `root`: this checkout by default, the previous release in the mixed-version
+ *  campaign); resolves once it prints where it listens and its holder ids. */
+export async function startChaosHost(env: Record<string, string>, outFile: string, timeoutMs = 60_000, root = ROOT): Promise<ChaosHost> {
   const clean: Record<string, string | undefined> = { ...process.env };
   for (const k of [...Object.keys(settingsSchema.shape), ...LOCAL_SETTING_NAMES]) delete clean[k];
-  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const main = root === ROOT ? MAIN : path.join(root, 'dist/src/local/main.js');
+  const child = spawn(process.execPath, [main], { cwd: root, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const out = createWriteStream(outFile, { flags: 'a' });
+  const times = { exitedAt: null as number | null };
   const exited = new Promise<void>((r) => child.on('exit', (code, sig) => {
+    times.exitedAt = Date.now();
     out.end(`[chaos] process exited (${code ?? sig})\n`);
     r();
   }));
@@ -57,7 +66,7 @@ export async function startChaosHost(env: Record<string, string>, outFile: strin
   });
   try {
     const r = await ready;
-    return { child, ...r, exited, alive, signal: (sig) => void (alive() && child.kill(sig)) };
+    return { child, ...r, exited, alive, startedAt: Date.now(), get exitedAt() { return times.exitedAt; }, signal: (sig) => void (alive() && child.kill(sig)) };
   } catch (e) {
     if (alive()) child.kill('SIGKILL');
     await exited;

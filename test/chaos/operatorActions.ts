@@ -21,6 +21,10 @@ export interface OperatorOptions {
   latencyMs: number;
   /** Ask for a change of the count now (--partition-changes): a pause draws it half of the time. */
   changeNow?: () => void;
+  /** Mixed-version campaign: pause and resume each partition (`?partition=k`, k < the recorded count; resume k < max),
+   *  as docs/operations.md asks during a rolling deployment (an earlier release's leaders read only their partition's
+   *  flag), recorded as one action answered with the last answer. */
+  perPartition?: { count: () => Promise<number>; max: number };
   log: (line: string) => void;
 }
 
@@ -82,13 +86,29 @@ export class OperatorSchedule {
       return rec;
     }
     try {
-      const r = await fetch(`${slot.host.api}/${path}`, {
+      const post = (query = '') => fetch(`${slot.host!.api}/${path}${query}`, {
         method: 'POST', body: JSON.stringify({ reason: 'chaos campaign' }), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS),
       });
-      const body = (await r.json().catch(() => ({}))) as { partitions?: unknown[] };
-      rec.answeredAt = Date.now();
-      rec.status = r.status;
-      rec.detail = `${Array.isArray(body.partitions) ? body.partitions.length : 1} partition(s) in the answer`;
+      if (this.o.perPartition && action !== 'drain') {
+        const n = action === 'pause' ? await this.o.perPartition.count() : this.o.perPartition.max;
+        const statuses: number[] = [];
+        for (let k = 0; k < n; k++) {
+          const r = await post(`?partition=${k}`);
+          await r.text();
+          statuses.push(r.status);
+        }
+        rec.answeredAt = Date.now();
+        // A resume beyond the recorded count: an earlier release refuses that partition (400); nothing holds there.
+        const counted = action === 'pause' ? statuses : statuses.filter((st) => st !== 400);
+        rec.status = counted.length ? Math.max(...counted) : 400;
+        rec.detail = `per partition (${statuses.join(', ')})`;
+      } else {
+        const r = await post();
+        const body = (await r.json().catch(() => ({}))) as { partitions?: unknown[] };
+        rec.answeredAt = Date.now();
+        rec.status = r.status;
+        rec.detail = `${Array.isArray(body.partitions) ? body.partitions.length : 1} partition(s) in the answer`;
+      }
     } catch (e) {
       rec.detail = `no answer: ${(e as Error).message}`;
     }

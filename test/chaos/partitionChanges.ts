@@ -3,7 +3,7 @@
 // the change completes (its row in SQL), and record it as a fault of kind partition_change on every partition of the
 // new count: its resume is measured from the completion. A POST whose answer is lost is retried with the same count,
 // to any live host (harmless: the same change). The run's history carries every change (readChanges) for the checker.
-import type { ChaosCluster, ChaosDb } from './cluster.js';
+import type { ChaosCluster, ChaosDb, Slot } from './cluster.js';
 import { chaosSql } from './cluster.js';
 import type { FaultInjector, FaultRecord } from './faults.js';
 import type { PartitionChangeRow } from './history.js';
@@ -37,17 +37,26 @@ export interface ChangeScheduleOptions {
   /** How long a change may take to complete before the injector gives up waiting (the checker then reports it). */
   completeWaitMs: number;
   log: (line: string) => void;
+  /** Mixed-version campaign: every request's answer is recorded here (judged by mixedVersion.ts), and a 409
+   *  older-release-live is no failure. */
+  answers?: ChangeAnswer[];
+  /** The instances requests go through (default every live one). */
+  via?: (slot: Slot) => boolean;
 }
 
-type Answer = { status: number; change?: { changeId?: string; fromCount?: number } } | null;
+/** A request's last answer: when sent and answered, through whom, and the instances a 409 older-release-live named. */
+export interface ChangeAnswer { atMs: number; answeredMs: number; to: number; via: string; status: number | null; olderRelease: boolean; olderInstances: string[] }
+
+type Answer = { status: number; type?: string; olderInstances?: string[]; change?: { changeId?: string; fromCount?: number } } | null;
 
 async function post(api: string, count: number): Promise<Answer> {
   try {
     const r = await fetch(`${api}/ops/partitions`, {
       method: 'POST', body: JSON.stringify({ count }), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(5_000),
     });
-    const body = (await r.json().catch(() => ({}))) as { change?: { changeId?: string; fromCount?: number } };
-    return { status: r.status, ...(body.change ? { change: body.change } : {}) };
+    const body = (await r.json().catch(() => ({}))) as { type?: string; olderInstances?: { holderId: string }[]; change?: { changeId?: string; fromCount?: number } };
+    return { status: r.status, ...(body.type ? { type: body.type } : {}), ...(body.change ? { change: body.change } : {}),
+      ...(body.olderInstances ? { olderInstances: body.olderInstances.map((i) => i.holderId) } : {}) };
   } catch {
     return null; // timeout or connection error: the answer is lost (the change may be recorded)
   }
@@ -56,6 +65,9 @@ async function post(api: string, count: number): Promise<Answer> {
 export class PartitionChangeSchedule {
   private loop: Promise<void> | null = null;
   private stopped = false;
+  /** The request (and wait) in progress, and whether new ones are held back (hold()). */
+  private current: Promise<void> = Promise.resolve();
+  private held = false;
   private wake: () => void = () => {};
 
   constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly rng: Rng,
@@ -69,7 +81,9 @@ export class PartitionChangeSchedule {
           setTimeout(r, this.rng.int(...this.o.gapMs));
         });
         if (this.stopped) break;
-        await this.once().catch((e: unknown) => this.o.log(`    partition_change   harness error: ${(e as Error).message}`));
+        if (this.held) continue;
+        this.current = this.once().catch((e: unknown) => this.o.log(`    partition_change   harness error: ${(e as Error).message}`));
+        await this.current;
       }
     })();
   }
@@ -77,6 +91,16 @@ export class PartitionChangeSchedule {
   /** Request the next change now (unless one is in progress): the operator's pause asks for one while it lasts. */
   now(): void {
     this.wake();
+  }
+
+  /** No new request until release(); resolves once the one in progress completed (or was given up on). */
+  async hold(): Promise<void> {
+    this.held = true;
+    await this.current;
+  }
+
+  release(): void {
+    this.held = false;
   }
 
   /** No new change; with `wait`, the one in progress is awaited (completed, or given up on after completeWaitMs). */
@@ -91,7 +115,7 @@ export class PartitionChangeSchedule {
     const choices = Array.from({ length: this.o.maxCount }, (_, k) => k + 1).filter((n) => n !== from);
     const to = this.rng.pick(choices);
     // Through an instance that can run the new count (one with a smaller EXECUTOR_PARTITIONS refuses it with 409).
-    const able = () => this.cluster.live().filter((s) => s.partitions >= to);
+    const able = () => this.cluster.live().filter((s) => s.partitions >= to && (this.o.via?.(s) ?? true));
     const live = able();
     if (live.length === 0) return;
     let slot = this.rng.pick(live);
@@ -104,6 +128,14 @@ export class PartitionChangeSchedule {
     for (let i = 0; i < 5 && !(answer && answer.status < 500); i++) {
       if (i > 0) slot = this.rng.pick(able().length ? able() : live);
       answer = await post(slot.host?.api ?? '', to);
+    }
+    const olderRelease = answer?.status === 409 && !!answer.type?.endsWith('older-release-live');
+    this.o.answers?.push({ atMs: f.startedAt, answeredMs: Date.now(), to, via: slot.holderId, status: answer?.status ?? null, olderRelease,
+      olderInstances: answer?.olderInstances ?? [] });
+    if (olderRelease && this.o.answers) {
+      this.injector.faults.splice(this.injector.faults.indexOf(f), 1); // nothing changed: no fault, no resume to judge
+      this.o.log(`    partition_change   ${from} → ${to} via ${slot.holderId}: 409 older-release-live (${(answer?.olderInstances ?? []).join(', ')})`);
+      return;
     }
     const changeId = answer?.change?.changeId;
     if (!answer || answer.status !== 202 || !changeId) {

@@ -26,6 +26,7 @@ import { IN_CI, PG_ADMIN_URL } from '../support/pgServer.js';
 import { checkMysqlServer } from '../support/mysqlServer.js';
 import { readSingletonSettings } from '../../src/local/hostJson.js';
 import { startAzurite } from '../support/azurite.js';
+import { previousRelease } from '../support/previousRelease.js';
 import { FAKETIME_LIB, othersTesting, useChaosServer, type ChaosServer } from './cluster.js';
 import { ROOT } from './hostProcess.js';
 import { FAULT_DESCRIPTIONS, FAULT_KINDS, STOP_EXTRA_MAX_MS, type FaultKind } from './faults.js';
@@ -34,12 +35,15 @@ import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, SMALLER_INSTANCE_PARTITIONS, type RunResult, type SmallerInstance } from './runOne.js';
 
 const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
-  [--mode every-instance|azure] [--partitions N] [--partition-changes] [--operator-actions] [--max-in-flight N] [--provider-rate PER_SEC] [--smaller-instance timers|http|none] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
+  [--mode every-instance|azure] [--partitions N] [--partition-changes] [--operator-actions] [--mixed-version] [--max-in-flight N] [--provider-rate PER_SEC] [--smaller-instance timers|http|none] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
 
 /** The --ci campaigns with partitions (PostgreSQL, every-instance): one without and one with changes of the count. */
 const CI_PARTITIONED = { partitions: 4, seeds: [6606], changeSeeds: [7707] };
+
+/** `--ci --mixed-version`: its one run's seed (on either database). */
+const CI_MIXED_SEEDS = [9909];
 
 /** --ci's partitioned runs: the provider limits, the instance with EXECUTOR_PARTITIONS=1 (running its timer) and the
  *  operator's actions (its one-partition runs keep none of them, as before). */
@@ -55,7 +59,7 @@ function parseArgs(argv: string[]) {
     const a = argv[i]!;
     if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
     const [k, inline] = a.slice(2).split('=', 2) as [string, string | undefined];
-    if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help', 'partition-changes', 'operator-actions'].includes(k)) flags.add(k);
+    if (['ci', 'pg-restart', 'keep', 'force-pg-restart', 'help', 'partition-changes', 'operator-actions', 'mixed-version'].includes(k)) flags.add(k);
     else if (!['db', 'mode', 'runs', 'seed', 'duration', 'instances', 'bound', 'slack-ms', 'failure-rate', 'latency-ms', 'overlap', 'skew', 'rate', 'report', 'dir', 'faults', 'low-budget', 'partitions',
       'max-in-flight', 'provider-rate', 'smaller-instance'].includes(k)) {
       throw new Error(`unknown option --${k}\n${USAGE}`);
@@ -70,6 +74,7 @@ function parseArgs(argv: string[]) {
     return v;
   };
   const ci = flags.has('ci');
+  const mixedVersion = flags.has('mixed-version');
   const mode = values.get('mode') ?? 'every-instance';
   if (mode !== 'every-instance' && mode !== 'azure') throw new Error(`--mode: every-instance or azure, not ${mode}\n${USAGE}`);
   const db = values.get('db') ?? 'postgres';
@@ -92,13 +97,13 @@ function parseArgs(argv: string[]) {
   const slackMs = n('slack-ms', ci ? 3_600 : 0);
   return {
     db: db as ChaosServer,
-    help: flags.has('help'), ci, modes: ci ? ['every-instance', 'azure'] as Mode[] : [mode as Mode],
+    help: flags.has('help'), ci, modes: ci && !mixedVersion ? ['every-instance', 'azure'] as Mode[] : [mode as Mode], mixedVersion,
     slackMs,
     runs: Math.floor(n('runs', ci ? 3 : 1)),
     // MariaDB's CI campaign is shorter (CI time): two every-instance runs and one Azure-like.
     seeds: ci ? (db === 'mariadb' ? { 'every-instance': [1101, 2202], azure: [4404] } : { 'every-instance': [1101, 2202, 3303], azure: [4404, 5505] }) as Record<Mode, number[]> : null,
     seed: Math.floor(n('seed', Date.now() % 100_000)),
-    durationMs: n('duration', ci ? 50 : 30) * 1000,
+    durationMs: n('duration', ci ? (mixedVersion ? 30 : 50) : 30) * 1000,
     /** Azure-like CI runs last longer: a killed lock holder's lock takes up to 30 s to move. */
     azureCiDurationMs: 70_000,
     instances: Math.max(3, Math.floor(n('instances', 3))),
@@ -107,7 +112,9 @@ function parseArgs(argv: string[]) {
     operatorActions: flags.has('operator-actions'),
     /** The hosts' cluster-wide provider limits: the checker's in_flight and rate rules hold the provider to them. */
     providerLimits: { maxInFlight: Math.floor(n('max-in-flight', ci ? 0 : 4)), ratePerSec: n('provider-rate', ci ? 0 : 30) },
-    smallerInstance: (ci ? 'none' : smaller) as SmallerInstance,
+    // --mixed-version: none (docs/operations.md: during a rolling deployment every process keeps EXECUTOR_PARTITIONS
+    // equal to the recorded count; an earlier release's smaller one takes limits beyond its share).
+    smallerInstance: (ci || mixedVersion ? 'none' : smaller) as SmallerInstance,
     pgRestart: !ci && flags.has('pg-restart'), forcePgRestart: flags.has('force-pg-restart'),
     keep: flags.has('keep'),
     timings: { leaseMs, renewMs: 500, refreshMs: 200, tickMs },
@@ -153,6 +160,10 @@ async function main(): Promise<number> {
     console.error('[chaos] --partition-changes needs --partitions N > 1 (the hosts\' EXECUTOR_PARTITIONS: the highest count a change may ask for)');
     return 2;
   }
+  if (o.mixedVersion && (o.partitions < 2 && !o.ci || o.modes.includes('azure'))) {
+    console.error('[chaos] --mixed-version needs --partitions N > 1 (its count changes) and --mode every-instance');
+    return 2;
+  }
   useChaosServer(o.db);
   const problem = o.db === 'mariadb' ? await checkMysqlServer() : await pgReachable();
   if (problem) {
@@ -170,15 +181,26 @@ async function main(): Promise<number> {
   const writeReport = (current: string | null) => {
     if (o.report) writeFileSync(o.report, `${[...tables, ...(current ? [current] : [])].join('\n\n')}\n`);
   };
-  for (const mode of o.modes) {
-    const r = await campaign(o, mode, writeReport);
+  // --mixed-version: the previous release, built from git history (once per commit, cached), beside this one.
+  const previous = o.mixedVersion ? previousRelease() : null;
+  if (previous) console.log(`[chaos] previous release ${previous.version} (${previous.commit.slice(0, 7)}) built at ${previous.root}`);
+  const mixed = previous ? { release: previous.root, version: previous.version } : null;
+  if (mixed && o.ci) {
+    // `npm test`: one short mixed-version run (the layout of --ci's partitioned runs, with changes of the count).
+    const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, partitionChanges: true, ...CI_OPERATOR, smallerInstance: 'none',
+      seeds: { 'every-instance': CI_MIXED_SEEDS, azure: [] } }, 'every-instance', writeReport, mixed);
+    failed += r.failed;
+    tables.push(r.table);
+  }
+  for (const mode of mixed && o.ci ? [] : o.modes) {
+    const r = await campaign(o, mode, writeReport, mixed);
     failed += r.failed;
     tables.push(r.table);
   }
   // --ci on PostgreSQL, after the one-partition campaigns (unchanged): issue 25's layout, one every-instance run with
   // 4 partitions (about a minute). Not Azure-like: the local host's first process takes every listener lock, so its
   // partitions share one leader, as in the one-partition Azure-like runs above.
-  if (o.ci && o.db === 'postgres') {
+  if (o.ci && !mixed && o.db === 'postgres') {
     const r = await campaign({ ...o, partitions: CI_PARTITIONED.partitions, ...CI_OPERATOR, seeds: { 'every-instance': CI_PARTITIONED.seeds, azure: [] } }, 'every-instance', writeReport);
     failed += r.failed;
     tables.push(r.table);
@@ -221,7 +243,8 @@ function bounds(o: Options, mode: Mode): { resumeBound: number; byKind?: Record<
   };
 }
 
-async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) => void): Promise<{ failed: number; table: string }> {
+async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) => void, mixed: { release: string; version: string } | null = null):
+Promise<{ failed: number; table: string }> {
   const seeds = o.seeds?.[mode] ?? Array.from({ length: o.runs }, (_, i) => o.seed + i);
   const durationMs = o.ci && mode === 'azure' ? o.azureCiDurationMs : o.durationMs;
   const b = bounds(o, mode);
@@ -237,7 +260,8 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
     `PROVIDER_RATE_LIMIT_PER_SEC ${o.providerLimits.ratePerSec}; ${b.describe}; seeds ${seeds.join(', ')}`);
   const t0 = Date.now();
   const results: RunResult[] = [];
-  const title = (runs: number) => `Chaos campaign${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
+  const title = (runs: number) => `${mixed ? `Mixed-version chaos campaign (release ${mixed.version} and this one)` : 'Chaos campaign'}` +
+    `${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
     `${runs} runs × ${durationMs / 1000} s${o.db === 'mariadb' ? ' on MariaDB' : ''}${o.instances !== 3 ? `, ${o.instances} instances` : ''}` +
     `${o.partitions > 1 ? `, ${o.partitions} partitions${o.smallerInstance === 'none' ? '' : ` (+ an instance with ${SMALLER_INSTANCE_PARTITIONS}${o.smallerInstance === 'http' ? ', HTTP only' : ''})`}` : ''}${o.partitionChanges ? ' with changes of the count' : ''}` +
     `${o.operatorActions ? `${o.partitionChanges ? ' and' : ' with'} operator actions` : ''}` +
@@ -254,7 +278,7 @@ async function campaign(o: Options, mode: Mode, progress: (tableSoFar: string) =
         timers: azurite ? { mode: 'azure', storage: azurite.connectionString } : { mode: 'every-instance' },
         faultKinds: o.faultKinds, failureRate: o.failureRate, latencyMs: o.latencyMs, overlap: o.overlap, skewS: o.skewS, load: { ...DEFAULT_LOAD, ratePerSec: o.rate, lowBudgetRate: o.lowBudget },
         campaignDir: o.dir, keep: o.keep, drainTimeoutMs: 60_000, log: (l) => console.log(l), ...(o.partitions > 1 ? { partitions: o.partitions, partitionChanges: o.partitionChanges } : {}),
-        operatorActions: o.operatorActions, providerLimits: o.providerLimits, smallerInstance: o.smallerInstance,
+        operatorActions: o.operatorActions, providerLimits: o.providerLimits, smallerInstance: o.smallerInstance, ...(mixed ? { mixedVersion: mixed } : {}),
       });
       results.push(r);
       report(r, i, seeds.length);

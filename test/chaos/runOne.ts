@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, type History, type RunStats, type Violation } from './checker.js';
 import {
-  ChaosCluster, chaosSql, createChaosDb, hostEnv, NO_LIMITS, othersTesting, type ChaosDb, type ProviderLimits,
+  ChaosCluster, chaosSql, createChaosDb, hostEnv, NO_LIMITS, othersTesting, type ChaosDb, type ProviderLimits, type Slot,
   type TimerSetup, type Timings,
 } from './cluster.js';
 import { FaultInjector, type FaultKind, type FaultRecord } from './faults.js';
@@ -20,6 +20,7 @@ import { partitionLeaders } from './partitionTargets.js';
 import { PartitionChangeSchedule, readChanges, recordedCount } from './partitionChanges.js';
 import { OperatorSchedule } from './operatorActions.js';
 import { startProviderProcess, type ProviderProcess } from './providerLauncher.js';
+import { MixedVersionPhases, type MixedSummary } from './mixedVersion.js';
 
 export interface RunOptions {
   index: number;
@@ -62,6 +63,8 @@ export interface RunOptions {
   /** With partitions > 1, the instance with the smaller EXECUTOR_PARTITIONS: runs its timer like the others
    *  (`timers`, the default), serves HTTP only (`http`: TIMER_MODE=off), or is left out (`none`). */
   smallerInstance?: SmallerInstance;
+  /** The mixed-version campaign (mixedVersion.ts): the previous release's build runs first, this one joins. */
+  mixedVersion?: { release: string; version: string };
 }
 
 export type SmallerInstance = 'timers' | 'http' | 'none';
@@ -84,6 +87,8 @@ export interface RunResult {
   clockOffsets: Record<string, number>;
   /** PostgreSQL restarts drawn but replaced by a kill because other test processes were running. */
   pgRestartsSkipped: number;
+  /** The mixed-version campaign's phases and count-change answers. */
+  mixed?: MixedSummary;
 }
 
 const num = (x: unknown) => Number(x);
@@ -158,6 +163,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
   let faultLog: FaultInjector | null = null;
   let changes: PartitionChangeSchedule | null = null;
   let operator: OperatorSchedule | null = null;
+  let mixed: MixedVersionPhases | null = null;
   const cleanup = async () => {
     await changes?.stop(false);
     await operator?.stop();
@@ -172,8 +178,10 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     provider = await startProviderProcess(providerFile, o.seed, o.failureRate, o.latencyMs);
     const timers: TimerSetup = o.timers.mode === 'azure' ? { mode: 'azure', storage: o.timers.storage, hostId: tag.toLowerCase() } : o.timers;
     const P = o.partitions ?? 1;
-    cluster = new ChaosCluster(db, { ...hostEnv(o.timings, timers, P, o.providerLimits), PROVIDER_URL: provider.url }, tag, dir,
+    const env = hostEnv(o.timings, timers, P, o.providerLimits);
+    cluster = new ChaosCluster(db, { ...env, PROVIDER_URL: provider.url }, tag, dir,
       o.skewS > 0 ? { maxS: o.skewS, rng: createRng(o.seed ^ 0x3c6ef372) } : null);
+    if (o.mixedVersion) cluster.release = o.mixedVersion.release; // the old release first
     await cluster.start(o.instances);
     if (P > 1 && o.smallerInstance !== 'none') {
       // Started once the count is recorded (the first process to start records its own EXECUTOR_PARTITIONS).
@@ -197,19 +205,30 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     }, createRng(o.seed ^ 0x165667b1));
     result.faults = injector.faults;
     faultLog = injector;
+    const smaller = P > 1 && o.smallerInstance !== 'none' ? [cluster.slots.at(-1)!] : [];
+    mixed = o.mixedVersion ? new MixedVersionPhases(cluster, db, injector, {
+      ...o.mixedVersion, durationMs: o.durationMs, liveWindowMs: Number(env.INSTANCE_LIVE_WINDOW_MS ?? 15_000), log: o.log,
+      slotEnvs: [...Array.from({ length: o.instances }, () => ({})), ...smaller.map(() => ({ EXECUTOR_PARTITIONS: String(SMALLER_INSTANCE_PARTITIONS),
+        ...(o.smallerInstance === 'http' ? { TIMER_MODE: 'off' } : {}) }))],
+    }) : null;
+    if (mixed) result.mixed = mixed.summary;
     // Issue 26: changes of the count, drawn from a stream of their own (the other draws stay as without them).
     changes = o.partitionChanges && P > 1 ? new PartitionChangeSchedule(cluster, db, createRng(o.seed ^ 0x7f4a7c15), injector, {
       maxCount: P, gapMs: [2_000, 6_000], completeWaitMs: 60_000, log: o.log,
+      ...(mixed ? { answers: mixed.answers, via: (s: Slot) => !s.release } : {}), // through this release's instances only
     }) : null;
+    mixed?.useChanges(changes);
     changes?.start();
+    mixed?.start(loadFrom);
     // Operator actions, drawn from a stream of their own.
     operator = o.operatorActions ? new OperatorSchedule(cluster, provider, createRng(o.seed ^ 0x6a09e667), {
       gapMs: [2_000, 5_000], pauseMs: [1_500, 4_000], slowMs: [3_000, 6_000], slowLatencyMs: SLOW_LATENCY_MS, latencyMs: o.latencyMs, log: o.log,
-      ...(changes ? { changeNow: () => changes!.now() } : {}),
+      ...(changes ? { changeNow: () => changes!.now() } : {}), ...(mixed ? { perPartition: { count: () => recordedCount(d), max: P } } : {}),
     }) : null;
     operator?.start();
     const faultsEnd = loadFrom + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd) {
+      await mixed?.gate();
       const target = await injector.target(injector.pickKind()); // victim reserved before any fault alongside
       const faults = target ? [injector.run(target), injector.maybeInjectAlongside(o.overlap)] : [];
       const settled = await Promise.allSettled(faults); // a failed fault still lets the one alongside finish
@@ -219,6 +238,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       }
       await sleep(rng.int(500, 2_500));
     }
+    await mixed?.finish();
     await operator?.stop(); // a pause in progress is resumed, the provider's latency restored
     await changes?.stop(); // the change in progress completes while the load still runs
     if (injector.pgRestartsSkipped) o.log(`    ${injector.pgRestartsSkipped} PostgreSQL restart(s) replaced by a kill: other tests were running`);
@@ -232,6 +252,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await provider.stop();
     const history = await loadHistory(db, o, providerFile, load, injector, operator);
     const { violations, stats } = check(history);
+    if (mixed) violations.push(...await mixed.judge());
     result.violations = violations;
     result.stats = stats;
     if (violations.length > 0 || o.keep) writeFileSync(path.join(dir, 'history.json'), JSON.stringify(history, null, 1));

@@ -1,0 +1,264 @@
+// The mixed-version campaign (`--mixed-version`): the previous release (test/support/previousRelease.json, built from
+// git history by previousRelease.ts) and this checkout run side by side on one database under the campaign's faults.
+// Phases, at fractions of the run's duration, beside the load and the faults (a phase step never takes a slot a fault
+// holds, and a fault never takes one a step is stopping):
+//   old only → this checkout's migrations while the old release runs → new processes start → the old ones stop one
+//   by one (SIGTERM) → this release alone: a count change must start and complete → an old process becomes live
+//   during a change (it must not take part: none of its changer's lease acquisitions, no claim) → the downgrade: old
+//   processes start beside the new ones, which then stop one by one, the old release running alone on this one's
+//   schema to the end.
+// Count changes go through this release's instances only: while an old process is live they must be answered 409
+// older-release-live (judged here, with the answers recorded by partitionChanges.ts); once none is, 202.
+import type { ChaosCluster, ChaosDb, Slot } from './cluster.js';
+import type { FaultInjector } from './faults.js';
+import type { ChaosHost } from './hostProcess.js';
+import type { Violation } from './history.js';
+import type { ChangeAnswer, PartitionChangeSchedule } from './partitionChanges.js';
+import { readChanges, recordedCount } from './partitionChanges.js';
+import { sleep } from './rng.js';
+import { runMigrate } from '../support/previousRelease.js';
+import { partitionChangerHolderId } from '../../src/limits.js';
+
+export interface MixedOptions {
+  /** The previous release's build (previousRelease().root) and its version. */
+  release: string;
+  version: string;
+  durationMs: number;
+  /** INSTANCE_LIVE_WINDOW_MS of the hosts: a stopped process's row counts as live this long. */
+  liveWindowMs: number;
+  /** The environment of the slots to start per release (the cluster's full ones, and the smaller one if any). */
+  slotEnvs: Record<string, string>[];
+  log: (line: string) => void;
+}
+
+/** What the phases did, for the report. */
+export interface MixedSummary { steps: string[]; answers: ChangeAnswer[]; joined: 'exercised' | 'change already completed' | 'not run' }
+
+const STOP_WAIT_MS = 20_000;
+/** How long the old process stays live during the change (the change must not complete meanwhile). */
+const WAIT_WHILE_OLD_MS = 3_000;
+
+export class MixedVersionPhases {
+  readonly answers: ChangeAnswer[] = [];
+  readonly summary: MixedSummary = { steps: [], answers: this.answers, joined: 'not run' };
+  /** Set while a step that must not overlap a fault runs (the main loop waits for it before its next fault). */
+  private exclusive: Promise<void> | null = null;
+  private loop: Promise<void> | null = null;
+  private failure: Error | null = null;
+
+  constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly injector: FaultInjector,
+    private readonly o: MixedOptions, private changes: PartitionChangeSchedule | null = null) {}
+
+  useChanges(changes: PartitionChangeSchedule | null): void {
+    this.changes = changes;
+  }
+
+  /** Resolves when no exclusive step runs (the fault loop calls it before each fault). */
+  async gate(): Promise<void> {
+    while (this.exclusive) await this.exclusive;
+  }
+
+  /** Run the phases from now (`fromMs`: the load's start), each at its fraction of the duration. */
+  start(fromMs: number): void {
+    const at = (f: number) => sleep(Math.max(0, fromMs + f * this.o.durationMs - Date.now()));
+    this.loop = (async () => {
+      await at(0.08);
+      await this.step('migrate', () => this.migrate());
+      await at(0.16);
+      await this.step('start new', () => this.startSlots(null));
+      for (const [i, f] of [0.26, 0.32, 0.38, 0.44].entries()) {
+        if (!this.live(true).length) break;
+        await at(f);
+        await this.step(`stop old ${i + 1}`, () => this.stopOne(true));
+      }
+      await at(0.5);
+      await this.step('change, this release alone', () => this.changeAlone());
+      await at(0.6);
+      await this.step('old joins a change', () => this.exclusively(() => this.oldJoinsChange()));
+      await at(0.72);
+      await this.step('downgrade: start old', () => this.startOldBeside());
+      for (const [i, f] of [0.78, 0.83, 0.88, 0.93].entries()) {
+        if (!this.live(false).length) break;
+        await at(f);
+        await this.step(`stop new ${i + 1}`, () => this.stopOne(false));
+      }
+    })().catch((e: unknown) => {
+      this.failure = e as Error;
+    });
+  }
+
+  /** Wait for every phase (after the fault loop); throws a phase's failure. */
+  async finish(): Promise<void> {
+    await this.loop;
+    if (this.failure) throw this.failure;
+  }
+
+  private async step(name: string, run: () => Promise<string>): Promise<void> {
+    const t = Date.now();
+    const detail = await run();
+    const line = `${name}: ${detail} (${Date.now() - t} ms)`;
+    this.summary.steps.push(line);
+    this.o.log(`    mixed-version    ${line}`);
+  }
+
+  private async exclusively(run: () => Promise<string>): Promise<string> {
+    let done = () => {};
+    this.exclusive = new Promise<void>((r) => (done = r));
+    try {
+      while (this.injector.activeCount > 0) await sleep(100);
+      return await run();
+    } finally {
+      this.exclusive = null;
+      done();
+    }
+  }
+
+  /** Live slots of the old release (`old`) or of this one. */
+  private live(old: boolean): Slot[] {
+    return this.cluster.live().filter((s) => !!s.release === old);
+  }
+
+  private async migrate(): Promise<string> {
+    const r = await runMigrate(this.db.url);
+    if (r.code !== 0) throw new Error(`this release's migrate exited ${r.code} while the old release ran:\n${r.out.slice(-2000)}`);
+    return `this release's migrations applied while ${this.live(true).length} old process(es) ran`;
+  }
+
+  private async startSlots(release: string | null): Promise<string> {
+    const slots = await Promise.all(this.o.slotEnvs.map((env) => this.cluster.add(env, true, release)));
+    return `started ${slots.map((s) => s.holderId).join(', ')}`;
+  }
+
+  /** Stop one live process of the old release (or of this one) for good: SIGTERM, wait for its exit. */
+  private async stopOne(old: boolean): Promise<string> {
+    for (;;) {
+      const slot = this.live(old).find((s) => this.injector.reserve(s));
+      if (slot) return this.stopSlot(slot);
+      await sleep(200); // every candidate is a fault's victim now
+    }
+  }
+
+  /** The slot's process stopped gracefully (killed after STOP_WAIT_MS); the slot stays empty and reserved. */
+  private async stopSlot(slot: Slot): Promise<string> {
+    const host = slot.host!;
+    slot.stopped = true; // out of live() at once
+    host.signal('SIGTERM');
+    const graceful = await Promise.race([host.exited.then(() => true), sleep(STOP_WAIT_MS).then(() => false)]);
+    if (!graceful) {
+      host.signal('SIGKILL');
+      await host.exited;
+    }
+    slot.host = null;
+    return `stopped ${slot.holderId}${graceful ? '' : ` (killed: still running ${STOP_WAIT_MS} ms after SIGTERM)`}`;
+  }
+
+  /** Through a live process of this release: POST /api/ops/partitions to a count other than the recorded one. */
+  private async request(): Promise<{ status: number; changeId: string | null; to: number; via: string }> {
+    const from = await recordedCount(this.db);
+    const via = this.live(false).filter((s) => s.partitions > 1)[0];
+    if (!via) throw new Error('no live process of this release to request a count change through');
+    const to = from === via.partitions ? from - 1 : from + 1;
+    const r = await fetch(`${via.host!.api}/ops/partitions`, { method: 'POST', body: JSON.stringify({ count: to }),
+      headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(5_000) });
+    const body = (await r.json().catch(() => ({}))) as { change?: { changeId?: string } };
+    return { status: r.status, changeId: body.change?.changeId ?? null, to, via: via.holderId };
+  }
+
+  private async completed(changeId: string, waitMs: number): Promise<{ completedAtMs: number | null; changer: string | null }> {
+    const end = Date.now() + waitMs;
+    for (;;) {
+      const c = (await readChanges(this.db).catch(() => [])).find((x) => x.changeId === changeId);
+      if (c?.completedAtMs != null || Date.now() > end) return { completedAtMs: c?.completedAtMs ?? null, changer: c?.changer ?? null };
+      await sleep(100);
+    }
+  }
+
+  /** This release alone: the schedule's changes are answered 202 again; one more is made here and must complete. */
+  private async changeAlone(): Promise<string> {
+    await this.changes?.hold();
+    try {
+      const r = await this.request();
+      if (r.status !== 202 || !r.changeId) throw new Error(`with this release alone, POST /ops/partitions {count: ${r.to}} via ${r.via} answered ${r.status}`);
+      const c = await this.completed(r.changeId, 30_000);
+      if (c.completedAtMs === null) throw new Error(`change ${r.changeId} to ${r.to} not completed within 30 s with this release alone`);
+      return `change to ${r.to} via ${r.via} completed by ${c.changer}`;
+    } finally {
+      this.changes?.release();
+    }
+  }
+
+  /** An old process becomes live while a change is active: it starts, its database traffic is held (its instance row
+   *  ages out of the live window) while a change is requested through this release, then delivered. The change must
+   *  wait for it (it is stopped after a while) and complete without it. */
+  private async oldJoinsChange(): Promise<string> {
+    await this.changes?.hold();
+    try {
+      const [slot] = await Promise.all([this.cluster.add(this.o.slotEnvs[0]!, true, this.o.release)]);
+      if (!this.injector.reserve(slot!)) throw new Error('a fault took the new slot');
+      const s = slot!;
+      const heldMs = this.o.liveWindowMs + 2_500;
+      const held = s.proxy.blackhole(heldMs, 'resume');
+      await sleep(this.o.liveWindowMs + 700);
+      const r = await this.request();
+      await held;
+      const atLive = r.changeId ? await this.completed(r.changeId, 0) : null;
+      if (r.status !== 202 || !r.changeId) {
+        await this.stopSlot(s);
+        this.summary.joined = 'not run';
+        return `change to ${r.to} answered ${r.status} (the held old process still counted as live): not exercised`;
+      }
+      const whileLive = await this.completed(r.changeId, WAIT_WHILE_OLD_MS);
+      const stopped = await this.stopSlot(s);
+      const c = whileLive.completedAtMs !== null ? whileLive : await this.completed(r.changeId, 30_000);
+      this.summary.joined = atLive?.completedAtMs != null ? 'change already completed' : 'exercised';
+      return `${s.holderId} (${this.o.version}) live again during change ${r.changeId} to ${r.to}: ` +
+        `${whileLive.completedAtMs === null ? 'the change waited for it' : `completed while it was live, by ${whileLive.changer}`}; ${stopped}; ` +
+        `${c.completedAtMs === null ? 'NOT completed within 30 s after' : `completed by ${c.changer}`}`;
+    } finally {
+      this.changes?.release();
+    }
+  }
+
+  /** The downgrade: no change in progress (the schedule's completes first), then old processes beside the new ones. */
+  private async startOldBeside(): Promise<string> {
+    await this.changes?.hold();
+    try {
+      return await this.startSlots(this.o.release);
+    } finally {
+      this.changes?.release(); // its requests now find an old process live: 409
+    }
+  }
+
+  /** After the run (every process stopped): the count-change rules of the mixed-version campaign. */
+  async judge(): Promise<Violation[]> {
+    const v: Violation[] = [];
+    const old = this.cluster.all.filter((h) => h.release !== undefined);
+    const oldChangers = new Set(old.flatMap((h) => h.holderIds.map(partitionChangerHolderId)));
+    const list = [...oldChangers];
+    if (list.length) {
+      const marks = list.map((_, i) => `$${i + 1}`).join(', ');
+      const events = await this.db.sql<{ holder_id: string; lease_name: string; event: string }>(
+        `SELECT holder_id, lease_name, event FROM submission_manager_lease_events WHERE holder_id IN (${marks}) ORDER BY seq`, list);
+      for (const e of events.filter((x) => x.event === 'acquired').slice(0, 5)) {
+        v.push({ check: 'mixed_version', message: `the old release's changer ${e.holder_id} acquired ${e.lease_name}: it took part in a count change` });
+      }
+    }
+    for (const c of await readChanges(this.db)) {
+      if (c.changer && oldChangers.has(c.changer)) v.push({ check: 'mixed_version', message: `change ${c.changeId} (${c.fromCount} → ${c.toCount}) claimed by the old release's changer ${c.changer}` });
+    }
+    for (const a of this.answers) {
+      const anyOld = old.some((h) => h.startedAt - 2_000 <= a.answeredMs && (h.exitedAt ?? Infinity) >= a.atMs - this.o.liveWindowMs - 1_000);
+      const surelyOld = old.some((h) => h.startedAt <= a.atMs - 1_000 && (h.exitedAt ?? Infinity) > a.answeredMs && !this.faulted(h, a.atMs - this.o.liveWindowMs - 1_000, a.answeredMs));
+      if (a.olderRelease && !anyOld) v.push({ check: 'mixed_version', message: `POST /ops/partitions {count: ${a.to}} via ${a.via} answered 409 older-release-live with no old process live (${a.olderInstances.join(', ')})` });
+      if (a.status === 202 && surelyOld) v.push({ check: 'mixed_version', message: `POST /ops/partitions {count: ${a.to}} via ${a.via} answered 202 while an old process was live` });
+    }
+    return v;
+  }
+
+  /** Whether a fault hit the process's slot (or the whole database) between `from` and `to`. */
+  private faulted(h: ChaosHost, from: number, to: number): boolean {
+    const slot = this.cluster.holders.get(h.holderIds[0]!);
+    return this.injector.faults.some((f) => f.kind !== 'partition_change' && (f.slot === null || f.slot === slot)
+      && f.startedAt <= to && (f.endedAt || Infinity) >= from);
+  }
+}
