@@ -45,6 +45,7 @@ export class MixedVersionPhases {
   private exclusive: Promise<void> | null = null;
   private loop: Promise<void> | null = null;
   private failure: Error | null = null;
+  private ended = false;
 
   constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly injector: FaultInjector,
     private readonly o: MixedOptions, private changes: PartitionChangeSchedule | null = null) {}
@@ -84,7 +85,14 @@ export class MixedVersionPhases {
       }
     })().catch((e: unknown) => {
       this.failure = e as Error;
+    }).finally(() => {
+      this.ended = true;
     });
+  }
+
+  /** Whether phases are still to run (the fault loop goes on until they are done: every phase under faults). */
+  get running(): boolean {
+    return this.loop !== null && !this.ended;
   }
 
   /** Wait for every phase (after the fault loop); throws a phase's failure. */

@@ -227,7 +227,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     }) : null;
     operator?.start();
     const faultsEnd = loadFrom + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
-    while (Date.now() < faultsEnd) {
+    while (Date.now() < faultsEnd || mixed?.running) {
       await mixed?.gate();
       const target = await injector.target(injector.pickKind()); // victim reserved before any fault alongside
       const faults = target ? [injector.run(target), injector.maybeInjectAlongside(o.overlap)] : [];
