@@ -39,7 +39,7 @@ async function one(n: number, from: number, to: number) {
     if (req.kind !== 'created') throw new Error(`request: ${req.kind}`);
     const changer = new PartitionChanger(s.lease, s.partitions, {
       leaseNameOf: (k) => partitionLeaseName('bench', k), partitionOf: assignPartition, holderId: 'bench~partition-change',
-      durationMs: 60_000, renewIntervalMs: 20_000, safetyMarginMs: 5_000, commitGraceMs: GRACE_MS, refreshIntervalMs: 0, batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS, pollMs: 50,
+      durationMs: 60_000, renewIntervalMs: 20_000, safetyMarginMs: 5_000, commitGraceMs: GRACE_MS, refreshIntervalMs: 0, batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS, pollMs: 50, stuckSteps: 5,
     }, systemClock, silentLogger);
     for (;;) {
       const layout = await s.partitions.readLayout();

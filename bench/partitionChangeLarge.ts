@@ -82,7 +82,7 @@ async function one(make: () => Promise<LargeTable & { open: OpenStores }>, n: nu
       const changer = new PartitionChanger(s.lease, s.partitions, {
         leaseNameOf: (k) => partitionLeaseName('bench', k), partitionOf: assignPartition, holderId: 'bench~partition-change',
         durationMs: 60_000, renewIntervalMs: 20_000, safetyMarginMs: 5_000, commitGraceMs: GRACE_MS, refreshIntervalMs: 1_000,
-        batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS, pollMs: 50,
+        batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS, pollMs: 50, stuckSteps: 5,
       }, systemClock, silentLogger);
       const t0 = performance.now();
       let failedSteps = 0;

@@ -168,7 +168,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
     safetyMarginMs: config.lease.safetyMarginMs, commitGraceMs: config.schedule.commitGraceMs, refreshIntervalMs: config.schedule.refreshIntervalMs,
     batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS,
     pollMs: Math.min(250, config.schedule.refreshIntervalMs), olderReleasesLive: async () =>
-      (await liveOlderReleases(stores.instances, config.instances.liveWindowMs)).map((i) => `${i.holderId} (${i.version})`) }, clock, logger);
+      (await liveOlderReleases(stores.instances, config.instances.liveWindowMs)).map((i) => `${i.holderId} (${i.version})`),
+    stuckSteps: config.partitions.stuckSteps }, clock, logger, metrics);
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
   // Only a process that can run every partition of the recorded count shares (the others take what nobody took).
   const sharerRoles = () => (layout.count() <= partitions.length ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer']);

@@ -49,8 +49,9 @@ export interface Config {
     /** Wake the leader on due-intent notices where the dialect has them (DUE_NOTICES). */
     dueNotices: boolean };
   provider: { url: string | null; timeoutMs: number };
-  /** EXECUTOR_PARTITIONS: intents are assigned partitions 0..count−1; the database records the count. */
-  partitions: { count: number };
+  /** EXECUTOR_PARTITIONS: intents are assigned partitions 0..count−1; the database records the count.
+   *  PARTITION_CHANGE_STUCK_STEPS: failed changer steps in a row after which a change is reported stuck. */
+  partitions: { count: number; stuckSteps: number };
   /** The instance heartbeat (INSTANCE_HEARTBEAT_MS, INSTANCE_LIVE_WINDOW_MS) and the app version its row reports. */
   instances: { heartbeatMs: number; liveWindowMs: number; version: string };
   /** Provider protection (see src/provider/guard.ts), cluster-wide: ratePerSec and maxInFlight hold for all the
@@ -306,7 +307,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       concurrency: s.EXECUTOR_CONCURRENCY,
     },
     provider: { url: providerUrl, timeoutMs: s.PROVIDER_TIMEOUT_MS },
-    partitions: { count: s.EXECUTOR_PARTITIONS },
+    partitions: { count: s.EXECUTOR_PARTITIONS, stuckSteps: s.PARTITION_CHANGE_STUCK_STEPS },
     instances: { heartbeatMs: s.INSTANCE_HEARTBEAT_MS, liveWindowMs, version: appVersion() },
     providerGuard: {
       ratePerSec: s.PROVIDER_RATE_LIMIT_PER_SEC, maxInFlight: s.PROVIDER_MAX_IN_FLIGHT || s.EXECUTOR_CONCURRENCY * s.EXECUTOR_PARTITIONS,

@@ -76,6 +76,11 @@ export const settingsSchema = z.object({
     .int(`must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
     .min(1, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`)
     .max(MAX_EXECUTOR_PARTITIONS, `must be an integer from 1 to ${MAX_EXECUTOR_PARTITIONS}`).default(1),
+  /** A partition-count change is reported stuck (an error log, partition_change_stuck_steps_total, the dashboard and
+   *  GET /api/ops/partitions) once this many of its changer's steps in a row have failed (default 5, 1..1000); a
+   *  step that does not fail resets the count. See docs/operations.md, "A count change that does not progress". */
+  PARTITION_CHANGE_STUCK_STEPS: z.coerce.number({ error: 'must be an integer from 1 to 1000' }).int('must be an integer from 1 to 1000')
+    .min(1, 'must be an integer from 1 to 1000').max(1000, 'must be an integer from 1 to 1000').default(5),
   /** Every instance upserts its heartbeat row (holder, version, roles, partitions led) this often (default 5 000 ms):
    *  `every-instance` timers count the live rows for their fair share of the partitions; the dashboard lists them. */
   INSTANCE_HEARTBEAT_MS: intMs(5_000, 100),

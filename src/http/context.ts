@@ -7,7 +7,7 @@ import type { Stores } from '../store/stores.js';
 import type { ClusterViewCache } from './clusterView.js';
 
 export interface HttpContext {
-  config: { lease: { name: string }; partitions: { count: number }; instances: { liveWindowMs: number } };
+  config: { lease: { name: string }; partitions: { count: number; stuckSteps: number }; instances: { liveWindowMs: number } };
   logger: Logger;
   stores: Pick<Stores, 'intents' | 'ops' | 'redrive' | 'insights' | 'instances' | 'partitions' | 'lease'>;
   /** This instance's own lease state (its role says nothing about the cluster on Flex: see `cluster`). */

@@ -29,7 +29,7 @@ const handoverView = (r: HandoverRequest) => ({
 });
 
 /** Optional `{reason}` body of the admin POSTs: the reason, or the problem response. */
-async function optionalReason(req: ApiRequest, instance: string): Promise<{ ok: true; reason: string | null } | { ok: false; response: ApiResponse }> {
+export async function optionalReason(req: ApiRequest, instance: string): Promise<{ ok: true; reason: string | null } | { ok: false; response: ApiResponse }> {
   const text = await req.text();
   if (text.trim() === '') return { ok: true, reason: null };
   const body = await readJsonBody({ ...req, text: async () => text }, instance);

@@ -7,7 +7,7 @@ import { liveOlderReleases } from '../lease/olderReleases.js';
 import { validate } from '../intents/contract.js';
 import { isUuid, uuidv7 } from '../intents/ids.js';
 import { leaseNameRoomProblem, partitionLeaseName } from '../limits.js';
-import type { PartitionChange } from '../store/partitionPorts.js';
+import { isChangeActive, type PartitionChange } from '../store/partitionPorts.js';
 import type { HttpContext } from './context.js';
 import { guarded } from './guarded.js';
 import { partitionCountBodySchema, type ChangeLeaseView, type PartitionChangeView } from './openapi/partitionSchemas.js';
@@ -17,9 +17,10 @@ import { readJsonBody, requester, type ApiHandler } from './request.js';
 /** Changes listed by GET /ops/partitions. */
 export const RECENT_CHANGES = 20;
 
-type PartitionsContext = Pick<HttpContext, 'config' | 'logger' | 'lease'> & { stores: Pick<HttpContext['stores'], 'partitions' | 'lease' | 'instances'> };
+export type PartitionsContext = Pick<HttpContext, 'config' | 'logger' | 'lease'> & { stores: Pick<HttpContext['stores'], 'partitions' | 'lease' | 'instances'> };
 
-export const partitionChangeView = (c: PartitionChange): PartitionChangeView => ({
+/** The change as the API shows it; `stuckSteps` is PARTITION_CHANGE_STUCK_STEPS (failed steps in a row that make it stuck). */
+export const partitionChangeView = (c: PartitionChange, stuckSteps: number): PartitionChangeView => ({
   changeId: c.changeId,
   fromCount: c.fromCount,
   toCount: c.toCount,
@@ -35,9 +36,15 @@ export const partitionChangeView = (c: PartitionChange): PartitionChangeView => 
   scanDoneAt: c.scanDoneAt?.toISOString() ?? null,
   rowsMoved: c.rowsMoved,
   completedAt: c.completedAt?.toISOString() ?? null,
+  failedSteps: c.failedSteps,
+  stuck: isChangeActive(c) && c.failedSteps >= stuckSteps,
+  lastStepError: c.lastStepError,
+  lastFailedAt: c.lastFailedAt?.toISOString() ?? null,
+  cancelledAt: c.cancelledAt?.toISOString() ?? null,
+  cancelledBy: c.cancelledBy,
 });
 
-const describeChange = (c: PartitionChange) =>
+export const describeChange = (c: PartitionChange) =>
   `${c.changeId} from ${c.fromCount} to ${c.toCount} (${c.state}, requested at ${c.requestedAt.toISOString()} by ${c.requestedBy})`;
 
 /** The lease rows of partitions 0..n−1 (one read each, in parallel); held and heldByChanger by database time. */
@@ -103,14 +110,15 @@ export function requestPartitionCountHandler(app: PartitionsContext): ApiHandler
     }
     if (out.kind === 'conflict') {
       return problem(409, 'partition-change-active', 'Another partition change is active',
-        `another change is in progress: ${describeChange(out.active)}; it completes first (GET /api/ops/partitions/${out.active.changeId})`,
-        { instance, activeChange: partitionChangeView(out.active) });
+        `another change is in progress: ${describeChange(out.active)}; it completes first (GET /api/ops/partitions/${out.active.changeId}), ` +
+          `or, before its switch, cancel it (POST /api/ops/partitions/${out.active.changeId}/cancel)`,
+        { instance, activeChange: partitionChangeView(out.active, app.config.partitions.stuckSteps) });
     }
     const c = out.change;
     app.logger.warn({ event: 'partition_change_requested', change_id: c.changeId, from_count: c.fromCount, to_count: c.toCount,
       requested_by: c.requestedBy, state: c.state, created: out.kind === 'created' },
     out.kind === 'created' ? 'partition count change requested' : 'partition count change already active');
-    return json(202, { created: out.kind === 'created', change: partitionChangeView(c) });
+    return json(202, { created: out.kind === 'created', change: partitionChangeView(c, app.config.partitions.stuckSteps) });
   });
 }
 
@@ -123,7 +131,8 @@ export function partitionLayoutHandler(app: PartitionsContext): ApiHandler {
     return json(200, {
       count: layout.count, recordedAt: layout.recordedAt.toISOString(), recordedBy: layout.recordedBy, generation: layout.generation,
       executorPartitions: app.config.partitions.count, dbNow: layout.dbNow.toISOString(),
-      active: active && partitionChangeView(active), changes: changes.map(partitionChangeView), leases,
+      active: active && partitionChangeView(active, app.config.partitions.stuckSteps),
+      changes: changes.map((c) => partitionChangeView(c, app.config.partitions.stuckSteps)), leases,
     });
   });
 }
@@ -134,6 +143,6 @@ export function partitionChangeHandler(app: PartitionsContext): ApiHandler {
     const id = req.params.changeId ?? '';
     const change = isUuid(id) ? await app.stores.partitions.getChange(id.toLowerCase()) : null;
     if (!change) return problem(404, 'partition-change-not-found', 'Not found', `no partition change with id ${JSON.stringify(id.slice(0, 40))}`, { instance });
-    return json(200, partitionChangeView(change));
+    return json(200, partitionChangeView(change, app.config.partitions.stuckSteps));
   });
 }

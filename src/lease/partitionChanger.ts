@@ -7,16 +7,18 @@
 // - Every write (claim, switch, move, complete) is fenced by all M leases at once: a changer that lost any lease
 //   writes nothing, forgets its leases and starts over at its next step.
 // - Resumable and idempotent: the change's state and scan cursor are in SQL; a crash, a lost reply or a database
-//   restart leaves a state the next step (this changer's or another's) continues from. Roll forward only.
+//   restart leaves a state the next step (this changer's or another's) continues from. Roll forward once switched;
+//   before, an operator may cancel it (cancelChange): every step finds it ended under the change row's lock and
+//   writes nothing, and this changer lets its leases go. Failed steps are reported (stepFailures.ts).
 // - Its holder id is its own (partitionChangerHolderId), so the instance's lease managers never adopt its rows;
 //   a row found held by that id (our own lost acquire reply) is adopted.
 import type { Clock } from './clock.js';
 import type { Logger } from '../observability/logger.js';
-import { sqlErrorField } from '../observability/logger.js';
 import type { LeaseStore, Fenced } from '../store/ports.js';
 import { AdaptiveLimit } from './adaptiveLimit.js';
 import { ChangerLeases } from './changerLeases.js';
-import type { PartitionChange, PartitionLayout, PartitionStore } from '../store/partitionPorts.js';
+import { isChangeActive, type PartitionChange, type PartitionLayout, type PartitionStore } from '../store/partitionPorts.js';
+import { StepFailures, type StepFailureMetrics } from './stepFailures.js';
 
 export interface ChangerSettings {
   /** Partition k's lease name (partitionLeaseName(LEASE_NAME, k)). */
@@ -42,6 +44,8 @@ export interface ChangerSettings {
   /** The live instances running a release older than count changes need ("holder (version)"; default: none). A
    *  prepared change waits for them to go before it takes any lease, and again before its switch. */
   olderReleasesLive?: () => Promise<string[]>;
+  /** PARTITION_CHANGE_STUCK_STEPS: failed steps in a row after which the change is reported stuck. */
+  stuckSteps: number;
 }
 
 /** How far a step got. */
@@ -53,7 +57,9 @@ export type ChangerProgress =
   | { kind: 'reassigning'; rowsMoved: number; phase: 'scan' | 'catch-up' }
   | { kind: 'completed'; change: PartitionChange }
   | { kind: 'leaseLost' }
-  | { kind: 'failed'; error: unknown };
+  /** Cancelled by an operator (found so by a step): every lease this changer held let go. */
+  | { kind: 'cancelled'; change: PartitionChange }
+  | { kind: 'failed'; error: unknown; failedSteps: number; stuck: boolean };
 
 export class PartitionChanger {
   /** The partition leases this changer holds, for `changeId`. */
@@ -70,6 +76,7 @@ export class PartitionChanger {
   private exclusionFailed: string | null = null;
   /** The older instances last logged as holding a change back (logged again only when they change). */
   private olderLogged = '';
+  private readonly failures: StepFailures;
 
   constructor(
     leases: LeaseStore,
@@ -77,8 +84,10 @@ export class PartitionChanger {
     private readonly s: ChangerSettings,
     private readonly clock: Clock,
     private readonly log: Logger,
+    metrics?: StepFailureMetrics,
   ) {
     this.held = new ChangerLeases(leases, s, clock, log);
+    this.failures = new StepFailures(store, s.stuckSteps, log, metrics);
     this.ranges = new AdaptiveLimit(s.prepareBatchSize);
     this.pages = new AdaptiveLimit(s.batchSize);
   }
@@ -102,13 +111,14 @@ export class PartitionChanger {
       this.changeId = change.changeId;
       this.claimed = change.changer === this.s.holderId;
     }
+    let progress: ChangerProgress;
     try {
-      return await this.drive(change, deadlineMs, Math.max(deadlineMs, finishByMs));
+      progress = await this.drive(change, deadlineMs, Math.max(deadlineMs, finishByMs));
     } catch (e) {
-      this.log.warn({ event: 'partition_change_step_failed', change_id: change.changeId, sql_error: sqlErrorField(e) },
-        'partition change step failed; the next step resumes');
-      return { kind: 'failed', error: e };
+      return { kind: 'failed', error: e, ...(await this.failures.failed(change, e)) };
     }
+    if (progress.kind !== 'cancelled') await this.failures.succeeded(change);
+    return progress;
   }
 
   /** A live instance of an older release (whose intake the switch would not exclude, whose changer raises no layout
@@ -142,6 +152,7 @@ export class PartitionChanger {
     let change = initial;
     if (change.state === 'preparing') {
       const prepared = await this.prepare(change, deadlineMs);
+      if (!isChangeActive(prepared)) return this.ended(prepared);
       if (prepared.state === 'preparing') return { kind: 'preparing', rowsMoved: prepared.rowsMoved };
       change = prepared;
     }
@@ -160,16 +171,16 @@ export class PartitionChanger {
         const waitMs = Math.min(this.s.pollMs, deadlineMs - this.clock.nowMs());
         if (waitMs <= 0 || !(await this.held.renewDue(k))) return { kind: 'waiting', partition: k, held: this.held.size, of: m };
         await new Promise((r) => setTimeout(r, waitMs));
+        // Cancelled while this changer waits: let go now rather than hold leases until its deadline.
+        const now = await this.store.getChange(change.changeId);
+        if (!now || !isChangeActive(now)) return this.ended(now ?? change);
       }
       if (k === 0) {
         // Holding lease 0, read the change as it is now: another changer may have completed it while this one
         // waited (its layout was read before), and then every lease this one would take must stay free.
         const now = this.claimed ? await this.store.getChange(change.changeId) : await this.claim(change);
         if (now === 'lost') return this.lost(change);
-        if (!now || now.state === 'completed') {
-          await this.releaseAll('change already completed');
-          return { kind: 'none' };
-        }
+        if (!now || !isChangeActive(now)) return this.ended(now ?? change);
         change = now;
       }
     }
@@ -178,6 +189,7 @@ export class PartitionChanger {
       if (older) return older;
       const out = await this.switch(change, m);
       if (out.kind === 'leaseLost') return this.lost(change);
+      if (out.value.state === 'cancelled') return this.ended(out.value); // cancelled after the claim: nothing switched
       change = out.value;
       this.log.warn({ event: 'partition_change_switched', change_id: change.changeId, from: change.fromCount, to: change.toCount },
         `partition count switched to ${change.toCount}: every lease held, in-flight work recovered; moving intents`);
@@ -310,6 +322,16 @@ export class PartitionChanger {
 
   private afterWrite(out: Fenced<PartitionChange>): PartitionChange | 'lost' {
     return out.kind === 'leaseLost' ? 'lost' : out.value;
+  }
+
+  /** The change ended while this changer drove it (cancelled, or completed by another changer): let every lease go. */
+  private async ended(change: PartitionChange): Promise<ChangerProgress> {
+    if (change.state === 'cancelled') {
+      this.log.warn({ event: 'partition_change_cancel_seen', change_id: change.changeId, cancelled_by: change.cancelledBy, held: this.held.size },
+        'partition change cancelled: this changer writes nothing more and lets its leases go');
+    }
+    await this.releaseAll(change.state === 'cancelled' ? 'change cancelled' : 'change already completed');
+    return change.state === 'cancelled' ? { kind: 'cancelled', change } : { kind: 'none' };
   }
 
   private async lost(change: PartitionChange): Promise<ChangerProgress> {

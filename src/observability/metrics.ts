@@ -65,6 +65,8 @@ function instruments(meter: Meter) {
     purged: counter('retention_purged_rows_total', 'Rows deleted by the retention purge, by table (intents, attempts)'),
     maintenanceFailures: counter('maintenance_failures_total', 'Leader maintenance runs that failed (then backed off), by task (retention)'),
     breakerTransitions: counter('provider_breaker_transitions_total', 'Provider circuit breaker state changes, by new state (open, half_open, closed)'),
+    changeStepsFailed: counter('partition_change_failed_steps_total', 'Partition-count changer steps that failed (this instance\'s changer)'),
+    changeStuck: counter('partition_change_stuck_steps_total', 'Failed changer steps at or past PARTITION_CHANGE_STUCK_STEPS in a row: the change is stuck (alert on any increase)'),
     handovers: counter('handovers_completed_total', 'Handover requests this instance completed as leader (drained, then released)'),
     acquireLatency: histogram('acquire_latency_ms', 'Lease acquire statement round trip'),
     renewLatency: histogram('renew_latency_ms', 'Lease renew statement round trip'),
@@ -154,7 +156,7 @@ export class AppMetrics {
     this.base = { holder_id: holderId, ...labels };
     // Every counter series for its known label values exists from the start at 0 (rates and absence alerts need
     // a zero, not a missing series).
-    for (const c of [i.leaderAcquired, i.blockedNotLeader, i.attemptsStarted, i.handovers, i.completionsUnwritable]) c.add(0, this.base);
+    for (const c of [i.leaderAcquired, i.blockedNotLeader, i.attemptsStarted, i.handovers, i.completionsUnwritable, i.changeStepsFailed, i.changeStuck]) c.add(0, this.base);
     for (const [c, key, values] of KNOWN_LABELS(i)) for (const v of values) c.add(0, { ...this.base, [key]: v });
   }
 
@@ -213,6 +215,11 @@ export class AppMetrics {
   }
   completionUnwritable(): void {
     this.add(this.i.completionsUnwritable, 1);
+  }
+  /** A partition changer's step failed; `stuck`: PARTITION_CHANGE_STUCK_STEPS in a row or more. */
+  partitionChangeStepFailed(stuck: boolean): void {
+    this.add(this.i.changeStepsFailed, 1);
+    if (stuck) this.add(this.i.changeStuck, 1);
   }
   handoverCompleted(): void {
     this.add(this.i.handovers, 1);

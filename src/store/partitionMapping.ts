@@ -1,12 +1,12 @@
 // Row ↔ domain mapping of the partition-change table (issue 26) and the request decision, shared by the dialects
 // (same column names in each; see partitionPorts.ts for the meaning of every field).
-import type { PartitionChange, PartitionChangeState, PartitionCount, PartitionMove, RequestChangeOutcome } from './partitionPorts.js';
+import type { CancelChangeOutcome, PartitionChange, PartitionChangeState, PartitionCount, PartitionMove, RequestChangeOutcome } from './partitionPorts.js';
 import type { LeaseToken } from './ports.js';
 import { num } from './rowMapping.js';
 import { SETTLED_SQL_LIST } from './intentPorts.js';
 
 export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, prepare_cursor,
-  prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, catch_up_cursor, rows_moved, completed_at`;
+  prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, catch_up_cursor, rows_moved, completed_at, failed_steps, last_step_error, last_failed_at, cancelled_at, cancelled_by`;
 
 /** What the preparing pass may move (the intent as `alias`): settled, and no attempt `started` (a call cancelled in
  *  flight still has its completion to write in its partition). A settled intent never gets a new started attempt (a
@@ -41,13 +41,18 @@ export interface PartitionChangeDbRow {
   catch_up_cursor: string | null;
   rows_moved: number | string | bigint;
   completed_at: Date | null;
+  failed_steps: number | string | null;
+  last_step_error: string | null;
+  last_failed_at: Date | null;
+  cancelled_at: Date | null;
+  cancelled_by: string | null;
 }
 
 export const toPartitionChange = (r: PartitionChangeDbRow): PartitionChange => ({
   changeId: r.change_id.toLowerCase(),
   fromCount: num(r.from_count),
   toCount: num(r.to_count),
-  state: r.state,
+  state: r.state === 'completed' && r.cancelled_at ? 'cancelled' : r.state,
   requestedAt: r.requested_at,
   requestedBy: r.requested_by,
   prepareCursor: r.prepare_cursor === null ? null : r.prepare_cursor.toLowerCase(),
@@ -60,7 +65,23 @@ export const toPartitionChange = (r: PartitionChangeDbRow): PartitionChange => (
   catchUpCursor: r.catch_up_cursor === null || r.catch_up_cursor === undefined ? null : r.catch_up_cursor.toLowerCase(),
   rowsMoved: num(r.rows_moved),
   completedAt: r.completed_at,
+  failedSteps: num(r.failed_steps ?? 0),
+  lastStepError: r.last_step_error ?? null,
+  lastFailedAt: r.last_failed_at ?? null,
+  cancelledAt: r.cancelled_at ?? null,
+  cancelledBy: r.cancelled_by ?? null,
 });
+
+/** The width of last_step_error in every dialect. */
+export const STEP_ERROR_MAX_LENGTH = 300;
+
+/** What cancelChange does with the change as it found it, locked: null = cancel it; else the answer. */
+export function decideCancel(c: PartitionChange | null): CancelChangeOutcome | null {
+  if (!c) return { kind: 'notFound' };
+  if (c.state === 'cancelled') return { kind: 'alreadyCancelled', change: c };
+  if (c.state === 'reassigning' || c.state === 'completed') return { kind: 'switched', change: c };
+  return null;
+}
 
 /** What requestChange does, decided under the lock on the count row from what it read there: `sameId` is the change
  *  already recorded under this request's changeId (a retry after a lost reply: that change is the answer), `active`

@@ -37,7 +37,13 @@ export type PartitionChangeState =
    *  intents get `toCount`'s partitions; existing rows move in bounded batches (scan, then catch-up). */
   | 'reassigning'
   /** Every row moved, the change row closed and every lease released in one transaction. */
-  | 'completed';
+  | 'completed'
+  /** Cancelled by an operator before its switch (preparing or pending; cancelChange): the count never changed. The
+   *  row is stored as completed with cancelled_at set, so a release that predates cancelling reads it as ended. */
+  | 'cancelled';
+
+/** A change still to be driven (not completed, not cancelled): at most one exists. */
+export const isChangeActive = (c: { state: PartitionChangeState }): boolean => c.state !== 'completed' && c.state !== 'cancelled';
 
 export interface PartitionChange {
   changeId: string;
@@ -65,8 +71,27 @@ export interface PartitionChange {
    *  deadline resumes where it stopped. */
   catchUpCursor: string | null;
   rowsMoved: number;
+  /** When it ended (completed or cancelled). */
   completedAt: Date | null;
+  /** Consecutive steps that failed (recordStepFailure; reset by the next step that does not fail), the last one's
+   *  reason (an SQL error code and class, never a payload) and when, database time. */
+  failedSteps: number;
+  lastStepError: string | null;
+  lastFailedAt: Date | null;
+  /** Set when an operator cancelled it (state cancelled): when and by whom. */
+  cancelledAt: Date | null;
+  cancelledBy: string | null;
 }
+
+/** What cancelChange did. Only a change that has not switched can be cancelled: once switched, rows live under the
+ *  new count and the change rolls forward. */
+export type CancelChangeOutcome =
+  | { kind: 'cancelled'; change: PartitionChange }
+  /** Cancelled before (a retried cancel): unchanged. */
+  | { kind: 'alreadyCancelled'; change: PartitionChange }
+  /** Switched (reassigning) or completed: unchanged. */
+  | { kind: 'switched'; change: PartitionChange }
+  | { kind: 'notFound' };
 
 /** The count and the change in progress (if any), read together in one round trip. */
 export interface PartitionLayout {
@@ -187,4 +212,14 @@ export interface PartitionStore {
    *  conditional on holder and epoch, a `released` event each), in one transaction fenced by every lease. Already
    *  completed: unchanged (and the fence is not required). */
   completeChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
+  /** preparing or pending → cancelled (completedAt = cancelledAt := database time, cancelledBy), the change row locked
+   *  as every step locks it, so a step either ran before (and a switch that committed makes this `switched`) or finds
+   *  the change ended and writes nothing (the fenced steps check its state under the same lock; prepareBatch too).
+   *  The count is unchanged. Unfenced (an operator's ask, from any instance). Idempotent. Leases are not touched here. */
+  cancelChange(changeId: string, cancelledBy: string): Promise<CancelChangeOutcome>;
+  /** A changer's step failed: failedSteps + 1, lastStepError, lastFailedAt := database time, unfenced (a report, not a
+   *  step: any changer may write it, even one holding no lease). Only an active change; null if none such. */
+  recordStepFailure(changeId: string, error: string): Promise<PartitionChange | null>;
+  /** A step that did not fail: failedSteps := 0 (lastStepError and lastFailedAt stay, as history). Unfenced. */
+  clearStepFailures(changeId: string): Promise<void>;
 }

@@ -266,12 +266,51 @@ describe('OpenAPI document', () => {
     expect((await change('nope')).status).toBe(404);
     expect((await change('01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
 
+    // Cancel before the switch: bad input refused with nothing stored; cancelled (the count stays), a retry harmless.
+    const cancelChange = (p: string, body?: string, headers: Record<string, string> = J) => call(follower, 'cancelPartitionChange',
+      { method: 'POST', path: `ops/partitions/${p}/cancel`, params: { changeId: p }, ...(body === undefined ? {} : { body, headers }) });
+    for (const bad of ['{"reason":""}', '{"x":1}', '[1]', '{']) expect((await cancelChange(changeId, bad)).status, bad).toBe(400);
+    expect((await cancelChange(changeId, '{"reason":"r"}', { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await cancelChange(changeId, `{"reason":"${'x'.repeat(300_000)}"}`)).status).toBe(413);
+    expect((await cancelChange('nope')).status).toBe(404);
+    expect((await cancelChange('01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
+    expect((await change(changeId)).json).toEqual(changeCreated.json.change); // nothing stored
+    const cancelled = await cancelChange(changeId, '{"reason":"stuck"}');
+    expect([cancelled.status, cancelled.json]).toMatchObject([200, { cancelled: true, alreadyCancelled: false, leasesReleased: 0,
+      change: { changeId, state: 'cancelled', cancelledBy: 'admin@oa-follower', stuck: false } }]);
+    expect((await cancelChange(changeId)).json).toMatchObject({ cancelled: true, alreadyCancelled: true, change: cancelled.json.change });
+    expect((await partitionsOf(wide)).json).toMatchObject({ count: 1, active: null, changes: [{ changeId, state: 'cancelled' }] });
+    // A change that switched (fenced by leases of its own here): stuck after PARTITION_CHANGE_STUCK_STEPS failed steps, shown
+    // so; cancel refused (409, nothing written), it rolls forward.
+    const ps = follower.stores.partitions;
+    const second = await ps.requestChange(2, 'oa', '01a21664-e75d-7511-bfbf-d9834bd6e04c');
+    if (second.kind !== 'created') throw new Error(second.kind);
+    const secondId = second.change.changeId;
+    await ps.prepareBatch(secondId, { limit: 1_000_000, horizon: new Date(0) });
+    const fence = await Promise.all([0, 1].map(async (k) => {
+      const a = await follower.stores.lease.tryAcquire(`oa-fence-${k}`, 'oa~partition-change', 60_000);
+      if (!a.acquired) throw new Error('fence');
+      return { leaseName: `oa-fence-${k}`, holderId: 'oa~partition-change', leaseEpoch: a.lease.leaseEpoch };
+    }));
+    await ps.claimChange([fence[0]!], secondId);
+    expect(await ps.switchCount(fence, secondId)).toMatchObject({ kind: 'ok', value: { state: 'reassigning' } });
+    for (let i = 0; i < follower.config.partitions.stuckSteps; i++) await ps.recordStepFailure(secondId, 'StoreError transient 57014');
+    expect((await change(secondId)).json).toMatchObject({ state: 'reassigning', failedSteps: 5, stuck: true, lastStepError: 'StoreError transient 57014' });
+    const refused = await cancelChange(secondId);
+    expect([refused.status, refused.json.type, refused.json.change.state]).toEqual([409, 'urn:submission-manager:problem:partition-change-switched', 'reassigning']);
+    expect(refused.json.detail).toMatch(/switched the count to 2 at .*: intents already live under the new count, so it can only roll forward/);
+    expect(await ps.getChange(secondId)).toMatchObject({ state: 'reassigning', cancelledAt: null });
+    await ps.completeChange(fence, secondId);
+    const completed = await cancelChange(secondId);
+    expect([completed.status, completed.json.type]).toEqual([409, 'urn:submission-manager:problem:partition-change-completed']);
+
     // The database is unreachable: 503 problem+json (documented on every route that needs it).
     for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }], ['getInstances', { method: 'GET', path: 'instances' }],
       ['pauseExecution', { method: 'POST', path: 'ops/execution/pause' }], ['listIntents', { method: 'GET', path: 'intents' }],
       ['redriveIntents', { method: 'POST', path: 'ops/intents/redrive', body: '{"filter":{}}', headers: J }],
       ['getPartitions', { method: 'GET', path: 'ops/partitions' }], ['postPartitions', { method: 'POST', path: 'ops/partitions', body: '{"count":1}', headers: J }],
-      ['getPartitionChange', { method: 'GET', path: `ops/partitions/${changeId}`, params: { changeId } }]] as [string, Call][]) {
+      ['getPartitionChange', { method: 'GET', path: `ops/partitions/${changeId}`, params: { changeId } }],
+      ['cancelPartitionChange', { method: 'POST', path: `ops/partitions/${changeId}/cancel`, params: { changeId } }]] as [string, Call][]) {
       expect((await call(broken, name, c)).status, name).toBe(503);
     }
 

@@ -35,6 +35,7 @@ describe('function registrations', () => {
     http('postPartitions', ['POST'], 'ops/partitions', 'admin'),
     http('getPartitions', ['GET'], 'ops/partitions', 'admin'),
     http('getPartitionChange', ['GET'], 'ops/partitions/{changeId}', 'admin'),
+    http('cancelPartitionChange', ['POST'], 'ops/partitions/{changeId}/cancel', 'admin'),
     http('dashboard', ['GET'], 'dashboard', 'admin'),
   ])('$name: $methods /api/$route ($authLevel)', (want) => {
     const f = reg.functions.find((x) => x.name === want.name);
@@ -50,7 +51,7 @@ describe('function registrations', () => {
 
   it('registers exactly these functions and an appTerminate hook', () => {
     expect(reg.functions.map((f) => f.name).sort()).toEqual([
-      'cancelIntent', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getInstances', 'getIntent', 'getIntentAttempts', 'getLease', 'getLeases',
+      'cancelIntent', 'cancelPartitionChange', 'dashboard', 'executorTimer', 'getExecution', 'getHandovers', 'getInstances', 'getIntent', 'getIntentAttempts', 'getLease', 'getLeases',
       'getPartitionChange', 'getPartitionLease', 'getPartitions', 'healthz', 'listIntents',
       'metrics', 'openapi', 'pauseExecution', 'postIntent', 'postPartitions', 'readyz', 'redriveIntents', 'releaseLease', 'rescheduleIntent', 'resumeExecution']);
     expect(reg.hooks.map((h) => h.name)).toEqual(['appTerminate']);

@@ -5,7 +5,10 @@
 //   migration again changes nothing (a raised generation stays);
 // - the large-table change (PostgreSQL m015, MySQL m010): a change row the previous release recorded gets no catch-up
 //   cursor, and its statements keep working; PostgreSQL gets the partial index of the failed rows; running it again
-//   changes nothing.
+//   changes nothing;
+// - the change reports (PostgreSQL m016, MySQL m011): a change row the previous release recorded gets failed_steps 0
+//   and no cancel; its statements keep working; a change cancelled by this release is state 'completed' to them (not
+//   active: their requests and layout reads pass it by); running it again changes nothing.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
@@ -14,11 +17,13 @@ import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { migrations as pgMigrations } from '../../src/store/postgres/migrations/index.js';
 import { m014LayoutGeneration } from '../../src/store/postgres/migrations/m014LayoutGeneration.js';
 import { m015LargeTableChange } from '../../src/store/postgres/migrations/m015LargeTableChange.js';
+import { m016ChangeReports } from '../../src/store/postgres/migrations/m016ChangeReports.js';
 import { openMysqlPool } from '../../src/store/mysql/db.js';
 import { migrateMysql } from '../../src/store/mysql/migrate.js';
 import { migrations as myMigrations } from '../../src/store/mysql/migrations/index.js';
 import { m009LayoutGeneration } from '../../src/store/mysql/migrations/m009LayoutGeneration.js';
 import { m010LargeTableChange } from '../../src/store/mysql/migrations/m010LargeTableChange.js';
+import { m011ChangeReports } from '../../src/store/mysql/migrations/m011ChangeReports.js';
 import { splitStatements } from '../../src/store/sqlScript.js';
 import { PG_TEST_URL } from '../support/pgServer.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
@@ -27,14 +32,14 @@ import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
 interface Db {
   query(sql: string): Promise<{ rows: Record<string, unknown>[] }>;
   migrateTo(id: number | null): Promise<number[]>;
-  rerun(migration: 'layout' | 'large'): Promise<void>;
+  rerun(migration: 'layout' | 'large' | 'reports'): Promise<void>;
   close(): Promise<void>;
 }
 
 const pgDb = (db: ReturnType<typeof fromPglite>, close: () => Promise<void>): Db => ({
   query: (sql) => db.query(sql),
   migrateTo: async (id) => (await migratePostgres(db, id === null ? pgMigrations : pgMigrations.filter((m) => m.id <= id))).applied,
-  rerun: async (m) => void (await db.exec(m === 'layout' ? m014LayoutGeneration : m015LargeTableChange)),
+  rerun: async (m) => void (await db.exec({ layout: m014LayoutGeneration, large: m015LargeTableChange, reports: m016ChangeReports }[m])),
   close,
 });
 
@@ -66,7 +71,7 @@ async function open(where: string): Promise<Db | string> {
     query: (sql) => db.query(sql),
     migrateTo: async (id) => (await migrateMysql(db, id === null ? myMigrations : myMigrations.filter((m) => m.id <= id))).applied,
     rerun: async (m) => {
-      for (const stmt of splitStatements(m === 'layout' ? m009LayoutGeneration : m010LargeTableChange)) await db.query(stmt);
+      for (const stmt of splitStatements({ layout: m009LayoutGeneration, large: m010LargeTableChange, reports: m011ChangeReports }[m])) await db.query(stmt);
     },
     close: async () => {
       await db.close();
@@ -124,12 +129,43 @@ describe('the large-table change migration', () => {
       await db.query("UPDATE submission_manager_partition_changes SET state = 'pending', rows_moved = rows_moved + 1 WHERE state = 'preparing'");
       expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
       await db.rerun('large');
-      expect(await db.migrateTo(null)).toEqual([]);
+      expect(await db.migrateTo(id)).toEqual([]);
       expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
       if (where !== 'mysql') {
         const ix = await db.query("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_intents_failed' AND schemaname = current_schema()");
         expect(ix.rows.map((r) => r.indexdef)).toEqual([expect.stringMatching(/\(intent_id\) WHERE \(\(status\)::text = 'failed'/)]);
       }
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('the change-reports migration', () => {
+  const CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
+    VALUES ('0190a5b2-7c3d-7abc-8def-0123456789a%', 2, 4, '%s', CURRENT_TIMESTAMP, 'old')`;
+  const change = (n: number, state: string) => CHANGE.replace('%', String(n)).replace('%s', state);
+  it.for<[string, number, number]>([['pglite', 15, 16], ['postgres', 15, 16], ['mysql', 10, 11]])('%s: additive, and running it again changes nothing', async ([where, before, id], t) => {
+    const db = await open(where);
+    if (typeof db === 'string') return t.skip(db);
+    try {
+      await db.migrateTo(before);
+      await db.query(change(1, 'completed')); // the previous release recorded a change
+      expect(await db.migrateTo(id)).toEqual([id]);
+      const rows = async () => (await db.query('SELECT change_id, state, failed_steps, last_step_error, cancelled_at FROM submission_manager_partition_changes ORDER BY change_id'))
+        .rows.map((r) => [String(r.change_id).slice(-1), r.state, Number(r.failed_steps), r.last_step_error, r.cancelled_at]);
+      expect(await rows()).toEqual([['1', 'completed', 0, null, null]]);
+      // The previous release's statements (which never name the columns) keep working.
+      await db.query(change(2, 'preparing'));
+      await db.query("UPDATE submission_manager_partition_changes SET state = 'pending' WHERE state = 'preparing'");
+      expect(await rows()).toEqual([['1', 'completed', 0, null, null], ['2', 'pending', 0, null, null]]);
+      // This release's cancel: state completed with cancelled_at, so the previous release's active read passes it by.
+      await db.query("UPDATE submission_manager_partition_changes SET state = 'completed', cancelled_at = CURRENT_TIMESTAMP WHERE state = 'pending'");
+      expect((await db.query("SELECT change_id FROM submission_manager_partition_changes WHERE state <> 'completed'")).rows).toEqual([]);
+      await db.query(change(3, 'preparing')); // and it may record the next change (one active at most)
+      await db.rerun('reports');
+      expect(await db.migrateTo(null)).toEqual([]);
+      expect((await rows()).map((r) => r.slice(0, 3))).toEqual([['1', 'completed', 0], ['2', 'completed', 0], ['3', 'preparing', 0]]);
     } finally {
       await db.close();
     }

@@ -17,7 +17,7 @@ import { useDialectContext } from '../support/dialectFixture.js';
 const LEASE = 'changer-test';
 const settings = (holderId: string, over: Partial<ChangerSettings> = {}): ChangerSettings => ({
   leaseNameOf: (k) => partitionLeaseName(LEASE, k), partitionOf: assignPartition, holderId, durationMs: 2_000, renewIntervalMs: 500,
-  safetyMarginMs: 300, commitGraceMs: 200, refreshIntervalMs: 100, batchSize: 7, prepareBatchSize: 100, pollMs: 50, ...over });
+  safetyMarginMs: 300, commitGraceMs: 200, refreshIntervalMs: 100, batchSize: 7, prepareBatchSize: 100, pollMs: 50, stuckSteps: 3, ...over });
 const soon = (ms = 3_000) => systemClock.nowMs() + ms;
 
 describe.each(dialects)('partition changer: $name', (dialect) => {

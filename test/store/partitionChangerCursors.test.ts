@@ -72,7 +72,7 @@ describe.each(dialects)('partition changer cursors: $name', (dialect) => {
     // COMMIT_GRACE_MS one minute: every row is in the catch-up's window (rows modified since the switch less it).
     const settings: ChangerSettings = { leaseNameOf: (k) => partitionLeaseName(LEASE, k), partitionOf: assignPartition, holderId: 'changer-c',
       durationMs: 10_000, renewIntervalMs: 2_000, safetyMarginMs: 1_000, commitGraceMs: 60_000, refreshIntervalMs: 100, batchSize: 4,
-      prepareBatchSize: 4, pollMs: 50 };
+      prepareBatchSize: 4, pollMs: 50, stuckSteps: 5 };
     const changer = new PartitionChanger(s.lease, slow, settings, systemClock, silentLogger);
     let last;
     for (; step < 200 && last?.kind !== 'completed'; step++) last = await changer.step(await s.partitions.readLayout(), systemClock.nowMs() + 100);
@@ -116,7 +116,7 @@ describe.each(dialects)('partition changer cursors: $name', (dialect) => {
     });
     const settings: ChangerSettings = { leaseNameOf: (k) => partitionLeaseName(LEASE, k), partitionOf: assignPartition, holderId: 'changer-t',
       durationMs: 10_000, renewIntervalMs: 2_000, safetyMarginMs: 1_000, commitGraceMs: 200, refreshIntervalMs: 100, batchSize: 16,
-      prepareBatchSize: 16, pollMs: 50 };
+      prepareBatchSize: 16, pollMs: 50, stuckSteps: 5 };
     const changer = new PartitionChanger(s.lease, timingOut, settings, systemClock, silentLogger);
     let last;
     for (let i = 0; i < 100 && last?.kind !== 'completed'; i++) last = await changer.step(await s.partitions.readLayout(), systemClock.nowMs() + 2_000);

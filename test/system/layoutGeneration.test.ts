@@ -61,7 +61,7 @@ describe.each(dialects)('a late request across a change of the partition count: 
     expect(requested.kind).toBe('created');
     await ctx.expireLeases();
     const changer = new PartitionChanger(s.lease, s.partitions, { leaseNameOf: leaseOf, partitionOf: assignPartition, holderId: 'host-c~changer',
-      durationMs: 10_000, renewIntervalMs: 2_000, safetyMarginMs: 1_000, commitGraceMs: 200, refreshIntervalMs: 100, batchSize: 50, prepareBatchSize: 1_000, pollMs: 50 },
+      durationMs: 10_000, renewIntervalMs: 2_000, safetyMarginMs: 1_000, commitGraceMs: 200, refreshIntervalMs: 100, batchSize: 50, prepareBatchSize: 1_000, pollMs: 50, stuckSteps: 5 },
     systemClock, silentLogger);
     let step = await changer.step(await s.partitions.readLayout(), systemClock.nowMs() + 5_000);
     for (let i = 0; i < 10 && step.kind !== 'completed'; i++) step = await changer.step(await s.partitions.readLayout(), systemClock.nowMs() + 5_000);

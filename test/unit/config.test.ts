@@ -93,10 +93,14 @@ describe('provider protection settings', () => {
 
 describe('EXECUTOR_PARTITIONS (issue 25)', () => {
   it('default 1: one partition, as before partitions existed', () => {
-    expect(loadConfig({}).partitions).toEqual({ count: 1 });
+    expect(loadConfig({}).partitions).toEqual({ count: 1, stuckSteps: 5 });
   });
   it.each([['1', 1], ['4', 4], ['64', 64], [' 8 ', 8]])('%j → %i', (v, n) => {
     expect(loadConfig({ EXECUTOR_PARTITIONS: v }).partitions.count).toBe(n);
+  });
+  it('PARTITION_CHANGE_STUCK_STEPS: default 5, 1..1000, anything else refused naming it', () => {
+    expect(loadConfig({ PARTITION_CHANGE_STUCK_STEPS: '12' }).partitions.stuckSteps).toBe(12);
+    for (const v of ['0', '1001', '2.5', 'x']) expect(configError({ PARTITION_CHANGE_STUCK_STEPS: v }).message).toContain('PARTITION_CHANGE_STUCK_STEPS');
   });
   it.each(['0', '65', '-1', '2.5', 'four', '1e3'])('%j is refused, naming the setting and the range', (v) => {
     const err = configError({ EXECUTOR_PARTITIONS: v });

@@ -9,7 +9,7 @@ export function partitionClient(h) {
   function steps(c, leases) {
     const m = Math.max(c.fromCount, c.toCount);
     const taken = c.state === 'pending' ? leases.filter((l) => l.heldByChanger).length : c.state === 'preparing' ? 0 : m;
-    const phase = { preparing: 1, pending: 2, reassigning: 3, completed: 5 }[c.state];
+    const phase = { preparing: 1, pending: 2, reassigning: 3, completed: 5, cancelled: 0 }[c.state];
     const scan = c.scanDoneAt ? 'scan done ' + when(c.scanDoneAt) + ', catch-up' + (c.completedAt ? ' done' : ' (rows modified since the switch)')
       : c.scanCursor ? 'scan after ' + c.scanCursor : 'scan not started';
     const list = [
@@ -17,11 +17,24 @@ export function partitionClient(h) {
       ['preparing', 'finished intents moved' + (c.preparedAt ? '' : c.prepareCursor ? ' up to ' + c.prepareCursor : ' (not started)') + ' · execution goes on', c.preparedAt],
       ['leases', 'leases taken ' + taken + '/' + m + (c.changer ? ' by ' + c.changer : ' (partition leaders drain and release)'), c.claimedAt],
       ['reassigning', 'reassigning: ' + c.rowsMoved + ' rows moved · ' + (phase >= 3 ? scan : 'not yet'), c.switchedAt],
-      ['completed', c.completedAt ? 'completed' + span(c.requestedAt, c.completedAt) : 'completed', c.completedAt],
+      c.state === 'cancelled' ? ['cancelled', 'cancelled by ' + c.cancelledBy + ' before its switch: the count stayed ' + c.fromCount, c.cancelledAt]
+        : ['completed', c.completedAt ? 'completed' + span(c.requestedAt, c.completedAt) : 'completed', c.completedAt],
     ];
     return el('ol', { id: 'partition-change-steps', 'data-change': c.changeId, 'data-state': c.state },
       ...list.map(([key, text, at], i) => el('li', { 'data-step': key, class: i < phase ? 'done' : i === phase ? 'current' : 'todo' },
         text, el('span', { class: 'muted' }, at ? ' · ' + when(at) : ''))));
+  }
+
+  // A change whose changer's steps keep failing: why, and the way out (cancel before the switch; after it, remove the cause).
+  function stuck(c) {
+    const before = c.state === 'preparing' || c.state === 'pending';
+    const failing = c.failedSteps > 0 ? el('div', { class: c.stuck ? 'err' : 'muted', id: 'partition-change-failing', 'data-stuck': c.stuck ? '1' : '0' },
+      (c.stuck ? 'STUCK: ' : '') + c.failedSteps + ' step(s) in a row failed · last ' + when(c.lastFailedAt) + ' · ' + (c.lastStepError || '') +
+      (before ? ' · cancel it, or remove the cause' : ' · switched: it rolls forward once the cause is removed') + ' (runbook: "A count change that does not progress")') : null;
+    const cancel = before ? el('button', { id: 'btn-partition-cancel', onclick: () => act('Cancel the partition change',
+      c.fromCount + ' → ' + c.toCount + ' (' + c.state + '): the count stays ' + c.fromCount + ', the changer lets its leases go and the leaders resume. Reason (optional):',
+      'POST', 'ops/partitions/' + c.changeId + '/cancel', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Cancel change') : null;
+    return failing || cancel ? el('div', {}, failing, cancel) : null;
   }
 
   // What the operator typed survives the page's refresh (every 5 s) until it is submitted.
@@ -51,7 +64,7 @@ export function partitionClient(h) {
     return el('table', { id: 'partition-changes' },
       el('tr', {}, ...['requested', 'count', 'state', 'rows moved', 'switched', 'completed', 'by'].map((t) => el('th', {}, t))),
       ...changes.map((c) => el('tr', { 'data-change': c.changeId },
-        el('td', {}, when(c.requestedAt)), el('td', {}, c.fromCount + ' → ' + c.toCount), el('td', { class: c.state === 'completed' ? 'ok' : 'err' }, c.state),
+        el('td', {}, when(c.requestedAt)), el('td', {}, c.fromCount + ' → ' + c.toCount), el('td', { class: c.state === 'completed' ? 'ok' : c.state === 'cancelled' ? 'muted' : 'err' }, c.state),
         el('td', {}, c.rowsMoved), el('td', {}, when(c.switchedAt)), el('td', {}, when(c.completedAt) + span(c.requestedAt, c.completedAt)), el('td', {}, c.requestedBy))));
   }
 
@@ -77,6 +90,7 @@ export function partitionClient(h) {
       p.active ? el('div', { class: 'err', id: 'partition-change-active' }, 'change in progress: ' + p.active.fromCount + ' → ' + p.active.toCount + ' (' + p.active.state + '); ' + (p.active.state === 'preparing'
         ? 'execution goes on while finished intents move, then pauses from the drain until it completes' : 'execution pauses until it completes'))
         : null,
+      p.active ? stuck(p.active) : null,
       newest ? steps(newest, p.leases) : null,
       form(p),
       el('details', {}, el('summary', {}, 'recent changes'), history(p.changes))].filter((n) => n !== null));

@@ -50,6 +50,7 @@ function components(): Record<string, Json> {
   add('InstanceList', S.instanceListSchema);
   add('PartitionCountRequest', P.partitionCountBodySchema);
   add('PartitionChange', P.partitionChangeSchema);
+  add('PartitionChangeCancelled', P.partitionChangeCancelledSchema);
   add('PartitionChangeRequested', P.partitionChangeRequestedSchema);
   add('PartitionCountUnchanged', P.partitionCountUnchangedSchema);
   add('PartitionLayout', P.partitionLayoutSchema);
@@ -266,6 +267,18 @@ export function buildOpenApiDocument(): Json {
         get: op('getPartitionChange', 'admin', 'One partition count change and its progress', {
           parameters: [{ name: 'changeId', in: 'path', required: true, schema: { type: 'string' }, description: 'Change id' }],
           responses: { 200: { description: 'The change', content: jsonContent('PartitionChange') }, ...problems(404) },
+        }),
+      },
+      '/ops/partitions/{changeId}/cancel': {
+        post: op('cancelPartitionChange', 'admin', 'Cancel a partition count change before its switch, from any instance', {
+          description: 'The way out of a change that does not progress (see `stuck` and `lastStepError`): before its switch (state preparing ' +
+            'or pending) the change ends as cancelled, the count stays fromCount, the partition leases a changer holds are released and the ' +
+            'leaders resume. A changer mid-step finds it ended and writes nothing. Idempotent (a retry answers alreadyCancelled). After the ' +
+            'switch the intents live under the new count: 409 partition-change-switched, the change rolls forward. Optional body {"reason"}.',
+          parameters: [{ name: 'changeId', in: 'path', required: true, schema: { type: 'string' }, description: 'Change id' }],
+          requestBody: { required: false, content: jsonContent('ExecutionChangeRequest') },
+          responses: { 200: { description: 'Cancelled (or cancelled before)', content: jsonContent('PartitionChangeCancelled') },
+            ...problems(400, 404, 409, 413, 415) },
         }),
       },
       '/dashboard': {

@@ -6,7 +6,7 @@ import type { PartitionChangeState } from '../../store/partitionPorts.js';
 
 const instant = z.iso.datetime({ offset: true }).describe('ISO-8601 instant (UTC, milliseconds), database time');
 const count = z.int().min(1).max(MAX_EXECUTOR_PARTITIONS);
-const CHANGE_STATES = ['preparing', 'pending', 'reassigning', 'completed'] as const satisfies readonly PartitionChangeState[];
+const CHANGE_STATES = ['preparing', 'pending', 'reassigning', 'completed', 'cancelled'] as const satisfies readonly PartitionChangeState[];
 
 /** POST /ops/partitions: the count to change to. */
 export const partitionCountBodySchema = z.strictObject({
@@ -21,7 +21,8 @@ export const partitionChangeSchema = z.strictObject({
   fromCount: count.describe('The recorded count when the change was requested'),
   toCount: count,
   state: z.enum(CHANGE_STATES).describe('preparing: execution goes on while finished intents move to their new partition; pending: leaders drain and release, the changer takes every lease 0..max(from, to)−1 in order; ' +
-    'reassigning: the count is toCount, existing intents move in batches (scan, then catch-up); completed: every lease released'),
+    'reassigning: the count is toCount, existing intents move in batches (scan, then catch-up); completed: every lease released; ' +
+    'cancelled: an operator cancelled it before its switch (the count never changed)'),
   requestedAt: instant,
   requestedBy: z.string(),
   prepareCursor: z.string().nullable().describe('The last intent id the preparing pass passed (null: not started)'),
@@ -32,8 +33,15 @@ export const partitionChangeSchema = z.strictObject({
   scanCursor: z.string().nullable().describe('The last intent id the scan passed (null: not started)'),
   scanDoneAt: instant.nullable().describe('The scan ended; the catch-up pass follows, then completion'),
   rowsMoved: z.int().min(0).describe('Intents moved to another partition so far'),
-  completedAt: instant.nullable(),
-}).describe('A change of the partition count (roll forward only; at most one not completed)');
+  completedAt: instant.nullable().describe('When it ended (completed or cancelled)'),
+  failedSteps: z.int().min(0).describe('Changer steps in a row that failed (0 after a step that did not fail)'),
+  stuck: z.boolean().describe('failedSteps ≥ PARTITION_CHANGE_STUCK_STEPS while active: see lastStepError and docs/operations.md ' +
+    '("A count change that does not progress")'),
+  lastStepError: z.string().nullable().describe('The last failed step\'s reason (SQL error code and class; never a payload)'),
+  lastFailedAt: instant.nullable(),
+  cancelledAt: instant.nullable().describe('When an operator cancelled it (state cancelled)'),
+  cancelledBy: z.string().nullable(),
+}).describe('A change of the partition count (cancellable before its switch, then roll forward only; at most one active)');
 export type PartitionChangeView = z.infer<typeof partitionChangeSchema>;
 
 export const changeLeaseSchema = z.strictObject({
@@ -71,3 +79,10 @@ export const partitionCountUnchangedSchema = z.strictObject({
   recordedAt: instant,
   recordedBy: z.string(),
 }).describe('The count is already the one asked for and no change is active: nothing recorded');
+
+export const partitionChangeCancelledSchema = z.strictObject({
+  cancelled: z.literal(true),
+  alreadyCancelled: z.boolean().describe('true: it was cancelled before (a retry is harmless)'),
+  leasesReleased: z.int().min(0).describe('Partition leases a changer held that this call released (each conditional on holder and epoch)'),
+  change: partitionChangeSchema,
+}).describe('The change is cancelled: the count in force is fromCount, leaders resume');

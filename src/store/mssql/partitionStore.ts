@@ -3,15 +3,16 @@
 // the row is read back as recorded in the same batch. Partition changes (issue 26): partitionChangeQueries.ts and
 // partitionReassignQueries.ts.
 import type {
-  PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow, ReassignScope, RequestChangeOutcome,
+  CancelChangeOutcome, PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow, ReassignScope, RequestChangeOutcome,
 } from '../partitionPorts.js';
 import { StoreError, type Fenced, type LeaseToken } from '../ports.js';
-import { toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
+import { decideCancel, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { MssqlRunner, Row } from './db.js';
 import { runFencedBatch } from './fence.js';
 import { isUuidText, p, type SqlQuery } from './params.js';
 import { partitionChangeQueries } from './partitionChangeQueries.js';
 import { partitionReassignQueries } from './partitionReassignQueries.js';
+import { partitionCancelQueries } from './partitionCancelQueries.js';
 
 interface CountDbRow { partition_count: number; recorded_at: Date; recorded_by: string }
 
@@ -111,6 +112,23 @@ export class MssqlPartitionStore implements PartitionStore {
     if (out.kind === 'ok') return out;
     const now = await this.getChange(changeId);
     return now?.state === 'completed' ? { kind: 'ok', value: now } : out;
+  }
+
+  /** Idempotent: a cancelled change is answered as it is; a switched one is refused (it rolls forward). */
+  async cancelChange(changeId: string, cancelledBy: string): Promise<CancelChangeOutcome> {
+    if (!isUuidText(changeId)) return { kind: 'notFound' };
+    const [before = [], after = []] = await this.db.run<PartitionChangeDbRow>(partitionCancelQueries.cancelChange(changeId, cancelledBy));
+    return decideCancel(before[0] ? toPartitionChange(before[0]) : null) ?? { kind: 'cancelled', change: toPartitionChange(after[0]!) };
+  }
+
+  async recordStepFailure(changeId: string, error: string): Promise<PartitionChange | null> {
+    if (!isUuidText(changeId)) return null;
+    const [rows = []] = await this.db.run<PartitionChangeDbRow>(partitionCancelQueries.recordStepFailure(changeId, error));
+    return rows[0] ? toPartitionChange(rows[0]) : null;
+  }
+
+  async clearStepFailures(changeId: string): Promise<void> {
+    if (isUuidText(changeId)) await this.db.run(partitionCancelQueries.clearStepFailures(changeId));
   }
 
   /** A fenced batch whose last result set is the change row; no token = no authority (leaseLost, nothing sent). */

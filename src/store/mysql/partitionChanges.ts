@@ -3,7 +3,7 @@
 // commit, one audit row per lease). Lock order, as in every fenced write: lease rows (in lease-name order), the change
 // row (FOR UPDATE: the state each step decides from), then intents in id order. A step does nothing unless the change
 // is in the state it starts from, so a retry after a lost reply (or by the next changer) finds it done.
-import type { PartitionChange, PartitionMove, PrepareBatch, ReassignProgress } from '../partitionPorts.js';
+import { isChangeActive, type PartitionChange, type PartitionMove, type PrepareBatch, type ReassignProgress } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import { PARTITION_CHANGE_COLS, requireMovesInRange, requireWholeFence, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { MyDatabase, MyQueryable } from './db.js';
@@ -86,7 +86,7 @@ const readChange = async (tx: MyQueryable, changeId: string) => toPartitionChang
 export function claimChange(db: MyDatabase, fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
   return fencedTransactionAll(db, fence, 'partition_claim', async (tx): Promise<Step> => {
     const c = await lockChange(tx, changeId);
-    if (c.state === 'completed') return { value: c, rowsWritten: 0 };
+    if (!isChangeActive(c)) return { value: c, rowsWritten: 0 };
     await tx.query(`UPDATE submission_manager_partition_changes SET changer = ?, claimed_at = ${NOW} WHERE change_id = ?`,
       [fence[0]!.holderId.slice(0, 128), changeId]);
     return { value: await readChange(tx, changeId), rowsWritten: 1 };

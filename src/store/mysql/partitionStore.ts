@@ -2,7 +2,9 @@
 // existing row alone (ON DUPLICATE KEY UPDATE id = id: a concurrent first start waits on the key, then changes
 // nothing; never a duplicate-key error); rows are read back as recorded (affectedRows is never an outcome here).
 // Requests serialize on the count row (FOR UPDATE); the changer's fenced writes are in partitionChanges.ts.
+import { isChangeActive } from '../partitionPorts.js';
 import type {
+  CancelChangeOutcome,
   PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow, ReassignScope,
   RequestChangeOutcome,
 } from '../partitionPorts.js';
@@ -10,6 +12,7 @@ import type { Fenced, LeaseToken } from '../ports.js';
 import type { MyDatabase } from './db.js';
 import { claimChange, completeChange, moveIntents, prepareBatch, switchCount } from './partitionChanges.js';
 import { listForReassign } from './partitionReassign.js';
+import { cancelChange, clearStepFailures, recordStepFailure } from './partitionCancel.js';
 import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange as toChange, type PartitionChangeDbRow as ChangeDbRow } from '../partitionMapping.js';
 import { NOW, idParam } from './rows.js';
 
@@ -69,7 +72,7 @@ export class MysqlPartitionStore implements PartitionStore {
       await tx.query(RECORD, [1, by]);
       const count = toCount((await tx.query<CountDbRow>(`${READ} FOR UPDATE`)).rows[0]!);
       const rows = (await tx.query<ChangeDbRow>(ACTIVE_OR_ID, [id])).rows.map(toChange);
-      const decided = decideChangeRequest(toCountN, count, rows.find((c) => c.state !== 'completed') ?? null,
+      const decided = decideChangeRequest(toCountN, count, rows.find(isChangeActive) ?? null,
         rows.find((c) => c.changeId === id) ?? null);
       if (decided.kind !== 'create') return decided;
       await tx.query(INSERT_CHANGE, [id, count.count, toCountN, by]);
@@ -112,5 +115,18 @@ export class MysqlPartitionStore implements PartitionStore {
 
   completeChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
     return completeChange(this.db, fence, idParam(changeId));
+  }
+
+  /** Idempotent: a cancelled change is answered as it is; a switched one is refused (it rolls forward). */
+  cancelChange(changeId: string, cancelledBy: string): Promise<CancelChangeOutcome> {
+    return cancelChange(this.db, idParam(changeId), cancelledBy);
+  }
+
+  recordStepFailure(changeId: string, error: string): Promise<PartitionChange | null> {
+    return recordStepFailure(this.db, idParam(changeId), error);
+  }
+
+  clearStepFailures(changeId: string): Promise<void> {
+    return clearStepFailures(this.db, idParam(changeId));
   }
 }

@@ -3,14 +3,16 @@
 // SELECT in the same statement as an INSERT … ON CONFLICT DO NOTHING reads the statement's snapshot, which misses a
 // row that a concurrent first start committed while we waited on its key; a second statement (READ COMMITTED) sees it.
 import type {
-  InsertExclusion, PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow,
+  CancelChangeOutcome, InsertExclusion, PartitionChange, PartitionCount, PartitionLayout, PartitionMove, PartitionStore, PrepareBatch, ReassignProgress, ReassignRow,
   ReassignScope, RequestChangeOutcome,
 } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
+import { isChangeActive } from '../partitionPorts.js';
 import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { PgDatabase } from './db.js';
 import { PgPartitionChanges } from './partitionChangeStore.js';
 import { listForReassign } from './partitionReassign.js';
+import { cancelChange, clearStepFailures, recordStepFailure } from './partitionCancel.js';
 
 interface CountDbRow { partition_count: number; recorded_at: Date; recorded_by: string }
 
@@ -82,7 +84,7 @@ export class PgPartitionStore implements PartitionStore {
       const count = countOf((await tx.query<CountDbRow>(REQUEST_LOCK_COUNT)).rows[0]!);
       const rows = (await tx.query<PartitionChangeDbRow>(REQUEST_READ_CHANGES, [changeId])).rows.map(toPartitionChange);
       const sameId = rows.find((c) => c.changeId === changeId.toLowerCase()) ?? null;
-      const decided = decideChangeRequest(toCount, count, rows.find((c) => c.state !== 'completed') ?? null, sameId);
+      const decided = decideChangeRequest(toCount, count, rows.find(isChangeActive) ?? null, sameId);
       if (decided.kind !== 'create') return decided;
       const made = (await tx.query<PartitionChangeDbRow>(REQUEST_INSERT, [changeId, count.count, toCount, by])).rows[0]!;
       return { kind: 'created', change: toPartitionChange(made) };
@@ -130,5 +132,18 @@ export class PgPartitionStore implements PartitionStore {
   /** Idempotent: a completed change is returned as it is, without the fence (its leases are released). */
   completeChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>> {
     return this.changes.complete(fence, changeId);
+  }
+
+  /** Idempotent: a cancelled change is answered as it is; a switched one is refused (it rolls forward). */
+  cancelChange(changeId: string, cancelledBy: string): Promise<CancelChangeOutcome> {
+    return cancelChange(this.db, changeId, cancelledBy);
+  }
+
+  recordStepFailure(changeId: string, error: string): Promise<PartitionChange | null> {
+    return recordStepFailure(this.db, changeId, error);
+  }
+
+  clearStepFailures(changeId: string): Promise<void> {
+    return clearStepFailures(this.db, changeId);
   }
 }

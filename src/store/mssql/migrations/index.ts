@@ -15,6 +15,7 @@ import { m012ProviderHolds } from './m012ProviderHolds.js';
 import { m013PartitionChanges } from './m013PartitionChanges.js';
 import { m014LayoutGeneration } from './m014LayoutGeneration.js';
 import { m015LargeTableChange } from './m015LargeTableChange.js';
+import { m016ChangeReports } from './m016ChangeReports.js';
 
 export interface MssqlMigration {
   id: number;
@@ -38,4 +39,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 13, name: 'partition_changes', sql: m013PartitionChanges },
   { id: 14, name: 'layout_generation', sql: m014LayoutGeneration },
   { id: 15, name: 'large_table_change', sql: m015LargeTableChange },
+  { id: 16, name: 'change_reports', sql: m016ChangeReports },
 ];

@@ -9,6 +9,7 @@ import { m007ProviderHolds } from './m007ProviderHolds.js';
 import { m008PartitionChanges } from './m008PartitionChanges.js';
 import { m009LayoutGeneration } from './m009LayoutGeneration.js';
 import { m010LargeTableChange } from './m010LargeTableChange.js';
+import { m011ChangeReports } from './m011ChangeReports.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -24,4 +25,5 @@ export const migrations: readonly Migration[] = [
   { id: 8, name: 'partition_changes', sql: m008PartitionChanges },
   { id: 9, name: 'layout_generation', sql: m009LayoutGeneration },
   { id: 10, name: 'large_table_change', sql: m010LargeTableChange },
+  { id: 11, name: 'change_reports', sql: m011ChangeReports },
 ];

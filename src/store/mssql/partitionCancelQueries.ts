@@ -1,0 +1,45 @@
+// SQL Server: an operator's cancel of a partition change not yet switched, and the failed-step report (port:
+// ../partitionPorts.ts cancelChange, recordStepFailure, clearStepFailures). Unfenced: asks and reports from any
+// instance. The cancel reads the change row WITH (UPDLOCK, HOLDLOCK), as every step does, so it and a step serialise:
+// a switch that committed first makes it `switched`; a step after it finds the change ended (stored as completed,
+// cancelled_at set) and writes nothing. Its batch answers the row as it found it, then as it left it.
+import { PARTITION_CHANGE_COLS, STEP_ERROR_MAX_LENGTH } from '../partitionMapping.js';
+import { p, type SqlQuery } from './params.js';
+import { CHANGE_RESULT, CHANGES, changeParam } from './partitionReassignQueries.js';
+
+const INSERTED = PARTITION_CHANGE_COLS.split(',').map((c) => `inserted.${c.trim()}`).join(', ');
+
+export const partitionCancelQueries = {
+  cancelChange(changeId: string, cancelledBy: string): SqlQuery {
+    return {
+      text: `
+SET XACT_ABORT ON;
+SET NOCOUNT ON;
+DECLARE @now datetime2(7) = SYSUTCDATETIME();
+BEGIN TRANSACTION;
+SELECT ${PARTITION_CHANGE_COLS} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id;
+UPDATE ${CHANGES} SET state = 'completed', completed_at = @now, cancelled_at = @now, cancelled_by = @cancelled_by
+ WHERE change_id = @change_id AND state IN ('preparing', 'pending');
+COMMIT TRANSACTION;
+${CHANGE_RESULT}`,
+      params: [changeParam(changeId), p.varchar('cancelled_by', 128, cancelledBy.slice(0, 128))],
+    };
+  },
+
+  recordStepFailure(changeId: string, error: string): SqlQuery {
+    return {
+      text: `SET NOCOUNT ON;
+UPDATE ${CHANGES} SET failed_steps = failed_steps + 1, last_step_error = @error, last_failed_at = SYSUTCDATETIME()
+OUTPUT ${INSERTED}
+ WHERE change_id = @change_id AND state <> 'completed';`,
+      params: [changeParam(changeId), p.nvarchar('error', STEP_ERROR_MAX_LENGTH, error.slice(0, STEP_ERROR_MAX_LENGTH))],
+    };
+  },
+
+  clearStepFailures(changeId: string): SqlQuery {
+    return {
+      text: `UPDATE ${CHANGES} SET failed_steps = 0 WHERE change_id = @change_id AND failed_steps > 0;`,
+      params: [changeParam(changeId)],
+    };
+  },
+};
