@@ -4,10 +4,9 @@
 // one's reason and time; cancelled_at/cancelled_by. A cancelled change is stored as state 'completed' with
 // cancelled_at set, so the active-change index and a previous release both read it as ended.
 export const m016ChangeReports = `
-ALTER TABLE submission_manager_partition_changes
-  ADD COLUMN IF NOT EXISTS failed_steps integer NOT NULL DEFAULT 0,
-  ADD COLUMN IF NOT EXISTS last_step_error varchar(300) NULL,
-  ADD COLUMN IF NOT EXISTS last_failed_at timestamptz NULL,
-  ADD COLUMN IF NOT EXISTS cancelled_at timestamptz NULL,
-  ADD COLUMN IF NOT EXISTS cancelled_by varchar(128) NULL;
+ALTER TABLE submission_manager_partition_changes ADD COLUMN IF NOT EXISTS failed_steps integer NOT NULL DEFAULT 0;
+ALTER TABLE submission_manager_partition_changes ADD COLUMN IF NOT EXISTS last_step_error varchar(300) NULL;
+ALTER TABLE submission_manager_partition_changes ADD COLUMN IF NOT EXISTS last_failed_at timestamptz NULL;
+ALTER TABLE submission_manager_partition_changes ADD COLUMN IF NOT EXISTS cancelled_at timestamptz NULL;
+ALTER TABLE submission_manager_partition_changes ADD COLUMN IF NOT EXISTS cancelled_by varchar(128) NULL;
 `;
