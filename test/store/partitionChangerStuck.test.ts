@@ -1,0 +1,118 @@
+// A partition change that does not progress, and its cancel, with the changer (src/lease/partitionChanger.ts) on each
+// dialect against real stores: steps that fail on a real fault (a row lock another connection holds, past the
+// statement timeout) are counted in the change row and, from PARTITION_CHANGE_STUCK_STEPS on, reported stuck (an
+// error log naming the reason); a step that does not fail resets the count. A cancel while the changer waits for a
+// lease, or between its claim and its fenced switch, leaves it holding nothing and writing nothing (count, generation
+// and in-flight work as they were).
+import { describe, expect, it } from 'vitest';
+import { PartitionChanger, type ChangerSettings } from '../../src/lease/partitionChanger.js';
+import { assignPartition } from '../../src/intents/partition.js';
+import { partitionLeaseName } from '../../src/limits.js';
+import { systemClock } from '../../src/lease/clock.js';
+import { createLogger, silentLogger } from '../../src/observability/logger.js';
+import type { PartitionStore } from '../../src/store/partitionPorts.js';
+import type { Stores } from '../../src/store/stores.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
+import { useDialectContext } from '../support/dialectFixture.js';
+import { changeArrangement } from '../support/partitionChanges.js';
+
+const LEASE = 'changer-test';
+const settings = (holderId: string, over: Partial<ChangerSettings> = {}): ChangerSettings => ({
+  leaseNameOf: (k) => partitionLeaseName(LEASE, k), partitionOf: assignPartition, holderId, durationMs: 5_000, renewIntervalMs: 1_000,
+  safetyMarginMs: 300, commitGraceMs: 100, refreshIntervalMs: 50, batchSize: 7, prepareBatchSize: 100, pollMs: 50, stuckSteps: 3, ...over });
+const soon = (ms = 3_000) => systemClock.nowMs() + ms;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe.each(dialects)('partition change that does not progress: $name', (dialect) => {
+  let ctx: DialectContext;
+  let s: Stores;
+  useDialectContext(dialect, async (fresh) => {
+    ctx = fresh;
+    s = await ctx.openStores({ poolMax: 4, statementTimeoutMs: 400 });
+    await s.partitions.recordPartitionCount(2, 'test');
+  });
+  const { put, inFlight, request } = changeArrangement(() => s);
+
+  it('failed steps on a row lock held past the statement timeout: counted in SQL, stuck from the bound on (error log), reset by a step that does not fail', async (t) => {
+    if (!ctx.lockIntentRow || ctx.name === 'pglite') return t.skip('one session: no lock can be held while the changer waits');
+    // Finished intents settled before the change (its horizon): one the preparing pass must move is locked.
+    const done = [];
+    for (let i = 0; i < 8; i++) done.push(await put());
+    for (const d of done) expect((await s.intents.cancel(d.intentId)).kind).toBe('ok');
+    await sleep(300);
+    const change = await request(5);
+    const target = (await ctx.intentRows()).find((r) => r.status === 'cancelled' && assignPartition({ intentId: r.intentId, partitionKey: null }, 5) !== r.partition);
+    expect(target).toBeDefined();
+    const unlock = await ctx.lockIntentRow(target!.intentId);
+    const logs: Record<string, unknown>[] = [];
+    const log = createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+    const counted: boolean[] = [];
+    const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-a'), systemClock, log,
+      { partitionChangeStepFailed: (stuck) => void counted.push(stuck) });
+    try {
+      const outs = [];
+      for (let i = 0; i < 4; i++) outs.push(await changer.step(await s.partitions.readLayout(), soon(5_000)));
+      expect(outs.map((o) => [o.kind, (o as { failedSteps?: number }).failedSteps, (o as { stuck?: boolean }).stuck]))
+        .toEqual([['failed', 1, false], ['failed', 2, false], ['failed', 3, true], ['failed', 4, true]]);
+      expect(counted).toEqual([false, false, true, true]);
+      const active = (await s.partitions.readLayout()).active!;
+      expect(active).toMatchObject({ changeId: change.changeId, state: 'preparing', failedSteps: 4, lastStepError: expect.stringMatching(/^StoreError \w+/) });
+      const stuck = logs.filter((l) => l.event === 'partition_change_stuck');
+      expect(stuck.map((l) => [l.level, l.failed_steps, l.reason])).toEqual([['error', 3, active.lastStepError], ['error', 4, active.lastStepError]]);
+      expect(String(stuck[0]!.msg)).toContain(`POST /api/ops/partitions/${change.changeId}/cancel`);
+      expect(JSON.stringify(logs)).not.toContain('"payload"');
+    } finally {
+      await unlock();
+    }
+    // The lock gone: the next step does not fail, and the count restarts (the reason stays, as history).
+    const next = await changer.step(await s.partitions.readLayout(), soon(5_000));
+    expect(['preparing', 'waiting', 'completed']).toContain(next.kind);
+    expect(await s.partitions.getChange(change.changeId)).toMatchObject({ failedSteps: 0, lastStepError: expect.stringMatching(/^StoreError/) });
+  });
+
+  it('cancelled while the changer waits for a lease: it lets every lease go and writes nothing', async () => {
+    for (let i = 0; i < 5; i++) await put();
+    const change = await request(3);
+    const x = await s.lease.tryAcquire(partitionLeaseName(LEASE, 1), 'leader-x', 60_000); // a leader still draining
+    expect(x.acquired).toBe(true);
+    const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-b'), systemClock, silentLogger);
+    const step = changer.step(await s.partitions.readLayout(), soon(20_000));
+    for (let i = 0; i < 100 && (await s.lease.get(partitionLeaseName(LEASE, 0)))?.holderId !== 'changer-b'; i++) await sleep(20);
+    expect(await s.partitions.cancelChange(change.changeId, 'ops')).toMatchObject({ kind: 'cancelled' });
+    expect(await step).toMatchObject({ kind: 'cancelled', change: { changeId: change.changeId, state: 'cancelled' } });
+    expect(changer.heldCount()).toBe(0);
+    const l0 = (await s.lease.get(partitionLeaseName(LEASE, 0)))!;
+    expect(l0.expiresAt.getTime()).toBeLessThanOrEqual(l0.dbNow.getTime()); // released, not left to expire
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, generation: 0, active: null });
+  });
+
+  it('cancelled between its claim and its fenced switch: the switch writes nothing, the changer lets go (count, generation, in-flight work kept)', async () => {
+    const busy = await inFlight(1);
+    await put();
+    const change = await request(4);
+    // The operator's cancel commits while the changer is mid-step, just before its switch (a real cancel, real SQL).
+    const racing: PartitionStore = new Proxy(s.partitions, { get(tgt, p, r) {
+      if (p === 'switchCount') {
+        return async (...a: Parameters<PartitionStore['switchCount']>) => {
+          await tgt.cancelChange(change.changeId, 'ops');
+          return tgt.switchCount(...a);
+        };
+      }
+      const v = Reflect.get(tgt, p, r) as unknown;
+      return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(tgt) : v;
+    } });
+    const changer = new PartitionChanger(s.lease, racing, settings('changer-c'), systemClock, silentLogger);
+    let out;
+    for (let i = 0; i < 20 && out?.kind !== 'cancelled'; i++) out = await changer.step(await s.partitions.readLayout(), soon(3_000));
+    expect(out).toMatchObject({ kind: 'cancelled' });
+    expect(changer.heldCount()).toBe(0);
+    for (let k = 0; k < 4; k++) {
+      const row = await s.lease.get(partitionLeaseName(LEASE, k));
+      if (row) expect(row.expiresAt.getTime(), `lease ${k}`).toBeLessThanOrEqual(row.dbNow.getTime());
+    }
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, generation: 0, active: null });
+    expect((await ctx.intentRows()).find((r) => r.intentId === busy.intentId)).toMatchObject({ status: 'in_flight', partition: 1 });
+    expect(await s.partitions.getChange(change.changeId)).toMatchObject({ state: 'cancelled', switchedAt: null, rowsMoved: 0 });
+  });
+});
+
