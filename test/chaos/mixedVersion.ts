@@ -9,7 +9,7 @@
 //   schema to the end.
 // Count changes go through this release's instances only: while an old process is live they must be answered 409
 // older-release-live (judged here, with the answers recorded by partitionChanges.ts); once none is, 202.
-import type { ChaosCluster, ChaosDb, Slot } from './cluster.js';
+import { chaosSql, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
 import type { FaultInjector } from './faults.js';
 import type { ChaosHost } from './hostProcess.js';
 import type { Violation } from './history.js';
@@ -32,20 +32,30 @@ export interface MixedOptions {
 }
 
 /** What the phases did, for the report. */
-export interface MixedSummary { steps: string[]; answers: ChangeAnswer[]; joined: 'exercised' | 'change already completed' | 'not run' }
+export interface MixedSummary {
+  steps: string[];
+  answers: ChangeAnswer[];
+  joined: 'exercised' | 'change already completed' | 'not run';
+  /** Leases an old changer took after the change it stepped had completed (found completed, released). */
+  lateAcquisitions: number;
+}
 
 const STOP_WAIT_MS = 20_000;
 /** How long the old process stays live during the change (the change must not complete meanwhile). */
 const WAIT_WHILE_OLD_MS = 3_000;
+/** How long a change with this release alone may take (the campaign's own changes get as long). */
+const CHANGE_WAIT_MS = 60_000;
 
 export class MixedVersionPhases {
   readonly answers: ChangeAnswer[] = [];
-  readonly summary: MixedSummary = { steps: [], answers: this.answers, joined: 'not run' };
+  readonly summary: MixedSummary = { steps: [], answers: this.answers, joined: 'not run', lateAcquisitions: 0 };
   /** Set while a step that must not overlap a fault runs (the main loop waits for it before its next fault). */
   private exclusive: Promise<void> | null = null;
   private loop: Promise<void> | null = null;
   private failure: Error | null = null;
   private ended = false;
+  /** Slots stopped for good (their reservation is never given back: no fault, no replacement). */
+  private readonly retired = new Set<number>();
 
   constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly injector: FaultInjector,
     private readonly o: MixedOptions, private changes: PartitionChangeSchedule | null = null) {}
@@ -67,9 +77,8 @@ export class MixedVersionPhases {
       await this.step('migrate', () => this.migrate());
       await at(0.16);
       await this.step('start new', () => this.startSlots(null));
-      for (const [i, f] of [0.26, 0.32, 0.38, 0.44].entries()) {
-        if (!this.live(true).length) break;
-        await at(f);
+      for (let i = 0; this.remaining(true).length > 0; i++) {
+        await at(0.26 + 0.06 * i);
         await this.step(`stop old ${i + 1}`, () => this.stopOne(true));
       }
       await at(0.5);
@@ -78,9 +87,8 @@ export class MixedVersionPhases {
       await this.step('old joins a change', () => this.exclusively(() => this.oldJoinsChange()));
       await at(0.72);
       await this.step('downgrade: start old', () => this.startOldBeside());
-      for (const [i, f] of [0.78, 0.83, 0.88, 0.93].entries()) {
-        if (!this.live(false).length) break;
-        await at(f);
+      for (let i = 0; this.remaining(false).length > 0; i++) {
+        await at(0.78 + 0.05 * i);
         await this.step(`stop new ${i + 1}`, () => this.stopOne(false));
       }
     })().catch((e: unknown) => {
@@ -132,17 +140,23 @@ export class MixedVersionPhases {
     return `this release's migrations applied while ${this.live(true).length} old process(es) ran`;
   }
 
-  private async startSlots(release: string | null): Promise<string> {
-    const slots = await Promise.all(this.o.slotEnvs.map((env) => this.cluster.add(env, true, release)));
+  private async startSlots(release: string | null, count = this.o.slotEnvs.length): Promise<string> {
+    const slots = await Promise.all(this.o.slotEnvs.slice(0, count).map((env) => this.cluster.add(env, true, release)));
     return `started ${slots.map((s) => s.holderId).join(', ')}`;
   }
 
-  /** Stop one live process of the old release (or of this one) for good: SIGTERM, wait for its exit. */
+  /** Slots of the old release (`old`) or of this one not yet stopped for good (a killed one's slot is refilled). */
+  private remaining(old: boolean): Slot[] {
+    return this.cluster.slots.filter((s) => !!s.release === old && !this.retired.has(s.index));
+  }
+
+  /** Stop one process of the old release (or of this one) for good: SIGTERM, wait for its exit. A slot that a fault
+   *  holds (a kill's replacement not started yet) is waited for. */
   private async stopOne(old: boolean): Promise<string> {
     for (;;) {
-      const slot = this.live(old).find((s) => this.injector.reserve(s));
+      const slot = this.remaining(old).find((s) => s.host && !s.stopped && this.injector.reserve(s));
       if (slot) return this.stopSlot(slot);
-      await sleep(200); // every candidate is a fault's victim now
+      await sleep(200);
     }
   }
 
@@ -157,6 +171,7 @@ export class MixedVersionPhases {
       await host.exited;
     }
     slot.host = null;
+    this.retired.add(slot.index);
     return `stopped ${slot.holderId}${graceful ? '' : ` (killed: still running ${STOP_WAIT_MS} ms after SIGTERM)`}`;
   }
 
@@ -187,8 +202,8 @@ export class MixedVersionPhases {
     try {
       const r = await this.request();
       if (r.status !== 202 || !r.changeId) throw new Error(`with this release alone, POST /ops/partitions {count: ${r.to}} via ${r.via} answered ${r.status}`);
-      const c = await this.completed(r.changeId, 30_000);
-      if (c.completedAtMs === null) throw new Error(`change ${r.changeId} to ${r.to} not completed within 30 s with this release alone`);
+      const c = await this.completed(r.changeId, CHANGE_WAIT_MS);
+      if (c.completedAtMs === null) throw new Error(`change ${r.changeId} to ${r.to} not completed within ${CHANGE_WAIT_MS} ms with this release alone`);
       return `change to ${r.to} via ${r.via} completed by ${c.changer}`;
     } finally {
       this.changes?.release();
@@ -204,26 +219,37 @@ export class MixedVersionPhases {
       const [slot] = await Promise.all([this.cluster.add(this.o.slotEnvs[0]!, true, this.o.release)]);
       if (!this.injector.reserve(slot!)) throw new Error('a fault took the new slot');
       const s = slot!;
-      const heldMs = this.o.liveWindowMs + 2_500;
+      const heldMs = this.o.liveWindowMs + 1_200; // delivered about 0.5 s after the request
       const held = s.proxy.blackhole(heldMs, 'resume');
       await sleep(this.o.liveWindowMs + 700);
       const r = await this.request();
       await held;
+      await this.liveAgain(s.holderId);
       const atLive = r.changeId ? await this.completed(r.changeId, 0) : null;
       if (r.status !== 202 || !r.changeId) {
         await this.stopSlot(s);
         this.summary.joined = 'not run';
         return `change to ${r.to} answered ${r.status} (the held old process still counted as live): not exercised`;
       }
-      const whileLive = await this.completed(r.changeId, WAIT_WHILE_OLD_MS);
+      const whileLive = atLive?.completedAtMs != null ? atLive : await this.completed(r.changeId, WAIT_WHILE_OLD_MS);
       const stopped = await this.stopSlot(s);
-      const c = whileLive.completedAtMs !== null ? whileLive : await this.completed(r.changeId, 30_000);
+      const c = whileLive.completedAtMs !== null ? whileLive : await this.completed(r.changeId, CHANGE_WAIT_MS);
       this.summary.joined = atLive?.completedAtMs != null ? 'change already completed' : 'exercised';
       return `${s.holderId} (${this.o.version}) live again during change ${r.changeId} to ${r.to}: ` +
         `${whileLive.completedAtMs === null ? 'the change waited for it' : `completed while it was live, by ${whileLive.changer}`}; ${stopped}; ` +
-        `${c.completedAtMs === null ? 'NOT completed within 30 s after' : `completed by ${c.changer}`}`;
+        `${c.completedAtMs === null ? `NOT completed within ${CHANGE_WAIT_MS} ms after` : `completed by ${c.changer}`}`;
     } finally {
       this.changes?.release();
+    }
+  }
+
+  /** Until the process's instance row is live again (its first heartbeat after its traffic was delivered). */
+  private async liveAgain(holderId: string): Promise<void> {
+    for (const end = Date.now() + 10_000; Date.now() < end;) {
+      const r = await this.db.sql<{ age: number | string }>(`SELECT ${chaosSql.epochMs(chaosSql.now())} - ${chaosSql.epochMs('last_seen_at')} AS age
+        FROM submission_manager_instances WHERE holder_id = $1`, [holderId]).catch(() => []);
+      if (r[0] && Number(r[0].age) < this.o.liveWindowMs / 2) return;
+      await sleep(50);
     }
   }
 
@@ -231,7 +257,7 @@ export class MixedVersionPhases {
   private async startOldBeside(): Promise<string> {
     await this.changes?.hold();
     try {
-      return await this.startSlots(this.o.release);
+      return await this.startSlots(this.o.release, 2); // two: a rollback's first processes (one fewer start on a loaded machine)
     } finally {
       this.changes?.release(); // its requests now find an old process live: 409
     }
@@ -243,15 +269,22 @@ export class MixedVersionPhases {
     const old = this.cluster.all.filter((h) => h.release !== undefined);
     const oldChangers = new Set(old.flatMap((h) => h.holderIds.map(partitionChangerHolderId)));
     const list = [...oldChangers];
+    const changes = await readChanges(this.db);
     if (list.length) {
       const marks = list.map((_, i) => `$${i + 1}`).join(', ');
-      const events = await this.db.sql<{ holder_id: string; lease_name: string; event: string }>(
-        `SELECT holder_id, lease_name, event FROM submission_manager_lease_events WHERE holder_id IN (${marks}) ORDER BY seq`, list);
-      for (const e of events.filter((x) => x.event === 'acquired').slice(0, 5)) {
-        v.push({ check: 'mixed_version', message: `the old release's changer ${e.holder_id} acquired ${e.lease_name}: it took part in a count change` });
+      const taken = await this.db.sql<{ holder_id: string; lease_name: string; at_ms: number | string }>(
+        `SELECT holder_id, lease_name, ${chaosSql.epochMs('at')} AS at_ms FROM submission_manager_lease_events
+          WHERE event = 'acquired' AND holder_id IN (${marks}) ORDER BY seq`, list);
+      // Taken while a change was active: it took part. Taken after the completion (its step read the layout before):
+      // its claim matches nothing, it finds the change completed and lets go, as this release's changers do.
+      for (const e of taken) {
+        const at = Number(e.at_ms);
+        const during = changes.find((c) => c.requestedAtMs <= at && at < (c.completedAtMs ?? Infinity));
+        if (during) v.push({ check: 'mixed_version', message: `the old release's changer ${e.holder_id} acquired ${e.lease_name} during change ${during.changeId} (${during.fromCount} → ${during.toCount}): it took part` });
+        else this.summary.lateAcquisitions++;
       }
     }
-    for (const c of await readChanges(this.db)) {
+    for (const c of changes) {
       if (c.changer && oldChangers.has(c.changer)) v.push({ check: 'mixed_version', message: `change ${c.changeId} (${c.fromCount} → ${c.toCount}) claimed by the old release's changer ${c.changer}` });
     }
     for (const a of this.answers) {

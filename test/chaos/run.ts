@@ -299,6 +299,12 @@ function report(r: RunResult, i: number, of: number): void {
   console.log(`[chaos] run ${i + 1}/${of} seed ${r.seed}: ${ok ? 'PASS' : 'FAIL'} in ${(r.wallMs / 1000).toFixed(0)} s — ${r.faults.length} faults, ` +
     `${s?.intentsAccepted ?? '?'} accepted, ${s?.attempts ?? '?'} attempts, ${s?.duplicateDeliveries ?? '?'} duplicate deliveries, ` +
     `worst resume ${s ? s.worstResumeRatio.toFixed(2) : '?'} × lease, ${r.violations.length} violations`);
+  if (r.mixed) {
+    const a = r.mixed.answers;
+    console.log(`[chaos]   mixed-version: count changes through this release answered 409 older-release-live ${a.filter((x) => x.olderRelease).length}, ` +
+      `202 ${a.filter((x) => x.status === 202).length}; an old process live during a change: ${r.mixed.joined}; leases an old changer took after a ` +
+      `completion ${r.mixed.lateAcquisitions}`);
+  }
   if (r.error) console.log(`[chaos]   harness error: ${r.error}`);
   for (const c of [...new Set(r.violations.map((v) => v.check))]) {
     const of2 = r.violations.filter((v) => v.check === c);
