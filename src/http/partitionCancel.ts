@@ -14,10 +14,12 @@ import { requester, type ApiHandler } from './request.js';
 
 /** Releases the partition leases 0..max(from, to)−1 that a changer (any: PARTITION_CHANGER_SUFFIX) holds, each
  *  conditional on holder and epoch, unless a newer change is active (its changer's leases are its own). Returns how
- *  many. A changer that takes one afterwards lets it go at its next step (no change active). */
+ *  many. A changer that takes one afterwards lets it go at its next step (the change cancelled). `c` as it was asked
+ *  for: its toCount is the one it had (a cancel moving rows back records toCount := fromCount). */
 async function releaseChangerLeases(app: PartitionsContext, c: PartitionChange): Promise<number> {
-  if ((await app.stores.partitions.readLayout()).active !== null) return 0;
-  const released = await Promise.all(Array.from({ length: Math.max(c.fromCount, c.toCount) }, async (_, k) => {
+  const active = (await app.stores.partitions.readLayout()).active;
+  if (active !== null && active.changeId !== c.changeId) return 0;
+  const released = await Promise.all(Array.from({ length: Math.max(c.fromCount, c.toCount, app.config.partitions.count) }, async (_, k) => {
     const row = await app.stores.lease.get(partitionLeaseName(app.config.lease.name, k));
     if (!row || row.expiresAt.getTime() <= row.dbNow.getTime() || !row.holderId.endsWith(PARTITION_CHANGER_SUFFIX)) return false;
     return app.stores.lease.release({ leaseName: row.leaseName, holderId: row.holderId, leaseEpoch: row.leaseEpoch });
@@ -50,10 +52,11 @@ export function cancelPartitionChangeHandler(app: PartitionsContext): ApiHandler
     }
     const leasesReleased = await releaseChangerLeases(app, out.change);
     const c = out.change;
-    app.logger.warn({ event: 'partition_change_cancelled', change_id: c.changeId, from_count: c.fromCount, to_count: c.toCount,
-      cancelled_by: c.cancelledBy, reason: body.reason, already: out.kind === 'alreadyCancelled', leases_released: leasesReleased,
-      rows_moved: c.rowsMoved },
-    `partition change ${c.fromCount} → ${c.toCount} cancelled before its switch: the count stays ${c.fromCount}; leaders resume`);
-    return json(200, { cancelled: true, alreadyCancelled: out.kind === 'alreadyCancelled', leasesReleased, change: view(c) });
+    const movingBack = c.state === 'preparing';
+    app.logger.warn({ event: 'partition_change_cancelled', change_id: c.changeId, from_count: c.fromCount, cancelled_by: c.cancelledBy,
+      reason: body.reason, already: out.kind === 'alreadyCancelled', leases_released: leasesReleased, rows_moved: c.rowsMoved, moving_back: movingBack },
+    `partition change cancelled before its switch: the count stays ${c.fromCount}; leaders resume` +
+      (movingBack ? '; the finished intents its preparing pass moved go back (the change ends once they have)' : ''));
+    return json(200, { cancelled: true, alreadyCancelled: out.kind === 'alreadyCancelled', movingBack, leasesReleased, change: view(c) });
   });
 }

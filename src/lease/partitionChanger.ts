@@ -48,6 +48,9 @@ export interface ChangerSettings {
   stuckSteps: number;
 }
 
+/** No longer to be switched: ended, or cancelled (its pass moving the finished rows back, holding no lease). */
+const givenUp = (c: PartitionChange) => !isChangeActive(c) || c.cancelledAt !== null;
+
 /** How far a step got. */
 export type ChangerProgress =
   | { kind: 'none' }
@@ -57,7 +60,8 @@ export type ChangerProgress =
   | { kind: 'reassigning'; rowsMoved: number; phase: 'scan' | 'catch-up' }
   | { kind: 'completed'; change: PartitionChange }
   | { kind: 'leaseLost' }
-  /** Cancelled by an operator (found so by a step): every lease this changer held let go. */
+  /** Cancelled by an operator (found so by a step): every lease this changer held let go; the change ended, or its
+   *  pass moves the finished rows back at the next steps (state preparing, cancelledAt set). */
   | { kind: 'cancelled'; change: PartitionChange }
   | { kind: 'failed'; error: unknown; failedSteps: number; stuck: boolean };
 
@@ -117,7 +121,9 @@ export class PartitionChanger {
     } catch (e) {
       return { kind: 'failed', error: e, ...(await this.failures.failed(change, e)) };
     }
-    if (progress.kind !== 'cancelled') await this.failures.succeeded(change);
+    // Only a step that moved the change on resets the count: a changer that waits (for a lease another changer holds,
+    // for an older release) says nothing of the step that fails.
+    if (progress.kind === 'preparing' || progress.kind === 'reassigning' || progress.kind === 'completed') await this.failures.succeeded(change);
     return progress;
   }
 
@@ -150,6 +156,7 @@ export class PartitionChanger {
 
   private async drive(initial: PartitionChange, deadlineMs: number, finishByMs: number): Promise<ChangerProgress> {
     let change = initial;
+    if (change.cancelledAt !== null) await this.releaseAll('change cancelled'); // its pass moves the rows back, no lease
     if (change.state === 'preparing') {
       const prepared = await this.prepare(change, deadlineMs);
       if (!isChangeActive(prepared)) return this.ended(prepared);
@@ -173,14 +180,14 @@ export class PartitionChanger {
         await new Promise((r) => setTimeout(r, waitMs));
         // Cancelled while this changer waits: let go now rather than hold leases until its deadline.
         const now = await this.store.getChange(change.changeId);
-        if (!now || !isChangeActive(now)) return this.ended(now ?? change);
+        if (!now || givenUp(now)) return this.ended(now ?? change);
       }
       if (k === 0) {
         // Holding lease 0, read the change as it is now: another changer may have completed it while this one
         // waited (its layout was read before), and then every lease this one would take must stay free.
         const now = this.claimed ? await this.store.getChange(change.changeId) : await this.claim(change);
         if (now === 'lost') return this.lost(change);
-        if (!now || !isChangeActive(now)) return this.ended(now ?? change);
+        if (!now || givenUp(now)) return this.ended(now ?? change);
         change = now;
       }
     }
@@ -189,7 +196,7 @@ export class PartitionChanger {
       if (older) return older;
       const out = await this.switch(change, m);
       if (out.kind === 'leaseLost') return this.lost(change);
-      if (out.value.state === 'cancelled') return this.ended(out.value); // cancelled after the claim: nothing switched
+      if (out.value.state !== 'reassigning') return this.ended(out.value); // cancelled after the claim: nothing switched
       change = out.value;
       this.log.warn({ event: 'partition_change_switched', change_id: change.changeId, from: change.fromCount, to: change.toCount },
         `partition count switched to ${change.toCount}: every lease held, in-flight work recovered; moving intents`);
@@ -326,12 +333,13 @@ export class PartitionChanger {
 
   /** The change ended while this changer drove it (cancelled, or completed by another changer): let every lease go. */
   private async ended(change: PartitionChange): Promise<ChangerProgress> {
-    if (change.state === 'cancelled') {
+    const cancelled = change.state === 'cancelled' || change.cancelledAt !== null;
+    if (cancelled) {
       this.log.warn({ event: 'partition_change_cancel_seen', change_id: change.changeId, cancelled_by: change.cancelledBy, held: this.held.size },
         'partition change cancelled: this changer writes nothing more and lets its leases go');
     }
-    await this.releaseAll(change.state === 'cancelled' ? 'change cancelled' : 'change already completed');
-    return change.state === 'cancelled' ? { kind: 'cancelled', change } : { kind: 'none' };
+    await this.releaseAll(cancelled ? 'change cancelled' : 'change already completed');
+    return cancelled ? { kind: 'cancelled', change } : { kind: 'none' };
   }
 
   private async lost(change: PartitionChange): Promise<ChangerProgress> {

@@ -1,9 +1,10 @@
 // The failed-step report of a partition change (docs/operations.md, "A count change that does not progress"): every
 // step that fails adds one to the change row's failed_steps (best effort, unfenced: a report, not a step; any
 // instance's dashboard and GET /api/ops/partitions read it), with its reason; from PARTITION_CHANGE_STUCK_STEPS in a
-// row on, each failed step logs partition_change_stuck at error level and counts in the stuck metric. A step that does
-// not fail resets the count. The reason is the error's class and driver code only, never its message (which may
-// quote a value), so no payload or secret reaches a log, a metric or the change row.
+// row on, each failed step logs partition_change_stuck at error level and counts in the stuck metric. A step that
+// moves the change on (a preparing batch, a reassignment page, the completion; not a wait for a lease another changer
+// holds) resets the count. The reason is the error's class and driver code only, never its message (which may quote
+// a value), so no payload or secret reaches a log, a metric or the change row.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import { isStoreError } from '../store/ports.js';
@@ -34,7 +35,8 @@ export class StepFailures {
     this.local = { changeId: change.changeId, failed: this.local.changeId === change.changeId ? this.local.failed + 1 : 1 };
     const reason = stepErrorReason(e);
     const recorded = await this.store.recordStepFailure(change.changeId, reason).catch((w: unknown) => {
-      this.log.debug({ event: 'partition_change_failure_unrecorded', change_id: change.changeId, sql_error: sqlErrorField(w) }, 'failed step not recorded');
+      this.log.warn({ event: 'partition_change_failure_unrecorded', change_id: change.changeId, sql_error: sqlErrorField(w) },
+        'failed step not recorded in the change row (this process counts it)');
       return null;
     });
     const failedSteps = Math.max(recorded?.failedSteps ?? 0, this.local.failed);
@@ -54,7 +56,7 @@ export class StepFailures {
     return { failedSteps, stuck };
   }
 
-  /** A step of `change` did not fail: the count restarts (one statement, only when the row or this process counted). */
+  /** A step moved `change` on: the count restarts (one statement, only when the row or this process counted). */
   async succeeded(change: PartitionChange): Promise<void> {
     const counted = this.local.changeId === change.changeId && this.local.failed > 0;
     this.local = { changeId: change.changeId, failed: 0 };

@@ -75,12 +75,15 @@ export const toPartitionChange = (r: PartitionChangeDbRow): PartitionChange => (
 /** The width of last_step_error in every dialect. */
 export const STEP_ERROR_MAX_LENGTH = 300;
 
-/** What cancelChange does with the change as it found it, locked: null = cancel it; else the answer. */
-export function decideCancel(c: PartitionChange | null): CancelChangeOutcome | null {
+/** What cancelChange does with the change as it found it, locked: `end` it now (no row moved yet: nothing to undo), or
+ *  `moveBack` (its preparing pass moved finished rows: the pass runs again under to_count := from_count, then ends
+ *  it); else the answer. A preparing change already cancelled is moving back; a pending one (a previous release's pass
+ *  moved them back) ends. */
+export function decideCancel(c: PartitionChange | null): CancelChangeOutcome | { kind: 'end' } | { kind: 'moveBack' } {
   if (!c) return { kind: 'notFound' };
-  if (c.state === 'cancelled') return { kind: 'alreadyCancelled', change: c };
+  if (c.state === 'cancelled' || (c.state === 'preparing' && c.cancelledAt !== null)) return { kind: 'alreadyCancelled', change: c };
   if (c.state === 'reassigning' || c.state === 'completed') return { kind: 'switched', change: c };
-  return null;
+  return c.rowsMoved === 0 || c.fromCount === c.toCount ? { kind: 'end' } : { kind: 'moveBack' };
 }
 
 /** What requestChange does, decided under the lock on the count row from what it read there: `sameId` is the change

@@ -212,10 +212,13 @@ export interface PartitionStore {
    *  conditional on holder and epoch, a `released` event each), in one transaction fenced by every lease. Already
    *  completed: unchanged (and the fence is not required). */
   completeChange(fence: LeaseToken[], changeId: string): Promise<Fenced<PartitionChange>>;
-  /** preparing or pending → cancelled (completedAt = cancelledAt := database time, cancelledBy), the change row locked
+  /** Cancels a change in state preparing or pending (cancelledAt := database time, cancelledBy), the change row locked
    *  as every step locks it, so a step either ran before (and a switch that committed makes this `switched`) or finds
-   *  the change ended and writes nothing (the fenced steps check its state under the same lock; prepareBatch too).
-   *  The count is unchanged. Unfenced (an operator's ask, from any instance). Idempotent. Leases are not touched here. */
+   *  the change cancelled and does not switch (every fenced step checks the state under the same lock). The count is
+   *  unchanged. No row moved yet: cancelled now (completedAt = cancelledAt). Else the finished rows its preparing pass
+   *  moved go back: state preparing with toCount := fromCount and the cursor reset (leaders resume: no drain while
+   *  preparing), and the pass's last batch ends it as cancelled instead of pending. Unfenced (an operator's ask, from
+   *  any instance). Idempotent. Leases are not touched here. */
   cancelChange(changeId: string, cancelledBy: string): Promise<CancelChangeOutcome>;
   /** A changer's step failed: failedSteps + 1, lastStepError, lastFailedAt := database time, unfenced (a report, not a
    *  step: any changer may write it, even one holding no lease). Only an active change; null if none such. */

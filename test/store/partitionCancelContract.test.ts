@@ -24,7 +24,24 @@ describe.each(dialects)('partition change cancel: $name', (dialect) => {
   });
   const { put, inFlight, takeLeases, request, prepared, switched } = changeArrangement(() => s);
 
-  it('preparing: cancelled with finished rows already moved; the count stays, a retry is harmless, the pass writes nothing more', async () => {
+  it('preparing, nothing moved yet: cancelled at once (the count stays); a retry is harmless; the pass writes nothing more', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    for (let i = 0; i < 4; i++) await put();
+    const change = await request(4);
+    const out = await s.partitions.cancelChange(change.changeId, 'ops-x');
+    expect(out).toMatchObject({ kind: 'cancelled', change: { changeId: change.changeId, state: 'cancelled', cancelledBy: 'ops-x', fromCount: 2, toCount: 4 } });
+    const cancelled = (out as { change: PartitionChange }).change;
+    expect(cancelled.cancelledAt).toBeInstanceOf(Date);
+    expect(cancelled.completedAt).toEqual(cancelled.cancelledAt);
+    expect(await s.partitions.cancelChange(change.changeId, 'ops-y')).toEqual({ kind: 'alreadyCancelled', change: cancelled });
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, generation: 0, active: null });
+    expect(await s.partitions.listChanges(5)).toEqual([cancelled]);
+    const before = await ctx.intentRows();
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 100, horizon: (await s.partitions.readLayout()).dbNow })).toEqual(cancelled);
+    expect(await ctx.intentRows()).toEqual(before);
+  });
+
+  it('preparing, finished rows moved: they go back under the count in force (the pass again), then it ends cancelled; nothing stranded', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     for (let i = 0; i < 12; i++) await put(i % 2 === 0 ? { key: `k${i}` } : {});
     const all = await ctx.intentRows();
@@ -32,32 +49,28 @@ describe.each(dialects)('partition change cancel: $name', (dialect) => {
     const change = await request(4);
     await sleep(5);
     const horizon = (await s.partitions.readLayout()).dbNow;
-    const half = (await s.partitions.prepareBatch(change.changeId, { limit: 6, horizon }))!;
-    expect(half.state).toBe('preparing');
-    const before = await ctx.intentRows();
+    let half = change;
+    while (half.rowsMoved === 0 && half.state === 'preparing') half = (await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon }))!;
+    expect(half).toMatchObject({ state: 'preparing', rowsMoved: expect.any(Number) });
+    expect(half.rowsMoved).toBeGreaterThan(0);
+    const moved = (await ctx.intentRows()).filter((r) => r.partition !== partitionOf(keyOf(r), 2));
+    expect(moved.length).toBe(half.rowsMoved);
+    expect(moved.every((r) => r.status === 'cancelled')).toBe(true); // finished rows only
 
     const out = await s.partitions.cancelChange(change.changeId, 'ops-x');
-    expect(out).toMatchObject({ kind: 'cancelled', change: { changeId: change.changeId, state: 'cancelled', cancelledBy: 'ops-x',
-      fromCount: 2, toCount: 4, prepareCursor: half.prepareCursor, rowsMoved: half.rowsMoved } });
-    const cancelled = (out as { change: PartitionChange }).change;
-    expect(cancelled.cancelledAt).toBeInstanceOf(Date);
-    expect(cancelled.completedAt).toEqual(cancelled.cancelledAt);
-    expect(await s.partitions.cancelChange(change.changeId, 'ops-y')).toEqual({ kind: 'alreadyCancelled', change: cancelled });
+    expect(out).toMatchObject({ kind: 'cancelled', change: { state: 'preparing', fromCount: 2, toCount: 2, prepareCursor: null, preparedAt: null,
+      cancelledBy: 'ops-x', cancelledAt: expect.any(Date), completedAt: null } });
+    const back = (out as { change: PartitionChange }).change;
+    expect(await s.partitions.cancelChange(change.changeId, 'ops-y')).toEqual({ kind: 'alreadyCancelled', change: back });
+    // Still the active change (preparing: no leader drains), the count in force unchanged.
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, generation: 0, active: back });
+    let p = back;
+    while (p.state === 'preparing') p = (await s.partitions.prepareBatch(change.changeId, { limit: 5, horizon }))!;
+    expect(p).toMatchObject({ state: 'cancelled', rowsMoved: 2 * half.rowsMoved, completedAt: expect.any(Date), cancelledAt: back.cancelledAt });
     expect(await s.partitions.readLayout()).toMatchObject({ count: 2, generation: 0, active: null });
-    expect(await s.partitions.getChange(change.changeId)).toEqual(cancelled);
-    expect(await s.partitions.listChanges(5)).toEqual([cancelled]);
-
-    // The preparing pass (a changer mid-step) finds it ended: nothing moves, the cursor stays.
-    expect(await s.partitions.prepareBatch(change.changeId, { limit: 100, horizon })).toEqual(cancelled);
-    expect(await ctx.intentRows()).toEqual(before);
-    // Every open intent is in its partition under the count in force (the pass moves finished ones only).
-    for (const r of before.filter((x) => x.status === 'scheduled')) expect(r.partition).toBe(partitionOf(keyOf(r), 2));
-    // A new change may be requested; it moves what the cancelled one left behind.
-    const next = await s.partitions.requestChange(4, 'ops', uuidv7());
-    expect(next.kind).toBe('created');
-    let p = (next as { change: PartitionChange }).change;
-    while (p.state === 'preparing') p = (await s.partitions.prepareBatch(p.changeId, { limit: 100, horizon: (await s.partitions.readLayout()).dbNow }))!;
-    for (const r of (await ctx.intentRows()).filter((x) => x.status === 'cancelled')) expect(r.partition).toBe(partitionOf(keyOf(r), 4));
+    for (const r of await ctx.intentRows()) expect(r.partition, r.intentId).toBe(partitionOf(keyOf(r), 2));
+    // A new change may be requested.
+    expect((await s.partitions.requestChange(4, 'ops', uuidv7())).kind).toBe('created');
   });
 
   it('pending, claimed, leases held: cancelled; then claim, switch, move and complete write nothing (count, generation, in-flight work kept)', async () => {

@@ -20,7 +20,7 @@ import { startRecordingProvider, type RecordingProvider } from './recordingProvi
 /** EXECUTOR_PARTITIONS of every process: the most partitions a change may ask for. */
 export const C = 6;
 export const ADMIN_KEY = 'change-admin-key';
-const FUNCTION_KEY = 'change-function-key';
+export const FUNCTION_KEY = 'change-function-key';
 
 /** The hosts' settings: the process tests' short timings, six timer functions, every-instance mode (every process
  *  contends for every partition: the fair share), the heartbeat scaled to the lease, no breaker (a 503 share would

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
 import { partitionChangeQueries as q } from '../../src/store/mssql/partitionChangeQueries.js';
 import { partitionReassignQueries as r } from '../../src/store/mssql/partitionReassignQueries.js';
+import { partitionCancelQueries as c } from '../../src/store/mssql/partitionCancelQueries.js';
 import { intentQueries } from '../../src/store/mssql/intentStore.js';
 import type { SqlQuery } from '../../src/store/mssql/params.js';
 import { StoreError } from '../../src/store/ports.js';
@@ -152,14 +153,14 @@ describe('partition change statements', () => {
     expect(() => r.prepareBatch('nope', { limit: 1, horizon: new Date(0) })).toThrow(StoreError);
   });
 
-  it('prepareBatch: the key range is the next @limit ids of the primary key; in it the settled rows modified before the horizon with a call out are bumped, then those with no attempt started moved to the rule (SHA-256 of the UTF-8 key, 4 bytes, mod @to) where it differs; rows_moved += rows moved; cursor forward only; the range to the last id → pending once', () => {
+  it('prepareBatch: the key range is the next @limit ids of the primary key; in it the settled rows modified before the horizon with a call out are bumped, then those with no attempt started moved to the rule (SHA-256 of the UTF-8 key, 4 bytes, mod @to) where it differs; rows_moved += rows moved; cursor forward only; the range to the last id → pending once (cancelled, moving rows back: completed)', () => {
     const t = r.prepareBatch(ID, { limit: 10, horizon: new Date(0) }).text;
     expect(t).toMatch(/SELECT @hi = intent_id FROM submission_intents WHERE intent_id > @from ORDER BY intent_id OFFSET @limit - 1 ROWS FETCH NEXT 1 ROWS ONLY;/);
     const range = "i\\.intent_id > @from AND i\\.intent_id <= ISNULL\\(@hi, 'ffffffff-ffff-ffff-ffff-ffffffffffff'\\) AND i\\.last_modified_at < @horizon";
     const rule = "\\(CAST\\(CAST\\(HASHBYTES\\('SHA2_256', CAST\\(COALESCE\\(i\\.partition_key, i\\.intent_id\\) COLLATE Latin1_General_100_BIN2_UTF8 AS varchar\\(512\\)\\)\\) AS binary\\(4\\)\\) AS bigint\\) % @to\\)";
     expect(t).toMatch(new RegExp(`UPDATE i SET last_modified_at = CASE WHEN SYSUTCDATETIME\\(\\) > i\\.last_modified_at THEN SYSUTCDATETIME\\(\\) ELSE DATEADD\\(nanosecond, 100, i\\.last_modified_at\\) END\\n\\s+FROM submission_intents AS i WHERE ${range} AND i\\.status IN \\('succeeded', 'cancelled'\\)\\n\\s+AND EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n {2}UPDATE i SET partition_no = ${rule}\\n\\s+FROM submission_intents AS i WHERE ${range} AND i\\.status IN \\('succeeded', 'cancelled'\\)\\n\\s+AND NOT EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\) AND i\\.partition_no <> ${rule};\\n {2}SET @moved = @@ROWCOUNT;`)); // bump, then move: an attempt never reopens, so a row meets one of the two
     expect(code(t)).not.toMatch(/scheduled|in_flight/);
-    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @hi IS NOT NULL AND \(prepare_cursor IS NULL OR @hi > prepare_cursor\) THEN @hi ELSE prepare_cursor END,\n\s+state = CASE WHEN @hi IS NULL THEN 'pending' ELSE state END,\n\s+prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME\(\) ELSE prepared_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
+    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @hi IS NOT NULL AND \(prepare_cursor IS NULL OR @hi > prepare_cursor\) THEN @hi ELSE prepare_cursor END,\n\s+state = CASE WHEN @hi IS NOT NULL THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,\n\s+prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME\(\) ELSE prepared_at END,\n\s+completed_at = CASE WHEN @hi IS NULL AND cancelled_at IS NOT NULL THEN SYSUTCDATETIME\(\) ELSE completed_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
   });
 
   it('switchCount leaves a preparing change alone: it reads and writes only a pending one', () => {
@@ -199,5 +200,25 @@ describe('intake: the partition in the INSERT', () => {
     expect(t).toMatch(/last_modified_at, partition_no, partition_key\)\nSELECT [\s\S]*COALESCE\(@partition_no,\s+@partition_hash % ISNULL\(\(SELECT partition_count FROM submission_manager_partition_count WITH \(REPEATABLEREAD\) WHERE id = 1\), 1\),\s+0\),\s+@partition_key\n WHERE/);
     expect(t.match(/submission_manager_partition_count WITH \(REPEATABLEREAD\)/g)).toHaveLength(1);
     expect(t).toMatch(/SELECT CAST\(1 AS bit\) AS created, [^;]*partition_no[^;]* FROM submission_intents WHERE intent_id = @intent_id;/);
+  });
+});
+
+describe('cancel and the failed-step report (SQL Server, no server here: the text)', () => {
+  const id = '01a21664-e75d-7511-bfbf-d9834bd6e04b';
+  it('cancel: one transaction, the change row read WITH (UPDLOCK, HOLDLOCK) first (as every step), then ended or moving back, only before the switch', () => {
+    const t = c.cancelChange(id, 'ops').text;
+    expect(t).toMatch(/SET XACT_ABORT ON;[\s\S]*BEGIN TRANSACTION;\nSELECT [^;]+ WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id;\nUPDATE/);
+    expect(t).toMatch(/WHERE change_id = @change_id AND state IN \('preparing', 'pending'\) AND NOT \(state = 'preparing' AND cancelled_at IS NOT NULL\);\nCOMMIT TRANSACTION;/);
+    // Every SET expression reads the row before the update: nothing moved → ended now, else preparing under from_count.
+    expect(t).toMatch(/state = CASE WHEN \(rows_moved = 0 OR from_count = to_count\) THEN 'completed' ELSE 'preparing' END/);
+    expect(t).toMatch(/to_count = CASE WHEN \(rows_moved = 0 OR from_count = to_count\) THEN to_count ELSE from_count END/);
+    expect(t).toMatch(/prepare_cursor = CASE WHEN \(rows_moved = 0 OR from_count = to_count\) THEN prepare_cursor ELSE NULL END/);
+  });
+  it('failed steps: counted on an active change only, the row returned by OUTPUT; reset only when counted', () => {
+    const f = c.recordStepFailure(id, 'x'.repeat(400));
+    expect(f.text).toMatch(/SET failed_steps = failed_steps \+ 1, last_step_error = @error, last_failed_at = SYSUTCDATETIME\(\)\nOUTPUT inserted\.change_id, /);
+    expect(f.text).toMatch(/WHERE change_id = @change_id AND state <> 'completed';$/);
+    expect(f.params.find((p) => p.name === 'error')?.value).toBe('x'.repeat(300));
+    expect(c.clearStepFailures(id).text).toBe('UPDATE submission_manager_partition_changes SET failed_steps = 0 WHERE change_id = @change_id AND failed_steps > 0;');
   });
 });

@@ -34,7 +34,9 @@ export function partitionClient(h) {
     const cancel = before ? el('button', { id: 'btn-partition-cancel', onclick: () => act('Cancel the partition change',
       c.fromCount + ' → ' + c.toCount + ' (' + c.state + '): the count stays ' + c.fromCount + ', the changer lets its leases go and the leaders resume. Reason (optional):',
       'POST', 'ops/partitions/' + c.changeId + '/cancel', (r) => (r ? { reason: r } : undefined), { type: 'text', placeholder: 'reason' }) }, 'Cancel change') : null;
-    return failing || cancel ? el('div', {}, failing, cancel) : null;
+    const back = c.cancelledAt ? el('div', { class: 'muted', id: 'partition-change-moving-back' }, 'cancelled by ' + c.cancelledBy + ' ' + when(c.cancelledAt) +
+      ': the finished intents its preparing pass moved go back (execution goes on); it ends as cancelled once they have') : null;
+    return failing || cancel || back ? el('div', {}, back, failing, c.cancelledAt ? null : cancel) : null;
   }
 
   // What the operator typed survives the page's refresh (every 5 s) until it is submitted.

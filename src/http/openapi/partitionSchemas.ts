@@ -39,7 +39,8 @@ export const partitionChangeSchema = z.strictObject({
     '("A count change that does not progress")'),
   lastStepError: z.string().nullable().describe('The last failed step\'s reason (SQL error code and class; never a payload)'),
   lastFailedAt: instant.nullable(),
-  cancelledAt: instant.nullable().describe('When an operator cancelled it (state cancelled)'),
+  cancelledAt: instant.nullable().describe('When an operator cancelled it (state cancelled; or preparing while the finished intents its pass '
+    + 'had moved go back, toCount then being fromCount)'),
   cancelledBy: z.string().nullable(),
 }).describe('A change of the partition count (cancellable before its switch, then roll forward only; at most one active)');
 export type PartitionChangeView = z.infer<typeof partitionChangeSchema>;
@@ -83,6 +84,8 @@ export const partitionCountUnchangedSchema = z.strictObject({
 export const partitionChangeCancelledSchema = z.strictObject({
   cancelled: z.literal(true),
   alreadyCancelled: z.boolean().describe('true: it was cancelled before (a retry is harmless)'),
+  movingBack: z.boolean().describe('true: its preparing pass had moved finished intents; they go back to their partition under the count '
+    + 'in force (state preparing, toCount = fromCount, execution going on), then the change ends as cancelled'),
   leasesReleased: z.int().min(0).describe('Partition leases a changer held that this call released (each conditional on holder and epoch)'),
   change: partitionChangeSchema,
 }).describe('The change is cancelled: the count in force is fromCount, leaders resume');

@@ -115,8 +115,9 @@ BEGIN
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
          prepare_cursor = ${FORWARD('prepare_cursor', '@hi')},
-         state = CASE WHEN @hi IS NULL THEN 'pending' ELSE state END,
-         prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME() ELSE prepared_at END
+         state = CASE WHEN @hi IS NOT NULL THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,
+         prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME() ELSE prepared_at END,
+         completed_at = CASE WHEN @hi IS NULL AND cancelled_at IS NOT NULL THEN SYSUTCDATETIME() ELSE completed_at END
    WHERE change_id = @change_id AND state = 'preparing';
 END;
 COMMIT TRANSACTION;

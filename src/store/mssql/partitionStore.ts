@@ -118,7 +118,8 @@ export class MssqlPartitionStore implements PartitionStore {
   async cancelChange(changeId: string, cancelledBy: string): Promise<CancelChangeOutcome> {
     if (!isUuidText(changeId)) return { kind: 'notFound' };
     const [before = [], after = []] = await this.db.run<PartitionChangeDbRow>(partitionCancelQueries.cancelChange(changeId, cancelledBy));
-    return decideCancel(before[0] ? toPartitionChange(before[0]) : null) ?? { kind: 'cancelled', change: toPartitionChange(after[0]!) };
+    const decided = decideCancel(before[0] ? toPartitionChange(before[0]) : null);
+    return decided.kind === 'end' || decided.kind === 'moveBack' ? { kind: 'cancelled', change: toPartitionChange(after[0]!) } : decided;
   }
 
   async recordStepFailure(changeId: string, error: string): Promise<PartitionChange | null> {

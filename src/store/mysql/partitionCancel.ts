@@ -17,9 +17,13 @@ const read = async (tx: MyQueryable, changeId: string, lock = '') => {
 export function cancelChange(db: MyDatabase, changeId: string, cancelledBy: string): Promise<CancelChangeOutcome> {
   return db.transaction(async (tx): Promise<CancelChangeOutcome> => {
     const decided = decideCancel(await read(tx, changeId, ' FOR UPDATE'));
-    if (decided) return decided;
-    await tx.query(`UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = ${NOW}, cancelled_at = ${NOW},
-      cancelled_by = ? WHERE change_id = ? AND state IN ('preparing', 'pending')`, [cancelledBy.slice(0, 128), changeId]);
+    if (decided.kind !== 'end' && decided.kind !== 'moveBack') return decided;
+    // Ended now (no row moved), or back to preparing under to_count := from_count (the pass moves the rows back, then
+    // ends it: partitionReassign.ts). (MySQL assigns left to right: to_count last.)
+    const set = decided.kind === 'end' ? `state = 'completed', completed_at = ${NOW}`
+      : "state = 'preparing', prepare_cursor = NULL, prepared_at = NULL, to_count = from_count";
+    await tx.query(`UPDATE submission_manager_partition_changes SET ${set}, cancelled_at = ${NOW}, cancelled_by = ?
+      WHERE change_id = ? AND state IN ('preparing', 'pending')`, [cancelledBy.slice(0, 128), changeId]);
     return { kind: 'cancelled', change: (await read(tx, changeId))! };
   });
 }

@@ -82,12 +82,14 @@ const LEAVE = `UPDATE submission_intents AS i SET i.last_modified_at = ${NEXT_MO
 // partition yet match, so the rows matched are the rows moved.
 const MOVE = `UPDATE submission_intents AS i SET i.partition_no = ${PARTITION_RULE('i')}
  WHERE ${IN_RANGE} AND i.status IN ${SETTLED_SQL_LIST} AND NOT ${callOut} AND i.partition_no <> ${PARTITION_RULE('i')}`;
-// The cursor only moves forward; a range that reached the last id ends the pass.
+// The cursor only moves forward; a range that reached the last id ends the pass: pending, or, for a change cancelled
+// after rows moved (its pass moving them back under to_count := from_count), cancelled (completed).
 const PREPARED = `UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + ?,
        prepare_cursor = CASE WHEN ? OR (prepare_cursor IS NOT NULL AND prepare_cursor >= ?) THEN prepare_cursor ELSE ? END,
-       state = CASE WHEN ? THEN 'pending' ELSE state END,
-       prepared_at = CASE WHEN ? THEN ${NOW} ELSE prepared_at END
+       state = CASE WHEN NOT ? THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,
+       prepared_at = CASE WHEN ? THEN ${NOW} ELSE prepared_at END,
+       completed_at = CASE WHEN ? AND cancelled_at IS NOT NULL THEN ${NOW} ELSE completed_at END
  WHERE change_id = ?`;
 
 const LAST_ID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
@@ -102,5 +104,5 @@ export async function prepareBatch(tx: MyQueryable, c: PartitionChange, batch: P
   await tx.query(LEAVE, range);
   const moved = (await tx.query(MOVE, [c.toCount, ...range, c.toCount])).affectedRows;
   const done = hi === null;
-  await tx.query(PREPARED, [moved, done, hi, hi, done, done, c.changeId]);
+  await tx.query(PREPARED, [moved, done, hi, hi, done, done, done, c.changeId]);
 }

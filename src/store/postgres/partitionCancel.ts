@@ -8,10 +8,19 @@ import type { PgDatabase } from './db.js';
 
 const LOCK = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = $1 FOR UPDATE`;
 
-const CANCEL = `/* sm:partition_cancel */
+// Ended now (no row moved), or back to preparing under to_count := from_count (the pass moves the rows back, then
+// ends it: partitionReassign.ts). Either way the count never changed, and a previous release reads it as a change to
+// the count in force.
+const CANCEL = {
+  end: `/* sm:partition_cancel */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t)
 UPDATE submission_manager_partition_changes SET state = 'completed', completed_at = now.t, cancelled_at = now.t, cancelled_by = $2
-  FROM now WHERE change_id = $1 AND state IN ('preparing', 'pending') RETURNING ${PARTITION_CHANGE_COLS}`;
+  FROM now WHERE change_id = $1 AND state IN ('preparing', 'pending') RETURNING ${PARTITION_CHANGE_COLS}`,
+  moveBack: `/* sm:partition_cancel */
+UPDATE submission_manager_partition_changes SET state = 'preparing', to_count = from_count, prepare_cursor = NULL, prepared_at = NULL,
+       cancelled_at = clock_timestamp(), cancelled_by = $2
+ WHERE change_id = $1 AND state IN ('preparing', 'pending') RETURNING ${PARTITION_CHANGE_COLS}`,
+};
 
 const FAILED = `UPDATE submission_manager_partition_changes
    SET failed_steps = failed_steps + 1, last_step_error = $2, last_failed_at = clock_timestamp()
@@ -23,8 +32,8 @@ export function cancelChange(db: PgDatabase, changeId: string, cancelledBy: stri
   return db.transaction(async (tx) => {
     const row = (await tx.query<PartitionChangeDbRow>(LOCK, [changeId])).rows[0];
     const decided = decideCancel(row ? toPartitionChange(row) : null);
-    if (decided) return decided;
-    const r = await tx.query<PartitionChangeDbRow>(CANCEL, [changeId, cancelledBy.slice(0, 128)]);
+    if (decided.kind !== 'end' && decided.kind !== 'moveBack') return decided;
+    const r = await tx.query<PartitionChangeDbRow>(CANCEL[decided.kind], [changeId, cancelledBy.slice(0, 128)]);
     return { kind: 'cancelled', change: toPartitionChange(r.rows[0]!) };
   });
 }

@@ -66,7 +66,8 @@ const EDGE = 'SELECT intent_id::text AS hi FROM submission_intents WHERE intent_
 // ($6) with no attempt started move to the rule's partition under to_count ($5) where it differs; those whose call is
 // still out get last_modified_at bumped (for the scan) instead. Both tests read the attempts in the same snapshot, so
 // each row meets exactly one; a settled row modified before the horizon changes only by a purge (a deleted row is
-// skipped). The cursor only moves forward; a range that reached the last id ($4) ends the pass.
+// skipped). The cursor only moves forward; a range that reached the last id ($4) ends the pass: pending, or, for a
+// change cancelled after rows moved (its pass moving them back under to_count := from_count), cancelled (completed).
 const inRange = (alias: string) => `${alias}.intent_id > $2::uuid AND ${alias}.intent_id <= $3::uuid AND ${alias}.last_modified_at < $6`;
 const PREPARE = `/* sm:partition_prepare */
 WITH moved AS (
@@ -82,8 +83,9 @@ left_to_scan AS (
 UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + (SELECT count(*) FROM moved),
        prepare_cursor = CASE WHEN $4::boolean THEN prepare_cursor ELSE GREATEST(prepare_cursor, $3::uuid) END,
-       state = CASE WHEN $4::boolean THEN 'pending' ELSE state END,
-       prepared_at = CASE WHEN $4::boolean THEN clock_timestamp() ELSE prepared_at END
+       state = CASE WHEN NOT $4::boolean THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,
+       prepared_at = CASE WHEN $4::boolean THEN clock_timestamp() ELSE prepared_at END,
+       completed_at = CASE WHEN $4::boolean AND cancelled_at IS NOT NULL THEN clock_timestamp() ELSE completed_at END
  WHERE change_id = $1
 RETURNING ${PARTITION_CHANGE_COLS}`;
 
