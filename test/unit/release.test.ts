@@ -37,9 +37,10 @@ describe('the release number', () => {
     }
   });
 
-  it('CHANGELOG.md opens with this release and keeps the previous one', () => {
+  it('CHANGELOG.md opens with this release (after an Unreleased section, if any) and keeps the previous one', () => {
     const headings = [...readFileSync('CHANGELOG.md', 'utf8').matchAll(/^## (\S+)/gm)].map((m) => m[1]);
-    expect(headings[0]).toBe(version);
+    expect(headings.indexOf('Unreleased')).toBeLessThanOrEqual(0);
+    expect(headings.filter((h) => h !== 'Unreleased')[0]).toBe(version);
     expect(headings).toContain(previous.version);
   });
 
