@@ -156,7 +156,14 @@ export class PartitionChanger {
 
   private async drive(initial: PartitionChange, deadlineMs: number, finishByMs: number): Promise<ChangerProgress> {
     let change = initial;
-    if (change.cancelledAt !== null) await this.releaseAll('change cancelled'); // its pass moves the rows back, no lease
+    if (change.cancelledAt !== null) {
+      await this.releaseAll('change cancelled'); // its pass moves the rows back, no lease
+      // Pending once cancelled: a previous release's changer ran that pass to its end (its last batch knows no cancel).
+      if (change.state === 'pending') {
+        await this.store.cancelChange(change.changeId, change.cancelledBy ?? this.s.holderId); // ends it: nothing left to move
+        return this.ended(change);
+      }
+    }
     if (change.state === 'preparing') {
       const prepared = await this.prepare(change, deadlineMs);
       if (!isChangeActive(prepared)) return this.ended(prepared);

@@ -350,4 +350,23 @@ describe.each(serverDatabases)('dashboard: a partition count change step by step
     await page.click('#partitions-card details summary');
     await page.locator('#partitions-card').screenshot({ path: path.join(IMG, 'dashboard-partition-change-completed.png') });
   });
+
+  it('a change whose steps keep failing: STUCK with its reason on the card; cancelled from the card, the count stays', async () => {
+    const r = await fetch(`${host.api}/ops/partitions`, { method: 'POST', body: '{"count":3}', headers: { 'content-type': 'application/json', 'x-functions-key': KEY } });
+    expect(r.status).toBe(202);
+    const id = ((await r.json()) as { change: { changeId: string } }).change.changeId;
+    for (let i = 0; i < 5; i++) await stores.partitions.recordStepFailure(id, 'StoreError transient 57014'); // PARTITION_CHANGE_STUCK_STEPS: 5
+    await refresh();
+    await page.waitForSelector('#partition-change-failing[data-stuck="1"]');
+    expect(await page.textContent('#partition-change-failing')).toMatch(/^STUCK: 5 step\(s\) in a row failed · last .* · StoreError transient 57014 · cancel it, or remove the cause/);
+    await page.locator('#partitions-card').screenshot({ path: path.join(IMG, 'dashboard-partition-change-stuck.png') });
+    await page.click('#btn-partition-cancel');
+    expect(await page.textContent('#confirm-title')).toBe('Cancel the partition change');
+    await page.click('#confirm-ok');
+    await page.waitForSelector('#partition-change-steps[data-state="cancelled"]');
+    expect(await page.locator('#partition-change-failing').count()).toBe(0);
+    const after = await get<{ count: number; active: unknown; changes: { changeId: string; state: string; cancelledBy: string }[] }>('ops/partitions');
+    expect([after.count, after.active]).toEqual([2, null]);
+    expect(after.changes[0]).toMatchObject({ changeId: id, state: 'cancelled', cancelledBy: `admin@${host.holderIds[0]}` });
+  });
 });
