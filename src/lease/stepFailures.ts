@@ -37,10 +37,11 @@ export class StepFailures {
     const recorded = await this.store.recordStepFailure(change.changeId, reason).catch((w: unknown) => {
       this.log.warn({ event: 'partition_change_failure_unrecorded', change_id: change.changeId, sql_error: sqlErrorField(w) },
         'failed step not recorded in the change row (this process counts it)');
-      return null;
+      return undefined;
     });
+    if (recorded === null) this.local.failed = 0; // the change ended meanwhile (cancelled, completed): nothing is stuck
     const failedSteps = Math.max(recorded?.failedSteps ?? 0, this.local.failed);
-    const stuck = failedSteps >= this.stuckSteps;
+    const stuck = recorded !== null && failedSteps >= this.stuckSteps;
     this.metrics?.partitionChangeStepFailed(stuck);
     const fields = { change_id: change.changeId, state: change.state, from: change.fromCount, to: change.toCount, failed_steps: failedSteps, reason };
     if (!stuck) {
