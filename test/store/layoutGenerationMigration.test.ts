@@ -11,7 +11,7 @@
 //   active: their requests and layout reads pass it by); running it again changes nothing.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { PGlite } from '@electric-sql/pglite';
+import { newPglite } from '../support/pgliteTemplate.js';
 import { fromPglite, openPgPool } from '../../src/store/postgres/db.js';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { migrations as pgMigrations } from '../../src/store/postgres/migrations/index.js';
@@ -45,7 +45,7 @@ const pgDb = (db: ReturnType<typeof fromPglite>, close: () => Promise<void>): Db
 
 async function open(where: string): Promise<Db | string> {
   if (where === 'pglite') {
-    const db = fromPglite(await PGlite.create());
+    const db = fromPglite(await newPglite());
     return pgDb(db, () => db.close());
   }
   if (where === 'postgres') {

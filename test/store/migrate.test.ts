@@ -1,7 +1,7 @@
 // Migrations: idempotent, and safe with concurrent migrators (they serialise on the schema's lock).
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
-import { PGlite } from '@electric-sql/pglite';
+import { newPglite } from '../support/pgliteTemplate.js';
 import { fromPglite, openPgPool, type PgDatabase } from '../../src/store/postgres/db.js';
 import { createPostgresStores } from '../../src/store/postgres/index.js';
 import { migratePostgres, migratePostgresIfNeeded, schemaVersion } from '../../src/store/postgres/migrate.js';
@@ -37,7 +37,7 @@ async function columnTypes(db: { query<R>(t: string, p?: unknown[]): Promise<{ r
 
 describe('postgres migrations', () => {
   it('pglite: the spec column types (varchar(64), varchar(128), bigint, timestamptz), all NOT NULL; lease_name the key', async () => {
-    const lite = await PGlite.create();
+    const lite = await newPglite();
     const db = fromPglite(lite);
     await migratePostgres(db);
     const types = await columnTypes(db);
@@ -68,7 +68,7 @@ describe('postgres migrations', () => {
   });
 
   it('pglite: applies once, then is a no-op', async () => {
-    const lite = await PGlite.create();
+    const lite = await newPglite();
     const db = fromPglite(lite);
     expect((await migratePostgres(db)).applied).toEqual(migrations.map((m) => m.id));
     expect((await migratePostgres(db)).applied).toEqual([]);
@@ -136,7 +136,7 @@ describe('npm run migrate (CLI)', () => {
   });
 
   it('pglite: a cold start on a current schema costs one version check; a fresh one reports 0', async () => {
-    const db = fromPglite(await PGlite.create());
+    const db = fromPglite(await newPglite());
     expect(await schemaVersion(db)).toBe(0);
     await migratePostgresIfNeeded(db);
     expect(await schemaVersion(db)).toBe(Math.max(...migrations.map((m) => m.id)));
@@ -175,7 +175,7 @@ describe('npm run migrate (CLI)', () => {
   // The store's own statement: every column it reads is in the index (status as a constant), so a page is an
   // index-only scan — no heap read per row once the visibility map is set (1 M pending: 16.5 s → 5.8 s of reads).
   it('pglite: loadScheduled pages are an index-only range scan on ix_intents_partition_scheduled with no sort', async () => {
-    const db = fromPglite(await PGlite.create());
+    const db = fromPglite(await newPglite());
     await migratePostgres(db);
     await db.exec(`INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at, created_at, last_modified_at)
       SELECT gen_random_uuid(), repeat('0', 64), '{}'::jsonb, CASE WHEN g % 10 = 0 THEN 'scheduled' ELSE 'succeeded' END, 0, 3, now(), now(), now()
@@ -233,7 +233,7 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
   const EXPECTED_INDEXES: unknown[] = [];
 
   it('pglite: on a database without intents no count is recorded (the first process records its own)', async () => {
-    const db = fromPglite(await PGlite.create());
+    const db = fromPglite(await newPglite());
     try {
       expect((await upgrade(db, 0)).count).toEqual([]);
       expect((await createPostgresStores(db, 'pglite').partitions.recordPartitionCount(4, 'first')).count).toBe(4);
@@ -245,7 +245,7 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
   it.for(['pglite', 'postgres server'])('%s: existing intents become partition 0; the count 1', async (where, t) => {
     const skip = where === 'pglite' ? undefined : inject('pgUnavailable');
     if (skip) return t.skip(skip);
-    const db = where === 'pglite' ? fromPglite(await PGlite.create()) : await serverSchema();
+    const db = where === 'pglite' ? fromPglite(await newPglite()) : await serverSchema();
     try {
       const out = await upgrade(db, 20);
       expect(out.rows).toEqual([{ p: 0, k: null, n: 20 }]);
@@ -260,7 +260,7 @@ describe('migration 9 (partitions, issue 25): on a database that already holds i
 
 describe('migration 10 (partition indexes, issue 25)', () => {
   it('pglite: replaces the refresh, rebuild and due indexes (no twins beside them)', async () => {
-    const db = fromPglite(await PGlite.create());
+    const db = fromPglite(await newPglite());
     try {
       const indexes = async () => (await db.query<{ name: string; def: string }>(
         `SELECT indexname AS name, regexp_replace(indexdef, '^.* USING btree ', '') AS def FROM pg_indexes

@@ -6,7 +6,7 @@
 // The schema is read by the harness's own description query (ServerCapability.schemaSql).
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { PGlite } from '@electric-sql/pglite';
+import { newPglite } from '../support/pgliteTemplate.js';
 import { serverDatabases } from '../support/dialects.js';
 import { PG_SCHEMA_SQL } from '../support/pgHarness.js';
 import { submit } from '../support/instances.js';
@@ -80,7 +80,7 @@ describe.each(serverDatabases)('migrations run again and at once: $name', (serve
 
 describe('migrations run again: pglite', () => {
   it('with the ledger emptied, rerunning every migration changes nothing', async () => {
-    const db: PgDatabase = fromPglite(await PGlite.create());
+    const db: PgDatabase = fromPglite(await newPglite());
     const sql: Sql = async (text, params) => (await db.query(text, params)).rows as never;
     try {
       expect((await migratePostgres(db)).applied).toEqual(migrations.map((m) => m.id));

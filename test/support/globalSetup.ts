@@ -1,13 +1,14 @@
 // Runs once before the suite: prepares the PostgreSQL test database, checks the MySQL/MariaDB server, and under
 // CI=true insists on both.
 import type { TestProject } from 'vitest/node';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import semver from 'semver';
 import { findBrowser, GET_A_BROWSER } from './browser.js';
 import { ensurePgTestDatabase, IN_CI } from './pgServer.js';
 import { checkMysqlServer } from './mysqlServer.js';
 import { projectRoot } from './projectRoot.js';
+import { writePgliteTemplate } from './pgliteTemplate.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,6 +16,8 @@ declare module 'vitest' {
     /** The browser the dashboard test drives; empty → skipped (test/support/browser.ts). */
     browserPath: string;
     mysqlUnavailable: string;
+    /** An empty PGlite cluster's data directory (test/support/pgliteTemplate.ts). */
+    pgliteTemplate: string;
   }
 }
 
@@ -27,8 +30,10 @@ function requireSupportedNode(): void {
     'Get Node 22 in seconds: npm install --prefix ~/.cache/node22 node@22 && PATH=~/.cache/node22/node_modules/node/bin:$PATH npm test');
 }
 
-export default async function setup(project: TestProject): Promise<void> {
+export default async function setup(project: TestProject): Promise<() => void> {
   requireSupportedNode();
+  const template = await writePgliteTemplate();
+  project.provide('pgliteTemplate', template);
   const problem = await ensurePgTestDatabase();
   if (problem && IN_CI) throw new Error(`${problem} — the PostgreSQL suite is required when CI=true`);
   if (problem) console.warn(`[tests] ${problem}: PostgreSQL-server tests will be skipped (they are required under CI=true)`);
@@ -38,6 +43,7 @@ export default async function setup(project: TestProject): Promise<void> {
   if (myProblem) console.warn(`[tests] ${myProblem}: MySQL/MariaDB tests will be skipped (they are required under CI=true)`);
   project.provide('mysqlUnavailable', myProblem ?? '');
   project.provide('browserPath', requireBrowserUnderCi());
+  return () => rmSync(template, { force: true });
 }
 
 /** Same policy as the PostgreSQL server: skipped with one line locally, required under CI=true. */

@@ -2,7 +2,8 @@
 // Each context is its own schema, migrated, dropped at close. Listed in test/support/dialects.ts.
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
+import { newPglite } from './pgliteTemplate.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import {
@@ -194,7 +195,7 @@ const refuseDelete: SqlFaults['refuseDelete'] = {
   code: '42501',
 };
 
-// PGlite: one embedded database per test file (startup is ~3 s of CPU), one schema per context.
+// PGlite: one embedded database per test file (from the run's template: pgliteTemplate.ts), one schema per context.
 let sharedPglite: Promise<PGlite> | null = null;
 export const pglite: DialectHarness = {
   name: 'pglite',
@@ -205,7 +206,7 @@ export const pglite: DialectHarness = {
   // No slow delete: a pg_sleep in PGlite's one session stalls everything, by design.
   sqlFaults: { refuseDelete },
   async createContext() {
-    sharedPglite ??= PGlite.create();
+    sharedPglite ??= newPglite();
     const lite = await sharedPglite;
     const schema = schemaName();
     await lite.exec(`CREATE SCHEMA ${schema}; SET search_path TO ${schema};`);

@@ -49,8 +49,10 @@ describe('local host on embedded PGlite', () => {
     expect(posted.status).toBe(201);
     await waitFor('intent succeeded', succeeded(h.api, posted.intentId, KEY), 20_000);
     const attempts = (await (await fetch(`${h.api}/intents/${posted.intentId}/attempts`, { headers: { 'x-functions-key': KEY } })).json()) as
-      { attempts: { outcome: string }[] };
-    expect(attempts.attempts.map((a) => a.outcome)).toEqual(['succeeded']);
+      { attempts: { outcome: string; httpStatus: number | null }[] };
+    // One success, last; an attempt before it only as one whose answer never came (a timeout on a loaded machine).
+    expect(attempts.attempts.at(-1)?.outcome).toBe('succeeded');
+    for (const a of attempts.attempts.slice(0, -1)) expect(a).toMatchObject({ outcome: 'retryable_error', httpStatus: null });
 
     // readyz, hit several times (round-robin): every instance answers, exactly one leads.
     const views = new Map<string, ReadyView>();

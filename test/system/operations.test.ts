@@ -62,15 +62,19 @@ describe.each(dialects)('operations: $name', (dialect) => {
     for (const c of provider.calls) perIntent.set(c.intentId, (perIntent.get(c.intentId) ?? 0) + 1);
     expect(perIntent.size).toBe(60);
     const attempts = await ctx.attemptRows();
-    // Exactly one success per intent and one provider call per attempt; the handover abandoned or aborted
-    // nothing. A second call is only a retry after a retryable error (a provider timeout on a loaded machine).
-    expect(attempts.filter((a) => a.outcome === 'abandoned' || a.outcome === 'aborted')).toEqual([]);
+    // Exactly one success per intent and one provider call per attempt sent; the handover abandoned nothing. A
+    // second call is only a retry after a retryable error (a provider timeout on a loaded machine); an attempt aborted
+    // before its call (a loaded machine past its send-by bound) was never sent.
+    expect(attempts.filter((a) => a.outcome === 'abandoned')).toEqual([]);
     for (const [id, calls] of perIntent) {
       const mine = attempts.filter((a) => a.intentId === id).sort((x, y) => x.attemptNo - y.attemptNo);
       expect(mine.map((a) => a.attemptNo)).toEqual(mine.map((_, i) => i + 1));
       expect(mine.filter((a) => a.outcome === 'succeeded')).toHaveLength(1);
-      expect(mine.slice(0, -1).every((a) => a.outcome === 'retryable_error')).toBe(true);
-      expect(calls).toBe(mine.length);
+      expect(mine.slice(0, -1).every((a) => a.outcome === 'retryable_error' || a.outcome === 'aborted')).toBe(true);
+      const unsent = mine.filter((a) => a.outcome === 'aborted');
+      for (const a of unsent) expect(a.error).toMatch(/^aborted before the provider call/);
+      expect(provider.calls.filter((c) => c.intentId === id && unsent.some((a) => a.attemptNo === c.attemptNo))).toEqual([]);
+      expect(calls).toBe(mine.length - unsent.length);
     }
   });
 
