@@ -222,10 +222,14 @@ export class MixedVersionPhases {
       const [slot] = await Promise.all([this.cluster.add(this.o.slotEnvs[0]!, true, this.o.release)]);
       if (!this.injector.reserve(slot!)) throw new Error('a fault took the new slot');
       const s = slot!;
-      const heldMs = this.o.liveWindowMs + 1_200; // delivered about 0.5 s after the request
-      const held = s.proxy.blackhole(heldMs, 'resume');
+      // Held until a changer of this release claimed the change (it holds lease 0 from then on): delivered as the
+      // preparing pass ends, the old changer may take lease 0 first (reliability.md, mixed-version campaign).
+      let deliver = () => {};
+      const held = s.proxy.holdUntil(new Promise<void>((resolve) => (deliver = resolve)), 'resume');
       await sleep(this.o.liveWindowMs + 700);
       const r = await this.request();
+      if (r.changeId) await this.claimed(r.changeId, 10_000);
+      deliver();
       await held;
       await this.liveAgain(s.holderId);
       const atLive = r.changeId ? await this.completed(r.changeId, 0) : null;
@@ -243,6 +247,15 @@ export class MixedVersionPhases {
         `${c.completedAtMs === null ? `NOT completed within ${CHANGE_WAIT_MS} ms after` : `completed by ${c.changer}`}`;
     } finally {
       this.changes?.release();
+    }
+  }
+
+  /** Until a changer claimed the change (or `waitMs`). */
+  private async claimed(changeId: string, waitMs: number): Promise<void> {
+    for (const end = Date.now() + waitMs; Date.now() < end;) {
+      const c = await this.db.sql<{ changer: string | null }>('SELECT changer FROM submission_manager_partition_changes WHERE change_id = $1', [changeId]).catch(() => []);
+      if (c[0]?.changer) return;
+      await sleep(50);
     }
   }
 

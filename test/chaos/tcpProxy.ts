@@ -174,13 +174,18 @@ export class TcpProxy {
   }
 
   /** Forward nothing for `ms`, then resume (late delivery) or reset everything that was held. */
-  async blackhole(ms: number, end: 'resume' | 'reset'): Promise<void> {
+  blackhole(ms: number, end: 'resume' | 'reset'): Promise<void> {
+    return this.holdUntil(new Promise((r) => setTimeout(r, ms)), end);
+  }
+
+  /** Forward nothing until `until` resolves, then resume or reset (blackhole of a length decided meanwhile). */
+  async holdUntil(until: Promise<unknown>, end: 'resume' | 'reset'): Promise<void> {
     this.mode = 'blackhole';
     for (const p of this.pairs) {
       p.client.pause();
       p.upstream?.pause();
     }
-    await new Promise((r) => setTimeout(r, ms));
+    await until;
     if (end === 'reset') this.resetAll();
     this.mode = 'pass';
     if (end === 'resume') {
