@@ -178,16 +178,29 @@ export class MixedVersionPhases {
     return `stopped ${slot.holderId}${graceful ? '' : ` (killed: still running ${STOP_WAIT_MS} ms after SIGTERM)`}`;
   }
 
-  /** Through a live process of this release: POST /api/ops/partitions to a count other than the recorded one. */
+  /** Through a live process of this release: POST /api/ops/partitions to a count other than the recorded one; sent
+   *  again (the same count: the same change) through another one after a 5xx or no answer (a fault on that process). */
   private async request(): Promise<{ status: number; changeId: string | null; to: number; via: string }> {
     const from = await recordedCount(this.db);
-    const via = this.live(false).filter((s) => s.partitions > 1)[0];
-    if (!via) throw new Error('no live process of this release to request a count change through');
-    const to = from === via.partitions ? from - 1 : from + 1;
-    const r = await fetch(`${via.host!.api}/ops/partitions`, { method: 'POST', body: JSON.stringify({ count: to }),
-      headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(5_000) });
-    const body = (await r.json().catch(() => ({}))) as { change?: { changeId?: string } };
-    return { status: r.status, changeId: body.change?.changeId ?? null, to, via: via.holderId };
+    let to = 0;
+    let last = { status: 0, changeId: null as string | null, to, via: '' };
+    for (let i = 0; i < 10; i++) {
+      const able = this.live(false).filter((s) => s.partitions > 1);
+      const via = able[i % Math.max(1, able.length)];
+      if (!via) throw new Error('no live process of this release to request a count change through');
+      if (i === 0) to = from === via.partitions ? from - 1 : from + 1;
+      try {
+        const r = await fetch(`${via.host!.api}/ops/partitions`, { method: 'POST', body: JSON.stringify({ count: to }),
+          headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(5_000) });
+        const body = (await r.json().catch(() => ({}))) as { change?: { changeId?: string } };
+        last = { status: r.status, changeId: body.change?.changeId ?? null, to, via: via.holderId };
+        if (r.status < 500) return last;
+      } catch {
+        last = { status: 0, changeId: null, to, via: via.holderId };
+      }
+      await sleep(500);
+    }
+    return last;
   }
 
   private async completed(changeId: string, waitMs: number): Promise<{ completedAtMs: number | null; changer: string | null }> {
