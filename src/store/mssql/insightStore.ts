@@ -86,6 +86,7 @@ SELECT @now AS db_now, m.minute, m.started, m.errors, m.succeeded
     };
   },
 
+  /** The newest @limit entries of the filtered index ix_intents_failed_modified (m017), read backwards. */
   recentFailures(limit: number): SqlQuery {
     return {
       text: `SELECT TOP (@limit) ${intentCols()} FROM submission_intents WHERE status = 'failed' ORDER BY last_modified_at DESC, intent_id DESC;`,
@@ -93,13 +94,14 @@ SELECT @now AS db_now, m.minute, m.started, m.errors, m.succeeded
     };
   },
 
+  /** OPTION (RECOMPILE), as intentQueries.list: an id or key given is a seek of its index, not a walk of the primary key. */
   searchIntents(q: IntentSearch): SqlQuery {
     return {
       text: `SELECT TOP (@limit) ${intentCols()} FROM submission_intents
  WHERE (@intent_id IS NULL OR intent_id = @intent_id) AND (@idempotency_key IS NULL OR idempotency_key = @idempotency_key)
    AND (@status IS NULL OR status = @status) AND (@created_from IS NULL OR created_at >= @created_from)
    AND (@created_to IS NULL OR created_at < @created_to) AND (@before IS NULL OR intent_id < @before)
- ORDER BY intent_id DESC;`,
+ ORDER BY intent_id DESC OPTION (RECOMPILE);`,
       params: [
         p.uuid('intent_id', q.intentId), p.nvarchar('idempotency_key', 255, q.idempotencyKey), p.varchar('status', 16, q.status),
         p.datetime2('created_from', q.createdFrom), p.datetime2('created_to', q.createdTo), p.uuid('before', q.before), p.int('limit', q.limit),

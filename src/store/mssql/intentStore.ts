@@ -71,11 +71,14 @@ END;`,
     return { text: `SELECT ${intentCols()} FROM submission_intents WHERE intent_id = @intent_id;`, params: [p.uuid('intent_id', intentId)] };
   },
 
+  /** OPTION (RECOMPILE): each call is planned with its values (as PostgreSQL's unnamed statements are), so the page is a
+   *  seek from @after and a given status can use the filtered indexes; one cached plan for every combination of the
+   *  optional filters would read the primary key from its first row (docs/sqlserver.md, "plan shapes"). */
   list(q: { status?: IntentStatus; limit: number; after?: string }): SqlQuery {
     return {
       text: `SELECT TOP (@limit) ${intentCols()} FROM submission_intents
  WHERE (@status IS NULL OR status = @status) AND (@after IS NULL OR intent_id > @after)
- ORDER BY intent_id;`,
+ ORDER BY intent_id OPTION (RECOMPILE);`,
       params: [p.varchar('status', 16, q.status ?? null), p.uuid('after', q.after ?? null), p.int('limit', q.limit)],
     };
   },

@@ -2,6 +2,8 @@
 // results read after COMMIT. UPDLOCK (not READPAST): a concurrent redrive or purge of the same row is waited
 // for, then `status = 'failed'` is re-checked by the UPDATE, so each failure is redriven at most once. A contract
 // maxAttempts that is not an int is an error (CAST, not TRY_CAST), as PostgreSQL's ::int: never a silent fallback.
+// The pick is an ordered range of the filtered index ix_intents_failed_modified (m017), planned per call (RECOMPILE):
+// the selector's values become literals, so a time window is a seek and a list of ids a primary-key seek each.
 import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from '../redrivePorts.js';
 import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
 import type { MssqlRunner } from './db.js';
@@ -28,7 +30,7 @@ SELECT TOP (@limit) intent_id FROM submission_intents WITH (UPDLOCK, ROWLOCK)
    AND (@failed_from IS NULL OR last_modified_at >= @failed_from)
    AND (@failed_to IS NULL OR last_modified_at < @failed_to)
    AND (@error_contains IS NULL OR CHARINDEX(LOWER(@error_contains), LOWER(last_error)) > 0)
- ORDER BY last_modified_at, intent_id;
+ ORDER BY last_modified_at, intent_id OPTION (RECOMPILE);
 UPDATE i
    SET status = 'scheduled', next_attempt_at = @now,
        max_attempts = ${BUDGET.redrivenMaxAttempts('i', "COALESCE(CAST(JSON_VALUE(i.contract, '$.retry.maxAttempts') AS int), i.max_attempts)")},

@@ -16,6 +16,7 @@ import { m013PartitionChanges } from './m013PartitionChanges.js';
 import { m014LayoutGeneration } from './m014LayoutGeneration.js';
 import { m015LargeTableChange } from './m015LargeTableChange.js';
 import { m016ChangeReports } from './m016ChangeReports.js';
+import { m017FailedIndex } from './m017FailedIndex.js';
 
 export interface MssqlMigration {
   id: number;
@@ -40,4 +41,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 14, name: 'layout_generation', sql: m014LayoutGeneration },
   { id: 15, name: 'large_table_change', sql: m015LargeTableChange },
   { id: 16, name: 'change_reports', sql: m016ChangeReports },
+  { id: 17, name: 'failed_index', sql: m017FailedIndex },
 ];
