@@ -10,21 +10,21 @@
 //   restart leaves a state the next step (this changer's or another's) continues from. Roll forward once switched;
 //   before, an operator may cancel it (cancelChange): every step finds it ended under the change row's lock and
 //   writes nothing, and this changer lets its leases go. Failed steps are reported (stepFailures.ts).
+// - Once it holds every lease, the switch, scan and catch-up are changeReassignment.ts's.
 // - Its holder id is its own (partitionChangerHolderId), so the instance's lease managers never adopt its rows;
 //   a row found held by that id (our own lost acquire reply) is adopted.
 import type { Clock } from './clock.js';
 import type { Logger } from '../observability/logger.js';
-import type { LeaseStore, Fenced } from '../store/ports.js';
+import type { LeaseStore } from '../store/ports.js';
 import { AdaptiveLimit } from './adaptiveLimit.js';
 import { ChangerLeases } from './changerLeases.js';
+import { preparingHorizon, Reassignment, type ReassignSettings } from './changeReassignment.js';
 import { isChangeActive, type PartitionChange, type PartitionLayout, type PartitionStore } from '../store/partitionPorts.js';
 import { StepFailures, type StepFailureMetrics } from './stepFailures.js';
 
-export interface ChangerSettings {
+export interface ChangerSettings extends ReassignSettings {
   /** Partition k's lease name (partitionLeaseName(LEASE_NAME, k)). */
   leaseNameOf: (partition: number) => string;
-  /** The partition rule (src/intents/partition.ts assignPartition), injected: the same as the insert's. */
-  partitionOf: (intent: { intentId: string; partitionKey: string | null }, count: number) => number;
   /** How often a step waiting for a lease looks again (within its deadline). */
   pollMs: number;
   /** The changer's own holder id (partitionChangerHolderId of the instance's). */
@@ -33,12 +33,6 @@ export interface ChangerSettings {
   renewIntervalMs: number;
   /** A held lease counts as ours until this long before it would expire (LEASE_SAFETY_MARGIN_MS). */
   safetyMarginMs: number;
-  /** COMMIT_GRACE_MS: a write commits within this of its last_modified_at (the preparing horizon, the catch-up window). */
-  commitGraceMs: number;
-  /** SCHEDULE_REFRESH_INTERVAL_MS: a leader's schedule sees a write within it (plus the grace). */
-  refreshIntervalMs: number;
-  /** Rows per reassignment batch (one read, one fenced write). */
-  batchSize: number;
   /** Ids per key range of the preparing pass (one set-based transaction each, execution going on beside it). */
   prepareBatchSize: number;
   /** The live instances running a release older than count changes need ("holder (version)"; default: none). A
@@ -68,16 +62,13 @@ export type ChangerProgress =
 export class PartitionChanger {
   /** The partition leases this changer holds, for `changeId`. */
   private readonly held: ChangerLeases;
-  /** Ids per key range of the preparing pass, and rows per page of the scan and the catch-up: halved after a failed
-   *  batch (a statement timeout, say), doubled back after each success, so no batch fails the same way forever. */
+  /** Ids per key range of the preparing pass: halved after a failed batch (a statement timeout, say), doubled back
+   *  after each success, so no batch fails the same way forever. */
   private readonly ranges: AdaptiveLimit;
-  private readonly pages: AdaptiveLimit;
+  /** The switch, scan and catch-up (their page size, and how this changer switched). */
+  private readonly reassign: Reassignment;
   private changeId: string | null = null;
   private claimed = false;
-  /** The change this changer switched excluding inserts that read the old count (its catch-up waits for nothing). */
-  private switchedExcluding: string | null = null;
-  /** The change whose switch excluding such inserts failed here: the next try switches without. */
-  private exclusionFailed: string | null = null;
   /** The older instances last logged as holding a change back (logged again only when they change). */
   private olderLogged = '';
   private readonly failures: StepFailures;
@@ -93,7 +84,7 @@ export class PartitionChanger {
     this.held = new ChangerLeases(leases, s, clock, log);
     this.failures = new StepFailures(store, s.stuckSteps, log, metrics);
     this.ranges = new AdaptiveLimit(s.prepareBatchSize);
-    this.pages = new AdaptiveLimit(s.batchSize);
+    this.reassign = new Reassignment(store, s, this.held, clock, log);
   }
 
   /** The number of leases held now (the dashboard reads the rows; this is for logs and tests). */
@@ -201,7 +192,7 @@ export class PartitionChanger {
     if (change.state === 'pending') {
       const older = await this.olderRelease(change); // one may have started while the leases were taken
       if (older) return older;
-      const out = await this.switch(change, m);
+      const out = await this.reassign.switch(change, m);
       if (out.kind === 'leaseLost') return this.lost(change);
       if (out.value.state !== 'reassigning') return this.ended(out.value); // cancelled after the claim: nothing switched
       change = out.value;
@@ -211,7 +202,7 @@ export class PartitionChanger {
     while (change.state === 'reassigning') {
       if (this.clock.nowMs() >= finishByMs) return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: change.scanDoneAt ? 'catch-up' : 'scan' };
       if (!(await this.held.renewDue(m))) return this.lost(change);
-      const next = change.scanDoneAt === null ? await this.scanBatch(change, m) : await this.catchUp(change, m, finishByMs);
+      const next = change.scanDoneAt === null ? await this.reassign.scanBatch(change, m) : await this.reassign.catchUp(change, m, finishByMs);
       if (next === 'lost') return this.lost(change);
       if (next === 'wait') return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: 'catch-up' };
       change = next;
@@ -231,7 +222,7 @@ export class PartitionChanger {
   private async prepare(initial: PartitionChange, deadlineMs: number): Promise<PartitionChange> {
     let change = initial;
     while (change.state === 'preparing' && this.clock.nowMs() < deadlineMs) {
-      const next = await this.ranges.run((limit) => this.store.prepareBatch(change.changeId, { limit, horizon: this.horizon(change) }));
+      const next = await this.ranges.run((limit) => this.store.prepareBatch(change.changeId, { limit, horizon: preparingHorizon(change, this.s) }));
       if (!next) return change;
       change = next;
     }
@@ -249,93 +240,6 @@ export class PartitionChanger {
     this.log.info({ event: 'partition_change_claimed', change_id: change.changeId, from: change.fromCount, to: change.toCount },
       `partition change ${change.fromCount} → ${change.toCount}: taking the partition leases as they are released`);
     return out.value;
-  }
-
-  /** One batch of the scan by intent_id: move the rows whose partition differs, record the cursor. */
-  private scanBatch(change: PartitionChange, m: number): Promise<PartitionChange | 'lost'> {
-    // The open intents (failed included), and those modified since the horizon: left by the preparing pass, finished
-    // after it passed them, or their attempt abandoned by the switch. Only these are read and written.
-    return this.pages.run(async (limit) => {
-      const rows = await this.store.listForReassign({ after: change.scanCursor, limit, scope: 'open', modifiedSince: this.horizon(change) });
-      const out = await this.store.moveIntents(this.held.fence(m), change.changeId, this.movesFor(rows, change.toCount),
-        { scanCursor: rows.at(-1)?.intentId ?? change.scanCursor, scanDone: rows.length < limit });
-      return this.afterWrite(out);
-    });
-  }
-
-  /** The switch, excluding inserts that read the old count; if that failed here once (PostgreSQL: its lock not had
-   *  within SWITCH_LOCK_TIMEOUT_MS, say under an anti-wraparound vacuum), without: the catch-up then waits the grace. */
-  private async switch(change: PartitionChange, m: number): Promise<Fenced<PartitionChange>> {
-    const inserts = this.exclusionFailed === change.changeId ? 'unexcluded' : 'excluded';
-    try {
-      const out = await this.store.switchCount(this.held.fence(m), change.changeId, inserts);
-      if (out.kind === 'ok' && inserts === 'excluded') this.switchedExcluding = change.changeId;
-      return out;
-    } catch (e) {
-      if (inserts === 'excluded') this.exclusionFailed = change.changeId;
-      throw e;
-    }
-  }
-
-  /** The catch-up: rows modified since switchedAt − COMMIT_GRACE_MS not in their partition under the new count, by
-   *  intent_id from the recorded catch-up cursor (each page recorded with its moves, so a step's deadline cuts it
-   *  short without losing what it passed: the rows it looks for all committed before it began, see below). After
-   *  a switch this changer made excluding inserts that read the old count, it finds none (one found is moved and
-   *  logged as an error) and waits for nothing. Otherwise (switched without, or by another changer: unknown here) such
-   *  inserts commit within COMMIT_GRACE_MS of the switch, so it waits until database time passes scanDoneAt + grace. */
-  private async catchUp(change: PartitionChange, m: number, deadlineMs: number): Promise<PartitionChange | 'lost' | 'wait'> {
-    const switchedAt = change.switchedAt!.getTime();
-    if (this.switchedExcluding !== change.changeId) {
-      const layout = await this.store.readLayout();
-      // From scanDoneAt, a database time after the switch committed (switchedAt is taken before): an insert whose
-      // statement read the old count began before that commit and has committed within COMMIT_GRACE_MS of it.
-      const waitMs = change.scanDoneAt!.getTime() + this.s.commitGraceMs - layout.dbNow.getTime() + 1;
-      if (waitMs > 0) {
-        if (this.clock.nowMs() + waitMs >= deadlineMs) return 'wait';
-        await new Promise((r) => setTimeout(r, waitMs));
-        if (!(await this.held.renewDue(m))) return 'lost';
-      }
-    }
-    const since = new Date(switchedAt - this.s.commitGraceMs);
-    let current = change;
-    for (;;) {
-      const page = await this.pages.run(async (limit) => {
-        const rows = await this.store.listForReassign({ after: current.catchUpCursor, limit, modifiedSince: since, scope: 'all' });
-        const moves = this.movesFor(rows, change.toCount);
-        const last = rows.length < limit;
-        if (moves.length === 0 && last) return { moves, last, out: null };
-        return { moves, last, out: await this.store.moveIntents(this.held.fence(m), change.changeId, moves,
-          { scanCursor: null, scanDone: false, catchUpCursor: rows.at(-1)?.intentId ?? null }) };
-      });
-      const { moves, last, out } = page;
-      if (out?.kind === 'leaseLost') return 'lost';
-      if (out) current = out.value;
-      if (moves.length > 0) {
-        const excluded = this.switchedExcluding === change.changeId;
-        this.log[excluded ? 'error' : 'warn']({ event: 'partition_change_late_rows', change_id: change.changeId, moved: moves.length, excluded },
-          `${moves.length} intent(s) inserted with the old count moved${excluded ? ' (the switch should have excluded them)' : ''}`);
-      }
-      if (last) return this.afterWrite(await this.store.completeChange(this.held.fence(m), change.changeId));
-      if (!(await this.held.renewDue(m))) return 'lost';
-      if (this.clock.nowMs() >= deadlineMs) return 'wait'; // the next step resumes from the recorded cursor
-    }
-  }
-
-  /** Rows last modified before this settled before the change: every leader's schedule has seen them finish (a
-   *  refresh interval, plus the grace for late commits), so moving one strands no schedule entry. */
-  private horizon(change: PartitionChange): Date {
-    return new Date(change.requestedAt.getTime() - this.s.commitGraceMs - this.s.refreshIntervalMs);
-  }
-
-  private movesFor(rows: { intentId: string; partitionKey: string | null; partition: number }[], count: number) {
-    return rows.flatMap((r) => {
-      const p = this.s.partitionOf({ intentId: r.intentId, partitionKey: r.partitionKey }, count);
-      return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }];
-    });
-  }
-
-  private afterWrite(out: Fenced<PartitionChange>): PartitionChange | 'lost' {
-    return out.kind === 'leaseLost' ? 'lost' : out.value;
   }
 
   /** The change ended while this changer drove it (cancelled, or completed by another changer): let every lease go. */
