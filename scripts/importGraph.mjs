@@ -28,7 +28,8 @@ export const ROOMS = {
   'executor/': { imports: ['limits.ts', 'lease/', 'schedule/', 'provider/', 'store/', 'observability/'] },
   'instrument/': { imports: ['config.ts', 'lease/', 'provider/', 'store/', 'observability/'] },
   'http/': { imports: ['limits.ts', 'config.ts', 'intents/', 'lease/', 'store/', 'observability/'] },
-  'app.ts': { imports: ['limits.ts', 'config.ts', 'intents/', 'lease/', 'executor/', 'provider/', 'store/', 'observability/', 'instrument/', 'http/'] },
+  'appPartitions.ts': { imports: ['limits.ts', 'config.ts', 'intents/', 'lease/', 'executor/', 'provider/', 'store/', 'observability/', 'instrument/'] },
+  'app.ts': { imports: ['appPartitions.ts', 'config.ts', 'lease/', 'executor/', 'provider/', 'store/', 'observability/', 'http/'] },
   'local/': { imports: ['app.ts', 'config.ts', 'configSchema.ts', 'provider/', 'store/', 'observability/'] },
 };
 

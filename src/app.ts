@@ -1,41 +1,37 @@
 // Composition root: builds config, logger, pool/stores, clock, lease manager, executor and handlers once
 // per process (getApp), or once per in-process instance for the local host (createApp + runWithApp).
 // Everything else receives these as parameters. Imported by functions/*.ts and local/ only.
-// May import: `limits.ts`, `config.ts`, `intents/`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `instrument/`, `http/`.
+// The partitions' wiring (each partition's executor, their gauges, the count changer) is appPartitions.ts's.
+// May import: `appPartitions.ts`, `config.ts`, `lease/`, `executor/`, `provider/`, `store/`, `observability/`, `http/`.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { loadConfig, type Config } from './config.js';
 import { ClusterViewCache } from './http/clusterView.js';
 import type { HttpContext } from './http/context.js';
 import { systemClock, type Clock } from './lease/clock.js';
-import { LeaseManager } from './lease/leaseManager.js';
+import type { LeaseManager } from './lease/leaseManager.js';
 import { FAIR_SHARE_ROLE, InstanceHeartbeat } from './lease/instanceHeartbeat.js';
 import { PartitionShare } from './lease/partitionShare.js';
 import { PartitionLayoutWatch, recordedPartitionLayout } from './lease/partitionLayout.js';
-import { PartitionChanger } from './lease/partitionChanger.js';
-import { assignPartition } from './intents/partition.js';
-import { Executor } from './executor/executor.js';
+import type { PartitionChanger } from './lease/partitionChanger.js';
+import { buildPartition, createPartitionChanger, executorGauges, type PartitionRuntime } from './appPartitions.js';
+import type { Executor } from './executor/executor.js';
 import { TickBudget } from './executor/tickBudget.js';
 import { runTimerInvocation } from './executor/timerInvocation.js';
-import { executorSettingsFrom } from './executor/tickSummary.js';
-import { ExecutionOps } from './executor/executorOps.js';
-import { Maintenance, retentionTask, sqlMaintenanceRecorder } from './executor/maintenance.js';
+import type { ExecutionOps } from './executor/executorOps.js';
 import { createIntentHandlers, type IntentHandlers } from './http/intents.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { routingDestination } from './observability/invocationLog.js';
 import { MetricsRegistry, type AppMetrics } from './observability/metrics.js';
-import { bindLeaseMetrics, instrumentExecutionStore, instrumentLeaseStore } from './instrument/portMetrics.js';
 import { HttpProvider } from './provider/httpProvider.js';
-import type { ProviderPermits } from './provider/partitionPermits.js';
 import type { ProviderGuard } from './provider/guard.js';
 import { createClusterGuard } from './provider/clusterGuard.js';
 import type { Provider } from './provider/provider.js';
 import type { Stores } from './store/stores.js';
 import { openStores } from './store/open.js';
 import { installTracing } from './observability/tracing.js';
-import { clusterControlName, partitionChangerHolderId, partitionLeaseName, PREPARE_BATCH_IDS, REASSIGN_BATCH_ROWS } from './limits.js';
-import { liveOlderReleases } from './lease/olderReleases.js';
 import type { TokenCredential } from '@azure/identity';
-import { traceAttempts } from './instrument/attemptTracing.js';
+
+export type { PartitionRuntime } from './appPartitions.js';
 
 /** The app is also what the HTTP handlers call (src/http/context.ts): functions/*.ts pass it to them. */
 export interface App extends HttpContext {
@@ -71,20 +67,6 @@ export interface App extends HttpContext {
   clock: Clock;
   /** Release the lease (graceful handover) and, if this app owns them, close the stores. */
   close(): Promise<void>;
-}
-
-/** What one partition's timer function runs: its own lease manager, executor (own schedule, buffer, bridge) and
- *  operations flags, all keyed by the partition's lease name (partitionLeaseName). */
-export interface PartitionRuntime {
-  partition: number;
-  leaseName: string;
-  lease: LeaseManager;
-  executor: Executor;
-  ops: ExecutionOps;
-  /** The app's logger, with `partition` on every record when there is more than one. */
-  logger: Logger;
-  /** The instance's metrics, with a `partition` label when there is more than one. */
-  metrics: AppMetrics;
 }
 
 export interface CreateAppOptions {
@@ -162,14 +144,7 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const { lease, executor, ops } = partitions[0]!;
   const timerMode = opts.timerMode ?? 'singleton';
   if (timerMode !== 'off') layout.start();
-  const changer = new PartitionChanger(stores.lease, stores.partitions, {
-    leaseNameOf: (k) => partitionLeaseName(config.lease.name, k), partitionOf: assignPartition,
-    holderId: partitionChangerHolderId(config.lease.holderId), durationMs: config.lease.durationMs, renewIntervalMs: config.lease.renewIntervalMs,
-    safetyMarginMs: config.lease.safetyMarginMs, commitGraceMs: config.schedule.commitGraceMs, refreshIntervalMs: config.schedule.refreshIntervalMs,
-    batchSize: REASSIGN_BATCH_ROWS, prepareBatchSize: PREPARE_BATCH_IDS,
-    pollMs: Math.min(250, config.schedule.refreshIntervalMs), olderReleasesLive: async () =>
-      (await liveOlderReleases(stores.instances, config.instances.liveWindowMs)).map((i) => `${i.holderId} (${i.version})`),
-    stuckSteps: config.partitions.stuckSteps }, clock, logger, metrics);
+  const changer = createPartitionChanger(config, stores, clock, logger, metrics);
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
   // Only a process that can run every partition of the recorded count shares (the others take what nobody took).
   const sharerRoles = () => (layout.count() <= partitions.length ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer']);
@@ -189,15 +164,6 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const tickBudget = new TickBudget(config.executor.schedule, config.executor.tickBudgetMs, config.executor.handoffMs);
   const scheduleSize = () => partitions.reduce((n, p) => n + p.executor.refresher.schedule.size, 0);
   // One partition: one source, today's series. Several: the guard's gauges per instance, the executor's per partition.
-  const executorGauges = (p: PartitionRuntime) => ({
-    leadership: () => {
-      const token = p.lease.requireLeader();
-      return token ? { epoch: token.leaseEpoch, remainingMs: p.lease.remainingMs() } : null;
-    },
-    scheduleSize: () => p.executor.refresher.schedule.size,
-    oldestDueLagMs: () => p.executor.refresher.schedule.oldestDueLagMs(p.executor.refresher.dbNowMs()),
-    paused: () => p.ops.paused,
-  });
   const unregisters = partitions.length === 1
     ? [metrics.gauges({ ...executorGauges(partitions[0]!), providerGuard: () => guard.state() })]
     : [metrics.gauges({ providerGuard: () => guard.state() }), ...partitions.map((p) => p.metrics.gauges(executorGauges(p)))];
@@ -235,35 +201,6 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
       if (ownsMetrics) await metricsRegistry.shutdown();
     },
   };
-}
-
-interface PartitionDeps {
-  config: Config; stores: Stores; logger: Logger; clock: Clock; metrics: AppMetrics; provider: Provider; guard: ProviderPermits;
-  /** Whether this partition may be acquired now (the fair share). */
-  mayAcquire: () => boolean;
-}
-
-/** Partition k's lease manager, maintenance, operations flags and executor, keyed by its lease name. */
-function buildPartition(k: number, d: PartitionDeps): PartitionRuntime {
-  const { config, stores, clock, metrics } = d;
-  const leaseName = partitionLeaseName(config.lease.name, k);
-  // With one partition, logs are exactly today's; with more, every record says which partition it is about.
-  const logger = config.partitions.count > 1 ? d.logger.child({ partition: k }) : d.logger;
-  const lease = new LeaseManager(instrumentLeaseStore(stores.lease, metrics, clock), { ...config.lease, name: leaseName }, clock, logger,
-    Math.random, d.mayAcquire);
-  bindLeaseMetrics(lease, metrics);
-  const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics, k)], config.maintenance, clock, logger, metrics,
-    // Recorded in SQL so every instance's dashboard shows it; best effort, never blocks the executor.
-    sqlMaintenanceRecorder(stores.ops, leaseName, config.lease.holderId, logger));
-  const ops = new ExecutionOps(stores.ops, leaseName, clusterControlName(config.lease.name), maintenance, logger, metrics);
-  // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
-  // (`stores.execution` is partition 0's by the port's contract; a caller may wrap it.)
-  const traced = traceAttempts(instrumentExecutionStore(k === 0 ? stores.execution : stores.executionFor(k), metrics, clock), d.provider);
-  const executor = new Executor(lease, traced.store, traced.provider,
-    { ...executorSettingsFrom(config), partition: k }, clock, logger, Math.random, ops, d.guard);
-  executor.layout.readFrom(async () => (await stores.partitions.readLayout()).generation);
-  if (stores.notices && config.executor.dueNotices) executor.wakeOn(stores.notices);
-  return { partition: k, leaseName, lease, executor, ops, logger, metrics };
 }
 
 /** Azure (Application Insights configured): the process-wide registry behind useAzureMonitor(); else one of our own. */
