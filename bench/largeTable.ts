@@ -42,6 +42,14 @@ const rollingBack = (p: Promise<unknown>): Promise<number> => p.then(() => NaN, 
   return e.ms;
 });
 
+/** LargeTable.rolledBack on `db`: the statement timed inside a transaction its own error rolls back. */
+const timedRollback = (db: { transaction<T>(fn: (tx: { query(text: string, params?: unknown[]): Promise<unknown> }) => Promise<T>): Promise<T> }) =>
+  (text: string, params: unknown[]): Promise<number> => rollingBack(db.transaction(async (tx) => {
+    const t0 = performance.now();
+    await tx.query(text, params);
+    throw Object.assign(new Error('rollback'), { ms: performance.now() - t0 });
+  }));
+
 export async function seedInChunks(t: LargeTable, n: number, kind: 'finished' | 'open', count: number, offset = 0): Promise<void> {
   for (let at = 0; at < n; at += CHUNK) await t.seed(offset + at, offset + Math.min(n, at + CHUNK), kind, count);
 }
@@ -60,11 +68,7 @@ export async function postgresTable(): Promise<LargeTable & { open: OpenStores }
     dialect: 'postgres',
     stores: createPostgresStores(db, 'postgres'),
     sql: async (text, params) => (await db.query(text, params)).rows as never,
-    rolledBack: (text, params) => rollingBack(db.transaction(async (tx) => {
-      const t0 = performance.now();
-      await tx.query(text, params);
-      throw Object.assign(new Error('rollback'), { ms: performance.now() - t0 });
-    })),
+    rolledBack: timedRollback(db),
     async seed(from, to, kind, count) {
       const ms = kind === 'finished' ? `(${base}::bigint + g)` : `(${Date.now() - 3_600_000}::bigint + g)`;
       const at = `to_timestamp(${ms} / 1000.0)`;
@@ -112,11 +116,7 @@ export async function mariadbTable(): Promise<LargeTable & { open: OpenStores }>
     dialect: 'mariadb',
     stores: createMysqlStores(db),
     sql: async (text, params) => (await db.query(text, params)).rows as never,
-    rolledBack: (text, params) => rollingBack(db.transaction(async (tx) => {
-      const t0 = performance.now();
-      await tx.query(text, params);
-      throw Object.assign(new Error('rollback'), { ms: performance.now() - t0 });
-    })),
+    rolledBack: timedRollback(db),
     async seed(from, to, kind, count) {
       const ms = kind === 'finished' ? `(${base} + g)` : `(${Date.now() - 3_600_000} + g)`;
       const status = kind === 'finished' ? 'succeeded' : 'scheduled';
