@@ -158,11 +158,13 @@ describe('MssqlIntentStore', () => {
 
 describe('MssqlPartitionStore (issue 26) result mapping', () => {
   const change = { change_id: ID, from_count: 4, to_count: 8, state: 'pending', requested_at: t0, requested_by: 'ops', prepare_cursor: ID.toUpperCase(),
-    prepared_at: t1, changer: null, claimed_at: null, switched_at: null, scan_cursor: null, scan_done_at: null, catch_up_cursor: null, rows_moved: '12', completed_at: null };
+    prepared_at: t1, changer: null, claimed_at: null, switched_at: null, scan_cursor: null, scan_done_at: null, catch_up_cursor: null, rows_moved: '12', completed_at: null,
+    failed_steps: 0, last_step_error: null, last_failed_at: null, cancelled_at: null, cancelled_by: null };
   const noChange = Object.fromEntries(Object.keys(change).map((k) => [k, null]));
   const fence = [{ leaseName: 'L', holderId: 'h~changer', leaseEpoch: 3 }, { leaseName: 'L-1', holderId: 'h~changer', leaseEpoch: 5 }];
   const asChange = { changeId: ID, fromCount: 4, toCount: 8, state: 'pending', requestedAt: t0, requestedBy: 'ops', prepareCursor: ID, preparedAt: t1,
-    changer: null, claimedAt: null, switchedAt: null, scanCursor: null, scanDoneAt: null, catchUpCursor: null, rowsMoved: 12, completedAt: null };
+    changer: null, claimedAt: null, switchedAt: null, scanCursor: null, scanDoneAt: null, catchUpCursor: null, rowsMoved: 12, completedAt: null,
+    failedSteps: 0, lastStepError: null, lastFailedAt: null, cancelledAt: null, cancelledBy: null };
 
   it('readLayout: no count row → count 1 recorded by none at database time; the active change mapped (bigint text → number)', async () => {
     const { db } = scripted([
