@@ -54,6 +54,8 @@ export class MixedVersionPhases {
   private loop: Promise<void> | null = null;
   private failure: Error | null = null;
   private ended = false;
+  /** When a phase sent each process it stopped its SIGTERM. */
+  private readonly stopping = new Map<ChaosHost, number>();
   /** Slots stopped for good (their reservation is never given back: no fault, no replacement). */
   private readonly retired = new Set<number>();
 
@@ -132,6 +134,11 @@ export class MixedVersionPhases {
     }
   }
 
+  /** Whether a process of the old release is live (the operator then pauses each partition, operatorActions.ts). */
+  oldLive(): boolean {
+    return this.live(true).length > 0;
+  }
+
   /** Live slots of the old release (`old`) or of this one. */
   private live(old: boolean): Slot[] {
     return this.cluster.live().filter((s) => !!s.release === old);
@@ -166,6 +173,7 @@ export class MixedVersionPhases {
   /** The slot's process stopped gracefully (killed after STOP_WAIT_MS); the slot stays empty and reserved. */
   private async stopSlot(slot: Slot): Promise<string> {
     const host = slot.host!;
+    this.stopping.set(host, Date.now()); // it may leave the registry at once (a graceful stop), long before it exits
     slot.stopped = true; // out of live() at once
     host.signal('SIGTERM');
     const graceful = await Promise.race([host.exited.then(() => true), sleep(STOP_WAIT_MS).then(() => false)]);
@@ -318,7 +326,8 @@ export class MixedVersionPhases {
     }
     for (const a of this.answers) {
       const anyOld = old.some((h) => h.startedAt - 2_000 <= a.answeredMs && (h.exitedAt ?? Infinity) >= a.atMs - this.o.liveWindowMs - 1_000);
-      const surelyOld = old.some((h) => h.startedAt <= a.atMs - 1_000 && (h.exitedAt ?? Infinity) > a.answeredMs && !this.faulted(h, a.atMs - this.o.liveWindowMs - 1_000, a.answeredMs));
+      const surelyOld = old.some((h) => h.startedAt <= a.atMs - 1_000 && (this.stopping.get(h) ?? h.exitedAt ?? Infinity) > a.answeredMs
+        && !this.faulted(h, a.atMs - this.o.liveWindowMs - 1_000, a.answeredMs));
       if (a.olderRelease && !anyOld) v.push({ check: 'mixed_version', message: `POST /ops/partitions {count: ${a.to}} via ${a.via} answered 409 older-release-live with no old process live (${a.olderInstances.join(', ')})` });
       if (a.status === 202 && surelyOld) v.push({ check: 'mixed_version', message: `POST /ops/partitions {count: ${a.to}} via ${a.via} answered 202 while an old process was live` });
     }

@@ -21,10 +21,11 @@ export interface OperatorOptions {
   latencyMs: number;
   /** Ask for a change of the count now (--partition-changes): a pause draws it half of the time. */
   changeNow?: () => void;
-  /** Mixed-version campaign: pause and resume each partition (`?partition=k`, k < the recorded count; resume k < max),
-   *  as docs/operations.md asks during a rolling deployment (an earlier release's leaders read only their partition's
-   *  flag), recorded as one action answered with the last answer. */
-  perPartition?: { count: () => Promise<number>; max: number };
+  /** Mixed-version campaign: while `when()` (an earlier release is live) pause each partition (`?partition=k`,
+   *  k < the recorded count), as docs/operations.md asks during a rolling deployment (an earlier release's leaders read
+   *  only their partition's flag), recorded as one action answered with the last answer; resume each k < max through
+   *  an earlier release's instance, `?partition=all` through this release's (every flag, the cluster's too). */
+  perPartition?: { count: () => Promise<number>; max: number; when: () => boolean };
   log: (line: string) => void;
 }
 
@@ -89,8 +90,15 @@ export class OperatorSchedule {
       const post = (query = '') => fetch(`${slot.host!.api}/${path}${query}`, {
         method: 'POST', body: JSON.stringify({ reason: 'chaos campaign' }), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS),
       });
-      if (this.o.perPartition && action !== 'drain') {
-        const n = action === 'pause' ? await this.o.perPartition.count() : this.o.perPartition.max;
+      const pp = this.o.perPartition;
+      if (pp && action === 'resume' && !slot.release) {
+        const r = await post('?partition=all');
+        await r.text();
+        rec.answeredAt = Date.now();
+        rec.status = r.status;
+        rec.detail = 'every partition (?partition=all)';
+      } else if (pp && (action === 'resume' || (action === 'pause' && pp.when()))) {
+        const n = action === 'pause' ? await pp.count() : pp.max;
         const statuses: number[] = [];
         for (let k = 0; k < n; k++) {
           const r = await post(`?partition=${k}`);
