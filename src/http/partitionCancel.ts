@@ -4,11 +4,12 @@
 // state under that lock, and its fenced writes also need the leases released here), the count stays fromCount, and
 // the leaders resume at their next layout read. After the switch intents live under the new count: 409, roll forward.
 import { isUuid } from '../intents/ids.js';
+import { liveOlderReleases } from '../lease/olderReleases.js';
 import { PARTITION_CHANGER_SUFFIX, partitionLeaseName } from '../limits.js';
 import type { PartitionChange } from '../store/partitionPorts.js';
 import { guarded } from './guarded.js';
 import { optionalReason } from './ops.js';
-import { describeChange, partitionChangeView, type PartitionsContext } from './partitions.js';
+import { describeChange, olderReleaseProblem, partitionChangeView, type PartitionsContext } from './partitions.js';
 import { json, problem } from './problem.js';
 import { requester, type ApiHandler } from './request.js';
 
@@ -36,6 +37,10 @@ export function cancelPartitionChangeHandler(app: PartitionsContext): ApiHandler
     if (!isUuid(id)) return notFound();
     const body = await optionalReason(req, instance);
     if (!body.ok) return body.response;
+    // An older release's changer knows no cancel: it could drive a change moving rows back on to its switch, or move
+    // rows by the toCount it read before. As for a request: refused while one is live, nothing written.
+    const older = await liveOlderReleases(app.stores.instances, app.config.instances.liveWindowMs);
+    if (older.length > 0) return olderReleaseProblem(older, 'whose changer knows no cancel', 'cancel again', { instance });
     const out = await app.stores.partitions.cancelChange(id.toLowerCase(), requester(req, app.lease.holderId));
     if (out.kind === 'notFound') return notFound();
     const view = (c: PartitionChange) => partitionChangeView(c, app.config.partitions.stuckSteps);

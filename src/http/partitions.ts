@@ -11,7 +11,7 @@ import { isChangeActive, type PartitionChange } from '../store/partitionPorts.js
 import type { HttpContext } from './context.js';
 import { guarded } from './guarded.js';
 import { partitionCountBodySchema, type ChangeLeaseView, type PartitionChangeView } from './openapi/partitionSchemas.js';
-import { json, problem, validationProblem } from './problem.js';
+import { json, problem, validationProblem, type ApiResponse } from './problem.js';
 import { readJsonBody, requester, type ApiHandler } from './request.js';
 
 /** Changes listed by GET /ops/partitions. */
@@ -70,6 +70,16 @@ async function olderInstances(app: PartitionsContext, n: number): Promise<{ hold
   return liveOlderReleases(app.stores.instances, app.config.instances.liveWindowMs);
 }
 
+/** 409 older-release-live naming the live instances of a release older than COUNT_CHANGE_MIN_VERSION: `why` that
+ *  matters, `retry` what to do once none is live. */
+export function olderReleaseProblem(older: { holderId: string; version: string }[], why: string, retry: string,
+  extra: Record<string, unknown>): ApiResponse {
+  return problem(409, 'older-release-live', 'An instance runs a release older than count changes need',
+    `${older.map((i) => `${i.holderId} (${i.version})`).join(', ')} ${older.length === 1 ? 'runs' : 'run'} a release older than ` +
+      `${COUNT_CHANGE_MIN_VERSION}, ${why}: finish the deployment (or stop them) and ${retry} once no such instance is live ` +
+      '(GET /api/instances)', { ...extra, minimumVersion: COUNT_CHANGE_MIN_VERSION, olderInstances: older });
+}
+
 /**
  * POST /ops/partitions {"count": N}. Checked before anything is recorded: the body (400), N ≤ this instance's
  * EXECUTOR_PARTITIONS (409: a count no timer function of this deployment runs), LEASE_NAME has room for N partitions'
@@ -97,11 +107,8 @@ export function requestPartitionCountHandler(app: PartitionsContext): ApiHandler
     if (room !== null) return problem(409, 'lease-name-room', 'LEASE_NAME too long for the count', room, { instance, count: n });
     const older = await olderInstances(app, n);
     if (older.length > 0) {
-      return problem(409, 'older-release-live', 'An instance runs a release older than count changes need',
-        `${older.map((i) => `${i.holderId} (${i.version})`).join(', ')} ${older.length === 1 ? 'runs' : 'run'} a release older than ` +
-          `${COUNT_CHANGE_MIN_VERSION}, whose intake is not excluded from a count change's switch: finish the deployment (or stop ` +
-          `them) and request count ${n} again once no such instance is live (GET /api/instances)`,
-        { instance, count: n, minimumVersion: COUNT_CHANGE_MIN_VERSION, olderInstances: older });
+      return olderReleaseProblem(older, 'whose intake is not excluded from a count change\'s switch', `request count ${n} again`,
+        { instance, count: n });
     }
     const by = requester(req, app.lease.holderId);
     const out = await app.stores.partitions.requestChange(n, by, uuidv7());

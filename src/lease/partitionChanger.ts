@@ -42,8 +42,9 @@ export interface ChangerSettings extends ReassignSettings {
   stuckSteps: number;
 }
 
-/** No longer to be switched: ended, or cancelled (its pass moving the finished rows back, holding no lease). */
-const givenUp = (c: PartitionChange) => !isChangeActive(c) || c.cancelledAt !== null;
+/** No longer to be switched: ended, or cancelled before its switch (its pass moving the finished rows back, holding no
+ *  lease). A cancelled change found switched (an older release's changer drove it on) is rolled forward, never left. */
+const givenUp = (c: PartitionChange) => !isChangeActive(c) || (c.cancelledAt !== null && c.state !== 'reassigning');
 
 /** How far a step got. */
 export type ChangerProgress =
@@ -147,7 +148,7 @@ export class PartitionChanger {
 
   private async drive(initial: PartitionChange, deadlineMs: number, finishByMs: number): Promise<ChangerProgress> {
     let change = initial;
-    if (change.cancelledAt !== null) {
+    if (change.cancelledAt !== null && change.state !== 'reassigning') {
       await this.releaseAll('change cancelled'); // its pass moves the rows back, no lease
       // Pending once cancelled: a previous release's changer ran that pass to its end (its last batch knows no cancel).
       if (change.state === 'pending') {
@@ -207,7 +208,8 @@ export class PartitionChanger {
       if (next === 'wait') return { kind: 'reassigning', rowsMoved: change.rowsMoved, phase: 'catch-up' };
       change = next;
     }
-    if (change.state !== 'completed') return { kind: 'none' };
+    // Ended by completeChange ('cancelled' when it was cancelled and then switched by an older release's changer).
+    if (isChangeActive(change)) return { kind: 'none' };
     this.held.forget(); // released by completeChange, in its transaction
     this.log.warn({ event: 'partition_change_completed', change_id: change.changeId, from: change.fromCount, to: change.toCount,
       rows_moved: change.rowsMoved, requested_at: change.requestedAt.toISOString(), completed_at: change.completedAt?.toISOString() ?? null },

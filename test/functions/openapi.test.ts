@@ -275,6 +275,14 @@ describe('OpenAPI document', () => {
     expect((await cancelChange('nope')).status).toBe(404);
     expect((await cancelChange('01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
     expect((await change(changeId)).json).toEqual(changeCreated.json.change); // nothing stored
+    // A live instance of an older release (its changer knows no cancel): 409 naming it, the change untouched.
+    await follower.stores.instances.heartbeat({ holderId: 'oa-probe', version: '0.1.0', roles: ['http', 'timer'], partitions: [0] });
+    const olderLive = await cancelChange(changeId);
+    expect([olderLive.status, olderLive.json.type, olderLive.json.olderInstances])
+      .toEqual([409, 'urn:submission-manager:problem:older-release-live', [{ holderId: 'oa-probe', version: '0.1.0' }]]);
+    expect(olderLive.json.detail).toMatch(/^oa-probe \(0\.1\.0\) runs a release older than 0\.2\.0, whose changer knows no cancel: .* cancel again /);
+    expect(await follower.stores.partitions.getChange(changeId)).toMatchObject({ state: 'preparing', cancelledAt: null });
+    await follower.stores.instances.remove('oa-probe');
     const cancelled = await cancelChange(changeId, '{"reason":"stuck"}');
     expect([cancelled.status, cancelled.json]).toMatchObject([200, { cancelled: true, alreadyCancelled: false, leasesReleased: 0,
       change: { changeId, state: 'cancelled', cancelledBy: 'admin@oa-follower', stuck: false } }]);

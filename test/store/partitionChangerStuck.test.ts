@@ -31,7 +31,7 @@ describe.each(dialects)('partition change that does not progress: $name', (diale
     s = await ctx.openStores({ poolMax: 4, statementTimeoutMs: 400 });
     await s.partitions.recordPartitionCount(2, 'test');
   });
-  const { put, inFlight, request } = changeArrangement(() => s);
+  const { put, inFlight, request, takeLeases } = changeArrangement(() => s);
 
   it('failed steps on a row lock held past the statement timeout: counted in SQL, stuck from the bound on (error log), reset by a step that does not fail', async (t) => {
     if (!ctx.lockIntentRow || ctx.name === 'pglite') return t.skip('one session: no lock can be held while the changer waits');
@@ -84,6 +84,30 @@ describe.each(dialects)('partition change that does not progress: $name', (diale
     const l0 = (await s.lease.get(partitionLeaseName(LEASE, 0)))!;
     expect(l0.expiresAt.getTime()).toBeLessThanOrEqual(l0.dbNow.getTime()); // released, not left to expire
     expect(await s.partitions.readLayout()).toMatchObject({ count: 2, generation: 0, active: null });
+  });
+
+  it('cancelled while moving rows back, then switched by a changer that knows no cancel (an older release): rolled forward to its end, never left drained', async () => {
+    const done = [];
+    for (let i = 0; i < 12; i++) done.push(await put());
+    for (const d of done) expect((await s.intents.cancel(d.intentId)).kind).toBe('ok');
+    const change = await request(4);
+    const p = await s.partitions.prepareBatch(change.changeId, { limit: 1_000_000, horizon: new Date(Date.now() + 60_000) });
+    expect(p).toMatchObject({ state: 'pending' });
+    expect(p!.rowsMoved).toBeGreaterThan(0);
+    expect(await s.partitions.cancelChange(change.changeId, 'ops')).toMatchObject({ kind: 'cancelled', change: { state: 'preparing', toCount: 2 } });
+    // An older release's changer: its pass ends the change pending (it knows no cancel), it claims and switches it.
+    await ctx.sql(`UPDATE submission_manager_partition_changes SET state = 'pending' WHERE change_id = '${change.changeId}'`);
+    const fence = await takeLeases(2);
+    expect((await s.partitions.claimChange([fence[0]!], change.changeId)).kind).toBe('ok');
+    expect((await s.partitions.switchCount(fence, change.changeId)).kind).toBe('ok');
+    for (const l of fence) await s.lease.release(l); // then it stops
+    const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-e'), systemClock, silentLogger);
+    let out;
+    for (let i = 0; i < 20 && out?.kind !== 'completed'; i++) out = await changer.step(await s.partitions.readLayout(), soon(3_000));
+    expect(out).toMatchObject({ kind: 'completed', change: { changeId: change.changeId, state: 'cancelled', toCount: 2 } });
+    expect(await s.partitions.readLayout()).toMatchObject({ count: 2, active: null });
+    for (const r of await ctx.intentRows()) expect(r.partition, r.intentId).toBe(assignPartition({ intentId: r.intentId, partitionKey: null }, 2));
+    expect(changer.heldCount()).toBe(0);
   });
 
   it('cancelled between its claim and its fenced switch: the switch writes nothing, the changer lets go (count, generation, in-flight work kept)', async () => {
