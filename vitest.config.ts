@@ -7,9 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Three files at once on two cores: most of a system test's time is waiting (leases, ticks, processes), and the
-    // tests judge order, counts and recorded times, not the clock, so a busier machine changes no verdict.
-    maxWorkers: 3,
+    // Two cores: the suite is CPU-bound (PGlite, spawned processes); a third file at once saved 4 % of the wall time.
+    maxWorkers: 2,
     reporters: process.env.CI ? ['default'] : ['default'],
   },
 });
