@@ -6,8 +6,7 @@
 // steps count up, and reset.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectStores } from '../support/dialectFixture.js';
-import { changeArrangement, keyOf, ok } from '../support/partitionChanges.js';
+import { useChangeArrangement, keyOf, ok } from '../support/partitionChanges.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { PartitionChange } from '../../src/store/partitionPorts.js';
 import { uuidv7 } from '../../src/intents/ids.js';
@@ -18,11 +17,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe.each(dialects)('partition change cancel: $name', (dialect) => {
   let ctx: DialectContext;
   let s: Stores;
-  const more = useDialectStores(dialect, (fresh, stores) => {
-    ctx = fresh;
-    s = stores;
-  });
-  const { put, inFlight, takeLeases, request, prepared, switched } = changeArrangement(() => s);
+  const { more, put, inFlight, takeLeases, request, prepared, switched } = useChangeArrangement(dialect, (fresh, stores) => { ctx = fresh; s = stores; });
 
   it('preparing, nothing moved yet: cancelled at once (the count stays); a retry is harmless; the pass writes nothing more', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');

@@ -6,9 +6,8 @@
 // scopes in detail: partitionPrepareContract.test.ts).
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
-import { useDialectStores } from '../support/dialectFixture.js';
 import { acquireToken } from '../support/instances.js';
-import { CHANGER, changeArrangement, keyOf, leaseOf, movesTo, ok } from '../support/partitionChanges.js';
+import { CHANGER, useChangeArrangement, keyOf, leaseOf, movesTo, ok } from '../support/partitionChanges.js';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentContract } from '../../src/store/intentPorts.js';
 import type { LeaseToken } from '../../src/store/ports.js';
@@ -38,12 +37,7 @@ const spoilers: Spoiler[] = [
 describe.each(dialects)('partition change contract: $name', (dialect) => {
   let ctx: DialectContext;
   let s: Stores;
-  const more = useDialectStores(dialect, (fresh, stores) => {
-    ctx = fresh;
-    s = stores;
-  });
-
-  const { put, inFlight, takeLeases, request, prepared, switched } = changeArrangement(() => s);
+  const { more, put, inFlight, takeLeases, request, prepared, switched } = useChangeArrangement(dialect, (fresh, stores) => { ctx = fresh; s = stores; });
 
   it('layout: count 1 recorded by none without a count row; the recorded count and the active change in one read', async () => {
     const empty = await s.partitions.readLayout();

@@ -5,7 +5,7 @@
 // checker's history, so the system tests judge it by the campaign's rules (test/chaos/checker.ts: lease, fencing,
 // contiguous attempts, nothing lost, no 2xx re-sent, key_order, partition at the count of the time, every change
 // completed one at a time, no start while reassigning). Shared by partitionChange.test.ts and partitionChangeKill.test.ts.
-import { expect } from 'vitest';
+import { afterEach, beforeAll, beforeEach, expect } from 'vitest';
 import { check, type History } from '../chaos/checker.js';
 import type { Accepted } from '../chaos/load.js';
 import type { ProviderRecord } from '../chaos/providerProcess.js';
@@ -14,7 +14,8 @@ import type { FaultRecord } from '../chaos/faults.js';
 import { createRng, sleep, type Rng } from '../chaos/rng.js';
 import { settingsSchema } from '../../src/configSchema.js';
 import { partitionLeaseNames, settleWindowMs, shortestPeriodMs } from '../../src/limits.js';
-import { FAST_ENV, startHost, waitFor, type HostProcess, type PgTestDatabase } from './localHostProcess.js';
+import type { ServerDatabase } from './dialects.js';
+import { ensureBuilt, FAST_ENV, killAll, startHost, waitFor, type HostProcess, type PgTestDatabase } from './localHostProcess.js';
 import { startRecordingProvider, type RecordingProvider } from './recordingProvider.js';
 
 /** EXECUTOR_PARTITIONS of every process: the most partitions a change may ask for. */
@@ -64,6 +65,37 @@ export async function startFlakyProvider(seed: number): Promise<{ provider: Reco
     return { status, delayMs };
   });
   return { provider, records };
+}
+
+/** What a change test works on; read the fields inside a test (each test gets its own database and provider). */
+export interface ChangeFixture {
+  db: PgTestDatabase;
+  provider: RecordingProvider;
+  records: ProviderRecord[];
+  /** The processes the test still counts as running. */
+  hosts: HostProcess[];
+  /** Every process the test started, killed ones too. */
+  all: HostProcess[];
+}
+
+/** Registers the hooks every change system test shares: the build, a fresh database of `server` and a flaky provider
+ *  (seeded) per test, the test skipped with the server's one line when it is missing; after each test every process
+ *  started is stopped, the provider closed and the database dropped. */
+export function useChangeFixture(server: ServerDatabase, seed: number): ChangeFixture {
+  const f = { hosts: [], all: [] } as unknown as ChangeFixture;
+  const skip = server.unavailable();
+  beforeAll(() => ensureBuilt(), 120_000);
+  beforeEach(async (t) => {
+    if (skip) return t.skip(skip);
+    f.db = await server.create();
+    ({ provider: f.provider, records: f.records } = await startFlakyProvider(seed));
+  });
+  afterEach(async () => {
+    await killAll([...new Set([...f.hosts.splice(0), ...f.all.splice(0)])]);
+    await f.provider?.close();
+    await f.db?.drop();
+  });
+  return f;
 }
 
 export const startChangeHost = (db: PgTestDatabase, providerUrl: string, holder: string, extra: Record<string, string> = {}) =>

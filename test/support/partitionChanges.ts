@@ -9,6 +9,8 @@ import { partitionLeaseName } from '../../src/limits.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { partitionHash, partitionOf } from '../../src/intents/partition.js';
 import { acquireToken, LEASE_NAME } from './instances.js';
+import type { DialectContext, DialectHarness } from './dialects.js';
+import { useDialectStores } from './dialectFixture.js';
 
 export const CHANGER = 'host-a/changer';
 export const leaseOf = (k: number) => partitionLeaseName(LEASE_NAME, k);
@@ -67,4 +69,15 @@ export function changeArrangement(stores: () => Stores) {
     return { change: ok(await stores().partitions.switchCount(fence, change.changeId)), fence };
   };
   return { put, inFlight, takeLeases, request, prepared, switched };
+}
+
+/** The change contract suites' fixture: fresh stores of `dialect` per test (handed to `setup`), `more` for extra
+ *  connections, and the change arrangement on them. */
+export function useChangeArrangement(dialect: DialectHarness, setup: (ctx: DialectContext, stores: Stores) => void) {
+  let current: Stores | undefined;
+  const more = useDialectStores(dialect, (ctx, stores) => {
+    current = stores;
+    setup(ctx, stores);
+  });
+  return { more, ...changeArrangement(() => current!) };
 }

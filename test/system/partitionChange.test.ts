@@ -19,52 +19,32 @@
 //     completes; every rule holds over the whole run; every seeded row is in its final partition.
 // PGlite cannot serve several processes: test/system/partitionChangeApps.test.ts runs a change with in-process apps on
 // every dialect.
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { arrivalGap } from '../chaos/checkerChanges.js';
 import { shortestPeriodMs } from '../../src/limits.js';
 import { timerInvocations } from '../support/timerLog.js';
-import type { ProviderRecord } from '../chaos/providerProcess.js';
 import type { FaultRecord } from '../chaos/faults.js';
 import { assignPartition } from '../../src/intents/partition.js';
 import { serverDatabases } from '../support/dialects.js';
-import { ensureBuilt, killAll, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
-import type { RecordingProvider } from '../support/recordingProvider.js';
+import { killAll } from '../support/localHostProcess.js';
 import {
-  allLed, C, CHANGE_ENV, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, startFlakyProvider,
+  allLed, C, CHANGE_ENV, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, useChangeFixture,
 } from '../support/changeCluster.js';
 import { holdAndKill, KILL_ENV, seed, STEPS } from '../support/changeKill.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(serverDatabases)('partition count change, separate OS processes ($name server)', (server) => {
-  const skip = server.unavailable();
-  let db: PgTestDatabase;
-  let provider: RecordingProvider;
-  let records: ProviderRecord[];
-  const hosts: HostProcess[] = [];
-  /** Every process started (killed ones too): stopped after each test. */
-  const all: HostProcess[] = [];
-
-  beforeAll(() => ensureBuilt(), 120_000);
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    db = await server.create();
-    ({ provider, records } = await startFlakyProvider(2626));
-  });
-  afterEach(async () => {
-    hosts.splice(0);
-    await killAll(all.splice(0));
-    await provider?.close();
-    await db?.drop();
-  });
+  const f = useChangeFixture(server, 2626);
 
   const start = async (holder: string, extra: Record<string, string> = {}) => {
-    const h = await startChangeHost(db, provider.url, holder, extra);
-    all.push(h);
+    const h = await startChangeHost(f.db, f.provider.url, holder, extra);
+    f.all.push(h);
     return h;
   };
 
   it('6 → 4, then 4 → 6 → 2 → 4 under a stream of intents: each once, in key order, contiguous attempts; the pause per change within the drain + one tick', async () => {
+    const { db, provider, records, hosts, all } = f;
     hosts.push(...await Promise.all([1, 2, 3].map((i) => start(`chg${i}`))));
     await allLed(db, C, server.dbTimeSql());
     // The first process recorded 6; the count that governs becomes 4: timers 4 and 5 go idle on every process.
@@ -135,6 +115,7 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
   }, 240_000);
 
   it('kill the changer\'s process while preparing, after the claim, after the switch, mid-reassignment, before completion: each change completes, the checker holds', async () => {
+    const { db, provider, records, hosts, all } = f;
     hosts.push(await start('kil1', KILL_ENV), await start('kil2', KILL_ENV));
     await allLed(db, C, server.dbTimeSql());
     const stream = new IntentStream(() => hosts, 27, { ratePerSec: 10, keyedRate: 0.35, keys: 4, tag: 'k' });

@@ -6,15 +6,13 @@
 // campaign checker's rules); every settled row ends in its partition under 4; and execution pauses around the change
 // at most the drain plus one tick, and resumes within one tick of the switch, as on an empty table: the pause follows
 // the open intents, not the settled ones.
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { arrivalGap } from '../chaos/checkerChanges.js';
-import type { ProviderRecord } from '../chaos/providerProcess.js';
 import { assignPartition } from '../../src/intents/partition.js';
 import { serverDatabases } from '../support/dialects.js';
-import { ensureBuilt, killAll, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
-import type { RecordingProvider } from '../support/recordingProvider.js';
+import { killAll } from '../support/localHostProcess.js';
 import {
-  allLed, C, completed, drained, expectCleanRun, IntentStream, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, startFlakyProvider,
+  allLed, C, completed, drained, expectCleanRun, IntentStream, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, useChangeFixture,
 } from '../support/changeCluster.js';
 import { settledId } from '../support/largeTable.js';
 
@@ -22,25 +20,10 @@ const SETTLED = 200_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(serverDatabases)('partition count change on a large table, separate OS processes ($name server)', (server) => {
-  const skip = server.unavailable();
-  let db: PgTestDatabase;
-  let provider: RecordingProvider;
-  let records: ProviderRecord[];
-  const hosts: HostProcess[] = [];
-
-  beforeAll(() => ensureBuilt(), 120_000);
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    db = await server.create();
-    ({ provider, records } = await startFlakyProvider(3131));
-  });
-  afterEach(async () => {
-    await killAll(hosts.splice(0));
-    await provider?.close();
-    await db?.drop();
-  });
+  const f = useChangeFixture(server, 3131);
 
   it('6 → 4 under a stream with 200 000 settled intents before the open ones: completes, every intent once, the pause within the drain + one tick', async () => {
+    const { db, provider, records, hosts } = f;
     hosts.push(...await Promise.all([1, 2, 3].map((i) => startChangeHost(db, provider.url, `big${i}`))));
     await allLed(db, C, server.dbTimeSql());
     for (const text of server.seedSettledSql(SETTLED)) await db.sql(text);

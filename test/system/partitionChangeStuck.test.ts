@@ -8,15 +8,13 @@
 // stays 6, the leaders resume, the finished intents the preparing pass had moved go back, every intent succeeds with
 // exactly one 2xx and no call after it, and every one is in its partition under the count (the checker's rules).
 import { readFileSync } from 'node:fs';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { assignPartition, partitionHash } from '../../src/intents/partition.js';
 import { uuidv7 } from '../../src/intents/ids.js';
 import { serverDatabases } from '../support/dialects.js';
-import { ensureBuilt, killAll, waitFor, type HostProcess, type PgTestDatabase } from '../support/localHostProcess.js';
-import type { RecordingProvider } from '../support/recordingProvider.js';
-import type { ProviderRecord } from '../chaos/providerProcess.js';
+import { killAll, waitFor, type HostProcess } from '../support/localHostProcess.js';
 import {
-  ADMIN_KEY, allLed, C, drained, expectCleanRun, FUNCTION_KEY, IntentStream, readHistory, requestCount, startChangeHost, startFlakyProvider,
+  ADMIN_KEY, allLed, C, drained, expectCleanRun, FUNCTION_KEY, IntentStream, readHistory, requestCount, startChangeHost, useChangeFixture,
 } from '../support/changeCluster.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -25,23 +23,7 @@ const LATE = 40;
 interface ChangeView { changeId: string; state: string; stuck: boolean; failedSteps: number; lastStepError: string | null; cancelledBy: string | null }
 
 describe.each(serverDatabases)('a count change that does not progress ($name server)', (server) => {
-  const skip = server.unavailable();
-  let db: PgTestDatabase;
-  let provider: RecordingProvider;
-  let records: ProviderRecord[];
-  const hosts: HostProcess[] = [];
-
-  beforeAll(() => ensureBuilt(), 120_000);
-  beforeEach(async (t) => {
-    if (skip) return t.skip(skip);
-    db = await server.create();
-    ({ provider, records } = await startFlakyProvider(2727));
-  });
-  afterEach(async () => {
-    await killAll(hosts.splice(0));
-    await provider?.close();
-    await db?.drop();
-  });
+  const f = useChangeFixture(server, 2727);
 
   const active = async (api: string): Promise<ChangeView | null> => {
     const r = await fetch(`${api}/ops/partitions`, { headers: { 'x-functions-key': ADMIN_KEY }, signal: AbortSignal.timeout(10_000) });
@@ -49,6 +31,7 @@ describe.each(serverDatabases)('a count change that does not progress ($name ser
   };
 
   it('stuck before its switch: reported on any process, cancelled there; execution resumes and every intent runs once', async () => {
+    const { db, provider, records, hosts } = f;
     hosts.push(...await Promise.all(['stk1', 'stk2'].map((h) => startChangeHost(db, provider.url, h, { PARTITION_CHANGE_STUCK_STEPS: '3' }))));
     const [a, b] = hosts as [HostProcess, HostProcess];
     await allLed(db, C, server.dbTimeSql());
