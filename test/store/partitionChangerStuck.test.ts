@@ -12,6 +12,7 @@ import { systemClock } from '../../src/lease/clock.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import type { PartitionStore } from '../../src/store/partitionPorts.js';
 import type { Stores } from '../../src/store/stores.js';
+import { StoreError } from '../../src/store/ports.js';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import { changeArrangement } from '../support/partitionChanges.js';
@@ -138,5 +139,42 @@ describe.each(dialects)('partition change that does not progress: $name', (diale
     expect((await ctx.intentRows()).find((r) => r.intentId === busy.intentId)).toMatchObject({ status: 'in_flight', partition: 1 });
     expect(await s.partitions.getChange(change.changeId)).toMatchObject({ state: 'cancelled', switchedAt: null, rowsMoved: 0 });
   });
-});
 
+  // The failed-step report's writes may commit with their reply lost, as every write: the report neither double-counts
+  // nor stops, and a reset whose reply was lost is made by the next step that moves (or was made: the row says).
+  it.each(['recordStepFailure', 'clearStepFailures'] as const)('a lost reply of %s (committed, then an error): each failed step counted once, stuck at the bound, the count reset once the change moves', async (method) => {
+    for (let i = 0; i < 5; i++) await put();
+    const change = await request(3);
+    let failPrepare = 3;
+    let lost = 0;
+    const partitions = new Proxy(s.partitions, {
+      get(t, prop, recv) {
+        const v = Reflect.get(t, prop, recv) as unknown;
+        if (typeof v !== 'function') return v;
+        const call = (a: unknown[]) => (v as (...x: unknown[]) => Promise<unknown>).apply(t, a);
+        if (prop === 'prepareBatch') {
+          return async (...a: unknown[]) => {
+            if (failPrepare-- > 0) throw new StoreError('transient', 'simulated: failed before commit', 'ECONNRESET');
+            return call(a);
+          };
+        }
+        if (prop !== method) return (v as (...x: unknown[]) => unknown).bind(t);
+        return async (...a: unknown[]) => {
+          await call(a);
+          lost++;
+          throw new StoreError('transient', `simulated: ${method} committed, its reply lost`, 'CLIENT_DEADLINE');
+        };
+      },
+    });
+    const changer = new PartitionChanger(s.lease, partitions, settings('changer-r'), systemClock, silentLogger);
+    const outs = [];
+    for (let i = 0; i < 3; i++) outs.push(await changer.step(await s.partitions.readLayout(), soon()));
+    expect(outs.map((o) => [o.kind, (o as { failedSteps?: number }).failedSteps, (o as { stuck?: boolean }).stuck]))
+      .toEqual([['failed', 1, false], ['failed', 2, false], ['failed', 3, true]]);
+    expect((await s.partitions.getChange(change.changeId))!.failedSteps).toBe(3);
+    const next = await changer.step(await s.partitions.readLayout(), soon());
+    expect(next.kind).not.toBe('failed');
+    expect(lost).toBeGreaterThan(0);
+    expect((await s.partitions.getChange(change.changeId))!.failedSteps).toBe(0);
+  });
+});
