@@ -116,10 +116,18 @@ export function requestPartitionCountHandler(app: PartitionsContext): ApiHandler
       return json(200, { unchanged: true, count: out.count.count, recordedAt: out.count.recordedAt.toISOString(), recordedBy: out.count.recordedBy });
     }
     if (out.kind === 'conflict') {
+      const a = out.active;
       return problem(409, 'partition-change-active', 'Another partition change is active',
-        `another change is in progress: ${describeChange(out.active)}; it completes first (GET /api/ops/partitions/${out.active.changeId}), ` +
-          `or, before its switch, cancel it (POST /api/ops/partitions/${out.active.changeId}/cancel)`,
-        { instance, activeChange: partitionChangeView(out.active, app.config.partitions.stuckSteps) });
+        `another change is in progress: ${describeChange(a)}; ` + (a.cancelledAt === null
+          ? `it completes first (GET /api/ops/partitions/${a.changeId}), or, before its switch, cancel it (POST /api/ops/partitions/${a.changeId}/cancel)`
+          : `it was cancelled and moves the finished intents its preparing pass had moved back under count ${a.fromCount}, then ends by itself ` +
+            `(GET /api/ops/partitions/${a.changeId}): request count ${n} once it has`),
+        { instance, activeChange: partitionChangeView(a, app.config.partitions.stuckSteps) });
+    }
+    if (out.kind === 'existing' && out.change.cancelledAt !== null) {
+      // A cancelled change moving rows back runs from the count to itself: asking for that count changes nothing.
+      const layout = await app.stores.partitions.readLayout();
+      return json(200, { unchanged: true, count: layout.count, recordedAt: layout.recordedAt.toISOString(), recordedBy: layout.recordedBy });
     }
     const c = out.change;
     app.logger.warn({ event: 'partition_change_requested', change_id: c.changeId, from_count: c.fromCount, to_count: c.toCount,

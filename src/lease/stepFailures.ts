@@ -51,7 +51,8 @@ export class StepFailures {
       this.log.error({ event: 'partition_change_stuck', ...fields, stuck_steps: this.stuckSteps },
         `partition change ${change.fromCount} → ${change.toCount} (${change.state}) is stuck: ${failedSteps} steps in a row failed (${reason}); ` +
         (switched ? 'it switched, so it rolls forward: remove the cause (a lock another session holds, a statement timeout) and it resumes'
-          : `remove the cause, or cancel it: POST /api/ops/partitions/${change.changeId}/cancel`) +
+          : change.cancelledAt !== null ? 'it was cancelled and moves rows back before it ends: remove the cause and it resumes'
+            : `remove the cause, or cancel it: POST /api/ops/partitions/${change.changeId}/cancel`) +
         ' (docs/operations.md, "A count change that does not progress")');
     }
     return { failedSteps, stuck };

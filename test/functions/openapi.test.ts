@@ -17,6 +17,8 @@ import { silentLogger } from '../../dist/src/observability/logger.js';
 import { buildOpenApiDocument, renderOpenApiFile } from '../../dist/src/http/openapi/document.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { openFunctionsHarness } from '../support/functionsHarness.js';
+import { changeArrangement } from '../support/partitionChanges.js';
+import { assignPartition } from '../../src/intents/partition.js';
 
 type Json = Record<string, any>;
 const require = createRequire(import.meta.url);
@@ -311,6 +313,22 @@ describe('OpenAPI document', () => {
     await ps.completeChange(fence, secondId);
     const completed = await cancelChange(secondId);
     expect([completed.status, completed.json.type]).toEqual([409, 'urn:submission-manager:problem:partition-change-completed']);
+    // A cancel after the preparing pass moved finished intents: they go back under the count in force first (the change
+    // runs from that count to itself meanwhile). Asking for that count changes nothing (200); another count waits (409 saying so).
+    const { put } = changeArrangement(() => follower.stores as never);
+    const moving = Array.from({ length: 40 }, (_, i) => `mb-${i}`).filter((k) => assignPartition({ intentId: k, partitionKey: k }, 4) !== assignPartition({ intentId: k, partitionKey: k }, 2));
+    for (const key of moving.slice(0, 3)) expect((await follower.stores.intents.cancel((await put({ key })).intentId)).kind).toBe('ok');
+    const third = await ps.requestChange(4, 'oa', '01a21664-e75d-7511-bfbf-d9834bd6e04d');
+    if (third.kind !== 'created') throw new Error(third.kind);
+    expect((await ps.prepareBatch(third.change.changeId, { limit: 1_000_000, horizon: new Date(Date.now() + 60_000) }))!.rowsMoved).toBeGreaterThanOrEqual(3);
+    expect((await cancelChange(third.change.changeId)).json).toMatchObject({ cancelled: true, movingBack: true, change: { state: 'preparing', toCount: 2 } });
+    expect(await setCount(wide, '{"count":2}')).toMatchObject({ status: 200, json: { unchanged: true, count: 2 } });
+    const waits = await setCount(wide, '{"count":3}');
+    expect([waits.status, waits.json.type]).toEqual([409, 'urn:submission-manager:problem:partition-change-active']);
+    expect(waits.json.detail).toContain('it was cancelled and moves the finished intents its preparing pass had moved back under count 2, then ends by itself');
+    expect(await ps.prepareBatch(third.change.changeId, { limit: 1_000_000, horizon: new Date(Date.now() + 60_000) })).toMatchObject({ state: 'cancelled' });
+    const after = (await partitionsOf(wide)).json;
+    expect([after.count, after.active, after.changes[0].changeId, after.changes[0].state]).toEqual([2, null, third.change.changeId, 'cancelled']);
 
     // The database is unreachable: 503 problem+json (documented on every route that needs it).
     for (const [name, c] of [['getIntent', { method: 'GET', path: `intents/${id}`, params: { id } }], ['getExecution', { method: 'GET', path: 'ops/execution' }], ['getInstances', { method: 'GET', path: 'instances' }],

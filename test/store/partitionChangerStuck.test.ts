@@ -177,4 +177,26 @@ describe.each(dialects)('partition change that does not progress: $name', (diale
     expect(lost).toBeGreaterThan(0);
     expect((await s.partitions.getChange(change.changeId))!.failedSteps).toBe(0);
   });
+
+  it('a cancelled change whose move-back steps keep failing: stuck, and the error log says it moves rows back (no cancel offered)', async () => {
+    const done = [];
+    for (let i = 0; i < 12; i++) done.push(await put());
+    for (const d of done) expect((await s.intents.cancel(d.intentId)).kind).toBe('ok');
+    const change = await request(4);
+    expect((await s.partitions.prepareBatch(change.changeId, { limit: 1_000_000, horizon: new Date(Date.now() + 60_000) }))!.rowsMoved).toBeGreaterThan(0);
+    expect(await s.partitions.cancelChange(change.changeId, 'ops')).toMatchObject({ kind: 'cancelled', change: { state: 'preparing', toCount: 2 } });
+    const failing = new Proxy(s.partitions, { get(t, prop, recv) {
+      const v = Reflect.get(t, prop, recv) as unknown;
+      if (prop === 'prepareBatch') return async () => { throw new StoreError('transient', 'simulated: failed before commit', 'ECONNRESET'); };
+      return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(t) : v;
+    } });
+    const logs: Record<string, unknown>[] = [];
+    const log = createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+    const changer = new PartitionChanger(s.lease, failing, settings('changer-m'), systemClock, log);
+    for (let i = 0; i < 3; i++) await changer.step(await s.partitions.readLayout(), soon());
+    const stuck = logs.filter((l) => l.event === 'partition_change_stuck');
+    expect(stuck).toHaveLength(1);
+    expect(String(stuck[0]!.msg)).toContain('it was cancelled and moves rows back before it ends: remove the cause and it resumes');
+    expect(String(stuck[0]!.msg)).not.toContain('/cancel');
+  });
 });
