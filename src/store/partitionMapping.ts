@@ -4,6 +4,11 @@ import type { CancelChangeOutcome, PartitionChange, PartitionChangeState, Partit
 import type { LeaseToken } from './ports.js';
 import { num } from './rowMapping.js';
 import { SETTLED_SQL_LIST } from './intentPorts.js';
+import { appVersion } from '../config.js';
+
+/** The release recorded on a change this release requests (requested_release): its claim and switch are then refused
+ *  to a changer of a release before the guard (the migration's CHECK: PostgreSQL m018, MySQL m012, SQL Server m018). */
+export const requestingRelease = (): string => appVersion().slice(0, 64);
 
 export const PARTITION_CHANGE_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, prepare_cursor,
   prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, catch_up_cursor, rows_moved, completed_at, failed_steps, last_step_error, last_failed_at, cancelled_at, cancelled_by`;

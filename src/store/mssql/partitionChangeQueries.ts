@@ -7,7 +7,7 @@
 // last id it was given and never compares ids itself.
 import type { PartitionMove, ReassignProgress } from '../partitionPorts.js';
 import type { LeaseToken } from '../ports.js';
-import { PARTITION_CHANGE_COLS } from '../partitionMapping.js';
+import { PARTITION_CHANGE_COLS, requestingRelease } from '../partitionMapping.js';
 import { buildFencedBatchAll } from './fence.js';
 import { NEXT_VERSION } from './executionQueries.js';
 import { BIN2, p, type SqlQuery } from './params.js';
@@ -76,8 +76,8 @@ BEGIN
 END
 ELSE
 BEGIN
-  INSERT INTO ${CHANGES} (change_id, from_count, to_count, state, requested_at, requested_by, rows_moved)
-  VALUES (@change_id, ISNULL(@count, 1), @to_count, 'preparing', @now, @requested_by, 0);
+  INSERT INTO ${CHANGES} (change_id, from_count, to_count, state, requested_at, requested_by, rows_moved, requested_release)
+  VALUES (@change_id, ISNULL(@count, 1), @to_count, 'preparing', @now, @requested_by, 0, @requested_release);
   SET @active = @change_id;
   SET @outcome = 'created';
 END;
@@ -85,7 +85,8 @@ COMMIT TRANSACTION;
 SELECT @outcome AS outcome, ISNULL(@count, 1) AS partition_count, ISNULL(@recorded_at, @now) AS recorded_at,
        ISNULL(@recorded_by, 'none') AS recorded_by;
 SELECT ${COLS} FROM ${CHANGES} WHERE change_id = @active;`,
-      params: [p.smallint('to_count', toCount), p.varchar('requested_by', 128, requestedBy.slice(0, 128)), changeParam(changeId)],
+      params: [p.smallint('to_count', toCount), p.varchar('requested_by', 128, requestedBy.slice(0, 128)), changeParam(changeId),
+        p.varchar('requested_release', 64, requestingRelease())],
     };
   },
 
@@ -104,7 +105,7 @@ SELECT ${COLS} FROM ${CHANGES} WHERE change_id = @active;`,
   claimChange(fence: LeaseToken[], changeId: string): SqlQuery {
     return buildFencedBatchAll(fence, 'partition_claim', {
       declare: '',
-      body: `UPDATE ${CHANGES} SET changer = @changer, claimed_at = SYSUTCDATETIME()
+      body: `UPDATE ${CHANGES} SET changer = @changer, release_changer = @changer, claimed_at = SYSUTCDATETIME()
  WHERE change_id = @change_id AND state <> 'completed';
 SET @rows_written = @@ROWCOUNT;`,
       results: CHANGE_RESULT,
@@ -165,7 +166,7 @@ BEGIN
     FROM submission_intents AS i
    WHERE i.status = 'in_flight';
   SET @recovered = @@ROWCOUNT;
-  UPDATE ${CHANGES} SET state = 'reassigning', switched_at = @now WHERE change_id = @change_id AND state = 'pending';
+  UPDATE ${CHANGES} SET state = 'reassigning', switched_at = @now, switched_by = @changer WHERE change_id = @change_id AND state = 'pending';
   SET @switched = @@ROWCOUNT;
   SET @rows_written = @bumped + @settled + @recovered + @switched;
 END;`,

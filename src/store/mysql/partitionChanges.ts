@@ -87,8 +87,10 @@ export function claimChange(db: MyDatabase, fence: LeaseToken[], changeId: strin
   return fencedTransactionAll(db, fence, 'partition_claim', async (tx): Promise<Step> => {
     const c = await lockChange(tx, changeId);
     if (!isChangeActive(c)) return { value: c, rowsWritten: 0 };
-    await tx.query(`UPDATE submission_manager_partition_changes SET changer = ?, claimed_at = ${NOW} WHERE change_id = ?`,
-      [fence[0]!.holderId.slice(0, 128), changeId]);
+    // release_changer beside changer: the guard (m012) refuses a claim that sets changer alone, an earlier release's.
+    const changer = fence[0]!.holderId.slice(0, 128);
+    await tx.query(`UPDATE submission_manager_partition_changes SET changer = ?, release_changer = ?, claimed_at = ${NOW} WHERE change_id = ?`,
+      [changer, changer, changeId]);
     return { value: await readChange(tx, changeId), rowsWritten: 1 };
   });
 }
@@ -106,7 +108,9 @@ export function switchCount(db: MyDatabase, fence: LeaseToken[], changeId: strin
     const bumped = (await tx.query(BUMP_ABANDONED)).affectedRows; // the audit's count only
     const abandoned = (await tx.query(ABANDON, [c.fromCount, c.toCount])).affectedRows; // the audit's count only
     if (ids.length > 0) await tx.query(RESCHEDULE, [ids]);
-    await tx.query(`UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = ${NOW} WHERE change_id = ?`, [changeId]);
+    // switched_by: the guard (m012) refuses a switch that sets switched_at alone, an earlier release's.
+    await tx.query(`UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = ${NOW}, switched_by = ? WHERE change_id = ?`,
+      [fence[0]!.holderId.slice(0, 128), changeId]);
     return { value: await readChange(tx, changeId), rowsWritten: bumped + abandoned + ids.length + 2 };
   });
 }

@@ -13,7 +13,7 @@ import type { MyDatabase } from './db.js';
 import { claimChange, completeChange, moveIntents, prepareBatch, switchCount } from './partitionChanges.js';
 import { listForReassign } from './partitionReassign.js';
 import { cancelChange, clearStepFailures, recordStepFailure } from './partitionCancel.js';
-import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange as toChange, type PartitionChangeDbRow as ChangeDbRow } from '../partitionMapping.js';
+import { PARTITION_CHANGE_COLS, decideChangeRequest, requestingRelease, toPartitionChange as toChange, type PartitionChangeDbRow as ChangeDbRow } from '../partitionMapping.js';
 import { NOW, idParam } from './rows.js';
 
 interface CountDbRow { partition_count: number; recorded_at: Date; recorded_by: string }
@@ -34,8 +34,8 @@ const ACTIVE_OR_ID = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_pa
   UNION SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = ?`;
 const BY_ID = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = ?`;
 
-const INSERT_CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
-VALUES (?, ?, ?, 'preparing', ${NOW}, ?)`;
+const INSERT_CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by,
+  requested_release) VALUES (?, ?, ?, 'preparing', ${NOW}, ?, ?)`;
 
 const toCount = (r: CountDbRow): PartitionCount =>
   ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
@@ -75,7 +75,7 @@ export class MysqlPartitionStore implements PartitionStore {
       const decided = decideChangeRequest(toCountN, count, rows.find(isChangeActive) ?? null,
         rows.find((c) => c.changeId === id) ?? null);
       if (decided.kind !== 'create') return decided;
-      await tx.query(INSERT_CHANGE, [id, count.count, toCountN, by]);
+      await tx.query(INSERT_CHANGE, [id, count.count, toCountN, by, requestingRelease()]);
       return { kind: 'created', change: toChange((await tx.query<ChangeDbRow>(BY_ID, [id])).rows[0]!) };
     });
   }

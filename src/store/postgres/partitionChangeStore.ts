@@ -14,7 +14,8 @@ import { SWITCH_LOCK_TIMEOUT_MS } from '../../limits.js';
 
 const LOCK_CHANGE = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = $1 FOR UPDATE`;
 
-const CLAIM = `UPDATE submission_manager_partition_changes SET changer = $2, claimed_at = clock_timestamp()
+// release_changer beside changer: the guard (m018) refuses a claim that sets changer alone, an earlier release's.
+const CLAIM = `UPDATE submission_manager_partition_changes SET changer = $2, release_changer = $2, claimed_at = clock_timestamp()
   WHERE change_id = $1 AND state <> 'completed' RETURNING ${PARTITION_CHANGE_COLS}`;
 
 // Every attempt still 'started' is abandoned and every in_flight intent scheduled again, due now (failed when its
@@ -53,7 +54,7 @@ bumped AS (
 SELECT (SELECT count(*) FROM abandoned)::int + (SELECT count(*) FROM recovered)::int + (SELECT count(*) FROM bumped)::int AS written`;
 
 // The count row takes the new count and the next layout generation (a row inserted here: 1, one above the default;
-// only a switch raises it).
+// only a switch raises it). switched_by: the guard (m018) refuses a switch that sets switched_at alone.
 const SWITCH = `/* sm:partition_switch */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 recorded AS (
@@ -62,7 +63,7 @@ recorded AS (
   ON CONFLICT (id) DO UPDATE SET partition_count = EXCLUDED.partition_count, recorded_at = EXCLUDED.recorded_at,
     recorded_by = EXCLUDED.recorded_by, layout_generation = submission_manager_partition_count.layout_generation + 1
 )
-UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t
+UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t, switched_by = $3
   FROM now WHERE change_id = $1 RETURNING ${PARTITION_CHANGE_COLS}`;
 
 // The moves ($2 intent ids, $3 partitions) of the rows not yet in their target partition: a retried batch writes and

@@ -8,7 +8,7 @@ import type {
 } from '../partitionPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import { isChangeActive } from '../partitionPorts.js';
-import { PARTITION_CHANGE_COLS, decideChangeRequest, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
+import { PARTITION_CHANGE_COLS, decideChangeRequest, requestingRelease, toPartitionChange, type PartitionChangeDbRow } from '../partitionMapping.js';
 import type { PgDatabase } from './db.js';
 import { PgPartitionChanges } from './partitionChangeStore.js';
 import { listForReassign } from './partitionReassign.js';
@@ -40,8 +40,8 @@ const REQUEST_LOCK_COUNT = `${READ} FOR UPDATE`;
 const REQUEST_READ_CHANGES = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes
   WHERE state <> 'completed' OR change_id = $1`;
 const REQUEST_INSERT = `
-INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
-VALUES ($1, $2, $3, 'preparing', clock_timestamp(), $4)
+INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by, requested_release)
+VALUES ($1, $2, $3, 'preparing', clock_timestamp(), $4, $5)
 RETURNING ${PARTITION_CHANGE_COLS}`;
 
 const countOf = (r: CountDbRow): PartitionCount => ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });
@@ -86,7 +86,7 @@ export class PgPartitionStore implements PartitionStore {
       const sameId = rows.find((c) => c.changeId === changeId.toLowerCase()) ?? null;
       const decided = decideChangeRequest(toCount, count, rows.find(isChangeActive) ?? null, sameId);
       if (decided.kind !== 'create') return decided;
-      const made = (await tx.query<PartitionChangeDbRow>(REQUEST_INSERT, [changeId, count.count, toCount, by])).rows[0]!;
+      const made = (await tx.query<PartitionChangeDbRow>(REQUEST_INSERT, [changeId, count.count, toCount, by, requestingRelease()])).rows[0]!;
       return { kind: 'created', change: toPartitionChange(made) };
     });
   }

@@ -17,6 +17,7 @@ import { m014LayoutGeneration } from './m014LayoutGeneration.js';
 import { m015LargeTableChange } from './m015LargeTableChange.js';
 import { m016ChangeReports } from './m016ChangeReports.js';
 import { m017FailedIndex } from './m017FailedIndex.js';
+import { m018ReleaseGuard } from './m018ReleaseGuard.js';
 
 export interface MssqlMigration {
   id: number;
@@ -42,4 +43,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 15, name: 'large_table_change', sql: m015LargeTableChange },
   { id: 16, name: 'change_reports', sql: m016ChangeReports },
   { id: 17, name: 'failed_index', sql: m017FailedIndex },
+  { id: 18, name: 'release_guard', sql: m018ReleaseGuard },
 ];

@@ -10,6 +10,7 @@ import { m008PartitionChanges } from './m008PartitionChanges.js';
 import { m009LayoutGeneration } from './m009LayoutGeneration.js';
 import { m010LargeTableChange } from './m010LargeTableChange.js';
 import { m011ChangeReports } from './m011ChangeReports.js';
+import { m012ReleaseGuard } from './m012ReleaseGuard.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -26,4 +27,5 @@ export const migrations: readonly Migration[] = [
   { id: 9, name: 'layout_generation', sql: m009LayoutGeneration },
   { id: 10, name: 'large_table_change', sql: m010LargeTableChange },
   { id: 11, name: 'change_reports', sql: m011ChangeReports },
+  { id: 12, name: 'release_guard', sql: m012ReleaseGuard },
 ];
