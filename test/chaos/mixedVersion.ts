@@ -4,9 +4,9 @@
 // holds, and a fault never takes one a step is stopping):
 //   old only → this checkout's migrations while the old release runs → new processes start → the old ones stop one
 //   by one (SIGTERM) → this release alone: a count change must start and complete → an old process becomes live
-//   during a change (it must not take part: none of its changer's lease acquisitions, no claim) → the downgrade: old
-//   processes start beside the new ones, which then stop one by one, the old release running alone on this one's
-//   schema to the end.
+//   during a change (it must not take part: no claim, no lease acquired by its changer but partition 0's, whose claim
+//   the database refuses) → the downgrade: old processes start beside the new ones, which then stop one by one, the
+//   old release running alone on this one's schema to the end.
 // Count changes go through this release's instances only: while an old process is live they must be answered 409
 // older-release-live (judged here, with the answers recorded by partitionChanges.ts); once none is, 202.
 import { chaosSql, type ChaosCluster, type ChaosDb, type Slot } from './cluster.js';
@@ -17,7 +17,7 @@ import type { ChangeAnswer, PartitionChangeSchedule } from './partitionChanges.j
 import { readChanges, recordedCount } from './partitionChanges.js';
 import { sleep } from './rng.js';
 import { runMigrate } from '../support/previousRelease.js';
-import { partitionChangerHolderId } from '../../src/limits.js';
+import { PARTITION_SEPARATOR, partitionChangerHolderId } from '../../src/limits.js';
 
 export interface MixedOptions {
   /** The previous release's build (previousRelease().root) and its version. */
@@ -38,6 +38,9 @@ export interface MixedSummary {
   joined: 'exercised' | 'change already completed' | 'not run';
   /** Leases an old changer took after the change it stepped had completed (found completed, released). */
   lateAcquisitions: number;
+  /** Partition 0's lease an old changer took during a change this release requested: its claim refused by the
+   *  database (the release guard), it held that lease and claimed nothing. */
+  refusedHolds: number;
 }
 
 const STOP_WAIT_MS = 20_000;
@@ -48,7 +51,7 @@ const CHANGE_WAIT_MS = 60_000;
 
 export class MixedVersionPhases {
   readonly answers: ChangeAnswer[] = [];
-  readonly summary: MixedSummary = { steps: [], answers: this.answers, joined: 'not run', lateAcquisitions: 0 };
+  readonly summary: MixedSummary = { steps: [], answers: this.answers, joined: 'not run', lateAcquisitions: 0, refusedHolds: 0 };
   /** Set while a step that must not overlap a fault runs (the main loop waits for it before its next fault). */
   private exclusive: Promise<void> | null = null;
   private loop: Promise<void> | null = null;
@@ -307,17 +310,23 @@ export class MixedVersionPhases {
     const oldChangers = new Set(old.flatMap((h) => h.holderIds.map(partitionChangerHolderId)));
     const list = [...oldChangers];
     const changes = await readChanges(this.db);
+    const guarded = new Set((await this.db.sql<{ change_id: string }>(
+      'SELECT change_id FROM submission_manager_partition_changes WHERE requested_release IS NOT NULL'))
+      .map((r) => String(r.change_id).toLowerCase()));
     if (list.length) {
       const marks = list.map((_, i) => `$${i + 1}`).join(', ');
       const taken = await this.db.sql<{ holder_id: string; lease_name: string; at_ms: number | string }>(
         `SELECT holder_id, lease_name, ${chaosSql.epochMs('at')} AS at_ms FROM submission_manager_lease_events
           WHERE event = 'acquired' AND holder_id IN (${marks}) ORDER BY seq`, list);
-      // Taken while a change was active: it took part. Taken after the completion (its step read the layout before):
-      // its claim matches nothing, it finds the change completed and lets go, as this release's changers do.
+      // Taken while a change was active: it took part — unless it is partition 0's lease of a change this release
+      // requested, whose claim the database refuses it (it takes the next leases only after a claim): counted.
+      // Taken after the completion (its step read the layout before): its claim matches nothing, it finds the change
+      // completed and lets go, as this release's changers do.
       for (const e of taken) {
         const at = Number(e.at_ms);
         const during = changes.find((c) => c.requestedAtMs <= at && at < (c.completedAtMs ?? Infinity));
-        if (during) v.push({ check: 'mixed_version', message: `the old release's changer ${e.holder_id} acquired ${e.lease_name} during change ${during.changeId} (${during.fromCount} → ${during.toCount}): it took part` });
+        if (during && !e.lease_name.includes(PARTITION_SEPARATOR) && guarded.has(during.changeId.toLowerCase())) this.summary.refusedHolds++;
+        else if (during) v.push({ check: 'mixed_version', message: `the old release's changer ${e.holder_id} acquired ${e.lease_name} during change ${during.changeId} (${during.fromCount} → ${during.toCount}): it took part` });
         else this.summary.lateAcquisitions++;
       }
     }
