@@ -122,8 +122,9 @@ export class PartitionChanger {
   /** A live instance of an older release (whose intake the switch would not exclude, whose changer raises no layout
    *  generation): the change waits, holding lease 0 only (taken if free, else left to whoever has it). An older
    *  release's changer takes the leases in order from 0 and has no such wait: while a changer of this release holds
-   *  lease 0 it takes none of them (claims, switches nothing). Execution waits either way: every partition has
-   *  drained to the change (partitionLayout.ts). */
+   *  lease 0 it takes none of them; when it holds lease 0, the database refuses it the claim and the switch of a change
+   *  this release requested (the release guard, partitionMapping.ts requestingRelease), so it takes no further lease.
+   *  Execution waits either way: every partition has drained to the change (partitionLayout.ts). */
   private async olderRelease(change: PartitionChange): Promise<ChangerProgress | null> {
     const older = (await this.s.olderReleasesLive?.()) ?? [];
     if (older.length === 0) {
