@@ -11,6 +11,7 @@ import { partitionCancelQueries as c } from '../../src/store/mssql/partitionCanc
 import { intentQueries } from '../../src/store/mssql/intentStore.js';
 import type { SqlQuery } from '../../src/store/mssql/params.js';
 import { StoreError } from '../../src/store/ports.js';
+import { appVersion } from '../../src/version.js';
 
 const ID = '0190a5b2-7c3d-7abc-8def-0123456789ab';
 const fence = [0, 1, 2].map((k) => ({ leaseName: `executor${k === 0 ? '' : `-${k}`}`, holderId: 'h~changer', leaseEpoch: 7 + k }));
@@ -60,6 +61,12 @@ describe('changer writes: one batch fenced by every lease token', () => {
 });
 
 describe('partition change statements', () => {
+  it('the release guard (m018): the request records requested_release, the claim release_changer beside changer, the switch switched_by', () => {
+    expect(param(q.requestChange(8, 'ops', ID), 'requested_release')!.value).toBe(appVersion());
+    expect(q.claimChange(fence, ID).text).toMatch(/SET changer = @changer, release_changer = @changer, claimed_at = SYSUTCDATETIME\(\)/);
+    expect(q.switchCount(fence, ID).text).toMatch(/switched_at = @now, switched_by = @changer WHERE/);
+  });
+
   it('readLayout: one statement, no lock hint, no write: the count row and the active change beside database time', () => {
     const t = q.readLayout().text;
     expect(t.trim().split(';').filter((s) => s.trim())).toHaveLength(1);
@@ -81,7 +88,7 @@ describe('partition change statements', () => {
     const commit = t.indexOf('COMMIT TRANSACTION;');
     expect(begin).toBeGreaterThan(0);
     expect([lock, now, active, insert, commit].every((v, i, a) => v > (i === 0 ? begin : a[i - 1]!))).toBe(true);
-    expect(t.slice(insert)).toMatch(/VALUES \(@change_id, ISNULL\(@count, 1\), @to_count, 'preparing', @now, @requested_by, 0\)/);
+    expect(t.slice(insert)).toMatch(/VALUES \(@change_id, ISNULL\(@count, 1\), @to_count, 'preparing', @now, @requested_by, 0, @requested_release\)/);
     expect(t.slice(commit)).toMatch(/ISNULL\(@count, 1\) AS partition_count[\s\S]*ISNULL\(@recorded_by, 'none'\) AS recorded_by;\nSELECT [^;]* WHERE change_id = @active;$/);
     expect(param(q.requestChange(8, 'ops', ID), 'to_count')!.type).toEqual(sql.SmallInt());
   });
@@ -102,7 +109,7 @@ describe('partition change statements', () => {
       "UPDATE i\n     SET status = CASE WHEN ",
       'next_attempt_at = @now, last_modified_at = CASE WHEN @now > i.last_modified_at THEN @now ELSE DATEADD(nanosecond, 100, i.last_modified_at) END,',
       "   WHERE i.status = 'in_flight';",
-      "UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = @now WHERE change_id = @change_id AND state = 'pending';",
+      "UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = @now, switched_by = @changer WHERE change_id = @change_id AND state = 'pending';",
     ];
     for (const s of steps) expect(at(s), s).toBeGreaterThan(0);
     expect(steps.map(at)).toEqual([...steps.map(at)].sort((a, b) => a - b));

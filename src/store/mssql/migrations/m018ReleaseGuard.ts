@@ -4,7 +4,7 @@
 // differs from release_changer (an earlier release's claim sets changer alone) or that is switched without
 // switched_by (its switch sets switched_at alone): error 547, and XACT_ABORT (every fenced batch sets it) rolls the
 // earlier release's batch back, nothing written. Written with no UNKNOWN branch: a CHECK passes on UNKNOWN. Additive:
-// an earlier release never names the columns, every existing row meets the constraint (WITH CHECK). Each column and
+// an earlier release never names the columns, every existing row meets the constraint (checked as it is added, the default). Each column and
 // the constraint guarded, each in its own batch (the constraint's batch compiles once the columns exist).
 const T = 'submission_manager_partition_changes';
 const add = (column: string, definition: string) => `
@@ -19,7 +19,7 @@ export const m018ReleaseGuard = [
   add('switched_by', 'varchar(128) COLLATE Latin1_General_100_BIN2 NULL'),
   `
 IF NOT EXISTS (SELECT 1 FROM sys.check_constraints WHERE name = N'ck_partition_changes_release_guard' AND parent_object_id = OBJECT_ID(N'${T}'))
-  ALTER TABLE ${T} WITH CHECK ADD CONSTRAINT ck_partition_changes_release_guard CHECK (requested_release IS NULL
+  ALTER TABLE ${T} ADD CONSTRAINT ck_partition_changes_release_guard CHECK (requested_release IS NULL
     OR (((changer IS NULL AND release_changer IS NULL) OR (changer IS NOT NULL AND release_changer IS NOT NULL AND changer = release_changer))
       AND (switched_at IS NULL OR switched_by IS NOT NULL)));
 GO
