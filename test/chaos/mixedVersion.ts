@@ -29,6 +29,9 @@ export interface MixedOptions {
   /** The environment of the slots to start per release (the cluster's full ones, and the smaller one if any). */
   slotEnvs: Record<string, string>[];
   log: (line: string) => void;
+  /** When the old process of "an old process becomes live during a change" is delivered: once this release's changer
+   *  claimed the change, or right after the request (as the preparing pass may end: the release guard's race). */
+  joinAt: 'claimed' | 'request';
 }
 
 /** What the phases did, for the report. */
@@ -36,6 +39,7 @@ export interface MixedSummary {
   steps: string[];
   answers: ChangeAnswer[];
   joined: 'exercised' | 'change already completed' | 'not run';
+  joinedAt?: MixedOptions['joinAt'];
   /** Leases an old changer took after the change it stepped had completed (found completed, released). */
   lateAcquisitions: number;
   /** Partition 0's lease an old changer took during a change this release requested: its claim refused by the
@@ -246,13 +250,15 @@ export class MixedVersionPhases {
       const [slot] = await Promise.all([this.cluster.add(this.o.slotEnvs[0]!, true, this.o.release)]);
       if (!this.injector.reserve(slot!)) throw new Error('a fault took the new slot');
       const s = slot!;
-      // Held until a changer of this release claimed the change (it holds lease 0 from then on): delivered as the
-      // preparing pass ends, the old changer may take lease 0 first (reliability.md, mixed-version campaign).
+      // Delivered once a changer of this release claimed the change (it holds lease 0 from then on), or 500 ms after the
+      // request: as the small table's preparing pass ends, so the old changer may take lease 0 first and try to claim
+      // (the database refuses it: the release guard, reliability.md).
       let deliver = () => {};
       const held = s.proxy.holdUntil(new Promise<void>((resolve) => (deliver = resolve)), 'resume');
       await sleep(this.o.liveWindowMs + 700);
       const r = await this.request();
-      if (r.changeId) await this.claimed(r.changeId, 10_000);
+      if (r.changeId) await (this.o.joinAt === 'claimed' ? this.claimed(r.changeId, 10_000) : sleep(500));
+      this.summary.joinedAt = this.o.joinAt;
       deliver();
       await held;
       await this.liveAgain(s.holderId);

@@ -302,7 +302,7 @@ function report(r: RunResult, i: number, of: number): void {
   if (r.mixed) {
     const a = r.mixed.answers;
     console.log(`[chaos]   mixed-version: count changes through this release answered 409 older-release-live ${a.filter((x) => x.olderRelease).length}, ` +
-      `202 ${a.filter((x) => x.status === 202).length}; an old process live during a change: ${r.mixed.joined}; leases an old changer took after a ` +
+      `202 ${a.filter((x) => x.status === 202).length}; an old process live during a change: ${r.mixed.joined}${r.mixed.joinedAt ? ` (delivered ${r.mixed.joinedAt === 'request' ? '0.5 s after the request' : 'once claimed'})` : ''}; leases an old changer took after a ` +
       `completion ${r.mixed.lateAcquisitions}, partition 0's lease an old changer held during a change, its claim refused ${r.mixed.refusedHolds}`);
   }
   if (r.error) console.log(`[chaos]   harness error: ${r.error}`);

@@ -208,6 +208,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     const smaller = P > 1 && o.smallerInstance !== 'none' ? [cluster.slots.at(-1)!] : [];
     mixed = o.mixedVersion ? new MixedVersionPhases(cluster, db, injector, {
       ...o.mixedVersion, durationMs: o.durationMs, liveWindowMs: Number(env.INSTANCE_LIVE_WINDOW_MS ?? 15_000), log: o.log,
+      joinAt: o.seed % 2 === 0 ? 'request' : 'claimed',
       slotEnvs: [...Array.from({ length: o.instances }, () => ({})), ...smaller.map(() => ({ EXECUTOR_PARTITIONS: String(SMALLER_INSTANCE_PARTITIONS),
         ...(o.smallerInstance === 'http' ? { TIMER_MODE: 'off' } : {}) }))],
     }) : null;
