@@ -5,16 +5,14 @@ import type { HandoverRequest } from '../opsPorts.js';
 import { HANDOVER_COLS, toHandover, type HandoverDbRow } from '../rowMapping.js';
 import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
-import { p, type SqlQuery } from './params.js';
+import { BATCH_START, p, type SqlQuery } from './params.js';
 
 export const handoverQueries = {
   /** Last result set: the request (the new one, or the one already pending) with `created`. */
   requestHandover(leaseName: string, requestId: string, requestedBy: string, reason: string | null): SqlQuery {
     return {
       text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+${BATCH_START}
 DECLARE @id char(36) = NULL;
 DECLARE @created bit = 0;
 BEGIN TRANSACTION;

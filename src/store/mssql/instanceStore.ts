@@ -5,7 +5,7 @@
 import { instanceColumns, toInstance, INSTANCE_HOLDER_MAX_LENGTH, INSTANCE_PARTITIONS_MAX_LENGTH, INSTANCE_ROLES_MAX_LENGTH,
   INSTANCE_VERSION_MAX_LENGTH, type InstanceBeat, type InstanceDbRow, type InstanceRow, type InstanceStore } from '../instancePorts.js';
 import type { MssqlRunner } from './db.js';
-import { p, type SqlQuery } from './params.js';
+import { BATCH_START, p, type SqlQuery } from './params.js';
 
 const COLS = 'holder_id, version, roles, started_at, last_seen_at, partitions_led';
 const holderParam = (holderId: string) => p.varchar('holder_id', INSTANCE_HOLDER_MAX_LENGTH, holderId);
@@ -16,9 +16,7 @@ export const instanceQueries = {
     const c = instanceColumns(beat);
     return {
       text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+${BATCH_START}
 BEGIN TRANSACTION;
 UPDATE submission_manager_instances WITH (UPDLOCK, SERIALIZABLE)
    SET version = @version, roles = @roles, last_seen_at = @now, partitions_led = @partitions_led

@@ -4,7 +4,7 @@ import type { AttemptRow, IntentRow, IntentStatus, IntentStore, MutationOutcome,
 import { NEXT_VERSION } from './executionQueries.js';
 import { isStoreError } from '../ports.js';
 import type { MssqlRunner } from './db.js';
-import { p, type SqlQuery } from './params.js';
+import { BATCH_START, p, type SqlQuery } from './params.js';
 import { PARTITION_KEY_MAX_LENGTH } from '../partitionPorts.js';
 import { ATTEMPT_COLS, intentCols, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow } from './rows.js';
 
@@ -20,9 +20,7 @@ export const intentQueries = {
   insert(n: NewIntent): SqlQuery {
     return {
       text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+${BATCH_START}
 DECLARE @created int;
 BEGIN TRANSACTION;
 INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,

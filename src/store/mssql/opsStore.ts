@@ -9,7 +9,7 @@ import type { MssqlRunner } from './db.js';
 import { buildFencedBatch, runFencedBatch } from './fence.js';
 import { maintenanceArgs, toControl, toMaintenance, toOverview, toProviderHold, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow,
   type ProviderHoldDbRow } from '../rowMapping.js';
-import { BIN2, p, type SqlQuery } from './params.js';
+import { BATCH_START, BIN2, p, type SqlQuery } from './params.js';
 
 // Always one row: database now, the control row and the cluster-scope row (@cluster_name; NULL: none) when there are.
 const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_by, c.reason, n.t AS db_now,
@@ -34,9 +34,7 @@ export function retentionCutoffParams(olderThanMs: number) {
 
 /** A race-free upsert stamped @now: the UPDATE's key-range lock (UPDLOCK, SERIALIZABLE) makes the INSERT safe. */
 const upsertText = (table: string, set: string, where: string, cols: string, values: string) => `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+${BATCH_START}
 BEGIN TRANSACTION;
 UPDATE ${table} WITH (UPDLOCK, SERIALIZABLE)
    SET ${set}
@@ -127,9 +125,7 @@ SELECT @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, 
   setPaused(leaseName: string, paused: boolean, changedBy: string, reason: string | null): SqlQuery {
     return {
       text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+${BATCH_START}
 BEGIN TRANSACTION;
 UPDATE submission_manager_execution_control WITH (UPDLOCK, SERIALIZABLE)
    SET paused = CAST(@paused AS bit), changed_at = @now, changed_by = @changed_by, reason = @reason

@@ -30,6 +30,10 @@ export { NIL_UUID } from '../rowMapping.js';
 /** Identifier columns compare byte-wise (case-sensitive, plain string order), like PostgreSQL. */
 export const BIN2 = 'Latin1_General_100_BIN2';
 
+/** The opening of a write batch: any error rolls its whole transaction back (XACT_ABORT), no row counts sent back,
+ *  `@now` the database's UTC time. */
+export const BATCH_START = 'SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @now datetime2(7) = SYSUTCDATETIME();';
+
 const invalid = (message: string) => new StoreError('fatal', message, 'EARGS');
 
 /** Is `value` UUID text (any case)? For reads that answer "no such row" to any other id instead of failing. */

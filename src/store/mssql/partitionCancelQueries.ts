@@ -5,7 +5,7 @@
 // cancelled_at set) and writes nothing. Its batch answers the row as it found it, then as it left it: ended now when
 // no row moved yet, else back to preparing under to_count := from_count (the pass moves the rows back, then ends it).
 import { PARTITION_CHANGE_COLS, STEP_ERROR_MAX_LENGTH } from '../partitionMapping.js';
-import { p, type SqlQuery } from './params.js';
+import { BATCH_START, p, type SqlQuery } from './params.js';
 import { CHANGE_RESULT, CHANGES, changeParam } from './partitionReassignQueries.js';
 
 /** decideCancel's `end` (else `moveBack`), on the row before the update (every SET expression reads it so). */
@@ -17,9 +17,7 @@ export const partitionCancelQueries = {
   cancelChange(changeId: string, cancelledBy: string): SqlQuery {
     return {
       text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+${BATCH_START}
 BEGIN TRANSACTION;
 SELECT ${PARTITION_CHANGE_COLS} FROM ${CHANGES} WITH (UPDLOCK, HOLDLOCK) WHERE change_id = @change_id;
 UPDATE ${CHANGES}

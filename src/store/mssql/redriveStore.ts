@@ -8,7 +8,7 @@ import type { RedriveRecord, RedriveRequest, RedriveResult, RedriveStore } from 
 import { selectorText, toRedriveRecord, toRedriveResult, type RedriveRecordDbRow, type RedrivenDbRow } from '../redriveMapping.js';
 import type { MssqlRunner } from './db.js';
 import { NEXT_VERSION } from './executionQueries.js';
-import { BIN2, p, uuidText, type SqlQuery } from './params.js';
+import { BATCH_START, BIN2, p, uuidText, type SqlQuery } from './params.js';
 import { BUDGET } from './rows.js';
 
 
@@ -17,9 +17,7 @@ export const redriveQueries = {
     const ids = q.ids === null ? null : JSON.stringify(q.ids.map((id) => uuidText('ids', id)));
     return {
       text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
-DECLARE @now datetime2(7) = SYSUTCDATETIME();
+${BATCH_START}
 DECLARE @pick TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL PRIMARY KEY);
 DECLARE @moved TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, attempts_before int NOT NULL, max_attempts int NOT NULL);
 BEGIN TRANSACTION;
