@@ -81,93 +81,89 @@ async function open(where: string): Promise<Db | string> {
   };
 }
 
-describe('the layout generation migration', () => {
-  it.for<[string, number, number]>([['pglite', 13, 14], ['postgres', 13, 14], ['mysql', 8, 9]])('%s: additive, and running it again changes nothing', async ([where, before, id], t) => {
+/** One test per dialect: a fresh database handed to `body`, which applies `before`, then the migration `id`. */
+function additive(cases: [string, number, number][], body: (db: Db, before: number, id: number, where: string) => Promise<void>): void {
+  it.for<[string, number, number]>(cases)('%s: additive, and running it again changes nothing', async ([where, before, id], t) => {
     const db = await open(where);
     if (typeof db === 'string') return t.skip(db);
     try {
-      const gen = async () => (await db.query('SELECT partition_count AS c, layout_generation AS g FROM submission_manager_partition_count'))
-        .rows.map((r) => [Number(r.c), Number(r.g)]);
-      await db.migrateTo(before);
-      // The previous release recorded a count.
-      await db.query("INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by) VALUES (1, 2, CURRENT_TIMESTAMP, 'old')");
-      expect(await db.migrateTo(id)).toEqual([id]);
-      expect(await gen()).toEqual([[2, 0]]);
-      // The previous release's switch (it never names the column) still works, and leaves the generation as it is.
-      await db.query("UPDATE submission_manager_partition_count SET partition_count = 4, recorded_by = 'old-changer' WHERE id = 1");
-      expect(await gen()).toEqual([[4, 0]]);
-      await db.query('UPDATE submission_manager_partition_count SET layout_generation = 5 WHERE id = 1');
-      await db.rerun('layout');
-      expect(await db.migrateTo(id)).toEqual([]);
-      expect(await gen()).toEqual([[4, 5]]);
-      // A row inserted by the previous release's first start gets the default.
-      await db.query('DELETE FROM submission_manager_partition_count');
-      await db.query("INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by) VALUES (1, 3, CURRENT_TIMESTAMP, 'old')");
-      expect(await gen()).toEqual([[3, 0]]);
+      await body(db, before, id, where);
     } finally {
       await db.close();
     }
   });
+}
+
+/** The previous release's insert of change `n` in `state`, with the `extra` columns and their values. */
+const changeSql = (n: number, state: string, extra: [string, string][] = []) =>
+  `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by${extra.map(([c]) => `, ${c}`).join('')})
+    VALUES ('0190a5b2-7c3d-7abc-8def-0123456789a${n}', 2, 4, '${state}', CURRENT_TIMESTAMP, 'old'${extra.map(([, v]) => `, ${v}`).join('')})`;
+
+describe('the layout generation migration', () => {
+  additive([['pglite', 13, 14], ['postgres', 13, 14], ['mysql', 8, 9]], async (db, before, id) => {
+    const gen = async () => (await db.query('SELECT partition_count AS c, layout_generation AS g FROM submission_manager_partition_count'))
+      .rows.map((r) => [Number(r.c), Number(r.g)]);
+    await db.migrateTo(before);
+    // The previous release recorded a count.
+    await db.query("INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by) VALUES (1, 2, CURRENT_TIMESTAMP, 'old')");
+    expect(await db.migrateTo(id)).toEqual([id]);
+    expect(await gen()).toEqual([[2, 0]]);
+    // The previous release's switch (it never names the column) still works, and leaves the generation as it is.
+    await db.query("UPDATE submission_manager_partition_count SET partition_count = 4, recorded_by = 'old-changer' WHERE id = 1");
+    expect(await gen()).toEqual([[4, 0]]);
+    await db.query('UPDATE submission_manager_partition_count SET layout_generation = 5 WHERE id = 1');
+    await db.rerun('layout');
+    expect(await db.migrateTo(id)).toEqual([]);
+    expect(await gen()).toEqual([[4, 5]]);
+    // A row inserted by the previous release's first start gets the default.
+    await db.query('DELETE FROM submission_manager_partition_count');
+    await db.query("INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by) VALUES (1, 3, CURRENT_TIMESTAMP, 'old')");
+    expect(await gen()).toEqual([[3, 0]]);
+  });
 });
 
 describe('the large-table change migration', () => {
-  const CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by,
-    prepare_cursor, rows_moved) VALUES ('0190a5b2-7c3d-7abc-8def-0123456789a%', 2, 4, '%s', CURRENT_TIMESTAMP, 'old', '0190a5b2-7c3d-7abc-8def-000000000001', 7)`;
-  const change = (n: number, state: string) => CHANGE.replace('%', String(n)).replace('%s', state);
-  it.for<[string, number, number]>([['pglite', 14, 15], ['postgres', 14, 15], ['mysql', 9, 10]])('%s: additive, and running it again changes nothing', async ([where, before, id], t) => {
-    const db = await open(where);
-    if (typeof db === 'string') return t.skip(db);
-    try {
-      await db.migrateTo(before);
-      await db.query(change(1, 'completed')); // the previous release recorded a change
-      expect(await db.migrateTo(id)).toEqual([id]);
-      const rows = async () => (await db.query('SELECT change_id, prepare_cursor, rows_moved, catch_up_cursor FROM submission_manager_partition_changes ORDER BY change_id'))
-        .rows.map((r) => [String(r.change_id).slice(-1), String(r.prepare_cursor).slice(-1), Number(r.rows_moved), r.catch_up_cursor]);
-      expect(await rows()).toEqual([['1', '1', 7, null]]);
-      // The previous release's statements (which never name the column) keep working.
-      await db.query(change(2, 'preparing'));
-      await db.query("UPDATE submission_manager_partition_changes SET state = 'pending', rows_moved = rows_moved + 1 WHERE state = 'preparing'");
-      expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
-      await db.rerun('large');
-      expect(await db.migrateTo(id)).toEqual([]);
-      expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
-      if (where !== 'mysql') {
-        const ix = await db.query("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_intents_failed' AND schemaname = current_schema()");
-        expect(ix.rows.map((r) => r.indexdef)).toEqual([expect.stringMatching(/\(intent_id\) WHERE \(\(status\)::text = 'failed'/)]);
-      }
-    } finally {
-      await db.close();
+  const change = (n: number, state: string) => changeSql(n, state, [['prepare_cursor', "'0190a5b2-7c3d-7abc-8def-000000000001'"], ['rows_moved', '7']]);
+  additive([['pglite', 14, 15], ['postgres', 14, 15], ['mysql', 9, 10]], async (db, before, id, where) => {
+    await db.migrateTo(before);
+    await db.query(change(1, 'completed')); // the previous release recorded a change
+    expect(await db.migrateTo(id)).toEqual([id]);
+    const rows = async () => (await db.query('SELECT change_id, prepare_cursor, rows_moved, catch_up_cursor FROM submission_manager_partition_changes ORDER BY change_id'))
+      .rows.map((r) => [String(r.change_id).slice(-1), String(r.prepare_cursor).slice(-1), Number(r.rows_moved), r.catch_up_cursor]);
+    expect(await rows()).toEqual([['1', '1', 7, null]]);
+    // The previous release's statements (which never name the column) keep working.
+    await db.query(change(2, 'preparing'));
+    await db.query("UPDATE submission_manager_partition_changes SET state = 'pending', rows_moved = rows_moved + 1 WHERE state = 'preparing'");
+    expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
+    await db.rerun('large');
+    expect(await db.migrateTo(id)).toEqual([]);
+    expect(await rows()).toEqual([['1', '1', 7, null], ['2', '1', 8, null]]);
+    if (where !== 'mysql') {
+      const ix = await db.query("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_intents_failed' AND schemaname = current_schema()");
+      expect(ix.rows.map((r) => r.indexdef)).toEqual([expect.stringMatching(/\(intent_id\) WHERE \(\(status\)::text = 'failed'/)]);
     }
   });
 });
 
 describe('the change-reports migration', () => {
-  const CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by)
-    VALUES ('0190a5b2-7c3d-7abc-8def-0123456789a%', 2, 4, '%s', CURRENT_TIMESTAMP, 'old')`;
-  const change = (n: number, state: string) => CHANGE.replace('%', String(n)).replace('%s', state);
-  it.for<[string, number, number]>([['pglite', 15, 16], ['postgres', 15, 16], ['mysql', 10, 11]])('%s: additive, and running it again changes nothing', async ([where, before, id], t) => {
-    const db = await open(where);
-    if (typeof db === 'string') return t.skip(db);
-    try {
-      await db.migrateTo(before);
-      await db.query(change(1, 'completed')); // the previous release recorded a change
-      expect(await db.migrateTo(id)).toEqual([id]);
-      const rows = async () => (await db.query('SELECT change_id, state, failed_steps, last_step_error, cancelled_at FROM submission_manager_partition_changes ORDER BY change_id'))
-        .rows.map((r) => [String(r.change_id).slice(-1), r.state, Number(r.failed_steps), r.last_step_error, r.cancelled_at]);
-      expect(await rows()).toEqual([['1', 'completed', 0, null, null]]);
-      // The previous release's statements (which never name the columns) keep working.
-      await db.query(change(2, 'preparing'));
-      await db.query("UPDATE submission_manager_partition_changes SET state = 'pending' WHERE state = 'preparing'");
-      expect(await rows()).toEqual([['1', 'completed', 0, null, null], ['2', 'pending', 0, null, null]]);
-      // This release's cancel: state completed with cancelled_at, so the previous release's active read passes it by.
-      await db.query("UPDATE submission_manager_partition_changes SET state = 'completed', cancelled_at = CURRENT_TIMESTAMP WHERE state = 'pending'");
-      expect((await db.query("SELECT change_id FROM submission_manager_partition_changes WHERE state <> 'completed'")).rows).toEqual([]);
-      await db.query(change(3, 'preparing')); // and it may record the next change (one active at most)
-      await db.rerun('reports');
-      expect(await db.migrateTo(id)).toEqual([]);
-      expect((await rows()).map((r) => r.slice(0, 3))).toEqual([['1', 'completed', 0], ['2', 'completed', 0], ['3', 'preparing', 0]]);
-    } finally {
-      await db.close();
-    }
+  const change = (n: number, state: string) => changeSql(n, state);
+  additive([['pglite', 15, 16], ['postgres', 15, 16], ['mysql', 10, 11]], async (db, before, id) => {
+    await db.migrateTo(before);
+    await db.query(change(1, 'completed')); // the previous release recorded a change
+    expect(await db.migrateTo(id)).toEqual([id]);
+    const rows = async () => (await db.query('SELECT change_id, state, failed_steps, last_step_error, cancelled_at FROM submission_manager_partition_changes ORDER BY change_id'))
+      .rows.map((r) => [String(r.change_id).slice(-1), r.state, Number(r.failed_steps), r.last_step_error, r.cancelled_at]);
+    expect(await rows()).toEqual([['1', 'completed', 0, null, null]]);
+    // The previous release's statements (which never name the columns) keep working.
+    await db.query(change(2, 'preparing'));
+    await db.query("UPDATE submission_manager_partition_changes SET state = 'pending' WHERE state = 'preparing'");
+    expect(await rows()).toEqual([['1', 'completed', 0, null, null], ['2', 'pending', 0, null, null]]);
+    // This release's cancel: state completed with cancelled_at, so the previous release's active read passes it by.
+    await db.query("UPDATE submission_manager_partition_changes SET state = 'completed', cancelled_at = CURRENT_TIMESTAMP WHERE state = 'pending'");
+    expect((await db.query("SELECT change_id FROM submission_manager_partition_changes WHERE state <> 'completed'")).rows).toEqual([]);
+    await db.query(change(3, 'preparing')); // and it may record the next change (one active at most)
+    await db.rerun('reports');
+    expect(await db.migrateTo(id)).toEqual([]);
+    expect((await rows()).map((r) => r.slice(0, 3))).toEqual([['1', 'completed', 0], ['2', 'completed', 0], ['3', 'preparing', 0]]);
   });
 });
