@@ -53,9 +53,12 @@ describe.each(dialects)('redrive with live executors: $name', (dialect) => {
         ids.push(id);
         accepted.push({ key: `rd-${i}`, n: i, mode: 'ok', intentId: id, status: r.status, at: Date.now() });
       }
-      // While the provider is down: redrive whatever has failed so far, bounded, again and again, racing the ticks.
+      // While the provider is down: redrive whatever has failed so far, bounded, again and again, racing the ticks,
+      // for 2.5 s and on until one redrive moved something (a loaded machine fails its first intents later; 30 s is
+      // only a liveness guard).
       const until = Date.now() + 2_500;
-      while (Date.now() < until) {
+      const guard = Date.now() + 30_000;
+      while (Date.now() < until || (redriven === 0 && Date.now() < guard)) {
         redriven += (await redrive(apps[redriven % 2]!, { filter: { errorContains: 'http 503' }, limit: 5 })).redriven;
         await sleep(40);
       }
