@@ -20,16 +20,15 @@
 // PGlite cannot serve several processes: test/system/partitionChangeApps.test.ts runs a change with in-process apps on
 // every dialect.
 import { describe, expect, it } from 'vitest';
-import { arrivalGap } from '../chaos/checkerChanges.js';
-import { shortestPeriodMs } from '../../src/limits.js';
 import { timerInvocations } from '../support/timerLog.js';
 import type { FaultRecord } from '../chaos/faults.js';
 import { assignPartition } from '../../src/intents/partition.js';
 import { serverDatabases } from '../support/dialects.js';
 import { killAll } from '../support/localHostProcess.js';
 import {
-  allLed, C, CHANGE_ENV, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, pauseBoundMs, readHistory, resumeBoundMs, requestCount, startChangeHost, useChangeFixture,
+  allLed, C, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, readHistory, requestCount, startChangeHost, useChangeFixture,
 } from '../support/changeCluster.js';
+import { expectPausesWithinBounds } from '../support/changePause.js';
 import { holdAndKill, KILL_ENV, seed, STEPS } from '../support/changeKill.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -83,35 +82,9 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
     const history = await readHistory(db, records, stream.accepted);
     const stats = expectCleanRun(history);
     expect(stats.keyOrderPairs, 'same-key pairs whose order was checked').toBeGreaterThan(10);
-    // The pause around each change, from the last attempt started before its switch to the first started after its
-    // completion (database times), counted in the ticks the processes actually ran (each timer's invocations that
-    // began and ended inside it: tick_summary), so a loaded machine's slower ticks do not count against it. The
-    // bound its settings give in time (pauseBoundMs: the drain, the changer's tick, the leaders' next tick) is that
-    // many tick periods; the resume, from the switch (the drain's end), the leaders' next tick with their layout poll
-    // (resumeBoundMs). A change that waited, say, for leases to expire instead of their hand-back counts more ticks.
-    const { drainMs, boundMs } = pauseBoundMs();
-    const tickMs = shortestPeriodMs(CHANGE_ENV.EXECUTOR_SCHEDULE!);
-    const starts = history.attempts.map((a) => a.startedAtMs!).sort((a, b) => a - b);
-    const timers = [...new Set(ticks.map((t) => `${t.holderId}#${t.partition}`))];
-    const ticksWithin = (from: number, to: number) => Math.max(...timers.map((k) =>
-      ticks.filter((t) => `${t.holderId}#${t.partition}` === k && t.startMs >= from && t.endMs <= to).length));
-    const arrivals = records.map((r) => r.arrivedAt);
-    const pauses = underLoad.map((id) => {
-      const c = history.partitionChanges!.find((x) => x.changeId === id)!;
-      const before = Math.max(...starts.filter((t) => t <= c.switchedAtMs!));
-      const after = Math.min(...starts.filter((t) => t >= c.completedAtMs!));
-      return { change: `${c.fromCount} → ${c.toCount}`, pauseTicks: ticksWithin(before, after), resumeTicks: ticksWithin(c.switchedAtMs!, after),
-        pauseMs: Math.round(after - before), arrivalGapMs: arrivalGap(arrivals, c), switchToResumeMs: Math.round(after - c.switchedAtMs!),
-        rowsMoved: c.rowsMoved };
-    });
-    const [pauseTicks, resumeTicks] = [Math.ceil(boundMs / tickMs), Math.ceil(resumeBoundMs() / tickMs)];
-    console.log(`[partitionChange ${server.name}] pauses (bound ${pauseTicks} ticks = ${boundMs} ms, drain ${drainMs} ms; resume ${resumeTicks} ticks): ${JSON.stringify(pauses)}`);
-    expect(ticks.length, 'the hosts logged their ticks').toBeGreaterThan(0);
-    for (const p of pauses) {
-      expect(Number.isFinite(p.pauseMs), `${p.change}: attempts started before its switch and after its completion`).toBe(true);
-      expect(p.pauseTicks, `ticks inside the pause around ${p.change}`).toBeLessThanOrEqual(pauseTicks);
-      expect(p.resumeTicks, `ticks between the switch of ${p.change} and the first start after it`).toBeLessThanOrEqual(resumeTicks);
-    }
+    // The pause around each change, in the ticks the processes ran between the attempts' start times
+    // (test/support/changePause.ts).
+    expectPausesWithinBounds(`partitionChange ${server.name}`, history, ticks, records.map((r) => r.arrivedAt), underLoad);
   }, 240_000);
 
   it('kill the changer\'s process while preparing, after the claim, after the switch, mid-reassignment, before completion: each change completes, the checker holds', async () => {
