@@ -38,6 +38,9 @@ export class OperatorSchedule {
   private loop: Promise<void> | null = null;
   private stopped = false;
   private wake: () => void = () => {};
+  /** A cluster pause answered by this release is in force: only this release's resume clears its flag (an earlier
+   *  release's resumes each partition's, and this release's leaders would stay paused by the cluster's). */
+  private clusterPaused = false;
 
   constructor(private readonly cluster: ChaosCluster, private readonly provider: ProviderProcess, private readonly rng: Rng,
     private readonly o: OperatorOptions) {}
@@ -69,6 +72,12 @@ export class OperatorSchedule {
     });
   }
 
+  /** A live instance of this release, else any (with none, the cluster's flag waits for this release's next resume). */
+  private viaThisRelease(): Slot | null {
+    const own = this.cluster.live().filter((s) => !s.release);
+    return own.length ? this.rng.pick(own) : this.via();
+  }
+
   private via(): Slot | null {
     const live = this.cluster.live();
     if (!live.length) return null;
@@ -97,6 +106,7 @@ export class OperatorSchedule {
         rec.answeredAt = Date.now();
         rec.status = r.status;
         rec.detail = 'every partition (?partition=all)';
+        if (r.status < 300) this.clusterPaused = false;
       } else if (pp && (action === 'resume' || (action === 'pause' && pp.when()))) {
         const n = action === 'pause' ? await pp.count() : pp.max;
         const statuses: number[] = [];
@@ -115,6 +125,7 @@ export class OperatorSchedule {
         const body = (await r.json().catch(() => ({}))) as { partitions?: unknown[] };
         rec.answeredAt = Date.now();
         rec.status = r.status;
+        if (action === 'pause' && r.status < 300 && !slot.release) this.clusterPaused = true;
         rec.detail = `${Array.isArray(body.partitions) ? body.partitions.length : 1} partition(s) in the answer`;
       }
     } catch (e) {
@@ -131,7 +142,7 @@ export class OperatorSchedule {
     await this.nap(this.rng.int(...this.o.pauseMs));
     // Resumed whatever happens (stop() included): answered 2xx by some instance, or given up after 10 tries.
     for (let i = 0; i < 10; i++) {
-      const r = await this.send('resume');
+      const r = await this.send('resume', this.o.perPartition && this.clusterPaused ? this.viaThisRelease() : this.via());
       if (r.status !== null && r.status < 300) return;
       await sleep(1_000);
     }
