@@ -9,8 +9,8 @@
 // and partition states, and intake (sequential store inserts). Median and max of BENCH_OPS_REPS runs each (intake:
 // of BENCH_OPS_INSERTS inserts), the work each did, and the ratio of the median to the same operation's at the first
 // size: ≈ 1 when an operation follows its work, not the table. Baseline, same run: a primary-key read (intents.get).
-// BENCH_OPS_SIZES (100000,1000000), BENCH_OPS_DIALECTS (postgres,mariadb), BENCH_OPS_OPEN (10000), BENCH_OPS_KEEP=1
-// keeps the last scratch schema / database (its name printed) for EXPLAIN.
+// BENCH_OPS_SIZES (100000,1000000), BENCH_OPS_DIALECTS (postgres,mariadb), BENCH_OPS_OPEN (10000), BENCH_OPS_REPS (5),
+// BENCH_OPS_INSERTS (500); BENCH_OPS_KEEP=1 keeps each dialect's scratch schema / database (its name printed) for EXPLAIN.
 import os from 'node:os';
 import { ScheduleRefresher } from '../src/schedule/refresher.js';
 import { retentionTask } from '../src/executor/maintenance.js';
@@ -71,7 +71,7 @@ async function seedFew(t: LargeTable, from: number, except: string[], partition0
   return rows.map((r) => String(r.id)).filter((id) => !except.includes(id));
 }
 
-/** The operations on `t`, partition 0's lease held as `token`; `ids` = the seeded failed and orphan intents. */
+/** The operations on `t`, partition 0's lease held as `token`; `failed` / `orphans` = the seeded failed and orphaned intents. */
 function operations(t: LargeTable, token: LeaseToken, failed: string[], orphans: string[], finishedId: () => string, size: () => number): Op[] {
   const s = t.stores;
   const exec = s.executionFor(0);
