@@ -111,7 +111,8 @@ export class HttpProvider implements Provider {
  *  which destroys its connection if it is running (and drops it if it is still queued). */
 class Call implements Dispatcher.DispatchHandler {
   private settled = false;
-  private timedOut = false;
+  /** The timer has fired: the request is no longer written; the call times out unless an answer read meanwhile won. */
+  private timerFired = false;
   private controller: Dispatcher.DispatchController | null = null;
   private readonly timer: NodeJS.Timeout;
   private status = 0;
@@ -132,8 +133,17 @@ class Call implements Dispatcher.DispatchHandler {
     this.resolve(r);
   }
 
+  /** The timer fired. Timers run apart from the I/O phase of the event loop: after a stall (a long GC, a starved or
+   *  stopped process) the timer can fire while an answer that arrived before the deadline waits unread on the socket.
+   *  The decision waits for that I/O (setImmediate runs after the next poll phase): an answer read by then wins;
+   *  a call still unanswered times out. */
   private timeout(): void {
-    this.timedOut = true;
+    this.timerFired = true;
+    setImmediate(() => this.timedOut());
+  }
+
+  private timedOut(): void {
+    if (this.settled) return;
     this.finish({ kind: 'retryable', httpStatus: null, error: `timeout after ${this.timeoutMs} ms`, retryAfterMs: null });
     this.controller?.abort(new Error('provider call timed out'));
   }
@@ -148,7 +158,7 @@ class Call implements Dispatcher.DispatchHandler {
    *  bound is checked here, not left to the timer. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.timedOut) return controller.abort(new Error('provider call timed out'));
+    if (this.timerFired) return this.timedOut(); // not written once its timer has fired
     const late = performance.now() - this.sendBy;
     if (late >= 0) {
       this.finish({ kind: 'notSent', httpStatus: null, error: `not sent: ${Math.round(late)} ms past its send-by bound` });

@@ -237,6 +237,17 @@ describe('HttpProvider (real HTTP server)', () => {
     expect(await waitFor(() => ids.every((i) => server.closed.has(i)), 2_000)).toBe(true);
   });
 
+  // A stall (a long GC, a starved event loop) past the call's deadline after the answer was written: when the
+  // process runs again its timer and the unread answer are both due, and the timer must not win.
+  it('an answer written before a stall that outlasts the timeout is read, not a timeout', async () => {
+    server.handler = (_req, res) => {
+      res.end('ok');
+      const end = performance.now() + 300;
+      while (performance.now() < end); // the process stalls: the answer waits on the socket, the 100-ms timer is due
+    };
+    expect(await provider().submit(req(url), { timeoutMs: 100 })).toEqual({ kind: 'success', httpStatus: 200 });
+  });
+
   it('headers sent but the body never ends → timeout, socket destroyed', async () => {
     server.handler = (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
