@@ -183,10 +183,17 @@ export function fromPgPool(pool: pg.Pool, deadlineMs = 30_000): PgDatabase {
   };
 }
 
-/** PGlite is one session: its transaction() serialises every other query until commit. */
+/** One turn of the event loop: its timers and I/O (setImmediate runs after the poll phase). */
+const eventLoopTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** PGlite is one session: its transaction() serialises every other query until commit. It runs on this thread, and a
+ *  statement queued behind another starts in a microtask as that one ends: while statements keep coming, no timer and
+ *  no socket would run (a provider's answer read, a call's timeout, the lease's deadline). So every statement and
+ *  transaction first lets the event loop take a turn; statements inside a transaction do not (the session is theirs). */
 export function fromPglite(db: PGlite, opts: { closeOnClose: boolean } = { closeOnClose: true }): PgDatabase {
-  const wrap = (q: { query: PGlite['query'] }): PgQueryable => ({
+  const wrap = (q: { query: PGlite['query'] }, turn: boolean): PgQueryable => ({
     async query(text, params) {
+      if (turn) await eventLoopTurn();
       try {
         const r = await q.query(text, params as unknown[]);
         return { rows: r.rows as never[], rowCount: r.affectedRows ?? r.rows.length };
@@ -195,12 +202,13 @@ export function fromPglite(db: PGlite, opts: { closeOnClose: boolean } = { close
       }
     },
   });
-  const base = wrap(db);
+  const base = wrap(db, true);
   return {
     query: base.query,
     async transaction(fn) {
+      await eventLoopTurn();
       try {
-        return await db.transaction(async (tx) => fn(wrap(tx)));
+        return await db.transaction(async (tx) => fn(wrap(tx, false)));
       } catch (e) {
         // Errors from fn (already mapped, or the caller's own) pass through; BEGIN/COMMIT failures are mapped, and so
         // is BEGIN on a closed PGlite (an error without a code: the store is gone, as for a single statement).
@@ -208,6 +216,7 @@ export function fromPglite(db: PGlite, opts: { closeOnClose: boolean } = { close
       }
     },
     async exec(sql) {
+      await eventLoopTurn();
       try {
         await db.exec(sql);
       } catch (e) {
