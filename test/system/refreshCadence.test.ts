@@ -35,9 +35,11 @@ describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect
     apps = [];
   });
 
-  /** A leader (first app, after one timer tick: acquired and rebuilt) and a follower to submit through. */
+  /** A leader (first app, after one timer tick: acquired and rebuilt) and a follower to submit through. No tick follows
+   *  the first, so the leader leads until its lease's local deadline: a 10-s lease (7.5 s of it) holds every step of a
+   *  test on a loaded machine, where testConfig's 3 s (2.25 s) did not. */
   async function cluster(env: Record<string, string> = {}) {
-    apps = await startApps(ctx, 2, testConfig(provider.url, { DUE_NOTICES: 'off', ...env }));
+    apps = await startApps(ctx, 2, testConfig(provider.url, { DUE_NOTICES: 'off', LEASE_DURATION_MS: '10000', ...env }));
     const [leader, follower] = apps as [App, App];
     const first = await leader.executor.tick(300, 400); // as the timer calls it: the next occurrence 400 ms away
     expect(first).toMatchObject({ role: 'leader', stopReason: 'deadline' });
