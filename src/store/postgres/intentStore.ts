@@ -57,13 +57,16 @@ export class PgIntentStore implements IntentStore {
     return r.rows[0] ? toIntent(r.rows[0]) : null;
   }
 
+  /** A status given: its own statement, one range of ix_intents_status_id (status, intent_id) from the cursor, so the
+   *  page reads its own rows whatever the table holds of other statuses. */
   async list(q: { status?: IntentStatus; limit: number; after?: string }): Promise<IntentRow[]> {
-    const r = await this.db.query<IntentDbRow>(
-      `SELECT ${INTENT_COLS} FROM submission_intents
-        WHERE ($1::varchar IS NULL OR status = $1) AND ($2::uuid IS NULL OR intent_id > $2::uuid)
-        ORDER BY intent_id LIMIT $3`,
-      [q.status ?? null, q.after ?? null, q.limit],
-    );
+    const r = !q.status
+      ? await this.db.query<IntentDbRow>(
+        `SELECT ${INTENT_COLS} FROM submission_intents WHERE ($1::uuid IS NULL OR intent_id > $1::uuid)
+          ORDER BY intent_id LIMIT $2`, [q.after ?? null, q.limit])
+      : await this.db.query<IntentDbRow>(
+        `SELECT ${INTENT_COLS} FROM submission_intents WHERE status = $1 AND ($2::uuid IS NULL OR intent_id > $2::uuid)
+          ORDER BY intent_id LIMIT $3`, [q.status, q.after ?? null, q.limit]);
     return r.rows.map(toIntent);
   }
 

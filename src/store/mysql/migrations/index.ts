@@ -11,6 +11,7 @@ import { m009LayoutGeneration } from './m009LayoutGeneration.js';
 import { m010LargeTableChange } from './m010LargeTableChange.js';
 import { m011ChangeReports } from './m011ChangeReports.js';
 import { m012ReleaseGuard } from './m012ReleaseGuard.js';
+import { m013StatusIndex } from './m013StatusIndex.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -28,4 +29,5 @@ export const migrations: readonly Migration[] = [
   { id: 10, name: 'large_table_change', sql: m010LargeTableChange },
   { id: 11, name: 'change_reports', sql: m011ChangeReports },
   { id: 12, name: 'release_guard', sql: m012ReleaseGuard },
+  { id: 13, name: 'status_index', sql: m013StatusIndex },
 ];

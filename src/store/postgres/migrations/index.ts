@@ -17,6 +17,7 @@ import { m015LargeTableChange } from './m015LargeTableChange.js';
 import { m016ChangeReports } from './m016ChangeReports.js';
 import { m017FailedIndex } from './m017FailedIndex.js';
 import { m018ReleaseGuard } from './m018ReleaseGuard.js';
+import { m019StatusIndex } from './m019StatusIndex.js';
 
 export interface Migration {
   id: number;
@@ -43,4 +44,5 @@ export const migrations: readonly Migration[] = [
   { id: 16, name: 'change_reports', sql: m016ChangeReports },
   { id: 17, name: 'failed_index', sql: m017FailedIndex },
   { id: 18, name: 'release_guard', sql: m018ReleaseGuard },
+  { id: 19, name: 'status_index', sql: m019StatusIndex },
 ];
