@@ -4,7 +4,7 @@
 // and are not exported to Application Insights (every instance would send the same numbers).
 import { sqlErrorField } from '../observability/logger.js';
 import { PROMETHEUS_CONTENT_TYPE } from '../observability/prometheus.js';
-import type { ClusterOverview } from '../store/opsPorts.js';
+import { SETTLED_COUNT_CAP, type ClusterOverview } from '../store/opsPorts.js';
 import type { HttpContext } from './context.js';
 import { guarded } from './guarded.js';
 import type { ApiHandler } from './request.js';
@@ -29,8 +29,10 @@ export function renderClusterMetrics(leaseName: string, overview: ClusterOvervie
     const lease = overview.lease;
     const live = lease !== null && lease.expiresAt.getTime() > now;
     out.push(
-      ...gauge('cluster_intents', 'Intents by status (SQL, the whole cluster)',
+      ...gauge('cluster_intents', `Intents by status (SQL, the whole cluster; succeeded and cancelled counted up to ${SETTLED_COUNT_CAP})`,
         Object.entries(overview.intentsByStatus).sort(([a], [b]) => (a < b ? -1 : 1)).map(([status, n]) => [{ ...base, status }, n])),
+      ...gauge('cluster_intents_capped', `1 when cluster_intents of that status reached its cap (${SETTLED_COUNT_CAP}): there are at least that many`,
+        (['cancelled', 'succeeded'] as const).map((status) => [{ ...base, status }, overview.intentsCapped.includes(status) ? 1 : 0])),
       ...gauge('cluster_due_backlog', 'Scheduled intents due now (next_attempt_at ≤ database now), waiting for the leader', [[base, overview.dueNow]]),
       ...gauge('cluster_oldest_due_age_seconds', 'How long the oldest due intent has waited (0 = nothing due)', [[base, overview.oldestDueAgeMs / 1000]]),
       ...gauge('cluster_lease_epoch', 'Newest epoch ever granted (0 = never acquired)', [[base, lease?.leaseEpoch ?? 0]]),

@@ -92,13 +92,20 @@ export interface OverviewLease {
  * ix_intents_status_partition_due (status, partition_no, next_attempt_at), the due figures over every partition
  * (each partition's due range of that index, summed), the newest attempt on ix_attempts_started_at.
  */
+/** The most settled (succeeded, cancelled) intents the overview counts per status: an exact count of every finished
+ *  intent would read the whole table at each scrape; the open statuses and failed are counted exactly. */
+export const SETTLED_COUNT_CAP = 100_000;
+
 export interface ClusterOverview {
   leaseName: string;
   /** Database time when the statement ran; compare expiresAt etc. with this, never with a local clock. */
   dbNow: Date;
   lease: OverviewLease | null;
-  /** Intents per status (every status present, 0 when none). */
+  /** Intents per status (every status present, 0 when none). Exact for the open statuses and failed; succeeded and
+   *  cancelled are counted up to SETTLED_COUNT_CAP (a bounded index range), so at the cap the number is a lower bound. */
   intentsByStatus: Record<IntentStatus, number>;
+  /** The statuses whose number in intentsByStatus reached SETTLED_COUNT_CAP: there are at least that many. */
+  intentsCapped: IntentStatus[];
   /** Scheduled intents whose next_attempt_at ≤ dbNow (due now, waiting for the leader). */
   dueNow: number;
   /** next_attempt_at of the oldest due scheduled intent; null when nothing is due. */

@@ -4,7 +4,7 @@ import type {
   AttemptRow, CompletedAttempt, IntentContract, IntentRow, IntentStatus, ScheduleRow, StartedAttempt,
 } from './intentPorts.js';
 import type { LeaseRow } from './ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, ProviderHold } from './opsPorts.js';
+import { SETTLED_COUNT_CAP, type ClusterOverview, type ExecutionControl, type HandoverRequest, type MaintenanceRecord, type ProviderHold } from './opsPorts.js';
 
 /** The smallest uuid: the start of an id-ordered scan and the intent id of a rebuild's first cursor. */
 export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -248,6 +248,7 @@ export const toOverview = (leaseName: string, r: OverviewDbRow): ClusterOverview
     scheduled: num(r.n_scheduled), in_flight: num(r.n_in_flight), succeeded: num(r.n_succeeded),
     failed: num(r.n_failed), cancelled: num(r.n_cancelled),
   },
+  intentsCapped: (['succeeded', 'cancelled'] as const).filter((s) => num(r[`n_${s}`]) >= SETTLED_COUNT_CAP),
   dueNow: num(r.due_now),
   oldestDueAt: r.oldest_due_at,
   oldestDueAgeMs: r.oldest_due_at === null ? 0 : Math.max(0, r.db_now.getTime() - r.oldest_due_at.getTime()),

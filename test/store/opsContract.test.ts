@@ -155,6 +155,7 @@ describe.each(dialects)('ops store contract: $name', (dialect) => {
       holderId: 'overview-leader', leaseEpoch: token.leaseEpoch, acquiredAt: lease.acquiredAt, renewedAt: lease.renewedAt, expiresAt: lease.expiresAt,
     });
     expect(o.intentsByStatus).toEqual({ scheduled: 4, in_flight: 1, succeeded: 1, failed: 2, cancelled: 1 });
+    expect(o.intentsCapped).toEqual([]);
     expect(o.dueNow).toBe(3);
     const rows = (await ctx.intentRows()).filter((r) => due.includes(r.intentId));
     const oldest = Math.min(...rows.map((r) => r.nextAttemptAt.getTime()));

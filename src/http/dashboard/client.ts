@@ -197,7 +197,7 @@ export function dashboardClient(partitionClient, partitionTableClient, chartsCli
     tickCountdown();
     const s = o.intentsByStatus;
     $('#counts').replaceChildren(...['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled'].map((k) =>
-      el('div', { class: 'count ' + k }, el('div', { class: 'n', id: 'count-' + k }, s[k]), el('div', {}, k.replace('_', ' ')))),
+      el('div', { class: 'count ' + k }, el('div', { class: 'n', id: 'count-' + k }, ((o.intentsCapped || []).includes(k) ? '≥ ' : '') + s[k]), el('div', {}, k.replace('_', ' ')))),
     el('div', { class: 'count' }, el('div', { class: 'n', id: 'due-now' }, o.dueNow), el('div', {}, 'due now')),
     el('div', { class: 'count' }, el('div', { class: 'n', id: 'oldest-due' }, o.dueNow ? ago(o.oldestDueAgeMs) : '—'), el('div', {}, 'oldest due')),
     el('div', { class: 'count' }, el('div', { class: 'n small' }, o.lastAttemptAt ? when(o.lastAttemptAt) : '—'), el('div', {}, 'last attempt')));

@@ -111,6 +111,8 @@ export async function overview(app: HttpContext) {
       reason: h.reason, completedAt: iso(h.completedAt), completedBy: h.completedBy,
     })),
     intentsByStatus: o.intentsByStatus,
+    // The statuses whose number above is a lower bound (settled statuses are counted up to a cap).
+    intentsCapped: o.intentsCapped,
     dueNow: o.dueNow,
     oldestDueAgeMs: o.oldestDueAgeMs,
     lastAttemptAt: iso(o.lastAttemptAt),

@@ -2,7 +2,7 @@
 // one round trip, like the executor's fenced writes) and handover requests (handover.ts). Upsert is UPDATE-then-INSERT under UPDLOCK+SERIALIZABLE
 // (as the lease acquire; no MERGE).
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
+import { SETTLED_COUNT_CAP, type ClusterOverview, type ExecutionControl, type HandoverRequest, type MaintenanceRecord, type OpsStore, type ProviderHold, type PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import type { MssqlRunner } from './db.js';
@@ -23,6 +23,8 @@ const SELECT_CONTROL = `SELECT c.lease_name, c.paused, c.changed_at, c.changed_b
   LEFT JOIN submission_manager_provider_state AS ps ON ps.lease_name = @lease_name;`;
 
 const count = (status: string) => `(SELECT COUNT_BIG(*) FROM submission_intents WHERE status = '${status}')`;
+// A settled status counted up to SETTLED_COUNT_CAP: a bounded range of its status index, whatever the table holds.
+const capped = (status: string) => `(SELECT COUNT_BIG(*) FROM (SELECT TOP (${SETTLED_COUNT_CAP}) 1 AS x FROM submission_intents WHERE status = '${status}') AS c)`;
 
 const DAY_MS = 86_400_000;
 
@@ -54,8 +56,8 @@ export const opsQueries = {
       text: `SET NOCOUNT ON;
 DECLARE @now datetime2(7) = SYSUTCDATETIME();
 SELECT @now AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
-       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
-       ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
+       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${capped('succeeded')} AS n_succeeded,
+       ${count('failed')} AS n_failed, ${capped('cancelled')} AS n_cancelled,
        (SELECT COUNT_BIG(*) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= @now) AS due_now,
        (SELECT MIN(next_attempt_at) FROM submission_intents WHERE status = 'scheduled' AND next_attempt_at <= @now) AS oldest_due_at,
        (SELECT MAX(started_at) FROM submission_attempts) AS last_attempt_at

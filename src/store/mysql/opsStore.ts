@@ -1,7 +1,7 @@
 // MySQL / MariaDB OpsStore: the execution control rows (pause/resume of the cluster and of each partition), provider state, the fenced retention
 // purge, handover requests, the cluster overview.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
+import { SETTLED_COUNT_CAP, type ClusterOverview, type ExecutionControl, type HandoverRequest, type MaintenanceRecord, type OpsStore, type ProviderHold, type PurgeResult } from '../opsPorts.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import { maintenanceArgs, toControl, toMaintenance, toOverview, toProviderHold, type ControlDbRow, type MaintenanceDbRow, type OverviewDbRow,
   type ProviderHoldDbRow } from '../rowMapping.js';
@@ -63,6 +63,8 @@ SELECT intent_id FROM submission_intents FORCE INDEX (ix_intents_partition_modif
  FOR UPDATE SKIP LOCKED`;
 
 const count = (status: string) => `(SELECT COUNT(*) FROM submission_intents WHERE status = '${status}')`;
+// A settled status counted up to SETTLED_COUNT_CAP: a bounded range of its status index, whatever the table holds.
+const capped = (status: string) => `(SELECT COUNT(*) FROM (SELECT 1 FROM submission_intents WHERE status = '${status}' LIMIT ${SETTLED_COUNT_CAP}) AS c)`;
 // One statement, one instant: per-status counts on ix_intents_status_partition_due (status leading), the due
 // figures per partition (its (status, partition_no) range of that index; NOW is one instant per statement) summed,
 // the newest attempt on ix_attempts_started_at, the lease row by primary key.
@@ -71,8 +73,8 @@ const duePer = (agg: string, expr: string) => `(SELECT ${agg}((SELECT ${expr} FR
 const OVERVIEW = `
 WITH RECURSIVE ${PARTITIONS_CTE}
 SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
-       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
-       ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
+       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${capped('succeeded')} AS n_succeeded,
+       ${count('failed')} AS n_failed, ${capped('cancelled')} AS n_cancelled,
        COALESCE(${duePer('SUM', 'COUNT(*)')}, 0) AS due_now, ${duePer('MIN', 'MIN(d.next_attempt_at)')} AS oldest_due_at,
        (SELECT MAX(started_at) FROM submission_attempts) AS last_attempt_at
   FROM (SELECT ${NOW} AS t) AS n

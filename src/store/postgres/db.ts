@@ -78,6 +78,9 @@ export function openPgPool(opts: PgPoolOptions, onIdleError?: (e: Error) => void
     // READ COMMITTED whatever the database's default: a statement's snapshot follows its locks, which a partition
     // change's switch relies on (partitionChangeStore.ts), as the refresh cursor relies on per-statement snapshots.
     '-c default_transaction_isolation=read\\ committed',
+    // No JIT: every statement of the product is a bounded index read or write, and JIT is chosen from cost
+    // estimates — one misestimate (a time range on a large table) compiles for tens of ms a statement reading rows.
+    '-c jit=off',
     ...(opts.schema ? [`-c search_path=${opts.schema}`] : []),
   ];
   // pg lets a connection string's (empty) password override a password function, so with one the URL's parts

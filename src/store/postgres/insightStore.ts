@@ -17,15 +17,17 @@ SELECT f.* FROM parts CROSS JOIN LATERAL (
 
 // One statement, one snapshot, one database now: the partitions asked for (two parallel arrays), their lease rows by
 // primary key, the backlog grouped by partition_no (the scheduled range of ix_intents_status_partition_due) and the latest start per
-// partition among the newest $3 attempts (ix_attempts_started_at, then the intents by primary key).
+// partition among the newest $3 attempts (ix_attempts_started_at, then each one's intent by primary key: a subquery per
+// attempt, so the work is $3 index probes at every size; a join may be planned as a hash join over every intent).
 const PARTITION_STATES = `
 WITH n AS (SELECT clock_timestamp() AS t),
 p AS (SELECT * FROM unnest($1::int[], $2::text[]) WITH ORDINALITY AS p(partition_no, lease_name, ord)),
 b AS (SELECT partition_no, count(*) AS scheduled, count(*) FILTER (WHERE next_attempt_at <= (SELECT t FROM n)) AS due
         FROM submission_intents WHERE status = 'scheduled' AND partition_no = ANY($1::int[]) GROUP BY partition_no),
-a AS (SELECT i.partition_no, max(x.started_at) AS last_attempt_at
-        FROM (SELECT intent_id, started_at FROM submission_attempts ORDER BY started_at DESC LIMIT $3) x
-        JOIN submission_intents i ON i.intent_id = x.intent_id GROUP BY i.partition_no)
+a AS (SELECT y.partition_no, max(y.started_at) AS last_attempt_at
+        FROM (SELECT (SELECT i.partition_no FROM submission_intents i WHERE i.intent_id = x.intent_id) AS partition_no, x.started_at
+                FROM (SELECT intent_id, started_at FROM submission_attempts ORDER BY started_at DESC LIMIT $3) x) y
+       WHERE y.partition_no IS NOT NULL GROUP BY y.partition_no)
 SELECT p.partition_no, p.lease_name, n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
        coalesce(b.scheduled, 0) AS scheduled, coalesce(b.due, 0) AS due, a.last_attempt_at
   FROM p CROSS JOIN n

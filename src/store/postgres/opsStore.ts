@@ -1,6 +1,6 @@
 // PostgreSQL OpsStore: the execution control rows (pause/resume of the cluster and of each partition), the fenced retention purge, handover requests.
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { ClusterOverview, ExecutionControl, HandoverRequest, MaintenanceRecord, OpsStore, ProviderHold, PurgeResult } from '../opsPorts.js';
+import { SETTLED_COUNT_CAP, type ClusterOverview, type ExecutionControl, type HandoverRequest, type MaintenanceRecord, type OpsStore, type ProviderHold, type PurgeResult } from '../opsPorts.js';
 import * as handover from './handover.js';
 import { TERMINAL_SQL_LIST } from '../intentPorts.js';
 import { PARTITIONS_CTE } from './rows.js';
@@ -81,6 +81,8 @@ SELECT (SELECT count(*) FROM del)::int AS intents, (SELECT count(*) FROM att)::i
 // figures summed over the partitions (each partition's due range of that index: the oldest is its first entry), the
 // newest attempt on ix_attempts_started_at, the lease row by primary key.
 const count = (status: string) => `(SELECT count(*) FROM submission_intents WHERE status = '${status}')`;
+// A settled status counted up to SETTLED_COUNT_CAP: a bounded range of its status index, whatever the table holds.
+const capped = (status: string) => `(SELECT count(*) FROM (SELECT 1 FROM submission_intents WHERE status = '${status}' LIMIT ${SETTLED_COUNT_CAP}) c)`;
 const OVERVIEW = `
 WITH RECURSIVE now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 ${PARTITIONS_CTE},
@@ -88,8 +90,8 @@ due AS (SELECT d.n, d.m FROM parts CROSS JOIN LATERAL (
   SELECT count(*) AS n, min(next_attempt_at) AS m FROM submission_intents
    WHERE status = 'scheduled' AND partition_no = parts.p AND next_attempt_at <= (SELECT t FROM now)) d WHERE parts.p IS NOT NULL)
 SELECT n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
-       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${count('succeeded')} AS n_succeeded,
-       ${count('failed')} AS n_failed, ${count('cancelled')} AS n_cancelled,
+       ${count('scheduled')} AS n_scheduled, ${count('in_flight')} AS n_in_flight, ${capped('succeeded')} AS n_succeeded,
+       ${count('failed')} AS n_failed, ${capped('cancelled')} AS n_cancelled,
        (SELECT COALESCE(sum(n), 0)::int8 FROM due) AS due_now, (SELECT min(m) FROM due) AS oldest_due_at,
        (SELECT max(started_at) FROM submission_attempts) AS last_attempt_at
   FROM now n
