@@ -27,7 +27,7 @@ b AS (SELECT partition_no, count(*) AS scheduled, count(*) FILTER (WHERE next_at
 a AS (SELECT y.partition_no, max(y.started_at) AS last_attempt_at
         FROM (SELECT (SELECT i.partition_no FROM submission_intents i WHERE i.intent_id = x.intent_id) AS partition_no, x.started_at
                 FROM (SELECT intent_id, started_at FROM submission_attempts ORDER BY started_at DESC LIMIT $3) x) y
-       WHERE y.partition_no IS NOT NULL GROUP BY y.partition_no)
+       GROUP BY y.partition_no)
 SELECT p.partition_no, p.lease_name, n.t AS db_now, l.holder_id, l.lease_epoch, l.acquired_at, l.renewed_at, l.expires_at,
        coalesce(b.scheduled, 0) AS scheduled, coalesce(b.due, 0) AS due, a.last_attempt_at
   FROM p CROSS JOIN n
