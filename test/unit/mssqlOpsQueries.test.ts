@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import sql from 'mssql';
 import { handoverQueries } from '../../src/store/mssql/handover.js';
 import { opsQueries } from '../../src/store/mssql/opsStore.js';
+import { SETTLED_COUNT_CAP } from '../../src/store/opsPorts.js';
 import { redriveQueries } from '../../src/store/mssql/redriveStore.js';
 import { insightQueries } from '../../src/store/mssql/insightStore.js';
 import type { SqlQuery } from '../../src/store/mssql/params.js';
@@ -116,6 +117,15 @@ describe('mssql ops query builders', () => {
     for (const s of ['scheduled', 'in_flight', 'succeeded', 'failed', 'cancelled']) expect(t).toContain(`AS n_${s}`);
     expect(t).toMatch(/next_attempt_at <= @now\) AS due_now/);
     expect(t).toMatch(/LEFT JOIN submission_manager_leases AS l ON l.lease_name = @lease_name;/);
+    // The settled statuses counted up to the cap (a bounded range of the status index), the open ones exactly.
+    const raw = opsQueries.clusterOverview(token.leaseName).text;
+    for (const s of ['succeeded', 'cancelled']) expect(raw).toContain(`(SELECT TOP (${SETTLED_COUNT_CAP}) 1 AS x FROM submission_intents WHERE status = '${s}') AS c`);
+    for (const s of ['scheduled', 'in_flight', 'failed']) expect(raw).toContain(`(SELECT COUNT_BIG(*) FROM submission_intents WHERE status = '${s}') AS n_${s}`);
+  });
+
+  it('partitionStates reads the newest attempts\' intents by nested loops; attemptsPerMinute compiles with its window', () => {
+    expect(code(samples.partitionStates!().text)).toMatch(/ORDER BY p\.ord\s+OPTION \(LOOP JOIN\);$/);
+    expect(code(samples.attemptsPerMinute!().text)).toMatch(/ORDER BY m\.minute\s+OPTION \(RECOMPILE\);$/);
   });
 
   // Issue 13: DATEADD(second, …) overflowed int from ~24,856 days; RETENTION_DAYS allows 36,500.

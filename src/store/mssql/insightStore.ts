@@ -13,7 +13,8 @@ export const insightQueries = {
   /** One SELECT (one snapshot under RCSI), one @now: the partitions asked for as a VALUES table of typed parameters,
    *  their lease rows by primary key, the backlog grouped by partition_no over the scheduled range of
    *  ix_intents_status_partition_due,
-   *  the latest start per partition over the newest @scan attempts (ix_attempts_started_at, intents by primary key). */
+   *  the latest start per partition over the newest @scan attempts (ix_attempts_started_at, intents by primary key:
+   *  LOOP JOIN, so never a hash join over a scan of every intent whichever @scan the plan was compiled for). */
   partitionStates(partitions: readonly PartitionRef[]): SqlQuery {
     requirePartitions(partitions);
     const values = partitions.map((_, i) => `(@o${i}, @p${i}, @n${i})`).join(', ');
@@ -32,7 +33,8 @@ SELECT p.partition_no, p.lease_name, @now AS db_now, l.holder_id, l.lease_epoch,
                FROM (SELECT TOP (@scan) intent_id, started_at FROM submission_attempts ORDER BY started_at DESC) AS x
                JOIN submission_intents AS i ON i.intent_id = x.intent_id GROUP BY i.partition_no) AS a
     ON a.partition_no = p.partition_no
- ORDER BY p.ord;`,
+ ORDER BY p.ord
+OPTION (LOOP JOIN);`,
       params: [
         ...partitions.flatMap((x, i) => [p.int(`o${i}`, i), p.int(`p${i}`, x.partition), p.varchar(`n${i}`, 64, x.leaseName)]),
         p.int('scan', PARTITION_ATTEMPT_SCAN),
@@ -68,6 +70,9 @@ SELECT p.partition_no, p.lease_name, @now AS db_now, l.holder_id, l.lease_epoch,
     };
   },
 
+  /** The last window's attempts per minute: a seek of ix_attempts_started_at from @since, a key lookup per row for the
+   *  outcome. RECOMPILE: @since is a local variable, which the optimizer would otherwise guess as a third of the table
+   *  (a clustered scan); with its value it costs the window's rows. */
   attemptsPerMinute(windowMs: number): SqlQuery {
     return {
       text: `SET NOCOUNT ON;
@@ -81,7 +86,8 @@ SELECT @now AS db_now, m.minute, m.started, m.errors, m.succeeded
            SUM(CASE WHEN outcome = 'succeeded' THEN 1 ELSE 0 END) AS succeeded
       FROM submission_attempts WHERE started_at >= @since
      GROUP BY DATEADD(minute, DATEDIFF(minute, ${EPOCH}, started_at), ${EPOCH})) AS m ON 1 = 1
- ORDER BY m.minute;`,
+ ORDER BY m.minute
+OPTION (RECOMPILE);`,
       params: [p.bigint('window_ms', Math.max(0, Math.round(windowMs)))],
     };
   },
