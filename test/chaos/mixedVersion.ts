@@ -15,6 +15,7 @@ import type { ChaosHost } from './hostProcess.js';
 import type { Violation } from './history.js';
 import type { ChangeAnswer, PartitionChangeSchedule } from './partitionChanges.js';
 import { readChanges, recordedCount } from './partitionChanges.js';
+import type { OperatorSchedule } from './operatorActions.js';
 import { sleep } from './rng.js';
 import { runMigrate } from '../support/previousRelease.js';
 import { PARTITION_SEPARATOR, partitionChangerHolderId } from '../../src/limits.js';
@@ -65,12 +66,18 @@ export class MixedVersionPhases {
   private readonly stopping = new Map<ChaosHost, number>();
   /** Slots stopped for good (their reservation is never given back: no fault, no replacement). */
   private readonly retired = new Set<number>();
+  private operator: OperatorSchedule | null = null;
 
   constructor(private readonly cluster: ChaosCluster, private readonly db: ChaosDb, private readonly injector: FaultInjector,
     private readonly o: MixedOptions, private changes: PartitionChangeSchedule | null = null) {}
 
   useChanges(changes: PartitionChangeSchedule | null): void {
     this.changes = changes;
+  }
+
+  /** The operator's actions: held while an earlier release's process starts (no cluster pause in force then). */
+  useOperator(operator: OperatorSchedule | null): void {
+    this.operator = operator;
   }
 
   /** Resolves when no exclusive step runs (the fault loop calls it before each fault). */
@@ -246,6 +253,7 @@ export class MixedVersionPhases {
    *  wait for it (it is stopped after a while) and complete without it. */
   private async oldJoinsChange(): Promise<string> {
     await this.changes?.hold();
+    await this.operator?.hold();
     try {
       const [slot] = await Promise.all([this.cluster.add(this.o.slotEnvs[0]!, true, this.o.release)]);
       if (!this.injector.reserve(slot!)) throw new Error('a fault took the new slot');
@@ -277,6 +285,7 @@ export class MixedVersionPhases {
         `${c.completedAtMs === null ? `NOT completed within ${CHANGE_WAIT_MS} ms after` : `completed by ${c.changer}`}`;
     } finally {
       this.changes?.release();
+      this.operator?.release();
     }
   }
 
@@ -302,10 +311,12 @@ export class MixedVersionPhases {
   /** The downgrade: no change in progress (the schedule's completes first), then old processes beside the new ones. */
   private async startOldBeside(): Promise<string> {
     await this.changes?.hold();
+    await this.operator?.hold();
     try {
       return await this.startSlots(this.o.release, 2); // two: a rollback's first processes (one fewer start on a loaded machine)
     } finally {
       this.changes?.release(); // its requests now find an old process live: 409
+      this.operator?.release(); // its pauses now go to each partition
     }
   }
 

@@ -41,6 +41,9 @@ export class OperatorSchedule {
   /** A cluster pause answered by this release is in force: only this release's resume clears its flag (an earlier
    *  release's resumes each partition's, and this release's leaders would stay paused by the cluster's). */
   private clusterPaused = false;
+  /** The episode in progress (a pause lasts until its resume was answered), and whether new ones are held back. */
+  private current: Promise<void> = Promise.resolve();
+  private held = false;
 
   constructor(private readonly cluster: ChaosCluster, private readonly provider: ProviderProcess, private readonly rng: Rng,
     private readonly o: OperatorOptions) {}
@@ -50,11 +53,25 @@ export class OperatorSchedule {
       while (!this.stopped) {
         await this.nap(this.rng.int(...this.o.gapMs));
         if (this.stopped) break;
+        if (this.held) continue;
         const kind = this.rng.weighted({ pause: 0.45, drain: 0.25, slow: 0.3 });
-        await (kind === 'pause' ? this.pause() : kind === 'drain' ? this.drain() : this.slow())
+        this.current = (kind === 'pause' ? this.pause() : kind === 'drain' ? this.drain() : this.slow())
           .catch((e: unknown) => this.o.log(`    operator ${kind} harness error: ${(e as Error).message}`));
+        await this.current;
       }
     })();
+  }
+
+  /** No new episode until release(); resolves once the one in progress ended (a pause resumed). The mixed-version
+   *  phases hold it while they start an earlier release's process: a cluster pause does not hold its leaders, so an
+   *  operator lifts it (or pauses each partition) before a rollback, as docs/operations.md says. */
+  async hold(): Promise<void> {
+    this.held = true;
+    await this.current;
+  }
+
+  release(): void {
+    this.held = false;
   }
 
   /** No new episode; the one in progress ends (a pause is resumed, the provider's latency restored). */

@@ -226,6 +226,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
       gapMs: [2_000, 5_000], pauseMs: [1_500, 4_000], slowMs: [3_000, 6_000], slowLatencyMs: SLOW_LATENCY_MS, latencyMs: o.latencyMs, log: o.log,
       ...(changes ? { changeNow: () => changes!.now() } : {}), ...(mixed ? { perPartition: { count: () => recordedCount(d), max: P, when: () => mixed!.oldLive() } } : {}),
     }) : null;
+    mixed?.useOperator(operator);
     operator?.start();
     const faultsEnd = loadFrom + o.durationMs - 3 * o.timings.leaseMs; // the last fault still sees load resume
     while (Date.now() < faultsEnd || mixed?.running) {
