@@ -205,7 +205,10 @@ describe('OpenAPI document', () => {
     expect((await dash(`?data=intent&id=${id}`)).json.contract).toMatchObject({ payload: null, payloadBytes: 11 });
     expect((await dash('?data=intent&id=01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
     expect((await dash('?data=search&limit=1000')).status).toBe(400);
-    // Drain requests work on any instance: recorded in SQL (202), one pending at a time, listed by GET.
+    // Drain requests work on any instance: recorded in SQL (202), one pending at a time, listed by GET. The leader's
+    // last tick executes on between ticks until the schedule's next occurrence (1 s here), and would observe and
+    // complete the request: no timer runs after that, so the request stays pending while it is read.
+    await new Promise((r) => setTimeout(r, 1_500));
     const release = (b?: string, h: Record<string, string> = J) => call(follower, 'releaseLease', { method: 'POST', path: 'ops/lease/release', ...(b === undefined ? {} : { body: b, headers: h }) });
     const requested = await release('{"reason":"deploy"}');
     expect([requested.status, requested.json]).toMatchObject([202, { status: 'pending', reason: 'deploy', requestedEpoch: 1, requestedBy: 'admin@oa-follower' }]);
