@@ -113,8 +113,14 @@ describe.each(dialects)('cluster-wide provider guard (P = 4, 3 apps): $name', (d
       const victim = apps.find((a) => led(a).length === 1) ?? apps[0]!;
       const others = apps.filter((a) => a !== victim);
       const bad = new Set(led(victim));
+      // The victim's partitions fail only once every other app has had a call answered: they were sending before
+      // the hold (otherwise a hold recorded at the very first call would leave nothing to stop).
+      const othersLed = others.map((a) => new Set(led(a)));
+      let armed = false;
       provider.answer = (call: ProviderCall): Answer => {
         if (!bad.has(call.partition)) return { status: 200, delayMs: 20 };
+        armed ||= othersLed.every((ps) => provider.calls.some((c) => ps.has(c.partition)));
+        if (!armed) return { status: 200, delayMs: 20 };
         return kind === 'breaker' ? { status: 503 } : { status: 429, headers: { 'retry-after': '20' } };
       };
       // The order of what the apps did (one process, so one sequence): the victim's hold written, each app's reads
