@@ -1,0 +1,36 @@
+// The order vitest starts the test files in (vitest.config.ts, `sequence.sequencer`): the slowest first, so that with
+// two workers the files still running at the end are short ones and both workers finish together (vitest's own order
+// needs the timings of a previous run, which a fresh clone has not: a 130-s file started late ran alone at the end).
+// SLOW gives each listed file's seconds, as a CI run measured it alone on its worker (the Duration vitest prints per
+// file); the files not listed come after, the system tests (processes, waits) first, then the rest, larger files
+// first within each. Only the order matters: refresh the figures when a file's time changes much.
+import { statSync } from 'node:fs';
+import { relative } from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+const SLOW: Record<string, number> = {
+  'test/system/clusterLimits.test.ts': 132,
+  'test/system/partitionChange.test.ts': 96,
+  'test/system/timerSingleton.test.ts': 72,
+  'test/system/processes.test.ts': 59,
+  'test/system/clusterGuard.test.ts': 55,
+  'test/system/maintenance.test.ts': 52,
+  'test/system/providerGuard.test.ts': 50,
+  'test/system/partitionProcesses.test.ts': 47,
+  'test/system/partitionCapacity.test.ts': 43,
+  'test/system/pagedReconcile.test.ts': 40,
+};
+
+export default class SlowestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const key = (f: TestSpecification) => {
+      const path = relative(this.ctx.config.root, f.moduleId).split('\\').join('/');
+      const size = (() => { try { return statSync(f.moduleId).size; } catch { return 0; } })();
+      // [group, -weight]: listed files by their seconds, then system tests, then the rest, by size.
+      return SLOW[path] !== undefined ? [0, -SLOW[path]!] : [path.startsWith('test/system/') ? 1 : 2, -size];
+    };
+    const keyed = files.map((f) => ({ f, k: key(f) }));
+    keyed.sort((a, b) => a.k[0]! - b.k[0]! || a.k[1]! - b.k[1]!);
+    return keyed.map((x) => x.f);
+  }
+}
