@@ -11,7 +11,7 @@ import { killHosts, startChaosHost, type ChaosHost } from './hostProcess.js';
 import { PG_ADMIN_URL } from '../support/pgServer.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
 import { openMysqlPool } from '../../src/store/mysql/db.js';
-import { positional } from '../support/mysqlHarness.js';
+import { positional } from '../support/mysqlServer.js';
 import { TcpProxy } from './tcpProxy.js';
 import type { Rng } from './rng.js';
 

@@ -114,6 +114,37 @@ export interface DialectHarness {
   server?: ServerCapability;
   /** Test-only SQL that makes the server misbehave, in the dialect's own text (absent: not written for it). */
   sqlFaults?: SqlFaults;
+  /** Empty databases to migrate, for the migration contract (test/support/migrationTargets.ts). */
+  migrations: MigrationCapability;
+}
+
+/** What the migration contract (test/store/migrationContract.test.ts) needs of a dialect. */
+export interface MigrationCapability {
+  /** A fresh, empty database (or schema) of this dialect, nothing migrated; drop() removes it. */
+  create(): Promise<MigrationDatabase>;
+  /** The schema description query for snapshot() (test/support/schemaSnapshot.ts). */
+  schemaSql: string;
+  /** The dialect's migrations in order, with the number of statements (batches) the runner sends for each. */
+  migrations: { id: number; statements: number }[];
+  /** A migration's statements commit one by one (MySQL DDL), so a migrator can die between two of them; otherwise a
+   *  migration is one transaction with its ledger row, and a crash leaves none of it. */
+  statementCommits: boolean;
+}
+
+export interface MigrationDatabase {
+  /** The product's cold-start migrator (the dialect's migrate…IfNeeded: version check, lock, pending migrations) on a
+   *  pool of its own, closed after; `upTo`: only the migrations up to that id. Resolves with the ids it applied. */
+  migrate(upTo?: number): Promise<number[]>;
+  /** Stores on a pool of their own (not migrated; stores.close() ends the pool). */
+  openStores(): Promise<Stores>;
+  /** Raw SQL (`$n` placeholders) on a connection of the test's own. */
+  sql: <R = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<R[]>;
+  /** On a connection of its own, the lock every migrator takes first, held until release(); waiters() counts the
+   *  sessions waiting for it. Absent: one session (PGlite), where migrators queue for the session itself. */
+  holdMigrationLock?(): Promise<HeldLock>;
+  /** As a migrator that died after the first `n` statements of migration `id`: runs them on one session, unrecorded. */
+  runStatements(id: number, n: number): Promise<void>;
+  drop(): Promise<void>;
 }
 
 /** What the process-level system tests need of a database server. */
@@ -125,9 +156,6 @@ export interface ServerCapability {
   openStores(url: string, statementTimeoutMs: number): Stores;
   /** An SQL expression for the database's time now, or `secondsAgo` seconds before (the stored timestamps' type). */
   dbTimeSql(secondsAgo?: number): string;
-  /** One neutral query describing the database's schema, one text row `d` per column (type, nullability, default),
-   *  index (its columns, uniqueness) and constraint, ordered: two schemas are the same when their rows are. */
-  schemaSql: string;
   /** The statements that insert `n` settled intents a day old (ids settledId(1..n), before any the app makes) and
    *  refresh the statistics, for `db.sql` (test/support/largeTable.ts). */
   seedSettledSql(n: number): string[];

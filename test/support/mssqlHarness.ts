@@ -1,57 +1,25 @@
-// SQL Server harness for the shared contract suites. Configured by
-//   MSSQL_TEST_URL=mssql://sa:<password>@localhost:1433/master?trustServerCertificate=true   (SQL login), or
-//   MSSQL_TEST_SERVER + MSSQL_TEST_DATABASE [+ MSSQL_TEST_CLIENT_ID]                       (Entra, Azure SQL)
-// Unset → the suite is skipped with one line (the only suite allowed to skip). Set but unreachable → it fails.
+// SQL Server harness for the shared contract suites, where test/support/mssqlServer.ts says (MSSQL_TEST_URL, or
+// MSSQL_TEST_SERVER + MSSQL_TEST_DATABASE for Entra; unset → the suite is skipped with one line, the only suite
+// allowed to skip; set but unreachable → it fails).
 // Each context is a fresh database (CREATE DATABASE t_xxx, migrated, dropped at close). By default the
 // database runs READ_COMMITTED_SNAPSHOT ON like Azure SQL; MSSQL_TEST_RCSI=off keeps SQL Server's default.
 import { randomBytes } from 'node:crypto';
-import sql from 'mssql';
-import type { DatabaseTarget } from '../../src/config.js';
 import type { Stores } from '../../src/store/stores.js';
-import { createMssqlStores, openMssqlPool, type MssqlDatabase } from '../../src/store/mssql/index.js';
+import { createMssqlStores, type MssqlDatabase } from '../../src/store/mssql/index.js';
 import type { MssqlRunner } from '../../src/store/mssql/db.js';
 import { MssqlIntentStore } from '../../src/store/mssql/intentStore.js';
 import { holdTransaction } from './heldLock.js';
 import { fencedTransaction } from '../../src/store/mssql/fence.js';
-import { BIN2, p, type SqlParam, type SqlQuery } from '../../src/store/mssql/params.js';
+import { BIN2, p, type SqlQuery } from '../../src/store/mssql/params.js';
 import {
   ATTEMPT_COLS, intentCols, modifiedText, toAttempt, toIntent, type AttemptDbRow, type IntentDbRow,
 } from '../../src/store/mssql/rows.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import type { DialectContext, DialectHarness } from './dialects.js';
+import { adminBatch, dropTestDatabase, mssqlUnavailable, open, rawSql, testTarget } from './mssqlServer.js';
+import { mssqlMigrations } from './migrationTargets.js';
 
 const env = process.env;
-
-function testTarget(): DatabaseTarget | null {
-  if (env.MSSQL_TEST_URL) return { kind: 'mssql', url: env.MSSQL_TEST_URL };
-  if (env.MSSQL_TEST_SERVER && env.MSSQL_TEST_DATABASE) {
-    return { kind: 'mssqlEntra', server: env.MSSQL_TEST_SERVER, database: env.MSSQL_TEST_DATABASE, clientId: env.MSSQL_TEST_CLIENT_ID ?? null };
-  }
-  return null;
-}
-
-const STATEMENT_TIMEOUT_MS = 10_000;
-const open = (target: DatabaseTarget, poolMax: number, database?: string) =>
-  openMssqlPool(target, { poolMax, statementTimeoutMs: STATEMENT_TIMEOUT_MS, appName: 'submission-manager-tests', database }, () => {});
-
-/** Untyped test values → explicit types (tests only; src binds every parameter by hand). */
-function inferParam(name: string, v: unknown): SqlParam {
-  if (v === null || v === undefined) return { name, type: sql.NVarChar(sql.MAX), value: null };
-  if (v instanceof Date) return p.datetime2(name, v);
-  if (typeof v === 'boolean') return { name, type: sql.Bit(), value: v };
-  if (typeof v === 'number') return Number.isInteger(v) ? p.bigint(name, v) : { name, type: sql.Float(), value: v };
-  if (typeof v === 'bigint') return p.bigint(name, Number(v));
-  return p.nvarcharMax(name, typeof v === 'string' ? v : JSON.stringify(v));
-}
-
-/** Raw SQL for tests: positional params bound as @p1…@pn; `$n` placeholders (PostgreSQL style) become @pn. */
-async function rawSql<R>(db: MssqlDatabase, text: string, params: unknown[] = []): Promise<R[]> {
-  const sets = await db.run<R>({
-    text: text.replace(/\$(\d+)\b/g, '@p$1'),
-    params: params.map((v, i) => inferParam(`p${i + 1}`, v)),
-  });
-  return sets[0] ?? [];
-}
 
 /** The last result set of a typed query (its answer; statements before it run with NOCOUNT ON). */
 async function lastSet<R>(db: MssqlDatabase | MssqlRunner, q: SqlQuery): Promise<R[]> {
@@ -61,36 +29,13 @@ async function lastSet<R>(db: MssqlDatabase | MssqlRunner, q: SqlQuery): Promise
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function adminBatch(target: DatabaseTarget, text: string): Promise<void> {
-  const admin = await open(target, 1);
-  try {
-    await admin.runBatch(text);
-  } finally {
-    await admin.close().catch(() => {});
-  }
-}
-
-/** Drop a test database, best effort. SINGLE_USER kicks any straggling session; Azure SQL (EngineEdition 5) has no
- *  SINGLE_USER and drops anyway. */
-async function dropTestDatabase(target: DatabaseTarget, dbName: string): Promise<void> {
-  await adminBatch(target, `IF DB_ID(N'${dbName}') IS NOT NULL
-BEGIN
-  IF CAST(SERVERPROPERTY('EngineEdition') AS int) <> 5
-    EXEC(N'ALTER DATABASE [${dbName}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE');
-  EXEC(N'DROP DATABASE [${dbName}]');
-END;`).catch(() => {});
-}
-
 export const mssql: DialectHarness = {
   name: 'mssql',
   notices: false,
   runsHere: false,
   manySessions: true,
-  unavailable: () =>
-    testTarget()
-      ? null
-      : 'SQL Server not configured: set MSSQL_TEST_URL=mssql://sa:<password>@localhost:1433/master?trustServerCertificate=true ' +
-        '(or MSSQL_TEST_SERVER + MSSQL_TEST_DATABASE for Entra) to run this suite — see docs/sqlserver.md',
+  unavailable: mssqlUnavailable,
+  migrations: mssqlMigrations,
   async createContext(): Promise<DialectContext> {
     const target = testTarget();
     if (!target) throw new Error('SQL Server not configured');

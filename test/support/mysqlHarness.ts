@@ -14,22 +14,13 @@ import { fencedTransaction, nextSeq, writeAudit } from '../../src/store/mysql/fe
 import { ATTEMPT_COLS, INTENT_COLS, NOW, toAttempt, toIntent, utcText, type AttemptDbRow, type IntentDbRow } from '../../src/store/mysql/rows.js';
 import type { DialectContext, DialectHarness } from './dialects.js';
 import type { PgTestDatabase } from './localHostProcess.js';
-import { MYSQL_TEST_URL } from './mysqlServer.js';
+import { MYSQL_TEST_URL, positional } from './mysqlServer.js';
+import { mysqlMigrations } from './migrationTargets.js';
 
 const STATEMENT_TIMEOUT_MS = 10_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const open = (max: number, database?: string, statementTimeoutMs = STATEMENT_TIMEOUT_MS) =>
   openMysqlPool({ url: MYSQL_TEST_URL, max, statementTimeoutMs, database });
-
-/** PostgreSQL-style `$n` placeholders (the shared suites' raw SQL) → `?` with the parameters in order. */
-export function positional(text: string, params: unknown[] = []): { text: string; params: unknown[] } {
-  const out: unknown[] = [];
-  const sql = text.replace(/\$(\d+)\b/g, (_, n: string) => {
-    out.push(params[Number(n) - 1]);
-    return '?';
-  });
-  return { text: sql, params: out.length > 0 ? out : params };
-}
 
 async function adminQuery(text: string): Promise<void> {
   const admin = open(1);
@@ -68,20 +59,12 @@ export const mysql: DialectHarness = {
   runsHere: true,
   manySessions: true,
   unavailable: () => inject('mysqlUnavailable') || null,
+  migrations: mysqlMigrations,
   server: {
     create: createMysqlDatabase,
     openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
     seedSettledSql: mysqlSeedSettledSql,
-    schemaSql: `SELECT d FROM (
-      SELECT CONCAT('column ', table_name, '.', column_name, ' ', column_type, ' ', is_nullable, ' ', COALESCE(column_default, ''),
-        ' ', extra) AS d FROM information_schema.columns WHERE table_schema = DATABASE()
-      UNION ALL SELECT CONCAT('index ', table_name, '.', index_name, ' ', IF(non_unique = 0, 'unique ', ''),
-        GROUP_CONCAT(column_name, COALESCE(CONCAT('(', sub_part, ')'), '') ORDER BY seq_in_index))
-        FROM information_schema.statistics WHERE table_schema = DATABASE() GROUP BY table_name, index_name, non_unique
-      UNION ALL SELECT CONCAT('routine ', routine_type, ' ', routine_name) FROM information_schema.routines WHERE routine_schema = DATABASE()
-      UNION ALL SELECT CONCAT('trigger ', trigger_name) FROM information_schema.triggers WHERE trigger_schema = DATABASE()
-    ) s ORDER BY d`,
     async holdRowLock(db, table, column, keys, mode = 'exclusive') {
       const pool = openMysqlPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 });
       let thread = 0;

@@ -17,3 +17,13 @@ export async function checkMysqlServer(): Promise<string | null> {
     await c?.end().catch(() => {});
   }
 }
+
+/** PostgreSQL-style `$n` placeholders (the shared suites' raw SQL) → `?` with the parameters in order. */
+export function positional(text: string, params: unknown[] = []): { text: string; params: unknown[] } {
+  const out: unknown[] = [];
+  const sql = text.replace(/\$(\d+)\b/g, (_, n: string) => {
+    out.push(params[Number(n) - 1]);
+    return '?';
+  });
+  return { text: sql, params: out.length > 0 ? out : params };
+}

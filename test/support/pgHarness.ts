@@ -19,6 +19,7 @@ import { fencedTransaction } from '../../src/store/postgres/fence.js';
 import type { DialectContext, DialectHarness, SqlFaults } from './dialects.js';
 import { createPgDatabase } from './localHostProcess.js';
 import { PG_TEST_URL } from './pgServer.js';
+import { pgliteMigrations, postgresMigrations } from './migrationTargets.js';
 
 const schemaName = () => `t_${randomBytes(6).toString('hex')}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -203,6 +204,7 @@ export const pglite: DialectHarness = {
   runsHere: true,
   manySessions: false,
   unavailable: () => null,
+  migrations: pgliteMigrations,
   // No slow delete: a pg_sleep in PGlite's one session stalls everything, by design.
   sqlFaults: { refuseDelete },
   async createContext() {
@@ -222,27 +224,17 @@ export const pglite: DialectHarness = {
   },
 };
 
-/** The schema of the current one, as ServerCapability.schemaSql describes it (PGlite too). */
-export const PG_SCHEMA_SQL = `SELECT d FROM (
-  SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || COALESCE('(' || character_maximum_length || ')', '')
-    || ' ' || is_nullable || ' ' || COALESCE(column_default, '') AS d FROM information_schema.columns WHERE table_schema = current_schema()
-  UNION ALL SELECT 'index ' || tablename || ' ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()
-  UNION ALL SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || pg_get_constraintdef(oid)
-    FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
-  UNION ALL SELECT 'sequence ' || sequence_name FROM information_schema.sequences WHERE sequence_schema = current_schema()
-) s ORDER BY d`;
-
 export const postgres: DialectHarness = {
   name: 'postgres',
   notices: true,
   runsHere: true,
   manySessions: true,
   unavailable: () => inject('pgUnavailable') || null,
+  migrations: postgresMigrations,
   server: {
     create: createPgDatabase,
     openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `clock_timestamp() - interval '${secondsAgo} seconds'` : 'clock_timestamp()'),
-    schemaSql: PG_SCHEMA_SQL,
     seedSettledSql: pgSeedSettledSql,
     async holdRowLock(db, table, column, keys, mode = 'exclusive') {
       const pool = openPgPool({ url: db.url, max: 1, statementTimeoutMs: 300_000 }, () => {});

@@ -7,7 +7,8 @@ import { migrations, type Migration } from './migrations/index.js';
 import { isStoreError } from '../ports.js';
 import { splitStatements } from '../sqlScript.js';
 
-const LOCK = "CONCAT('sm_migrate_', MD5(DATABASE()))";
+/** The named lock every migrator of this database takes first (GET_LOCK, session-owned): one runs at a time. */
+export const MIGRATION_LOCK = "CONCAT('sm_migrate_', MD5(DATABASE()))";
 
 /** The newest migration applied (0: none yet): one primary-key read, cheap enough for every cold start. */
 export async function schemaVersion(db: MyQueryable): Promise<number> {
@@ -24,7 +25,7 @@ export async function migrateMysql(db: MyDatabase, list: readonly Migration[] = 
 Promise<{ applied: number[] }> {
   return db.session(async (s) => {
     const seconds = Math.max(1, Math.ceil((opts.lockTimeoutMs ?? 60_000) / 1000));
-    const got = await s.query<{ ok: number | null }>(`SELECT GET_LOCK(${LOCK}, ?) AS ok`, [seconds]);
+    const got = await s.query<{ ok: number | null }>(`SELECT GET_LOCK(${MIGRATION_LOCK}, ?) AS ok`, [seconds]);
     if (Number(got.rows[0]?.ok) !== 1) throw new Error(`submission_manager_migrations: could not take the migration lock within ${seconds} s`);
     try {
       await s.query(`CREATE TABLE IF NOT EXISTS submission_manager_migrations (
@@ -39,7 +40,7 @@ Promise<{ applied: number[] }> {
       }
       return { applied };
     } finally {
-      await s.query(`SELECT RELEASE_LOCK(${LOCK})`).catch(() => {}); // also released when the session ends
+      await s.query(`SELECT RELEASE_LOCK(${MIGRATION_LOCK})`).catch(() => {}); // also released when the session ends
     }
   });
 }

@@ -5,6 +5,8 @@ import { migrations, type Migration } from './migrations/index.js';
 import { isStoreError } from '../ports.js';
 import { splitStatements } from '../sqlScript.js';
 
+/** The lock every migrator of this schema takes first (transaction-scoped advisory lock): one runs at a time. */
+export const MIGRATION_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':submission_manager_migrations'))`;
 
 /** The newest migration applied (0: none yet): one primary-key read, cheap enough for every cold start. */
 export async function schemaVersion(db: PgQueryable): Promise<number> {
@@ -42,7 +44,7 @@ export async function migratePostgres(
   list: readonly Migration[] = migrations,
 ): Promise<{ applied: number[] }> {
   return db.transaction(async (tx) => {
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext(current_schema() || ':submission_manager_migrations'))`);
+    await tx.query(MIGRATION_LOCK_SQL);
     await tx.query(`CREATE TABLE IF NOT EXISTS submission_manager_migrations (
       id integer PRIMARY KEY, name varchar(128) NOT NULL, applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`);
     const done = new Set(
