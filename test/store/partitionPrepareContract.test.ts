@@ -184,6 +184,29 @@ describe.each(dialects)('partition change preparing step: $name', (dialect) => {
       expect(await s.intents.get(running.intentId)).toMatchObject({ status: 'scheduled', partition: partitionOf(other!, 4) });
     });
 
+  it('a range with a call out (an in-flight intent) moves its settled rows as a range without one does, bumping none', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    const settled = (k: number) => put({ key: MOVING[k]! }).then(async (i) => (await ctx.setIntentStatus(i.intentId, k % 2 ? 'cancelled' : 'succeeded'), i));
+    const first = [await settled(0), await settled(1)];
+    const exec = await acquireToken(s, 'host-x', 60_000, leaseOf(partitionOf(MOVING[2]!, 2)));
+    const busy = await put({ key: MOVING[2]! });
+    ok(await s.executionFor(busy.partition).fencedStartAttempts(exec, [{ intentId: busy.intentId, expectedAttemptCount: 0 }]));
+    const second = [await settled(3), await settled(4), await settled(5)];
+    await sleep(5);
+    const change = await request(4);
+    const horizon = (await s.partitions.readLayout()).dbNow;
+    const all = [...first, busy, ...second];
+    const before = await Promise.all(all.map((i) => ctx.modifiedAtText(i.intentId)));
+    // Range 1: two settled rows and the call out; range 2: three settled rows and none.
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon })).toMatchObject({ rowsMoved: 2, prepareCursor: busy.intentId });
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon })).toMatchObject({ rowsMoved: 5, prepareCursor: second[2]!.intentId });
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon })).toMatchObject({ state: 'pending', rowsMoved: 5 });
+    expect((await ctx.intentRows()).map((r) => [r.intentId, r.partition]))
+      .toEqual(all.map((i, k) => [i.intentId, partitionOf(MOVING[k]!, i === busy ? 2 : 4)]));
+    expect(await Promise.all(all.map((i) => ctx.modifiedAtText(i.intentId)))).toEqual(before);
+    expect((await s.intents.listAttempts(busy.intentId)).map((a) => a.outcome)).toEqual(['started']);
+  });
+
   it('a failed intent is open, and prepareBatch leaves it (a redrive reopens it)', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     const [failed] = await arrange(['failed']);

@@ -7,7 +7,8 @@
 //   rows lie between the open ones;
 // - the rows modified since a time: each partition's range of ix_intents_partition_modified from that time, sorted;
 // - the preparing pass's key range: the next `limit` ids of the primary key, then set-based UPDATEs inside it, the
-//   partition computed by the rule in SQL (PARTITION_RULE), no row sent either way.
+//   partition computed by the rule in SQL (PARTITION_RULE), no row sent either way; a range with no call out (one
+//   probe of the started attempts) moves its rows in one UPDATE, without a probe per row.
 import type { PartitionChange, PrepareBatch, ReassignRow, ReassignScope } from '../partitionPorts.js';
 import { SETTLED_SQL_LIST, UNSETTLED_STATUSES } from '../intentPorts.js';
 import { dbTime, type MyQueryable } from './db.js';
@@ -82,6 +83,16 @@ const LEAVE = `UPDATE submission_intents AS i SET i.last_modified_at = ${NEXT_MO
 // partition yet match, so the rows matched are the rows moved.
 const MOVE = `UPDATE submission_intents AS i SET i.partition_no = ${PARTITION_RULE('i')}
  WHERE ${IN_RANGE} AND i.status IN ${SETTLED_SQL_LIST} AND NOT ${callOut} AND i.partition_no <> ${PARTITION_RULE('i')}`;
+// Any attempt of the range still started: the started attempts' entries of ix_attempts_open (outcome, lease_epoch, then
+// the primary key), their ids tested in the index: as many entries as calls out, however many rows the range holds.
+const OUT_IN_RANGE = `SELECT 1 FROM submission_attempts FORCE INDEX (ix_attempts_open) WHERE outcome = 'started' AND intent_id > ? AND intent_id <= ?`;
+const ANY_OUT = `SELECT EXISTS (${OUT_IN_RANGE}) AS out_`;
+// The common case, no call out in the range (a finished row's attempt is closed): MOVE with its test made once for the
+// whole range, in its own statement (an uncorrelated subquery, read once): when it holds, no row of the range has a
+// started attempt in the statement's snapshot, so it moves exactly the rows MOVE would and leaves none for LEAVE to
+// bump. A call started since the probe makes it move nothing; a range that moved nothing takes the careful path.
+const MOVE_RANGE = `UPDATE submission_intents AS i SET i.partition_no = ${PARTITION_RULE('i')}
+ WHERE ${IN_RANGE} AND i.status IN ${SETTLED_SQL_LIST} AND NOT EXISTS (${OUT_IN_RANGE}) AND i.partition_no <> ${PARTITION_RULE('i')}`;
 // The cursor only moves forward; a range that reached the last id ends the pass: pending, or, for a change cancelled
 // after rows moved (its pass moving them back under to_count := from_count), cancelled (completed).
 const PREPARED = `UPDATE submission_manager_partition_changes
@@ -100,9 +111,14 @@ export async function prepareBatch(tx: MyQueryable, c: PartitionChange, batch: P
   if (!Number.isInteger(batch.limit) || batch.limit < 1) throw new RangeError(`prepareBatch: limit ${batch.limit} is not a positive integer`);
   const from = c.prepareCursor ?? '';
   const hi = (await tx.query<{ hi: string }>(EDGE, [from, batch.limit - 1])).rows[0]?.hi ?? null;
-  const range = [from, hi ?? LAST_ID, dbTime(batch.horizon)];
-  await tx.query(LEAVE, range);
-  const moved = (await tx.query(MOVE, [c.toCount, ...range, c.toCount])).affectedRows;
+  const upTo = hi ?? LAST_ID;
+  const range = [from, upTo, dbTime(batch.horizon)];
+  const anyOut = Number((await tx.query<{ out_: number }>(ANY_OUT, [from, upTo])).rows[0]!.out_) !== 0;
+  let moved = anyOut ? 0 : (await tx.query(MOVE_RANGE, [c.toCount, ...range, from, upTo, c.toCount])).affectedRows;
+  if (moved === 0) {
+    await tx.query(LEAVE, range);
+    moved = (await tx.query(MOVE, [c.toCount, ...range, c.toCount])).affectedRows;
+  }
   const done = hi === null;
   await tx.query(PREPARED, [moved, done, hi, hi, done, done, done, c.changeId]);
 }
