@@ -24,14 +24,12 @@ import { timerInvocations } from '../support/timerLog.js';
 import type { FaultRecord } from '../chaos/faults.js';
 import { assignPartition } from '../../src/intents/partition.js';
 import { serverDatabases } from '../support/dialects.js';
-import { killAll } from '../support/localHostProcess.js';
+import { killAll, waitFor } from '../support/localHostProcess.js';
 import {
   allLed, C, completed, drained, expectCleanRun, IntentStream, killRecord, partitionsView, readHistory, requestCount, startChangeHost, useChangeFixture,
 } from '../support/changeCluster.js';
 import { expectPausesWithinBounds } from '../support/changePause.js';
 import { holdAndKill, KILL_ENV, seed, STEPS } from '../support/changeKill.js';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(serverDatabases)('partition count change, separate OS processes ($name server)', (server) => {
   const f = useChangeFixture(server, 2626);
@@ -53,8 +51,14 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
     const stream = new IntentStream(() => hosts, 26);
     stream.start();
     const underLoad: string[] = [];
+    // Execution goes on under the count: the provider answered `n` more calls (the stream's intents ran), so each
+    // change has attempts started before its switch and after its completion to judge the pause by.
+    const ran = (n: number) => {
+      const from = records.length;
+      return waitFor(`${n} more provider calls`, async () => records.length >= from + n, 30_000, 50);
+    };
     try {
-      await sleep(3_000);
+      await ran(20);
       for (const [k, to] of [6, 2, 4].entries()) {
         const api = hosts[(k + 1) % 3]!.api;
         const asked = await requestCount(api, to);
@@ -63,8 +67,9 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
         expect(await requestCount(hosts[k % 3]!.api, to)).toMatchObject({ status: 202, created: false, change: { changeId: asked.change!.changeId } });
         underLoad.push(asked.change!.changeId);
         await completed(db, asked.change!.changeId);
-        await sleep(3_000);
+        await ran(20);
       }
+      await waitFor('over 100 intents accepted', async () => stream.accepted.length > 120, 30_000, 100);
     } finally {
       await stream.stop();
     }
@@ -89,11 +94,13 @@ describe.each(serverDatabases)('partition count change, separate OS processes ($
 
   it('kill the changer\'s process while preparing, after the claim, after the switch, mid-reassignment, before completion: each change completes, the checker holds', async () => {
     const { db, provider, records, hosts, all } = f;
-    hosts.push(await start('kil1', KILL_ENV), await start('kil2', KILL_ENV));
-    await allLed(db, C, server.dbTimeSql());
+    // The first process migrates the fresh database; the stream, the second process and the seeding go on together.
+    hosts.push(await start('kil1', KILL_ENV));
     const stream = new IntentStream(() => hosts, 27, { ratePerSec: 10, keyedRate: 0.35, keys: 4, tag: 'k' });
     stream.start();
-    const seeded = await seed(server, db);
+    const [second, seeded] = await Promise.all([start('kil2', KILL_ENV), seed(server, db)]);
+    hosts.push(second);
+    await allLed(db, C, server.dbTimeSql());
     const seededSet = new Set(seeded);
     const kills: FaultRecord[] = [];
     try {
