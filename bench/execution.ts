@@ -15,6 +15,8 @@ import { Executor } from '../src/executor/executor.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
 import type { Provider } from '../src/provider/provider.js';
+import type { PgDatabase } from '../src/store/postgres/db.js';
+import type { RunProbe } from './serverCost.js';
 import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, seedIntents, startProviderProcess, stores,
   type ProviderKind } from './support.js';
 
@@ -29,12 +31,13 @@ const cpuMs = () => {
 /** In-process no-op provider (no HTTP at all): isolates the executor's database and scheduling work. */
 const NO_HTTP: Provider = { submit: () => Promise.resolve({ kind: 'success', httpStatus: 200 }) };
 
-/** `provider: 'none'` runs the leader with NO_HTTP (latency ignored) instead of a provider process. */
+/** `provider: 'none'` runs the leader with NO_HTTP (latency ignored) instead of a provider process; `probe`
+ *  (bench/profile.ts) wraps the leader's database and replaces the poll between ticks. */
 export async function runLeader(n: number, latencyMs: number, concurrency: number,
-  opts: { baseline?: boolean; provider?: ProviderKind | 'none' } = {}) {
+  opts: { baseline?: boolean; provider?: ProviderKind | 'none'; probe?: RunProbe & { wrap(db: PgDatabase): PgDatabase } } = {}) {
   const schema = await freshSchema();
   const db = schema.open(POOL);
-  const leaderDb = counting(db);
+  const leaderDb = counting(opts.probe ? opts.probe.wrap(db) : db);
   const s = stores(leaderDb);
   const provider = opts.provider === 'none' ? { url: '', pid: 0, stop() {} } : await startProviderProcess(latencyMs, opts.provider);
   try {
@@ -48,12 +51,18 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
       startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? Math.max(1, Math.floor(concurrency / 4))),
       completionBatch: Number(process.env.BENCH_EXEC_COMPLETION_BATCH ?? Math.max(1, Math.floor(concurrency / 2))), minLeaderWorkMs: 100,
     }, systemClock, silentLogger);
+    await opts.probe?.begin(schema.schema);
     const cpu0 = { leader: cpuMs(), provider: procCpuMs(provider.pid), pg: await backendCpuMs(db, schema.schema) };
     for (;;) {
       await ex.tick();
+      if (opts.probe) {
+        if (opts.probe.done()) break;
+        continue;
+      }
       const left = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM submission_intents WHERE status <> 'succeeded'`);
       if (left.rows[0]!.n === 0) break;
     }
+    await opts.probe?.end(schema.schema);
     const cpu = { leader: cpuMs() - cpu0.leader, provider: procCpuMs(provider.pid) - cpu0.provider,
       pg: cpuDeltaMs(cpu0.pg, await backendCpuMs(db, schema.schema)) };
     const span = await db.query<{ ms: number; n: number }>(

@@ -9,6 +9,7 @@ import { makeWorkerUtils, run, type Runner } from 'graphile-worker';
 import PgBoss from 'pg-boss';
 import { openPgPool } from '../src/store/postgres/db.js';
 import { runLeader } from './execution.js';
+import type { RunProbe } from './serverCost.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { fmt, freshSchema, PG_URL, pool, printTable, seedIntents, startProviderProcess } from './support.js';
 
@@ -19,18 +20,22 @@ async function until(check: () => Promise<boolean>): Promise<void> {
   while (!(await check())) await new Promise((r) => setTimeout(r, 20));
 }
 
-async function baseline(n: number): Promise<number> {
+/** The baseline; `probe` (bench/profile.ts): `begin` before the first UPDATE, `end` after the last. */
+export async function baseline(n: number, probe?: RunProbe): Promise<number> {
   const schema = await freshSchema();
   const db = schema.open(POOL);
   try {
     await seedIntents(db, n);
     const ids = (await db.query<{ intent_id: string }>('SELECT intent_id FROM submission_intents')).rows.map((r) => r.intent_id);
+    await probe?.begin(schema.schema);
     const t0 = performance.now();
     await pool(ids, POOL, async (id) => {
       await db.query(`UPDATE submission_intents SET status = 'succeeded', attempt_count = attempt_count, last_modified_at = clock_timestamp()
                        WHERE intent_id = $1`, [id]);
     });
-    return (n / (performance.now() - t0)) * 1000;
+    const perS = (n / (performance.now() - t0)) * 1000;
+    await probe?.end(schema.schema);
+    return perS;
   } finally {
     await db.close();
     await schema.drop();
@@ -63,20 +68,28 @@ async function graphileWorker(n: number, localQueue: number | null): Promise<num
   }
 }
 
-async function pgBoss(n: number, workers: number, batchSize: number): Promise<number> {
+/** pg-boss; `db` (bench/profile.ts) is the adapter it sends every statement through, and `probe` replaces the poll. */
+export async function pgBoss(n: number, workers: number, batchSize: number,
+  profile?: { db: PgBoss.Db; probe: RunProbe }): Promise<number> {
   const schema = `pgboss_${randomBytes(4).toString('hex')}`;
-  const boss = new PgBoss({ connectionString: PG_URL, schema, max: POOL, supervise: false, schedule: false });
+  const boss = new PgBoss({ ...(profile ? { db: profile.db } : { connectionString: PG_URL, max: POOL }), schema, supervise: false, schedule: false });
   boss.on('error', () => {});
   const admin = openPgPool({ url: PG_URL, max: 1, statementTimeoutMs: 600_000 });
   try {
     await boss.start();
     await boss.createQueue('noop');
     for (let i = 0; i < n; i += 1_000) await boss.insert(Array.from({ length: Math.min(1_000, n - i) }, () => ({ name: 'noop', data: {} })));
+    await profile?.probe.begin(schema);
     const t0 = performance.now();
     for (let w = 0; w < workers; w++) await boss.work('noop', { batchSize, pollingIntervalSeconds: 0.5 }, async () => {});
-    await until(async () => (await admin.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${schema}.job WHERE name = 'noop' AND state = 'completed'`)).rows[0]!.n >= n);
-    return (n / (performance.now() - t0)) * 1000;
+    if (profile) await until(async () => profile.probe.done());
+    else {
+      await until(async () => (await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${schema}.job WHERE name = 'noop' AND state = 'completed'`)).rows[0]!.n >= n);
+    }
+    const perS = (n / (performance.now() - t0)) * 1000;
+    await profile?.probe.end(schema);
+    return perS;
   } finally {
     await boss.stop({ graceful: false, wait: true, close: true }).catch(() => {});
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

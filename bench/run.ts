@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { machine } from './support.js';
 
-const ALL = ['intake', 'execution', 'peers', 'pickup', 'failover', 'refreshLag', 'rebuild', 'idleCost', 'tracing', 'mariadb', 'partitions', 'partitionChange', 'partitionChangeLarge', 'unsettledIndex', 'intakeLock', 'largeOperations', 'statusIndexIntake'] as const;
+const ALL = ['intake', 'execution', 'peers', 'pickup', 'failover', 'refreshLag', 'rebuild', 'idleCost', 'tracing', 'mariadb', 'partitions', 'partitionChange', 'partitionChangeLarge', 'unsettledIndex', 'intakeLock', 'largeOperations', 'statusIndexIntake', 'profile'] as const;
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 const picked = process.argv.slice(2).filter((a) => (ALL as readonly string[]).includes(a));
