@@ -9,6 +9,7 @@ import { PartitionChanger, type ChangerSettings } from '../../src/lease/partitio
 import { assignPartition } from '../../src/intents/partition.js';
 import { partitionLeaseName } from '../../src/limits.js';
 import { systemClock } from '../../src/lease/clock.js';
+import { preparingHorizon } from '../../src/lease/changeReassignment.js';
 import { createLogger, silentLogger } from '../../src/observability/logger.js';
 import type { PartitionStore } from '../../src/store/partitionPorts.js';
 import type { Stores } from '../../src/store/stores.js';
@@ -88,26 +89,46 @@ describe.each(dialects)('partition change that does not progress: $name', (diale
   });
 
   it('cancelled while moving rows back, then switched by a changer that knows no cancel (an older release): rolled forward to its end, never left drained', async () => {
-    const done = [];
-    for (let i = 0; i < 12; i++) done.push(await put());
-    for (const d of done) expect((await s.intents.cancel(d.intentId)).kind).toBe('ok');
+    // Keys whose partition under 4 is each of 0..3 (2 and 3 are partitions of the abandoned layout), twice: rows that
+    // settled long before the change (the preparing pass's: last modified before its horizon) and rows that settled
+    // after it was requested (the scan's: modified since the horizon), whatever the machine's speed.
+    const keys = (tag: string) => [0, 1, 2, 3].map((p) => {
+      for (let i = 0; ; i++) if (assignPartition({ intentId: '', partitionKey: `${tag}-${i}` }, 4) === p) return `${tag}-${i}`;
+    });
+    const old = [];
+    for (const key of keys('old')) old.push(await put({ key }));
+    for (const d of old) {
+      expect((await s.intents.cancel(d.intentId)).kind).toBe('ok');
+      await ctx.setIntentStatus(d.intentId, 'cancelled', 600_000);
+    }
+    const recentKeys = keys('recent');
+    const recent = [];
+    for (const key of recentKeys) recent.push(await put({ key }));
     const change = await request(4);
-    const p = await s.partitions.prepareBatch(change.changeId, { limit: 1_000_000, horizon: new Date(Date.now() + 60_000) });
-    expect(p).toMatchObject({ state: 'pending' });
-    expect(p!.rowsMoved).toBeGreaterThan(0);
+    for (const d of recent) expect((await s.intents.cancel(d.intentId)).kind).toBe('ok');
+    // This release's pass moved every row to its partition under 4 (a horizon after all of them), then was cancelled.
+    const p = await s.partitions.prepareBatch(change.changeId, { limit: 1_000_000, horizon: new Date(Date.now() + 86_400_000) });
+    expect(p).toMatchObject({ state: 'pending', rowsMoved: 4 });
     expect(await s.partitions.cancelChange(change.changeId, 'ops')).toMatchObject({ kind: 'cancelled', change: { state: 'preparing', toCount: 2 } });
-    // An older release's changer: its pass ends the change pending (it knows no cancel), it claims and switches it.
-    await ctx.sql(`UPDATE submission_manager_partition_changes SET state = 'pending' WHERE change_id = '${change.changeId}'`);
+    // An older release's changer: its pass (the same batches, to_count := from_count, the changer's horizon) moves back
+    // the rows settled before the horizon and, knowing no cancel, its last batch ends the change pending (this
+    // release's would end it cancelled); it claims and switches the change, then stops.
+    const horizon = preparingHorizon(change, settings('changer-old'));
+    expect(await s.partitions.prepareBatch(change.changeId, { limit: 1_000_000, horizon })).toMatchObject({ state: 'cancelled', rowsMoved: 6 });
+    await ctx.sql(`UPDATE submission_manager_partition_changes SET state = 'pending', completed_at = NULL WHERE change_id = '${change.changeId}'`);
+    const stranded = async () => (await ctx.intentRows()).filter((r) => r.partition !== assignPartition(r, 2)).map((r) => r.partitionKey).sort();
+    expect(await stranded()).toEqual([recentKeys[2], recentKeys[3]].sort()); // the scan's: modified since the horizon
     const fence = await takeLeases(2);
     expect((await s.partitions.claimChange([fence[0]!], change.changeId)).kind).toBe('ok');
     expect((await s.partitions.switchCount(fence, change.changeId)).kind).toBe('ok');
-    for (const l of fence) await s.lease.release(l); // then it stops
+    for (const l of fence) await s.lease.release(l);
     const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-e'), systemClock, silentLogger);
     let out;
     for (let i = 0; i < 20 && out?.kind !== 'completed'; i++) out = await changer.step(await s.partitions.readLayout(), soon(3_000));
     expect(out).toMatchObject({ kind: 'completed', change: { changeId: change.changeId, state: 'cancelled', toCount: 2 } });
     expect(await s.partitions.readLayout()).toMatchObject({ count: 2, active: null });
-    for (const r of await ctx.intentRows()) expect(r.partition, r.intentId).toBe(assignPartition({ intentId: r.intentId, partitionKey: null }, 2));
+    expect(await stranded()).toEqual([]);
+    expect(await ctx.countIntents('cancelled')).toBe(8);
     expect(changer.heldCount()).toBe(0);
   });
 
