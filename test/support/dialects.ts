@@ -14,7 +14,7 @@ import type { Stores } from '../../src/store/stores.js';
 import type { AttemptOutcome, AttemptRow, IntentContract, IntentRow, IntentStatus, NewIntent } from '../../src/store/intentPorts.js';
 import type { PgTestDatabase } from './localHostProcess.js';
 import type { HeldLock } from './heldLock.js';
-import type { Examined } from './largeTable.js';
+import type { Examined, SeedOptions } from './largeTable.js';
 import { pglite, postgres } from './pgHarness.js';
 import { mssql } from './mssqlHarness.js';
 import { mysql } from './mysqlHarness.js';
@@ -88,8 +88,8 @@ export interface DialectContext {
   versionLog(): Promise<string[]>;
 
   /** Insert `n` settled (succeeded) intents a day old in one set-based statement, ids before any the app makes, then
-   *  fresh statistics (test/support/largeTable.ts). Absent: not written for this dialect (SQL Server). */
-  seedSettled?(n: number): Promise<void>;
+   *  fresh statistics; `opts` as SeedOptions (test/support/largeTable.ts). Absent: not written for this dialect (SQL Server). */
+  seedSettled?(n: number, opts?: SeedOptions): Promise<void>;
   /** The rows the database examined while `run` used stores on one session of their own (largeTable.ts says how it
    *  counts). Absent: not written for this dialect (SQL Server). */
   examined?: Examined;

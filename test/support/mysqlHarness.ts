@@ -100,8 +100,8 @@ export const mysql: DialectHarness = {
       name: 'mysql',
       timeTextWidth: 26,
       snapshotReads: true,
-      async seedSettled(n) {
-        for (const text of mysqlSeedSettledSql(n)) await admin.query(text);
+      async seedSettled(n, opts) {
+        for (const text of mysqlSeedSettledSql(n, opts)) await admin.query(text);
       },
       examined: mysqlExamined(() => open(1, dbName)),
       async openStores(opts) {

@@ -174,8 +174,8 @@ function pgContext(o: PgContextOptions): DialectContext {
       if (!logged) throw new Error('versionLog: startVersionLog first');
       return (await q<{ m: string }>('SELECT m FROM t_modlog WHERE intent_id = $1 ORDER BY seq', [logged])).map((r) => r.m);
     },
-    async seedSettled(n) {
-      for (const text of pgSeedSettledSql(n)) await admin.query(text);
+    async seedSettled(n, opts) {
+      for (const text of pgSeedSettledSql(n, opts)) await admin.query(text);
     },
     examined: pgExamined(() => open(1), o.name),
     async sql(text, params) {

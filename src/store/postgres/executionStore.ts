@@ -105,10 +105,12 @@ SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOI
 // The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile and this
 // statement closed its attempt (an aborted record of a START whose reply was lost names an attempt that may never
 // have been created: the same attempt number started later by another epoch is not ours to move on).
-// Plan: intents by primary key as in START (not by the in_flight range of ix_intents_status_partition_due, which holds an
-// entry for every attempt started since the last vacuum); attempts by their primary key, one probe per
-// (intent_id, attempt_no) of the batch (the redundant `IN (unnest …)` makes that the obvious plan; without it,
-// and without statistics, the planner scanned the whole table or every dead entry of ix_attempts_started).
+// Plan: each intent by one primary-key probe per completion, `i.intent_id = c.intent_id` its only key (not the in_flight
+// range of ix_intents_status_partition_due, which holds an entry for every attempt started since the last vacuum; nor an
+// `= ANY($4)` beside it: costed as a descent per array element per probe, it made a full read of an index holding intent_id
+// second look cheaper, once per completion, without statistics or for batches of thousands). Attempts by their primary
+// key, one probe per (intent_id, attempt_no) of the batch (the redundant `IN (unnest …)` makes that the obvious plan;
+// without it, and without statistics, the planner scanned the whole table or every dead entry of ix_attempts_started).
 // Only attempts of this partition's intents ($13) are closed: the intent's partition is a scalar subquery per closed
 // attempt (never flattened into a join, so always a primary-key probe: as a join or a CTE, a plan without statistics
 // scanned the table or a whole partition-first index per batch); the intent update tests it `(…) IS TRUE`, as its status.
@@ -134,7 +136,7 @@ upd AS (
          last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
          last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}, last_epoch = $3
     FROM c, now, fence
-   WHERE i.intent_id = c.intent_id AND i.intent_id = ANY($4::uuid[]) AND (i.status = 'in_flight') IS TRUE AND i.attempt_count = c.attempt_no
+   WHERE i.intent_id = c.intent_id AND (i.status = 'in_flight') IS TRUE AND i.attempt_count = c.attempt_no
      AND (i.partition_no = $13) IS TRUE
      AND EXISTS (SELECT 1 FROM att WHERE att.intent_id = c.intent_id AND att.attempt_no = c.attempt_no)
   RETURNING i.intent_id, i.status, i.next_attempt_at, i.attempt_count, i.max_attempts, ${utcText('i.last_modified_at')} AS version
