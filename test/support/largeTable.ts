@@ -13,8 +13,21 @@ import { createPostgresStores } from '../../src/store/postgres/index.js';
 import type { MyDatabase } from '../../src/store/mysql/db.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 
-/** `blocks`: buffer pages read (PostgreSQL); null where the dialect keeps no count of them per session (MySQL). */
-export type Examined = <T>(run: (stores: Stores) => Promise<T>) => Promise<{ value: T; rows: number; blocks: number | null }>;
+/** `blocks`: buffer pages read (PostgreSQL); null where the dialect keeps no count of them per session (MySQL).
+ *  `plans: true` (PostgreSQL): each tagged statement (`/* sm:<kind> *\/`) also runs once before under EXPLAIN ANALYZE in
+ *  a savepoint rolled back (not counted in rows and blocks; the real statement then meets its dead row versions), and
+ *  `planRows` sums the rows its plan nodes processed: every node's output rows and the rows its filters and join
+ *  filters removed, times its loops (a nested loop rescanning a function per outer row counts each rescan). Null where
+ *  not asked or not counted (MySQL). */
+export type Examined = <T>(run: (stores: Stores) => Promise<T>, o?: { plans?: boolean }) =>
+  Promise<{ value: T; rows: number; blocks: number | null; planRows: number | null }>;
+
+interface PlanNode {
+  'Actual Rows': number; 'Actual Loops': number; 'Rows Removed by Filter'?: number; 'Rows Removed by Join Filter'?: number;
+  Plans?: PlanNode[];
+}
+const planRows = (p: PlanNode): number => (p['Actual Rows'] + (p['Rows Removed by Filter'] ?? 0) + (p['Rows Removed by Join Filter'] ?? 0))
+  * p['Actual Loops'] + (p.Plans ?? []).reduce((n, c) => n + planRows(c), 0);
 
 /** `status`: what the settled rows are ('failed' sorts before every open status, so an index leading with status
  *  holds them before the open rows); `analyze: false`: no statistics, as right after a burst (autovacuum's ANALYZE
@@ -46,12 +59,30 @@ export function pgExamined(open: () => PgDatabase, name: 'pglite' | 'postgres'):
   const counted = async (tx: PgQueryable) => (await tx.query<{ n: string; b: string }>(`SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(c.oid)), 0) AS n,
       COALESCE(sum(pg_stat_get_xact_blocks_fetched(c.oid)), 0) AS b
     FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'i')`)).rows[0]!;
-  return async (run) => {
+  return async (run, o = {}) => {
     const db = open();
     try {
       return await db.transaction(async (tx) => {
+        let planned = 0;
+        const unseen = { n: 0, b: 0 };
+        const plan = async (text: string, params?: unknown[]) => {
+          const c0 = await counted(tx);
+          await tx.query('SAVEPOINT planned');
+          try {
+            const r = await tx.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`, params);
+            planned += planRows(r.rows[0]!['QUERY PLAN'][0].Plan);
+          } finally {
+            await tx.query('ROLLBACK TO SAVEPOINT planned');
+          }
+          const c1 = await counted(tx);
+          unseen.n += Number(c1.n) - Number(c0.n);
+          unseen.b += Number(c1.b) - Number(c0.b);
+        };
         const inner: PgDatabase = {
-          query: (text, params) => tx.query(text, params),
+          query: async (text, params) => {
+            if (o.plans && text.startsWith('/* sm:')) await plan(text, params);
+            return tx.query(text, params);
+          },
           transaction: async (fn) => {
             await tx.query('SAVEPOINT examined');
             try {
@@ -69,7 +100,8 @@ export function pgExamined(open: () => PgDatabase, name: 'pglite' | 'postgres'):
         const before = await counted(tx);
         const value = await run(createPostgresStores(inner, name));
         const after = await counted(tx);
-        return { value, rows: Number(after.n) - Number(before.n), blocks: Number(after.b) - Number(before.b) };
+        return { value, rows: Number(after.n) - Number(before.n) - unseen.n, blocks: Number(after.b) - Number(before.b) - unseen.b,
+          planRows: o.plans ? planned : null };
       });
     } finally {
       await db.close();
@@ -103,7 +135,7 @@ export function mysqlExamined(open: () => MyDatabase): Examined {
       const a = await counted(db);
       const b = await counted(db);
       const value = await run(createMysqlStores(db));
-      return { value, rows: (await counted(db)) - b - (b - a), blocks: null };
+      return { value, rows: (await counted(db)) - b - (b - a), blocks: null, planRows: null };
     } finally {
       await db.close();
     }

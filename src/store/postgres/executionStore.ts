@@ -75,8 +75,9 @@ export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_int
   WHERE partition_no = $3 AND status = 'scheduled' AND intent_id > $1::uuid ORDER BY intent_id LIMIT $2`;
 
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget).
-// Plan: the batch's intents are found by primary key (`= ANY($4)`, estimated exactly from the unique index),
-// O(batch) per statement whatever the statistics say. The status and due tests are written `(…) IS TRUE`
+// Plan: driven by the requests (unnest, its row count known from the arrays), each intent one primary-key probe on its
+// only key `i.intent_id = req.intent_id`: O(batch) whatever the statistics (no `= ANY($4)` beside it: the planner then
+// reads the intents first and rescans the requests per intent, batch² rows). The status and due tests are written `(…) IS TRUE`
 // (the same result in a WHERE clause) so the planner cannot scan ix_intents_status_partition_due instead (nor, for the
 // partition test, a whole partition of ix_intents_partition_modified): without fresh
 // statistics (right after a burst of intents) it otherwise read every due entry of that index per batch.
@@ -89,7 +90,7 @@ started AS (
      SET status = 'in_flight', attempt_count = i.attempt_count + 1,
          last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}, last_epoch = $3
     FROM req, now, fence
-   WHERE i.intent_id = req.intent_id AND i.intent_id = ANY($4::uuid[]) AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
+   WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
      AND (i.next_attempt_at <= now.t) IS TRUE AND (i.partition_no = $6) IS TRUE
      AND ${BUDGET.mayStart('i')}
   RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
