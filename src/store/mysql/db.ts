@@ -1,31 +1,52 @@
 // One small interface over a mysql2 pool, for MySQL 8 and MariaDB 10.6+. Every session is pinned when first
-// used: time_zone '+00:00', a fixed sql_mode, READ COMMITTED, innodb_lock_wait_timeout and the server-side
+// used (session.ts): time_zone '+00:00', a fixed sql_mode, READ COMMITTED, innodb_lock_wait_timeout and the server-side
 // statement timeout (MariaDB max_statement_time; MySQL max_execution_time, which bounds SELECTs only). The
 // server (MariaDB or MySQL, version) is detected once, on the first connection. Timestamps never meet a JS
 // Date on the way in or out in the local zone: the driver returns DATETIME as text (dateStrings), parsed here
 // as UTC; parameters are sent as UTC text (dbTime). Driver errors are mapped once (errors.ts).
+// Pipelined transactions (several statements per round trip) run on a second pool of their own, opened on first
+// use with multipleStatements: nothing else is sent on it, and its values are escaped by mysql2 (`?`) as everywhere.
 import mysql from 'mysql2/promise';
-import type { PoolConnection, Pool, TypeCastField, TypeCastNext } from 'mysql2/promise';
+import type { PoolConnection, Pool } from 'mysql2/promise';
 import { CLIENT_DEADLINE_MARGIN_MS } from '../../limits.js';
 import { withDeadline } from '../deadline.js';
 import { isStatementError, mapMysqlError } from './errors.js';
 import { isStoreError } from '../ports.js';
+import { connectionConfig, parseServer, sessionInit, typeCast, type MysqlServer } from './session.js';
+
+export { connectionConfig, dbTime, dbTimeOrNull, parseServer, utcDate, type MysqlServer } from './session.js';
 
 /** Runs of a transaction chosen as a deadlock victim, in all. */
 const DEADLOCK_TRIES = 3;
 
 export type Row = Record<string, unknown>;
 
-export interface MysqlServer {
-  flavor: 'mariadb' | 'mysql';
-  /** VERSION() as the server reports it, e.g. `10.11.19-MariaDB-0+deb12u1`, `8.0.39`. */
-  version: string;
+export interface MyResult<R = Row> {
+  rows: R[];
+  affectedRows: number;
+  insertId: number;
 }
 
 export interface MyQueryable {
   /** One statement; `?` placeholders are escaped client-side by mysql2. SELECT → rows; otherwise rows is
    *  empty and affectedRows is the server's count (found rows: informational only, never an outcome). */
-  query<R = Row>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows: number; insertId: number }>;
+  query<R = Row>(text: string, params?: unknown[]): Promise<MyResult<R>>;
+}
+
+/** One statement of a pipelined batch: its text (no `;`) and the values of its `?` placeholders. */
+export interface MyStatement {
+  text: string;
+  params?: unknown[];
+}
+
+/** A transaction whose statements travel in batches, each batch ONE round trip on the transaction's connection. The
+ *  server runs a batch's statements in order and stops at the first that fails (none after it runs); the call then
+ *  fails with that error and the transaction is rolled back. */
+export interface MyPipeline {
+  /** `statements` in one round trip (the first batch has START TRANSACTION in front); one result per statement. */
+  send(statements: MyStatement[]): Promise<MyResult[]>;
+  /** `statements`, then COMMIT, in one round trip: the transaction's last batch. */
+  commit(statements: MyStatement[]): Promise<MyResult[]>;
 }
 
 export interface MyDatabase extends MyQueryable {
@@ -35,114 +56,71 @@ export interface MyDatabase extends MyQueryable {
    *  A deadlock victim (1213: the server rolled the whole transaction back) runs again, at most DEADLOCK_TRIES
    *  times in all, so `fn` must do nothing but database work. */
   transaction<T>(fn: (tx: MyQueryable) => Promise<T>): Promise<T>;
+  /** As `transaction`, pipelined (MyPipeline), on the pipelining pool. `fn` returning without `commit` (or throwing)
+   *  rolls back. A deadlock victim runs again as in `transaction`. Each batch has the client-side deadline of one call. */
+  pipelined<T>(fn: (tx: MyPipeline) => Promise<T>): Promise<T>;
   /** The server, detected on the first connection. */
   server(): Promise<MysqlServer>;
   close(): Promise<void>;
 }
 
 /** Where to connect: a mysql:// / mariadb:// URL, or ready connection options (Entra: src/store/mysql/entraOptions.ts)
- *  with a hook that gets the pool once created (bindTokenPassword). */
+ *  with a hook that gets each pool once created (bindTokenPassword). */
 export type MysqlConnection = { url: string } | { connection: mysql.PoolOptions; onPool?: (pool: Pool) => void };
 
 export type MysqlPoolOptions = MysqlConnection & {
+  /** Connections of each pool (the pipelining pool opens only as many as pipelined transactions run at once). */
   max: number;
   statementTimeoutMs: number;
   /** Overrides the URL's database (tests give each context its own). */
   database?: string;
-  /** Client-side deadline per statement (default statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS). */
+  /** Client-side deadline per call (default statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS). */
   clientDeadlineMs?: number;
 };
 
-/** Session sql_mode: strict, and without NO_BACKSLASH_ESCAPES / ANSI_QUOTES, which mysql2's escaping relies on. */
-const SQL_MODE = 'ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
-
-/** 'YYYY-MM-DD hh:mm:ss[.ffffff]' (database text, UTC) → Date (milliseconds; sub-millisecond digits dropped). */
-export function utcDate(text: string): Date {
-  const d = new Date(`${text.slice(0, 23).replace(' ', 'T')}Z`);
-  if (Number.isNaN(d.getTime())) throw new Error(`not a database time: ${text}`);
-  return d;
-}
-
-/** A Date as DATETIME(6) text in UTC, for parameters (never the driver's own Date formatting). */
-export const dbTime = (d: Date): string => d.toISOString().slice(0, 23).replace('T', ' ');
-export const dbTimeOrNull = (d: Date | null | undefined): string | null => (d ? dbTime(d) : null);
-
-/** DATETIME/TIMESTAMP → Date (UTC text parsed by us); BOOLEAN (TINYINT(1)) → boolean; the rest as mysql2 does. */
-function typeCast(field: TypeCastField, next: TypeCastNext): unknown {
-  if (field.type === 'DATETIME' || field.type === 'TIMESTAMP') {
-    const text = field.string();
-    return text === null ? null : utcDate(text);
-  }
-  if (field.type === 'TINY' && field.length === 1) {
-    const text = field.string();
-    return text === null ? null : text !== '0';
-  }
-  return next();
-}
-
-/** Connection settings from a mysql:// or mariadb:// URL: `?ssl=true|false` (default: on unless the host is local). */
-export function connectionConfig(url: string, database?: string): mysql.PoolOptions {
-  const u = new URL(url);
-  const local = ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(u.hostname);
-  const ssl = u.searchParams.get('ssl');
-  const tls = ssl === null ? !local : ssl === 'true' || ssl === '1';
-  return {
-    host: u.hostname.replace(/^\[|\]$/g, ''),
-    port: u.port ? Number(u.port) : 3306,
-    user: decodeURIComponent(u.username),
-    password: decodeURIComponent(u.password),
-    database: database ?? (decodeURIComponent(u.pathname.replace(/^\//, '')) || undefined),
-    ...(tls ? { ssl: { rejectUnauthorized: true } } : {}),
-  };
-}
-
-/** The session settings. The statement timeout bounds each statement; on MariaDB, idle_transaction_timeout (as
- *  PostgreSQL's idle_in_transaction_session_timeout) ends a session left idle inside a transaction — a paused or
- *  cut-off leader holding the lease row's S lock — so an acquire waits at most that long. MySQL has no such
- *  setting (docs/mysql.md). */
-function sessionInit(server: MysqlServer, statementTimeoutMs: number): string[] {
-  const seconds = Math.max(1, Math.ceil(statementTimeoutMs / 1000));
-  const timeout = server.flavor === 'mariadb'
-    ? `max_statement_time = ${statementTimeoutMs / 1000}, idle_transaction_timeout = ${seconds}`
-    : `max_execution_time = ${Math.round(statementTimeoutMs)}`;
-  return [
-    `SET time_zone = '+00:00', sql_mode = '${SQL_MODE}', innodb_lock_wait_timeout = ${seconds}, ${timeout}`,
-    'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED',
-  ];
-}
-
-export function parseServer(version: string): MysqlServer {
-  return { flavor: /mariadb/i.test(version) ? 'mariadb' : 'mysql', version };
-}
-
-type Result = { rows: never[]; affectedRows: number; insertId: number };
-
-function shape(r: unknown): Result {
+function shape(r: unknown): MyResult<never> {
   if (Array.isArray(r)) return { rows: r as never[], affectedRows: 0, insertId: 0 };
   const h = r as { affectedRows?: number; insertId?: number };
   return { rows: [], affectedRows: h.affectedRows ?? 0, insertId: Number(h.insertId ?? 0) };
 }
 
+/** Runs `once` again while it fails as a deadlock victim, DEADLOCK_TRIES runs in all. */
+async function retryDeadlock<T>(once: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await once();
+    } catch (e) {
+      if (attempt >= DEADLOCK_TRIES || !(isStoreError(e) && e.code === '1213')) throw e;
+    }
+  }
+}
+
 /** A pool with bounded statements (COMMIT_GRACE_MS relies on that bound) and a client-side deadline on every call. */
 export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) => void): MyDatabase {
   const deadlineMs = opts.clientDeadlineMs ?? opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
-  const pool: Pool = mysql.createPool({
-    ...('url' in opts ? connectionConfig(opts.url, opts.database) : { ...opts.connection, ...(opts.database ? { database: opts.database } : {}) }),
-    connectionLimit: opts.max,
-    maxIdle: opts.max,
-    waitForConnections: true,
-    connectTimeout: Math.max(1_000, opts.statementTimeoutMs),
-    enableKeepAlive: true,
-    keepAliveInitialDelay: 10_000,
-    dateStrings: true,
-    supportBigNumbers: true,
-    bigNumberStrings: true,
-    multipleStatements: false,
-    typeCast,
-  });
-  if ('onPool' in opts) opts.onPool?.(pool);
-  // A pooled connection the server drops while idle emits 'error'; without a listener the process would die.
-  pool.on('connection', (c) => (c as unknown as { on(ev: string, f: (e: Error) => void): void }).on('error', (e) => onIdleError?.(e)));
+  const createPool = (multipleStatements: boolean): Pool => {
+    const created: Pool = mysql.createPool({
+      ...('url' in opts ? connectionConfig(opts.url, opts.database) : { ...opts.connection, ...(opts.database ? { database: opts.database } : {}) }),
+      connectionLimit: opts.max,
+      maxIdle: opts.max,
+      waitForConnections: true,
+      connectTimeout: Math.max(1_000, opts.statementTimeoutMs),
+      enableKeepAlive: true,
+      keepAliveInitialDelay: 10_000,
+      dateStrings: true,
+      supportBigNumbers: true,
+      bigNumberStrings: true,
+      multipleStatements,
+      typeCast,
+    });
+    if ('onPool' in opts) opts.onPool?.(created);
+    // A pooled connection the server drops while idle emits 'error'; without a listener the process would die.
+    created.on('connection', (c) => (c as unknown as { on(ev: string, f: (e: Error) => void): void }).on('error', (e) => onIdleError?.(e)));
+    return created;
+  };
+  const pool = createPool(false);
+  let pipelining: Pool | null = null;
+  let closed = false;
   let detected: Promise<MysqlServer> | null = null;
   const ready = new WeakSet<object>();
 
@@ -154,9 +132,9 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
   };
 
   /** A pooled connection whose session is pinned; bounded by the deadline (a late one is released). */
-  const acquire = async (): Promise<PoolConnection> => {
+  const acquire = async (from: Pool = pool): Promise<PoolConnection> => {
     let late = false;
-    const pending = pool.getConnection();
+    const pending = from.getConnection();
     pending.then((c) => late && c.release(), () => {});
     let c: PoolConnection;
     try {
@@ -184,19 +162,23 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
     }
   };
 
-  /** Run one statement on `c`; a client-side failure (socket, deadline) marks the connection broken. */
-  const run = async (c: PoolConnection, text: string, params: unknown[] | undefined, onBroken: () => void): Promise<Result> => {
+  /** Send `text` (one statement, or several on the pipelining pool) on `c`: the driver's result(s). A client-side
+   *  failure (socket, deadline) marks the connection broken. */
+  const send = async (c: PoolConnection, text: string, params: unknown[] | undefined, onBroken: () => void): Promise<unknown> => {
     try {
       const [r] = await withDeadline(c.query(text, params), deadlineMs, () => {
         onBroken();
         destroy(c);
       });
-      return shape(r);
+      return r;
     } catch (e) {
       if (!isStatementError(e)) onBroken();
       throw mapMysqlError(e);
     }
   };
+
+  const run = async (c: PoolConnection, text: string, params: unknown[] | undefined, onBroken: () => void) =>
+    shape(await send(c, text, params, onBroken));
 
   const finish = (c: PoolConnection, broken: boolean) => (broken ? destroy(c) : c.release());
 
@@ -206,7 +188,7 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
     let broken = false;
     const tx: MyQueryable = {
       query: async <R>(text: string, params?: unknown[]) =>
-        (await run(c, text, params, () => (broken = true))) as unknown as { rows: R[]; affectedRows: number; insertId: number },
+        (await run(c, text, params, () => (broken = true))) as MyResult<R>,
     };
     try {
       await tx.query('START TRANSACTION');
@@ -222,12 +204,46 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
     }
   };
 
+  /** One run of a pipelined transaction on a connection of the pipelining pool. */
+  const oncePipelined = async <T>(fn: (tx: MyPipeline) => Promise<T>): Promise<T> => {
+    if (closed) throw mapMysqlError(new Error('Pool is closed'));
+    pipelining ??= createPool(true);
+    const c = await acquire(pipelining);
+    let broken = false;
+    let state = 'new' as 'new' | 'open' | 'committed';
+    const batch = async (statements: MyStatement[], commit: boolean): Promise<MyResult[]> => {
+      if (state === 'committed') throw new Error('pipelined transaction: a batch after COMMIT');
+      const begin = state === 'new';
+      const all = [...(begin ? [{ text: 'START TRANSACTION' }] : []), ...statements, ...(commit ? [{ text: 'COMMIT' }] : [])];
+      state = 'open';
+      const r = await send(c, all.map((x) => x.text).join(';\n'), all.flatMap((x) => x.params ?? []), () => (broken = true));
+      if (commit) state = 'committed';
+      const results = all.length === 1 ? [r] : (r as unknown[]); // mysql2: one result per statement when there are several
+      return results.slice(begin ? 1 : 0, begin ? 1 + statements.length : statements.length).map(shape);
+    };
+    try {
+      const value = await fn({ send: (x) => batch(x, false), commit: (x) => batch(x, true) });
+      if (state === 'open' && !broken) await run(c, 'ROLLBACK', undefined, () => (broken = true)).catch(() => (broken = true));
+      return value;
+    } catch (e) {
+      // No ROLLBACK on a dead or timed-out connection: the server rolls back when the session ends.
+      if (!broken && state === 'open') await run(c, 'ROLLBACK', undefined, () => (broken = true)).catch(() => (broken = true));
+      throw e;
+    } finally {
+      finish(c, broken);
+    }
+  };
+
+  const end = (p: Pool) => p.end().catch((e: unknown) => {
+    if (!/closed/i.test(String((e as Error)?.message))) throw mapMysqlError(e);
+  });
+
   return {
     async query<R>(text: string, params?: unknown[]) {
       const c = await acquire();
       let broken = false;
       try {
-        return (await run(c, text, params, () => (broken = true))) as unknown as { rows: R[]; affectedRows: number; insertId: number };
+        return (await run(c, text, params, () => (broken = true))) as MyResult<R>;
       } finally {
         finish(c, broken);
       }
@@ -238,30 +254,22 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
       try {
         return await fn({
           query: async <R>(text: string, params?: unknown[]) =>
-            (await run(c, text, params, () => (broken = true))) as unknown as { rows: R[]; affectedRows: number; insertId: number },
+            (await run(c, text, params, () => (broken = true))) as MyResult<R>,
         });
       } finally {
         finish(c, broken);
       }
     },
-    async transaction(fn) {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          return await once(fn);
-        } catch (e) {
-          if (attempt >= DEADLOCK_TRIES || !(isStoreError(e) && e.code === '1213')) throw e;
-        }
-      }
-    },
+    transaction: (fn) => retryDeadlock(() => once(fn)),
+    pipelined: (fn) => retryDeadlock(() => oncePipelined(fn)),
     async server() {
       const c = await acquire();
       c.release();
       return detected!;
     },
     async close() {
-      await pool.end().catch((e: unknown) => {
-        if (!/closed/i.test(String((e as Error)?.message))) throw mapMysqlError(e);
-      });
+      closed = true;
+      await Promise.all([end(pool), ...(pipelining ? [end(pipelining)] : [])]);
     },
   };
 }
