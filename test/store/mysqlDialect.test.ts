@@ -2,14 +2,13 @@
 // it too): migrations (spec column types, idempotent, concurrent migrators under GET_LOCK, a long one on its
 // dedicated connection, the CLI), the pinned session (UTC, READ COMMITTED, server detected once), the refresh
 // cursor's index, and the client-side deadline through a blackholing TCP proxy.
-import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { dbTime, openMysqlPool, utcDate, type MyDatabase } from '../../src/store/mysql/db.js';
 import { migrateMysql, migrateMysqlIfNeeded, schemaVersion } from '../../src/store/mysql/migrate.js';
 import { migrations } from '../../src/store/mysql/migrations/index.js';
 import { REFRESH } from '../../src/store/mysql/executionStore.js';
 import { CLIENT_DEADLINE_MARGIN_MS } from '../../src/limits.js';
-import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
+import { MYSQL_TEST_URL, withMysqlDatabase } from '../support/mysqlServer.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import { fencedTransaction } from '../../src/store/mysql/fence.js';
 import { splitStatements } from '../../src/store/sqlScript.js';
@@ -18,18 +17,7 @@ import { TcpProxy } from '../chaos/tcpProxy.js';
 const open = (database: string | undefined, statementTimeoutMs = 10_000, max = 2, url = MYSQL_TEST_URL) =>
   openMysqlPool({ url, max, statementTimeoutMs, database });
 
-/** A fresh database for `fn`, dropped afterwards. */
-async function withDatabase(fn: (name: string) => Promise<void>): Promise<void> {
-  const name = `m_${randomBytes(6).toString('hex')}`;
-  const admin = open(undefined);
-  await admin.query(`CREATE DATABASE ${name}`);
-  try {
-    await fn(name);
-  } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
-    await admin.close();
-  }
-}
+const withDatabase = withMysqlDatabase;
 
 async function using<T>(db: MyDatabase, fn: (db: MyDatabase) => Promise<T>): Promise<T> {
   try {

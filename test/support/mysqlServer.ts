@@ -1,6 +1,7 @@
 // Where the MySQL / MariaDB suite runs. Reachable → it runs; unreachable → skipped locally, FAILS under CI=true.
+import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
-import { connectionConfig } from '../../src/store/mysql/db.js';
+import { connectionConfig, openMysqlPool } from '../../src/store/mysql/db.js';
 
 export const MYSQL_TEST_URL = process.env.MYSQL_TEST_URL ?? 'mysql://root@127.0.0.1:3306/test';
 
@@ -26,4 +27,17 @@ export function positional(text: string, params: unknown[] = []): { text: string
     return '?';
   });
   return { text: sql, params: out.length > 0 ? out : params };
+}
+
+/** A fresh database on the test server for `fn` (its name), dropped afterwards. */
+export async function withMysqlDatabase(fn: (name: string) => Promise<void>): Promise<void> {
+  const name = `m_${randomBytes(6).toString('hex')}`;
+  const admin = openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
+  await admin.query(`CREATE DATABASE ${name}`);
+  try {
+    await fn(name);
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+    await admin.close();
+  }
 }

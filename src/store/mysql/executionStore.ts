@@ -1,6 +1,8 @@
 // MySQL / MariaDB ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. MySQL has no
 // data-modifying CTEs and no UPDATE … RETURNING, so each fenced write is one short transaction (fence.ts): the
-// rows it will change are read FOR UPDATE first (the decision), changed by primary key, and read back. Batches
+// rows it will change are read FOR UPDATE first (the decision), changed by primary key, and read back. A start and
+// a completion are two round trips (fencedBatch): the fence and the locking reads, then the writes, the read-back,
+// the audit row and COMMIT; so every read that decides is a locking read sent before any write. Batches
 // travel as one JSON parameter read with JSON_TABLE (wrapped in a derived table: MariaDB cannot join a table
 // function in a multi-table UPDATE), plus a redundant `intent_id IN (…)` so each batch is found by primary key.
 // Intents are locked in id order, as the redrive locks them (no deadlock between the two).
@@ -12,7 +14,7 @@ import type {
 } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { MyDatabase, MyQueryable } from './db.js';
-import { fencedTransaction } from './fence.js';
+import { fencedBatch, fencedTransaction } from './fence.js';
 import {
   BUDGET, NEXT_MODIFIED, NIL_UUID, NOW, idParam, minusMs, plusMs, scheduleCols, toCompletedAttempt, toScheduleRow,
   toStartedAttempt, utcText, type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
@@ -99,7 +101,8 @@ SELECT i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.la
 // The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that holder):
 // picked (locked) first, so the intents below move on only where this transaction closed the attempt (an aborted
 // record of a START whose reply was lost may name an attempt number another epoch started). Only attempts of this
-// partition's intents (MINE: the intent's partition_no, read by primary key).
+// partition's intents (MINE: the intent's partition_no, read by primary key). CLOSE_ATTEMPTS changes the picked
+// rows only (`ids` = those CLOSE_PICK found, all locked here: each is found, and each changes).
 const MINE = 'EXISTS (SELECT 1 FROM submission_intents AS pi WHERE pi.intent_id = a.intent_id AND pi.partition_no = ?)';
 const CLOSE_PICK = `
 SELECT a.intent_id FROM submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
@@ -113,11 +116,14 @@ UPDATE submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.inten
  WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?
    AND ${MINE}`;
 
-// The intent moves on only if it did not change meanwhile (still in flight with this attempt) and its attempt was
-// closed here (the ids passed are those CLOSE_PICK found).
+// The intent moves on only if it did not change meanwhile (still in flight with this attempt) and its attempt is
+// closed here: sent with CLOSE_PICK, after it, so the attempt rows CLOSE_PICK locked are read as they are (no one
+// else changes them now) and only those intents are locked; the caller keeps the ids CLOSE_PICK also found.
 const COMPLETE_PICK = `
 SELECT i.intent_id FROM submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
- WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
+ WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no AND i.partition_no = ?
+   AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = i.intent_id AND a.attempt_no = c.attempt_no
+                  AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?)
  ORDER BY i.intent_id
  FOR UPDATE`;
 
@@ -169,14 +175,21 @@ export class MysqlExecutionStore implements ExecutionStore {
   fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
     const ids = requests.map((q) => idParam(q.intentId));
     const batch = JSON.stringify(requests.map((q, i) => ({ id: ids[i], expected: q.expectedAttemptCount })));
-    return fencedTransaction(this.db, token, 'start_attempts', async (tx) => {
-      if (ids.length === 0) return { value: [], rowsWritten: 0 };
-      const picked = (await tx.query<{ intent_id: string }>(START_PICK, [batch, ids, this.partition])).rows.map((r) => r.intent_id);
-      if (picked.length === 0) return { value: [], rowsWritten: 0 };
-      await tx.query(START_UPDATE, [token.leaseEpoch, picked]);
-      await tx.query(START_ATTEMPTS, [token.leaseEpoch, token.holderId, picked]);
-      const started = (await tx.query<StartedDbRow>(STARTED, [picked])).rows.map(toStartedAttempt);
-      return { value: started, rowsWritten: started.length };
+    return fencedBatch(this.db, token, 'start_attempts', {
+      reads: ids.length === 0 ? [] : [{ text: START_PICK, params: [batch, ids, this.partition] }],
+      decide: ([pick]) => {
+        const picked = (pick ?? []).map((r) => r.intent_id as string);
+        if (picked.length === 0) return { writes: [], rowsWritten: 0, value: () => [] };
+        return {
+          writes: [
+            { text: START_UPDATE, params: [token.leaseEpoch, picked] },
+            { text: START_ATTEMPTS, params: [token.leaseEpoch, token.holderId, picked] },
+            { text: STARTED, params: [picked] },
+          ],
+          rowsWritten: picked.length, // each picked row is locked here: each one starts
+          value: (results) => (results[2]!.rows as unknown as StartedDbRow[]).map(toStartedAttempt),
+        };
+      },
     });
   }
 
@@ -188,19 +201,33 @@ export class MysqlExecutionStore implements ExecutionStore {
       durationMs: Math.round(c.durationMs), nextStatus: c.next.status,
       delayMs: c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null, attemptEpoch: c.attemptEpoch ?? token.leaseEpoch,
     })));
-    return fencedTransaction(this.db, token, 'complete_attempts', async (tx) => {
-      const closing = (await tx.query<{ intent_id: string }>(CLOSE_PICK, [batch, ids, token.leaseEpoch, token.holderId, this.partition])).rows.map((r) => r.intent_id);
-      const closed = await tx.query(CLOSE_ATTEMPTS, [batch, ids, token.leaseEpoch, token.holderId, this.partition]);
-      const picked = closing.length === 0 ? []
-        : (await tx.query<{ intent_id: string }>(COMPLETE_PICK, [batch, closing])).rows.map((r) => r.intent_id);
-      let rows = new Map<string, ScheduleDbRow>();
-      if (picked.length > 0) {
-        await tx.query(COMPLETE_UPDATE, [batch, token.leaseEpoch, picked]);
-        rows = new Map((await tx.query<ScheduleDbRow>(SCHEDULE_ROWS, [picked])).rows.map((r) => [r.intent_id, r]));
-      }
-      const value = ids.map((id) => toCompletedAttempt({ req_id: id, ...(rows.get(id) ?? {}) } as CompletedDbRow));
-      // Found rows of the attempts' UPDATE (each found row changes: its outcome leaves 'started'), for the audit only.
-      return { value, rowsWritten: closed.affectedRows + picked.length };
+    const fence = [token.leaseEpoch, token.holderId];
+    return fencedBatch(this.db, token, 'complete_attempts', {
+      reads: [
+        { text: CLOSE_PICK, params: [batch, ids, ...fence, this.partition] },
+        { text: COMPLETE_PICK, params: [batch, ids, this.partition, ...fence] },
+      ],
+      decide: ([closePick, completePick]) => {
+        const closing = closePick!.map((r) => r.intent_id as string);
+        const closes = new Set(closing);
+        const picked = completePick!.map((r) => r.intent_id as string).filter((id) => closes.has(id));
+        const writes = [
+          ...(closing.length === 0 ? [] : [{ text: CLOSE_ATTEMPTS, params: [batch, closing, ...fence, this.partition] }]),
+          ...(picked.length === 0 ? [] : [
+            { text: COMPLETE_UPDATE, params: [batch, token.leaseEpoch, picked] },
+            { text: SCHEDULE_ROWS, params: [picked] },
+          ]),
+        ];
+        return {
+          writes,
+          // Rows of both UPDATEs, for the audit only: every picked attempt and intent is locked here, so each one changes.
+          rowsWritten: closing.length + picked.length,
+          value: (results) => {
+            const rows = new Map((picked.length === 0 ? [] : results.at(-1)!.rows as unknown as ScheduleDbRow[]).map((r) => [r.intent_id, r]));
+            return ids.map((id) => toCompletedAttempt({ req_id: id, ...(rows.get(id) ?? {}) } as CompletedDbRow));
+          },
+        };
+      },
     });
   }
 }

@@ -5,8 +5,9 @@
 // fenced transaction that starts after it waits for the acquire and then finds the new epoch
 // (../shared/models/fence.pml). READ COMMITTED: no gap locks, and a locking read sees the latest committed row.
 // The audit row takes its number from the shared sequence while the lock is held.
+// fencedBatch is the same protocol in two round trips (the executor's start and completion).
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { MyDatabase, MyQueryable } from './db.js';
+import type { MyDatabase, MyQueryable, MyResult, MyStatement, Row } from './db.js';
 import { NOW } from './rows.js';
 import { runFenced } from '../fencedRun.js';
 
@@ -14,18 +15,22 @@ const FENCE = `SELECT 1 AS fenced FROM submission_manager_leases
  WHERE lease_name = ? AND holder_id = ? AND lease_epoch = ? AND expires_at > ${NOW}
  LOCK IN SHARE MODE`;
 
+const NEXT_SEQ = 'INSERT INTO submission_manager_seq () VALUES ()';
+
 /** The next number of the sequence shared by lease events and fenced writes (taken inside the caller's transaction). */
 export async function nextSeq(tx: MyQueryable): Promise<number> {
-  const r = await tx.query('INSERT INTO submission_manager_seq () VALUES ()');
+  const r = await tx.query(NEXT_SEQ);
   return r.insertId;
 }
+
+/** The audit row of a fenced write, numbered by `seq` (SQL: a placeholder, or LAST_INSERT_ID()). */
+const auditInsert = (seq: string) => `INSERT INTO submission_execution_audit (seq, lease_name, lease_epoch, holder_id, action, rows_written, at)
+  VALUES (${seq}, ?, ?, ?, ?, ?, ${NOW})`;
 
 /** Append the audit row of a fenced write (inside the fenced transaction); returns its sequence number. */
 export async function writeAudit(tx: MyQueryable, token: LeaseToken, action: string, rowsWritten: number): Promise<number> {
   const seq = await nextSeq(tx);
-  await tx.query(
-    `INSERT INTO submission_execution_audit (seq, lease_name, lease_epoch, holder_id, action, rows_written, at)
-     VALUES (?, ?, ?, ?, ?, ?, ${NOW})`, [seq, token.leaseName, token.leaseEpoch, token.holderId, action, rowsWritten]);
+  await tx.query(auditInsert('?'), [seq, token.leaseName, token.leaseEpoch, token.holderId, action, rowsWritten]);
   return seq;
 }
 
@@ -87,4 +92,34 @@ export async function fencedTransactionAll<T>(
       for (const t of tokens) await writeAudit(tx, t, action, rows);
     },
   }, fn);
+}
+
+/** A fenced write in two round trips: what it reads (locks) after the fence, and what it writes from what it read. */
+export interface FencedPlan<T> {
+  /** Locking reads, sent with the fence in its round trip and run after it (also when it finds no row: they write nothing). */
+  reads: MyStatement[];
+  /** The fence held: from the reads' rows, the writes, how many rows they write (the audit's count; 0 = no audit
+   *  row) and the value from the writes' results. */
+  decide(reads: Row[][]): { writes: MyStatement[]; rowsWritten: number; value(results: MyResult[]): T };
+}
+
+/**
+ * runFenced's protocol (fencedTransaction) pipelined, on one connection: round trip 1 is START TRANSACTION, the
+ * fence and `plan.reads`; round trip 2, only when the fence found the row (now S-locked to commit), is the writes
+ * `plan.decide` chose, the audit row (the shared sequence, then the row numbered by LAST_INSERT_ID()) and COMMIT. No
+ * fence row: ROLLBACK, leaseLost, nothing written (no write was sent). A failing statement stops its batch and the
+ * transaction rolls back, so the writes and their audit row commit together or not at all.
+ */
+export function fencedBatch<T>(db: MyDatabase, token: LeaseToken, action: string, plan: FencedPlan<T>): Promise<Fenced<T>> {
+  return db.pipelined(async (tx): Promise<Fenced<T>> => {
+    const [fence, ...reads] = await tx.send([{ text: FENCE, params: [token.leaseName, token.holderId, token.leaseEpoch] }, ...plan.reads]);
+    if (fence!.rows.length === 0) return { kind: 'leaseLost' }; // returned without COMMIT: rolled back
+    const out = plan.decide(reads.map((r) => r.rows));
+    const audit: MyStatement[] = out.rowsWritten === 0 ? [] : [
+      { text: NEXT_SEQ },
+      { text: auditInsert('LAST_INSERT_ID()'), params: [token.leaseName, token.leaseEpoch, token.holderId, action, out.rowsWritten] },
+    ];
+    const results = await tx.commit([...out.writes, ...audit]);
+    return { kind: 'ok', value: out.value(results.slice(0, out.writes.length)) };
+  });
 }
