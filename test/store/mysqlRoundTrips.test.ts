@@ -1,7 +1,9 @@
 // Round trips of the MySQL / MariaDB executor's fenced writes, counted on the wire (every command the client sends
 // is one request/response exchange): a fenced start and a fenced completion each cost at most three, also when the
 // lease is lost (then nothing is written), and the writes still come after the fence in the same transaction. And
-// what that rests on (db.ts pipelined): a failing statement stops its batch, and the transaction rolls back.
+// what that rests on (db.ts pipelined): a failing statement stops its batch, and the transaction rolls back. A start's
+// writes may reach the server late (its reply lost, the client gone): the aborted record written meanwhile still
+// finds the attempt it started.
 import { describe, expect, inject, it } from 'vitest';
 import { openMysqlPool } from '../../src/store/mysql/db.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
@@ -9,6 +11,7 @@ import type { Stores } from '../../src/store/stores.js';
 import { MYSQL_TEST_URL, withMysqlDatabase as withDatabase } from '../support/mysqlServer.js';
 import { MysqlCommandCounter, type MysqlCommand } from '../support/mysqlCommandCounter.js';
 import { LEASE_NAME, acquireToken, submit } from '../support/instances.js';
+import { aborted } from '../../src/provider/retryPolicy.js';
 
 const open = (url: string, database?: string) => openMysqlPool({ url, max: 2, statementTimeoutMs: 10_000, database });
 /** (action, rows_written) of every audit row, in sequence order. */
@@ -121,6 +124,52 @@ describe('mysql fenced writes: round trips', () => {
       } finally {
         await db.close();
       }
+    });
+  });
+
+  it("a start's writes arriving late: the aborted record waits for them and closes the attempt (never sent, not charged)", async (t) => {
+    const skip = inject('mysqlUnavailable');
+    if (skip) return t.skip(skip);
+    await withDatabase(async (name) => {
+      await withStores(MYSQL_TEST_URL, name, async (s) => {
+        await s.migrate();
+        const token = await acquireToken(s, 'A');
+        const id = (await submit(s)).intentId;
+        // The start's first round trip (the intent locked), then its writes late, as a session the client gave up on.
+        const late = openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 10_000, database: name });
+        const probe = open(MYSQL_TEST_URL, name);
+        let thread = 0;
+        let writeNow!: () => void;
+        const gate = new Promise<void>((r) => (writeNow = r));
+        const locked = new Promise<void>((held) => {
+          void late.transaction(async (tx) => {
+            thread = Number((await tx.query<{ id: number }>('SELECT CONNECTION_ID() AS id')).rows[0]!.id);
+            await tx.query('SELECT intent_id FROM submission_intents WHERE intent_id = ? FOR UPDATE', [id]);
+            held();
+            await gate;
+            await tx.query(`UPDATE submission_intents SET status = 'in_flight', attempt_count = 1, last_epoch = ? WHERE intent_id = ?`, [token.leaseEpoch, id]);
+            await tx.query(`INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
+              VALUES (?, 1, ?, ?, UTC_TIMESTAMP(6), 'started')`, [id, token.leaseEpoch, token.holderId]);
+          });
+        });
+        try {
+          await locked;
+          const record = s.execution.fencedCompleteAttempts(token, [{ ...aborted({ intentId: id, attemptNo: 1 }, "the start's reply was lost"),
+            attemptEpoch: token.leaseEpoch }]);
+          const waiters = async () => Number((await probe.query<{ n: number }>(`SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
+            JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id WHERE b.trx_mysql_thread_id = ?`, [thread])).rows[0]!.n);
+          // (INNODB_LOCK_WAITS is refreshed only when not read for 100 ms: polled slower.)
+          for (let i = 0; i < 50 && (await waiters()) === 0; i++) await new Promise((r) => setTimeout(r, 150));
+          expect(await waiters()).toBeGreaterThan(0); // the record waits for the late start
+          writeNow();
+          expect(await record).toMatchObject({ kind: 'ok', value: [{ intentId: id, applied: true, row: { status: 'scheduled' } }] });
+          expect((await s.intents.listAttempts(id)).map((a) => a.outcome)).toEqual(['aborted']); // before: left 'started'
+        } finally {
+          writeNow();
+          await late.close();
+          await probe.close();
+        }
+      });
     });
   });
 });

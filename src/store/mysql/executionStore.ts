@@ -116,14 +116,16 @@ UPDATE submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.inten
  WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?
    AND ${MINE}`;
 
+// A completion first locks every intent of its batch, in id order (as a start and the redrive lock them), so its
+// attempt rows are read only once no other transaction holds one of these intents: a start whose reply was lost, its
+// writes arriving late, has committed or rolled back by then, and its aborted record finds the attempt it started.
+const LOCK_INTENTS = 'SELECT intent_id FROM submission_intents WHERE intent_id IN (?) AND partition_no = ? ORDER BY intent_id FOR UPDATE';
+
 // The intent moves on only if it did not change meanwhile (still in flight with this attempt) and its attempt is
-// closed here: sent with CLOSE_PICK, after it, so the attempt rows CLOSE_PICK locked are read as they are (no one
-// else changes them now) and only those intents are locked; the caller keeps the ids CLOSE_PICK also found.
+// closed here (the caller keeps the ids CLOSE_PICK found).
 const COMPLETE_PICK = `
 SELECT i.intent_id FROM submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
- WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no AND i.partition_no = ?
-   AND EXISTS (SELECT 1 FROM submission_attempts AS a WHERE a.intent_id = i.intent_id AND a.attempt_no = c.attempt_no
-                  AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?)
+ WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
  ORDER BY i.intent_id
  FOR UPDATE`;
 
@@ -204,10 +206,11 @@ export class MysqlExecutionStore implements ExecutionStore {
     const fence = [token.leaseEpoch, token.holderId];
     return fencedBatch(this.db, token, 'complete_attempts', {
       reads: [
+        { text: LOCK_INTENTS, params: [ids, this.partition] },
         { text: CLOSE_PICK, params: [batch, ids, ...fence, this.partition] },
-        { text: COMPLETE_PICK, params: [batch, ids, this.partition, ...fence] },
+        { text: COMPLETE_PICK, params: [batch, ids] },
       ],
-      decide: ([closePick, completePick]) => {
+      decide: ([, closePick, completePick]) => {
         const closing = closePick!.map((r) => r.intent_id as string);
         const closes = new Set(closing);
         const picked = completePick!.map((r) => r.intent_id as string).filter((id) => closes.has(id));
