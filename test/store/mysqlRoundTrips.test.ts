@@ -10,10 +10,11 @@ import { createMysqlStores } from '../../src/store/mysql/index.js';
 import type { Stores } from '../../src/store/stores.js';
 import { MYSQL_TEST_URL, withMysqlDatabase as withDatabase } from '../support/mysqlServer.js';
 import { MysqlCommandCounter, type MysqlCommand } from '../support/mysqlCommandCounter.js';
-import { LEASE_NAME, acquireToken, submit } from '../support/instances.js';
+import { acquireToken, submit } from '../support/instances.js';
 import { aborted } from '../../src/provider/retryPolicy.js';
 
 const open = (url: string, database?: string) => openMysqlPool({ url, max: 2, statementTimeoutMs: 10_000, database });
+
 /** (action, rows_written) of every audit row, in sequence order. */
 async function auditRows(database: string): Promise<[string, number][]> {
   const db = open(MYSQL_TEST_URL, database);
