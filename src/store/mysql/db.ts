@@ -33,10 +33,12 @@ export interface MyQueryable {
   query<R = Row>(text: string, params?: unknown[]): Promise<MyResult<R>>;
 }
 
-/** One statement of a pipelined batch: its text (no `;`) and the values of its `?` placeholders. */
+/** One statement of a pipelined batch: its text (no `;`) and the values of its `?` placeholders (one each). */
 export interface MyStatement {
   text: string;
   params?: unknown[];
+  /** It may wait for a row lock (a locking read): its batch's client deadline grows by one statement timeout. */
+  waits?: boolean;
 }
 
 /** A transaction whose statements travel in batches, each batch ONE round trip on the transaction's connection. The
@@ -57,7 +59,8 @@ export interface MyDatabase extends MyQueryable {
    *  times in all, so `fn` must do nothing but database work. */
   transaction<T>(fn: (tx: MyQueryable) => Promise<T>): Promise<T>;
   /** As `transaction`, pipelined (MyPipeline), on the pipelining pool. `fn` returning without `commit` (or throwing)
-   *  rolls back. A deadlock victim runs again as in `transaction`. Each batch has the client-side deadline of one call. */
+   *  rolls back. A deadlock victim runs again as in `transaction`. A batch's client-side deadline is one call's, plus
+   *  one statement timeout for each statement after the first that `waits` (each may wait its own timeout). */
   pipelined<T>(fn: (tx: MyPipeline) => Promise<T>): Promise<T>;
   /** The server, detected on the first connection. */
   server(): Promise<MysqlServer>;
@@ -95,7 +98,14 @@ async function retryDeadlock<T>(once: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A pool with bounded statements (COMMIT_GRACE_MS relies on that bound) and a client-side deadline on every call. */
+/** `?` placeholders of a statement as mysql2 counts them (`?` a value, `??` an identifier; quotes are not parsed). */
+const placeholders = (text: string) => (text.match(/\?+/g) ?? []).filter((m) => m.length <= 2).length;
+
+/** A pool with bounded statements (COMMIT_GRACE_MS relies on that bound) and a client-side deadline on every call.
+ *  Late commits: a pipelined transaction stamps its rows (last_modified_at) and commits in its last batch, whose
+ *  statements wait for no lock (every row it writes was locked by an earlier batch), so that batch keeps one call's
+ *  deadline and a late COMMIT stays within the bound COMMIT_GRACE_MS relies on; only the locking reads' batch waits
+ *  longer, and it writes nothing. */
 export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) => void): MyDatabase {
   const deadlineMs = opts.clientDeadlineMs ?? opts.statementTimeoutMs + CLIENT_DEADLINE_MARGIN_MS;
   const createPool = (multipleStatements: boolean): Pool => {
@@ -164,9 +174,9 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
 
   /** Send `text` (one statement, or several on the pipelining pool) on `c`: the driver's result(s). A client-side
    *  failure (socket, deadline) marks the connection broken. */
-  const send = async (c: PoolConnection, text: string, params: unknown[] | undefined, onBroken: () => void): Promise<unknown> => {
+  const send = async (c: PoolConnection, text: string, params: unknown[] | undefined, onBroken: () => void, ms = deadlineMs): Promise<unknown> => {
     try {
-      const [r] = await withDeadline(c.query(text, params), deadlineMs, () => {
+      const [r] = await withDeadline(c.query(text, params), ms, () => {
         onBroken();
         destroy(c);
       });
@@ -215,8 +225,16 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
       if (state === 'committed') throw new Error('pipelined transaction: a batch after COMMIT');
       const begin = state === 'new';
       const all = [...(begin ? [{ text: 'START TRANSACTION' }] : []), ...statements, ...(commit ? [{ text: 'COMMIT' }] : [])];
+      for (const x of all) {
+        // The texts are joined and the values flattened: a miscount would shift every later statement's values.
+        if (placeholders(x.text) !== (x.params?.length ?? 0)) {
+          throw new Error(`pipelined statement with ${placeholders(x.text)} placeholders and ${x.params?.length ?? 0} values: ${x.text.slice(0, 80)}`);
+        }
+      }
+      const waiting = statements.filter((x) => x.waits).length;
       state = 'open';
-      const r = await send(c, all.map((x) => x.text).join(';\n'), all.flatMap((x) => x.params ?? []), () => (broken = true));
+      const r = await send(c, all.map((x) => x.text).join(';\n'), all.flatMap((x) => x.params ?? []), () => (broken = true),
+        deadlineMs + Math.max(0, waiting - 1) * opts.statementTimeoutMs);
       if (commit) state = 'committed';
       const results = all.length === 1 ? [r] : (r as unknown[]); // mysql2: one result per statement when there are several
       return results.slice(begin ? 1 : 0, begin ? 1 + statements.length : statements.length).map(shape);
