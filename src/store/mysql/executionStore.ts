@@ -5,7 +5,9 @@
 // the audit row and COMMIT; so every read that decides is a locking read sent before any write. Batches
 // travel as one JSON parameter read with JSON_TABLE (wrapped in a derived table: MariaDB cannot join a table
 // function in a multi-table UPDATE), plus a redundant `intent_id IN (…)` so each batch is found by primary key.
-// Intents are locked in id order, as the redrive locks them (no deadlock between the two).
+// Intents are locked in id order, as the redrive and the changer lock them (no deadlock between them): the batch's
+// JSON rows and id lists are sorted by id, and intents are read by primary key (FORCE INDEX), so whichever of the
+// two the join reads first, rows are locked in id order. Every locking read is guarded by the lease row (HELD).
 // last_modified_at is always strictly newer than the previous value, so "newer state wins" in the schedule.
 // Partitions (issue 25): one store per executor partition; every read and write names its partition_no, so a
 // partition's store never reads or changes another partition's intents or their attempts.
@@ -13,14 +15,17 @@ import type {
   AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
 } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
-import type { MyDatabase, MyQueryable } from './db.js';
-import { fencedBatch, fencedTransaction } from './fence.js';
+import type { MyDatabase, MyQueryable, Row } from './db.js';
+import { HELD, fencedBatch, fencedTransaction, heldParams } from './fence.js';
 import {
   BUDGET, NEXT_MODIFIED, NIL_UUID, NOW, idParam, minusMs, plusMs, scheduleCols, toCompletedAttempt, toScheduleRow,
   toStartedAttempt, utcText, type CompletedDbRow, type ScheduleDbRow, type StartedDbRow,
 } from './rows.js';
 
 const ID = 'CHAR(36) CHARACTER SET ascii COLLATE ascii_bin';
+
+/** Intent ids (idParam) in the database's order (binary collation: code-unit order). */
+const byId = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A JSON array parameter as rows (`cols`: JSON_TABLE column definitions). */
 const jsonRows = (cols: string) => `(SELECT * FROM JSON_TABLE(?, '$[*]' COLUMNS (${cols})) AS jt)`;
@@ -78,9 +83,9 @@ UPDATE submission_intents AS i
 
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the budget).
 const START_PICK = `
-SELECT i.intent_id FROM submission_intents AS i JOIN ${START_REQ} AS r ON i.intent_id = r.intent_id
+SELECT i.intent_id FROM submission_intents AS i FORCE INDEX (PRIMARY) JOIN ${START_REQ} AS r ON i.intent_id = r.intent_id
  WHERE i.intent_id IN (?) AND i.attempt_count = r.expected AND i.status = 'scheduled' AND i.next_attempt_at <= ${NOW}
-   AND i.partition_no = ? AND ${BUDGET.mayStart('i')}
+   AND i.partition_no = ? AND ${BUDGET.mayStart('i')} AND ${HELD}
  ORDER BY i.intent_id
  FOR UPDATE`;
 
@@ -105,9 +110,11 @@ SELECT i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.la
 // rows only (`ids` = those CLOSE_PICK found, all locked here: each is found, and each changes).
 const MINE = 'EXISTS (SELECT 1 FROM submission_intents AS pi WHERE pi.intent_id = a.intent_id AND pi.partition_no = ?)';
 const CLOSE_PICK = `
-SELECT a.intent_id FROM submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
+SELECT a.intent_id, a.attempt_no FROM submission_attempts AS a FORCE INDEX (PRIMARY)
+  JOIN ${COMPLETION} AS c ON a.intent_id = c.intent_id AND a.attempt_no = c.attempt_no
  WHERE a.intent_id IN (?) AND a.outcome = 'started' AND a.lease_epoch = c.attempt_epoch AND c.attempt_epoch <= ? AND a.holder_id = ?
-   AND ${MINE}
+   AND ${MINE} AND ${HELD}
+ ORDER BY a.intent_id, a.attempt_no
  FOR UPDATE`;
 
 const CLOSE_ATTEMPTS = `
@@ -119,18 +126,21 @@ UPDATE submission_attempts AS a JOIN ${COMPLETION} AS c ON a.intent_id = c.inten
 // A completion first locks every intent of its batch, in id order (as a start and the redrive lock them), so its
 // attempt rows are read only once no other transaction holds one of these intents: a start whose reply was lost, its
 // writes arriving late, has committed or rolled back by then, and its aborted record finds the attempt it started.
-const LOCK_INTENTS = 'SELECT intent_id FROM submission_intents WHERE intent_id IN (?) AND partition_no = ? ORDER BY intent_id FOR UPDATE';
+const LOCK_INTENTS = `SELECT intent_id FROM submission_intents FORCE INDEX (PRIMARY)
+ WHERE intent_id IN (?) AND partition_no = ? AND ${HELD} ORDER BY intent_id FOR UPDATE`;
 
-// The intent moves on only if it did not change meanwhile (still in flight with this attempt) and its attempt is
-// closed here (the caller keeps the ids CLOSE_PICK found).
+// The intent moves on only if it did not change meanwhile (still in flight with this attempt) and that attempt is
+// closed here: the caller keeps the (intent, attempt) pairs CLOSE_PICK found, and COMPLETE_UPDATE applies the
+// completion of the intent's current attempt only.
 const COMPLETE_PICK = `
-SELECT i.intent_id FROM submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
- WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no
+SELECT i.intent_id, i.attempt_count AS attempt_no FROM submission_intents AS i FORCE INDEX (PRIMARY)
+  JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
+ WHERE i.intent_id IN (?) AND i.status = 'in_flight' AND i.attempt_count = c.attempt_no AND ${HELD}
  ORDER BY i.intent_id
  FOR UPDATE`;
 
 const COMPLETE_UPDATE = `
-UPDATE submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id
+UPDATE submission_intents AS i JOIN ${COMPLETION} AS c ON i.intent_id = c.intent_id AND c.attempt_no = i.attempt_count
    SET i.status = c.next_status,
        i.next_attempt_at = CASE WHEN c.next_status = 'scheduled' THEN ${plusMs(NOW, 'c.delay_ms')} ELSE i.next_attempt_at END,
        i.last_error = CASE WHEN c.outcome = 'succeeded' THEN NULL ELSE c.error END,
@@ -175,10 +185,10 @@ export class MysqlExecutionStore implements ExecutionStore {
   }
 
   fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
-    const ids = requests.map((q) => idParam(q.intentId));
-    const batch = JSON.stringify(requests.map((q, i) => ({ id: ids[i], expected: q.expectedAttemptCount })));
+    const sorted = requests.map((q) => ({ id: idParam(q.intentId), expected: q.expectedAttemptCount })).sort((a, b) => byId(a.id, b.id));
+    const ids = sorted.map((q) => q.id);
     return fencedBatch(this.db, token, 'start_attempts', {
-      reads: ids.length === 0 ? [] : [{ text: START_PICK, params: [batch, ids, this.partition] }],
+      reads: ids.length === 0 ? [] : [{ text: START_PICK, params: [JSON.stringify(sorted), ids, this.partition, ...heldParams(token)] }],
       decide: ([pick]) => {
         const picked = (pick ?? []).map((r) => r.intent_id as string);
         if (picked.length === 0) return { writes: [], rowsWritten: 0, value: () => [] };
@@ -197,23 +207,27 @@ export class MysqlExecutionStore implements ExecutionStore {
 
   async fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {
     if (completions.length === 0) return { kind: 'ok', value: [] };
-    const ids = completions.map((c) => idParam(c.intentId));
-    const batch = JSON.stringify(completions.map((c, ord) => ({
-      ord, id: ids[ord], attemptNo: c.attemptNo, outcome: c.outcome, httpStatus: c.httpStatus, error: c.error,
+    const reqIds = completions.map((c) => idParam(c.intentId));
+    const rows = completions.map((c, ord) => ({
+      ord, id: reqIds[ord]!, attemptNo: c.attemptNo, outcome: c.outcome, httpStatus: c.httpStatus, error: c.error,
       durationMs: Math.round(c.durationMs), nextStatus: c.next.status,
       delayMs: c.next.status === 'scheduled' ? Math.round(c.next.retryDelayMs) : null, attemptEpoch: c.attemptEpoch ?? token.leaseEpoch,
-    })));
+    })).sort((a, b) => byId(a.id, b.id) || a.attemptNo - b.attemptNo);
+    const batch = JSON.stringify(rows);
+    const ids = [...new Set(rows.map((r) => r.id))];
     const fence = [token.leaseEpoch, token.holderId];
+    const held = heldParams(token);
+    const pair = (r: Row) => `${r.intent_id as string}/${Number(r.attempt_no)}`;
     return fencedBatch(this.db, token, 'complete_attempts', {
       reads: [
-        { text: LOCK_INTENTS, params: [ids, this.partition] },
-        { text: CLOSE_PICK, params: [batch, ids, ...fence, this.partition] },
-        { text: COMPLETE_PICK, params: [batch, ids] },
+        { text: LOCK_INTENTS, params: [ids, this.partition, ...held] },
+        { text: CLOSE_PICK, params: [batch, ids, ...fence, this.partition, ...held] },
+        { text: COMPLETE_PICK, params: [batch, ids, ...held] },
       ],
       decide: ([, closePick, completePick]) => {
-        const closing = closePick!.map((r) => r.intent_id as string);
-        const closes = new Set(closing);
-        const picked = completePick!.map((r) => r.intent_id as string).filter((id) => closes.has(id));
+        const closes = new Set(closePick!.map(pair));
+        const closing = [...new Set(closePick!.map((r) => r.intent_id as string))];
+        const picked = [...new Set(completePick!.filter((r) => closes.has(pair(r))).map((r) => r.intent_id as string))];
         const writes = [
           ...(closing.length === 0 ? [] : [{ text: CLOSE_ATTEMPTS, params: [batch, closing, ...fence, this.partition] }]),
           ...(picked.length === 0 ? [] : [
@@ -224,10 +238,10 @@ export class MysqlExecutionStore implements ExecutionStore {
         return {
           writes,
           // Rows of both UPDATEs, for the audit only: every picked attempt and intent is locked here, so each one changes.
-          rowsWritten: closing.length + picked.length,
+          rowsWritten: closes.size + picked.length,
           value: (results) => {
-            const rows = new Map((picked.length === 0 ? [] : results.at(-1)!.rows as unknown as ScheduleDbRow[]).map((r) => [r.intent_id, r]));
-            return ids.map((id) => toCompletedAttempt({ req_id: id, ...(rows.get(id) ?? {}) } as CompletedDbRow));
+            const after = new Map((picked.length === 0 ? [] : results.at(-1)!.rows as unknown as ScheduleDbRow[]).map((r) => [r.intent_id, r]));
+            return reqIds.map((id) => toCompletedAttempt({ req_id: id, ...(after.get(id) ?? {}) } as CompletedDbRow));
           },
         };
       },

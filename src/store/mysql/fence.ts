@@ -94,12 +94,20 @@ export async function fencedTransactionAll<T>(
   }, fn);
 }
 
+/** The guard every locking read of a fencedBatch ends its WHERE with (params: `heldParams`): the token's lease row, read
+ *  by primary key without a lock (a subquery of a locking read locks nothing; MariaDB has no FOR UPDATE OF). When the
+ *  fence found no row because another epoch holds the lease, the guard is false before any row is read, so a deposed
+ *  leader's first round trip locks nothing. No expiry test: the fence's S lock keeps the row as it is (no renew) to
+ *  COMMIT, and a lease that expires while the reads wait must not make them find nothing after the fence held. */
+export const HELD = 'EXISTS (SELECT 1 FROM submission_manager_leases AS f WHERE f.lease_name = ? AND f.holder_id = ? AND f.lease_epoch = ?)';
+export const heldParams = (token: LeaseToken): unknown[] => [token.leaseName, token.holderId, token.leaseEpoch];
+
 /** A fenced write in two round trips: what it reads (locks) after the fence, and what it writes from what it read. */
 export interface FencedPlan<T> {
-  /** Locking reads, sent with the fence in its round trip and run after it (also when it finds no row: they write nothing). */
+  /** Locking reads (SELECTs, each guarded by HELD), sent with the fence in its round trip and run after it. */
   reads: MyStatement[];
   /** The fence held: from the reads' rows, the writes, how many rows they write (the audit's count; 0 = no audit
-   *  row) and the value from the writes' results. */
+   *  row) and the value from the writes' results. The writes change only rows the reads locked (they wait for no lock). */
   decide(reads: Row[][]): { writes: MyStatement[]; rowsWritten: number; value(results: MyResult[]): T };
 }
 
@@ -111,8 +119,14 @@ export interface FencedPlan<T> {
  * transaction rolls back, so the writes and their audit row commit together or not at all.
  */
 export function fencedBatch<T>(db: MyDatabase, token: LeaseToken, action: string, plan: FencedPlan<T>): Promise<Fenced<T>> {
+  for (const r of plan.reads) {
+    if (!/^\s*SELECT\b/i.test(r.text) || !r.text.includes(HELD)) throw new Error(`${action}: a fenced read must be a SELECT guarded by HELD`);
+  }
   return db.pipelined(async (tx): Promise<Fenced<T>> => {
-    const [fence, ...reads] = await tx.send([{ text: FENCE, params: [token.leaseName, token.holderId, token.leaseEpoch] }, ...plan.reads]);
+    const [fence, ...reads] = await tx.send([
+      { text: FENCE, params: [token.leaseName, token.holderId, token.leaseEpoch], waits: true },
+      ...plan.reads.map((r) => ({ ...r, waits: true })),
+    ]);
     if (fence!.rows.length === 0) return { kind: 'leaseLost' }; // returned without COMMIT: rolled back
     const out = plan.decide(reads.map((r) => r.rows));
     const audit: MyStatement[] = out.rowsWritten === 0 ? [] : [
