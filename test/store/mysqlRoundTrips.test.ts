@@ -1,11 +1,14 @@
 // Round trips of the MySQL / MariaDB executor's fenced writes, counted on the wire (every command the client sends
-// is one request/response exchange): a fenced start and a fenced completion each cost at most three, also when the
-// lease is lost (then nothing is written), and the writes still come after the fence in the same transaction. And
+// is one request/response exchange): a fenced start and a fenced completion each cost two, also when the lease is
+// lost (then nothing is written, and the first round trip locks nothing), and the writes still come after the fence in
+// the same transaction. A completion moves an intent on only for the attempt it closed. And
 // what that rests on (db.ts pipelined): a failing statement stops its batch, and the transaction rolls back. A start's
 // writes may reach the server late (its reply lost, the client gone): the aborted record written meanwhile still
 // finds the attempt it started.
-import { describe, expect, inject, it } from 'vitest';
-import { openMysqlPool } from '../../src/store/mysql/db.js';
+import { describe, expect, inject, it, type TestContext } from 'vitest';
+import { openMysqlPool, type MyDatabase } from '../../src/store/mysql/db.js';
+import { MysqlExecutionStore } from '../../src/store/mysql/executionStore.js';
+import { isStoreError, type LeaseToken } from '../../src/store/ports.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import type { Stores } from '../../src/store/stores.js';
 import { MYSQL_TEST_URL, withMysqlDatabase as withDatabase } from '../support/mysqlServer.js';
@@ -46,10 +49,31 @@ async function withStores<T>(url: string, name: string, fn: (s: Stores) => Promi
   }
 }
 
+/** `fn` on a fresh migrated database (its name), with stores and holder A's token; skipped without a server. */
+async function withLeader(t: TestContext, fn: (name: string, s: Stores, token: LeaseToken) => Promise<void>): Promise<void> {
+  const skip = inject('mysqlUnavailable');
+  if (skip) return t.skip(skip);
+  await withDatabase((name) => withStores(MYSQL_TEST_URL, name, async (s) => {
+    await s.migrate();
+    await fn(name, s, await acquireToken(s, 'A'));
+  }));
+}
+
 const texts = (cs: MysqlCommand[]) => cs.map((c) => c.text.replace(/\s+/g, ' ').slice(0, 60));
 
+/** `db` whose pipelined transactions run `between()` after each round trip but the last (locks taken, not released). */
+const pausing = (db: MyDatabase, between: () => Promise<void>): MyDatabase => ({
+  ...db,
+  pipelined: (fn) => db.pipelined((tx) => fn({ send: async (x) => { const r = await tx.send(x); await between(); return r; }, commit: (x) => tx.commit(x) })),
+});
+
+/** Sessions of `database` waiting for a row lock (INNODB_TRX: MySQL 8 and MariaDB alike). */
+const lockWaits = async (db: MyDatabase, database: string) => Number((await db.query<{ n: number }>(`SELECT COUNT(*) AS n
+  FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
+ WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`, [database])).rows[0]!.n);
+
 describe('mysql fenced writes: round trips', () => {
-  it('a fenced start and a fenced completion take at most three round trips each; a lost lease two, writing nothing', async (t) => {
+  it('a fenced start and a fenced completion take two round trips each, as does a lost lease (writing nothing)', async (t) => {
     const skip = inject('mysqlUnavailable');
     if (skip) return t.skip(skip);
     const { counter, url } = await countingProxy();
@@ -72,8 +96,8 @@ describe('mysql fenced writes: round trips', () => {
           expect(complete.value).toMatchObject({ kind: 'ok', value: [{ intentId: id, applied: true }] });
           console.log(`[round trips] start ${start.commands.length}: ${JSON.stringify(texts(start.commands))}`);
           console.log(`[round trips] complete ${complete.commands.length}: ${JSON.stringify(texts(complete.commands))}`);
-          expect(start.commands.length).toBeLessThanOrEqual(3); // before: 9 (each statement its own round trip)
-          expect(complete.commands.length).toBeLessThanOrEqual(3); // before: 10
+          expect(start.commands.length).toBe(2); // before: 9 (each statement its own round trip)
+          expect(complete.commands.length).toBe(2); // before: 10
           // The first batch begins the transaction and reads the fence before anything else, and writes nothing; the
           // last one writes, appends the audit row and commits.
           for (const c of [start.commands, complete.commands]) {
@@ -90,7 +114,7 @@ describe('mysql fenced writes: round trips', () => {
           const lost = await counter.during(() => s.execution.fencedStartAttempts(stale, [{ intentId: other, expectedAttemptCount: 0 }]));
           expect(lost.value).toEqual({ kind: 'leaseLost' });
           expect(texts(lost.commands).at(-1)).toBe('ROLLBACK');
-          expect(lost.commands.length).toBeLessThanOrEqual(3);
+          expect(lost.commands.length).toBe(2);
           expect((await s.intents.get(other))?.attemptCount).toBe(0);
           const late = await s.execution.fencedCompleteAttempts(stale, [{
             intentId: id, attemptNo: 1, outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } }]);
@@ -112,14 +136,16 @@ describe('mysql fenced writes: round trips', () => {
       try {
         await db.query('CREATE TABLE t (id INT PRIMARY KEY) ENGINE=InnoDB');
         const insert = (id: number) => ({ text: 'INSERT INTO t (id) VALUES (?)', params: [id] });
-        const failed = await db.pipelined((tx) => tx.commit([{ text: 'SET @after = NULL' }, insert(1), insert(1), { text: 'SET @after = 1' }, insert(2)]))
+        const before = Number((await db.pipelined((tx) => tx.commit([{ text: 'SELECT CONNECTION_ID() AS id' }])))[0]!.rows[0]!.id);
+        const failed = await db.pipelined((tx) => tx.commit([{ text: 'SET @after = 0' }, insert(1), insert(1), { text: 'SET @after = 1' }, insert(2)]))
           .catch((e: unknown) => e);
         expect(failed).toMatchObject({ name: 'StoreError', kind: 'conflict' });
         // Returning without COMMIT rolls back too.
         expect(await db.pipelined(async (tx) => (await tx.send([insert(3)]))[0]!.affectedRows)).toBe(1);
-        const [committed, after] = await db.pipelined((tx) => tx.commit([{ text: 'SELECT COUNT(*) AS n FROM t' }, { text: 'SELECT @after AS v' }]));
+        const [committed, after] = await db.pipelined((tx) => tx.commit([{ text: 'SELECT COUNT(*) AS n FROM t' }, { text: 'SELECT @after AS v, CONNECTION_ID() AS id' }]));
         expect(Number(committed!.rows[0]!.n)).toBe(0);
-        expect(after!.rows[0]!.v).toBeNull(); // the statements after the failing one never ran (same session)
+        // The same session (the pipelining pool's one connection): the statement before the failing one ran, those after it never did.
+        expect([Number(after!.rows[0]!.id), Number(after!.rows[0]!.v)]).toEqual([before, 0]);
         const [inserted, read] = await db.pipelined((tx) => tx.commit([insert(4), { text: 'SELECT id FROM t' }]));
         expect([inserted!.affectedRows, read!.rows]).toEqual([1, [{ id: 4 }]]);
       } finally {
@@ -128,49 +154,84 @@ describe('mysql fenced writes: round trips', () => {
     });
   });
 
-  it("a start's writes arriving late: the aborted record waits for them and closes the attempt (never sent, not charged)", async (t) => {
-    const skip = inject('mysqlUnavailable');
-    if (skip) return t.skip(skip);
-    await withDatabase(async (name) => {
-      await withStores(MYSQL_TEST_URL, name, async (s) => {
-        await s.migrate();
-        const token = await acquireToken(s, 'A');
-        const id = (await submit(s)).intentId;
-        // The start's first round trip (the intent locked), then its writes late, as a session the client gave up on.
-        const late = openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 10_000, database: name });
-        const probe = open(MYSQL_TEST_URL, name);
-        let thread = 0;
-        let writeNow!: () => void;
-        const gate = new Promise<void>((r) => (writeNow = r));
-        const locked = new Promise<void>((held) => {
-          void late.transaction(async (tx) => {
-            thread = Number((await tx.query<{ id: number }>('SELECT CONNECTION_ID() AS id')).rows[0]!.id);
-            await tx.query('SELECT intent_id FROM submission_intents WHERE intent_id = ? FOR UPDATE', [id]);
-            held();
-            await gate;
-            await tx.query(`UPDATE submission_intents SET status = 'in_flight', attempt_count = 1, last_epoch = ? WHERE intent_id = ?`, [token.leaseEpoch, id]);
-            await tx.query(`INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
-              VALUES (?, 1, ?, ?, UTC_TIMESTAMP(6), 'started')`, [id, token.leaseEpoch, token.holderId]);
-          });
-        });
-        try {
-          await locked;
-          const record = s.execution.fencedCompleteAttempts(token, [{ ...aborted({ intentId: id, attemptNo: 1 }, "the start's reply was lost"),
-            attemptEpoch: token.leaseEpoch }]);
-          const waiters = async () => Number((await probe.query<{ n: number }>(`SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
-            JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id WHERE b.trx_mysql_thread_id = ?`, [thread])).rows[0]!.n);
-          // (INNODB_LOCK_WAITS is refreshed only when not read for 100 ms: polled slower.)
-          for (let i = 0; i < 50 && (await waiters()) === 0; i++) await new Promise((r) => setTimeout(r, 150));
-          expect(await waiters()).toBeGreaterThan(0); // the record waits for the late start
-          writeNow();
-          expect(await record).toMatchObject({ kind: 'ok', value: [{ intentId: id, applied: true, row: { status: 'scheduled' } }] });
-          expect((await s.intents.listAttempts(id)).map((a) => a.outcome)).toEqual(['aborted']); // before: left 'started'
-        } finally {
-          writeNow();
-          await late.close();
-          await probe.close();
-        }
+  it("a start's writes arriving late: the aborted record waits for them and closes the attempt (never sent, not charged)", (t) => withLeader(t, async (name, s, token) => {
+    const id = (await submit(s)).intentId;
+    // The start's first round trip (the intent locked), then its writes late, as a session the client gave up on.
+    const late = openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 10_000, database: name });
+    const probe = open(MYSQL_TEST_URL, name);
+    let writeNow!: () => void;
+    const gate = new Promise<void>((r) => (writeNow = r));
+    const locked = new Promise<void>((held) => {
+      void late.transaction(async (tx) => {
+        await tx.query('SELECT intent_id FROM submission_intents WHERE intent_id = ? FOR UPDATE', [id]);
+        held();
+        await gate;
+        await tx.query(`UPDATE submission_intents SET status = 'in_flight', attempt_count = 1, last_epoch = ? WHERE intent_id = ?`, [token.leaseEpoch, id]);
+        await tx.query(`INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
+          VALUES (?, 1, ?, ?, UTC_TIMESTAMP(6), 'started')`, [id, token.leaseEpoch, token.holderId]);
       });
     });
-  });
+    try {
+      await locked;
+      const record = s.execution.fencedCompleteAttempts(token, [{ ...aborted({ intentId: id, attemptNo: 1 }, "the start's reply was lost"),
+        attemptEpoch: token.leaseEpoch }]);
+      const waiters = () => lockWaits(probe, name); // the late start holds its lock: the one waiter is the record
+      // (INNODB_TRX is refreshed only when not read for 100 ms: polled slower.)
+      for (let i = 0; i < 50 && (await waiters()) === 0; i++) await new Promise((r) => setTimeout(r, 150));
+      expect(await waiters()).toBeGreaterThan(0); // the record waits for the late start
+      writeNow();
+      expect(await record).toMatchObject({ kind: 'ok', value: [{ intentId: id, applied: true, row: { status: 'scheduled' } }] });
+      expect((await s.intents.listAttempts(id)).map((a) => a.outcome)).toEqual(['aborted']); // before: left 'started'
+    } finally {
+      writeNow();
+      await late.close();
+      await probe.close();
+    }
+  }));
+
+  it("a deposed leader's first round trip locks nothing; the holder's locks its rows, never the lease row", (t) => withLeader(t, async (name, s, token) => {
+    const stale = { ...token, leaseEpoch: token.leaseEpoch - 1 }; // another epoch holds the lease
+    const db = open(MYSQL_TEST_URL, name);
+    const probe = openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 1_000, database: name }); // waits 1 s at most
+    /** Whether another session gets the lock `text` takes now (false: it waited out its lock wait timeout). */
+    const free = (text: string, params: unknown[]) => probe.transaction((tx) => tx.query(text, params)).then(() => true,
+      (e: unknown) => (isStoreError(e) && ['1205', '1969'].includes(e.code ?? '') ? false : Promise.reject(e)));
+    const intent = (id: string) => free('SELECT intent_id FROM submission_intents WHERE intent_id = ? FOR UPDATE', [id]);
+    const attempts = (id: string) => free('SELECT attempt_no FROM submission_attempts WHERE intent_id = ? FOR UPDATE', [id]);
+    let between = async () => {};
+    const execution = new MysqlExecutionStore(pausing(db, () => between()), 0);
+    const seen: boolean[] = [];
+    try {
+      const [id, other] = [(await submit(s)).intentId, (await submit(s)).intentId];
+      between = async () => void seen.push(await intent(id), await free(
+        'SELECT lease_name FROM submission_manager_leases WHERE lease_name = ? LOCK IN SHARE MODE', [token.leaseName]));
+      expect(await execution.fencedStartAttempts(token, [{ intentId: id, expectedAttemptCount: 0 }])).toMatchObject({ kind: 'ok', value: [{ intentId: id }] });
+      expect(seen.splice(0)).toEqual([false, true]); // the intent locked; the lease row only for share (the fence)
+      between = async () => void seen.push(await intent(other));
+      expect(await execution.fencedStartAttempts(stale, [{ intentId: other, expectedAttemptCount: 0 }])).toEqual({ kind: 'leaseLost' });
+      between = async () => void seen.push(await intent(id), await attempts(id));
+      const done = { intentId: id, attemptNo: 1, outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } } as const;
+      expect(await execution.fencedCompleteAttempts(stale, [done])).toEqual({ kind: 'leaseLost' });
+      expect(seen.splice(0)).toEqual([true, true, true]); // the deposed start and completion locked nothing
+      between = async () => {};
+      expect((await s.intents.get(id))?.status).toBe('in_flight');
+
+      // Two completions of one intent, at attempt 2: attempt 1's closes, attempt 2's does not (another epoch's
+      // record). The intent stays in flight: it moves on only with the attempt closed here.
+      await db.query('INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome) VALUES (?, 2, ?, ?, UTC_TIMESTAMP(6), \'started\')',
+        [id, token.leaseEpoch, token.holderId]);
+      await db.query('UPDATE submission_intents SET attempt_count = 2 WHERE intent_id = ?', [id]);
+      const mixed = await execution.fencedCompleteAttempts(token, [
+        { ...done, attemptNo: 2, attemptEpoch: token.leaseEpoch - 1 },
+        { ...aborted({ intentId: id, attemptNo: 1 }, 'test'), attemptEpoch: token.leaseEpoch },
+      ]);
+      expect(mixed).toMatchObject({ kind: 'ok' });
+      expect((await s.intents.get(id))?.status).toBe('in_flight');
+      expect((await s.intents.listAttempts(id)).map((a) => a.outcome)).toEqual(['aborted', 'started']);
+      expect((await auditRows(name)).at(-1)).toEqual(['complete_attempts', 1]);
+    } finally {
+      await db.close();
+      await probe.close();
+    }
+  }));
 });

@@ -73,9 +73,14 @@ export const mysql: DialectHarness = {
         const r = await tx.query(`SELECT 1 AS x FROM ${table} WHERE ${column} IN (${keys.map(() => '?').join(', ')}) ${mode === 'shared' ? 'LOCK IN SHARE MODE' : 'FOR UPDATE'}`, keys);
         if (r.rows.length !== keys.length) throw new Error(`holdRowLock: ${r.rows.length} of ${keys.length} rows of ${table} found`);
       }, () => pool.close());
-      // (The server refreshes INNODB_TRX / INNODB_LOCK_WAITS only when they were not read for 100 ms: poll slower.)
-      const waiters = async () => Number((await db.sql<{ n: number }>(`SELECT COUNT(*) AS n FROM information_schema.INNODB_LOCK_WAITS w
-        JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id WHERE t.trx_mysql_thread_id = $1`, [thread]))[0]!.n);
+      // The lock waits whose blocker is the holder's transaction: MariaDB's INNODB_LOCK_WAITS, MySQL 8's
+      // performance_schema.data_lock_waits (INNODB_LOCK_WAITS was removed in 8.0). (The server refreshes INNODB_TRX /
+      // INNODB_LOCK_WAITS only when they were not read for 100 ms: poll slower.)
+      const mariadb = /mariadb/i.test(String((await db.sql<{ v: string }>('SELECT VERSION() AS v'))[0]!.v));
+      const waits = mariadb ? 'information_schema.INNODB_LOCK_WAITS w JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id'
+        : 'performance_schema.data_lock_waits w JOIN information_schema.INNODB_TRX t ON t.trx_id = w.BLOCKING_ENGINE_TRANSACTION_ID';
+      const waiters = async () => Number((await db.sql<{ n: number }>(`SELECT COUNT(*) AS n FROM ${waits}
+        WHERE t.trx_mysql_thread_id = $1`, [thread]))[0]!.n);
       return { release, waiters, get session() { return thread; } };
     },
   },
