@@ -55,13 +55,14 @@ describe.each(dialects)('lease contract: $name', (dialect) => {
     const out = await s.lease.tryAcquire(NAME, 'a', 300);
     if (!out.acquired) throw new Error('not acquired');
     const token = { leaseName: NAME, holderId: 'a', leaseEpoch: 1 };
-    const renewed = await s.lease.renew(token, 300);
+    // A longer duration than the acquire's, so the extension shows even when both land in the same millisecond.
+    const renewed = await s.lease.renew(token, 400);
     expect(renewed?.leaseEpoch).toBe(1);
     expect(renewed!.expiresAt.getTime()).toBeGreaterThan(out.lease.expiresAt.getTime());
     expect(renewed!.acquiredAt.getTime()).toBe(out.lease.acquiredAt.getTime());
     expect(await s.lease.renew({ ...token, holderId: 'b' }, 300)).toBeNull();
     expect(await s.lease.renew({ ...token, leaseEpoch: 2 }, 300)).toBeNull();
-    await sleep(400);
+    await sleep(600);
     expect(await s.lease.renew(token, 300)).toBeNull(); // expired: renew must not resurrect it
     expect((await s.lease.get(NAME))?.leaseEpoch).toBe(1);
   });
