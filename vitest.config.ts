@@ -1,8 +1,12 @@
 import { defineConfig } from 'vitest/config';
 import SlowestFirst from './test/support/sequencer.js';
 
-// Files that must load @azure/functions into a fresh module cache (installFunctionsCore() runs before its first load).
-const FRESH_MODULES = ['test/functions/**/*.test.ts', 'test/unit/telemetryPreload.test.ts'];
+// Files that need a module cache of their own: @azure/functions loaded after installFunctionsCore(), and
+// @azure/identity, whose managed-identity credential keeps process-wide state between files.
+const FRESH_MODULES = [
+  'test/functions/**/*.test.ts', 'test/unit/telemetryPreload.test.ts',
+  'test/unit/azureDatabase.test.ts', 'test/system/entraTokensPostgres.test.ts', 'test/system/entraTokensMysql.test.ts',
+];
 
 export default defineConfig({
   test: {
