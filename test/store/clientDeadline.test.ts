@@ -69,7 +69,7 @@ describe.each(serverDatabases)('client-side deadline of an executor tick ($name 
     const skip = server.unavailable();
     if (skip) return t.skip(skip);
     const target = await server.create();
-    const setup = server.openStores(target.url, 10_000);
+    const setup = await server.openStores(target.url, 10_000);
     await setup.migrate().finally(() => setup.close());
     const direct = new URL(target.url);
     const port = Number(direct.port || ({ 'postgres:': 5432, 'postgresql:': 5432 } as Record<string, number>)[direct.protocol] || 3306);
@@ -79,7 +79,7 @@ describe.each(serverDatabases)('client-side deadline of an executor tick ($name 
     via.hostname = '127.0.0.1';
     via.port = String(proxy.port);
     const provider = await startRecordingProvider(() => ({ status: 200, delayMs: 300 }));
-    const stores = server.openStores(via.toString(), STATEMENT_MS);
+    const stores = await server.openStores(via.toString(), STATEMENT_MS);
     try {
       const lease = new LeaseManager(stores.lease, { name: LEASE_NAME, holderId: 'bh-1', durationMs: 6_000, renewIntervalMs: 500,
         acquireIntervalMs: 6_000, safetyMarginMs: 1_000, acquireJitterMs: 10 }, systemClock, silentLogger);

@@ -29,7 +29,7 @@ export const STEPS: { step: Step; to: number; restart: 'at once' | 'after'; stat
 
 /** 2 500 intents not due for an hour (no executor touches them), inserted through the product's store. */
 export async function seed(server: ServerDatabase, db: PgTestDatabase): Promise<string[]> {
-  const stores = server.openStores(db.url, 10_000);
+  const stores = await server.openStores(db.url, 10_000);
   const ids: string[] = [];
   try {
     for (let i = 0; i < SEEDED; i += 25) {

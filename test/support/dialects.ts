@@ -5,9 +5,10 @@
 // `sqlFaults` for the suites that make the server misbehave. Suites pick dialects by these fields, never by a
 // per-dialect map of their own; a pick by name is left only where the test is about that dialect itself (SQL
 // Server's RCSI, PostgreSQL's cancel code 57014, the PGlite-only partition test).
-// Availability: an unreachable server is skipped with one line, and FAILS under CI=true. The probe runs once in
-// test/support/globalSetup.ts, which provides the reason the harness's unavailable() returns (`pgUnavailable`,
-// `mysqlUnavailable`); SQL Server runs only where MSSQL_TEST_URL points.
+// Availability: every suite lists every dialect it applies to; one not available here is skipped with one line, and
+// an unreachable server FAILS under CI=true. The probe runs once in test/support/globalSetup.ts, which provides the
+// reason the harness's unavailable() returns (`pgUnavailable`, `mysqlUnavailable`); SQL Server runs where
+// MSSQL_TEST_URL points (its line says how to set it), the process-level suites on a SQL login only.
 import { it } from 'vitest';
 import type { Fenced, LeaseToken } from '../../src/store/ports.js';
 import type { Stores } from '../../src/store/stores.js';
@@ -103,14 +104,12 @@ export interface DialectHarness {
   name: 'pglite' | 'postgres' | 'mssql' | 'mysql';
   /** Due-intent notices (LISTEN/NOTIFY) exist on this dialect; elsewhere the refresh interval bounds pickup. */
   notices: boolean;
-  /** A server of this dialect runs on this machine and in CI (SQL Server only where MSSQL_TEST_URL points). */
-  runsHere: boolean;
   /** More than one session: a transaction can stay open while others commit (PGlite is one session). */
   manySessions: boolean;
   /** null = usable; otherwise the reason the suite is skipped. */
   unavailable(): string | null;
   createContext(): Promise<DialectContext>;
-  /** A database server the process-level tests can point hosts at (absent: PGlite; SQL Server, not written). */
+  /** A database server the process-level tests can point hosts at (absent: PGlite, one embedded session). */
   server?: ServerCapability;
   /** Test-only SQL that makes the server misbehave, in the dialect's own text (absent: not written for it). */
   sqlFaults?: SqlFaults;
@@ -149,11 +148,13 @@ export interface MigrationDatabase {
 
 /** What the process-level system tests need of a database server. */
 export interface ServerCapability {
+  /** The reason the process-level tests skip, where it differs from the dialect's (absent: the dialect's). */
+  unavailable?(): string | null;
   /** A fresh database (the hosts migrate it concurrently at start): its URL for DATABASE_URL, raw SQL (`$n`
    *  placeholders, neutral SQL) for the test's own checks, dropped by drop(). */
   create(): Promise<PgTestDatabase>;
   /** The dialect's stores on a new pool of two connections to `url` (not migrated; stores.close() ends the pool). */
-  openStores(url: string, statementTimeoutMs: number): Stores;
+  openStores(url: string, statementTimeoutMs: number): Promise<Stores>;
   /** An SQL expression for the database's time now, or `secondsAgo` seconds before (the stored timestamps' type). */
   dbTimeSql(secondsAgo?: number): string;
   /** The statements that insert `n` settled intents a day old (ids settledId(1..n), before any the app makes) and
@@ -174,7 +175,7 @@ export interface ServerDatabase extends ServerCapability {
 
 export interface SqlFaults {
   /** Statements that make every DELETE on submission_intents sleep `seconds` on the server (a trigger). Absent
-   *  where a sleep would stall every session (PGlite). */
+   *  where a sleep would stall every session (PGlite) or the purge's cap would not end it (SQL Server: LOCK_TIMEOUT). */
   slowDelete?(seconds: number): string[];
   /** Statements that make every DELETE on submission_intents fail with a real SQL error whose message is
    *  'permission denied: retention disabled by the test'; `code`: the error code the store reports, when fixed. */
@@ -186,13 +187,11 @@ export interface SqlFaults {
 export const dialects: DialectHarness[] = [pglite, postgres, mssql, mysql];
 
 // The subsets the suites pick by capability, never by name.
-/** The executor-level system suites (faults staged around one executor): the dialects that run here and in CI. */
-export const executorDialects = dialects.filter((d) => d.runsHere);
 /** Suites that hold a transaction open while others commit (late commits). */
 export const manySessionDialects = dialects.filter((d) => d.manySessions);
 /** The database servers the process-level system tests run against (separate OS processes, DATABASE_URL). */
 export const serverDatabases: ServerDatabase[] = dialects.flatMap((d) =>
-  d.server ? [{ name: d.name, unavailable: () => d.unavailable(), ...d.server }] : []);
+  d.server ? [{ ...d.server, name: d.name, unavailable: () => d.unavailable() ?? d.server!.unavailable?.() ?? null }] : []);
 
 /** `it` where the test applies to this dialect, else nothing registered (a dialect it cannot apply to is no skip). */
 export const itWhere = (applies: boolean): typeof it => (applies ? it : ((() => {}) as unknown as typeof it));

@@ -124,6 +124,20 @@ export function mysqlSeedSettledSql(n: number, o: SeedOptions = {}): string[] {
      WHERE g <= ${Math.trunc(n)}`, ...(o.analyze === false ? [] : ['ANALYZE TABLE submission_intents'])];
 }
 
+/** As pgSeedSettledSql on SQL Server: TOP (n) numbered rows of a cross join of sys.all_columns (ample for 10^6), one
+ *  INSERT … SELECT; each id's hex from the number's big-endian bytes (CONVERT style 2: no 0x); `analyze: false` turns
+ *  the automatic statistics of the two tables off (sp_autostats). */
+export function mssqlSeedSettledSql(n: number, o: SeedOptions = {}): string[] {
+  const hex = (bytes: number) => `LOWER(CONVERT(char(${2 * bytes}), CONVERT(binary(${bytes}), g), 2))`;
+  const quiet = ['submission_intents', 'submission_attempts'].map((t) => `EXEC sp_autostats N'${t}', 'OFF'`);
+  return [...(o.analyze === false ? quiet : []), `INSERT INTO submission_intents (intent_id, request_hash, contract, status, attempt_count, max_attempts, next_attempt_at,
+      created_at, last_modified_at, partition_no)
+    SELECT ${hex(4)} + '-0000-7000-8000-' + ${hex(6)}, REPLICATE('0', 64), N'${CONTRACT}', '${o.status ?? 'succeeded'}', 1, 3, x.t, x.t, x.t, 0
+      FROM (SELECT TOP (${Math.trunc(n)}) CAST(ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS bigint) AS g
+              FROM sys.all_columns AS a CROSS JOIN sys.all_columns AS b) AS r
+     CROSS JOIN (SELECT DATEADD(day, -1, SYSUTCDATETIME()) AS t) AS x`, ...(o.analyze === false ? [] : ['UPDATE STATISTICS submission_intents'])];
+}
+
 /** Stores on a pool of one connection (one session; and one for the pipelined transactions, the executor's start and
  *  completion: both are counted), and the rows their handlers read meanwhile, less what reading the counters itself
  *  costs (measured on the same sessions just before). */

@@ -16,10 +16,9 @@ import {
 } from '../../src/store/mssql/rows.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
 import type { DialectContext, DialectHarness } from './dialects.js';
-import { adminBatch, dropTestDatabase, mssqlUnavailable, open, rawSql, testTarget } from './mssqlServer.js';
+import { adminBatch, dropTestDatabase, mssqlRcsi, mssqlUnavailable, open, rawSql, testTarget } from './mssqlServer.js';
 import { mssqlMigrations } from './migrationTargets.js';
-
-const env = process.env;
+import { mssqlServerCapability } from './mssqlProcessServer.js';
 
 /** The last result set of a typed query (its answer; statements before it run with NOCOUNT ON). */
 async function lastSet<R>(db: MssqlDatabase | MssqlRunner, q: SqlQuery): Promise<R[]> {
@@ -32,15 +31,28 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const mssql: DialectHarness = {
   name: 'mssql',
   notices: false,
-  runsHere: false,
   manySessions: true,
   unavailable: mssqlUnavailable,
   migrations: mssqlMigrations,
+  server: mssqlServerCapability,
+  // No slowDelete: a purge's slice is capped here by SET LOCK_TIMEOUT (lock waits only), so a trigger's WAITFOR would
+  // not be cut off at the slice as the suites that use it expect. An AFTER trigger fires for every DELETE statement
+  // (none of the dialect's deletes on this table carries an OUTPUT clause, which a trigger would refuse: error 334).
+  sqlFaults: {
+    refuseDelete: {
+      statements: [`CREATE TRIGGER t_refuse_delete ON submission_intents AFTER DELETE AS
+BEGIN
+  SET NOCOUNT ON;
+  THROW 50000, 'permission denied: retention disabled by the test', 1;
+END;`],
+      code: '50000',
+    },
+  },
   async createContext(): Promise<DialectContext> {
     const target = testTarget();
     if (!target) throw new Error('SQL Server not configured');
     const dbName = `t_${randomBytes(6).toString('hex')}`; // generated, safe to inline
-    const rcsi = (env.MSSQL_TEST_RCSI ?? 'on').toLowerCase() !== 'off';
+    const rcsi = mssqlRcsi();
     await adminBatch(target, `CREATE DATABASE [${dbName}];`);
     let admin: MssqlDatabase | null = null;
     try {
@@ -182,6 +194,18 @@ SELECT COUNT(*) AS stolen FROM @s;`,
           params: [p.varchar('lease_name', 64, leaseName), p.varchar('holder_id', 128, holderId)],
         });
         if (Number(r?.stolen) !== 1) throw new Error(`stealLease: no lease ${leaseName}`);
+      },
+      async lockIntentRow(intentId) {
+        // A U lock held to commit on a pool of its own (one connection), as FOR UPDATE: writers and locking readers
+        // (UPDLOCK) wait, plain reads do not.
+        const db = await open(target, 1, dbName);
+        return holdTransaction<MssqlRunner>((fn) => db.transaction(fn), async (tx) => {
+          const rows = await lastSet<{ intent_id: string }>(tx, {
+            text: 'SELECT intent_id FROM submission_intents WITH (UPDLOCK, HOLDLOCK, ROWLOCK) WHERE intent_id = @intent_id;',
+            params: [p.uuid('intent_id', intentId)],
+          });
+          if (rows.length !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
+        }, () => db.close());
       },
       async insertHeldOpen(n) {
         // Its own pool (one connection); the insert's own BEGIN/COMMIT nest inside this transaction (locks held).

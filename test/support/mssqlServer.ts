@@ -61,6 +61,9 @@ BEGIN
 END;`).catch(() => {});
 }
 
+/** READ_COMMITTED_SNAPSHOT of every test database: ON like Azure SQL, unless MSSQL_TEST_RCSI=off (SQL Server's default). */
+export const mssqlRcsi = (): boolean => (env.MSSQL_TEST_RCSI ?? 'on').toLowerCase() !== 'off';
+
 /** null when SQL Server is configured; otherwise the one line its suites are skipped with. */
 export const mssqlUnavailable = (): string | null =>
   testTarget()

@@ -56,13 +56,12 @@ export async function createMysqlDatabase(): Promise<PgTestDatabase> {
 export const mysql: DialectHarness = {
   name: 'mysql',
   notices: false,
-  runsHere: true,
   manySessions: true,
   unavailable: () => inject('mysqlUnavailable') || null,
   migrations: mysqlMigrations,
   server: {
     create: createMysqlDatabase,
-    openStores: (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
+    openStores: async (url, statementTimeoutMs) => createMysqlStores(openMysqlPool({ url, max: 2, statementTimeoutMs }, () => {})),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `DATE_SUB(UTC_TIMESTAMP(6), INTERVAL ${secondsAgo} SECOND)` : 'UTC_TIMESTAMP(6)'),
     seedSettledSql: mysqlSeedSettledSql,
     async holdRowLock(db, table, column, keys, mode = 'exclusive') {

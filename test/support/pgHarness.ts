@@ -201,7 +201,6 @@ let sharedPglite: Promise<PGlite> | null = null;
 export const pglite: DialectHarness = {
   name: 'pglite',
   notices: true,
-  runsHere: true,
   manySessions: false,
   unavailable: () => null,
   migrations: pgliteMigrations,
@@ -227,13 +226,12 @@ export const pglite: DialectHarness = {
 export const postgres: DialectHarness = {
   name: 'postgres',
   notices: true,
-  runsHere: true,
   manySessions: true,
   unavailable: () => inject('pgUnavailable') || null,
   migrations: postgresMigrations,
   server: {
     create: createPgDatabase,
-    openStores: (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
+    openStores: async (url, statementTimeoutMs) => createPostgresStores(openPgPool({ url, max: 2, statementTimeoutMs }, () => {}), 'postgres'),
     dbTimeSql: (secondsAgo = 0) => (secondsAgo ? `clock_timestamp() - interval '${secondsAgo} seconds'` : 'clock_timestamp()'),
     seedSettledSql: pgSeedSettledSql,
     async holdRowLock(db, table, column, keys, mode = 'exclusive') {

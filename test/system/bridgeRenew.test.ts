@@ -5,7 +5,7 @@
 // A bridge that never renewed left a renew gap of a whole tick period instead of LEASE_RENEW_INTERVAL_MS, so a
 // stalled write (a lost reply) ran into the local deadline sooner than the renew interval promises.
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -15,7 +15,7 @@ import { until } from '../support/replyFaults.js';
 const LEASE_MS = 2_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(executorDialects)('the next tick renews while the bridge is held up: $name', (dialect) => {
+describe.each(dialects)('the next tick renews while the bridge is held up: $name', (dialect) => {
   const t = {} as { ctx: DialectContext; provider: RecordingProvider };
   useDialectWithProvider(dialect, (ctx, provider) => {
     t.ctx = ctx;

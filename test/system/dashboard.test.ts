@@ -1,6 +1,6 @@
 // The dashboard in a real browser: headless Chromium (or Chrome) driven by playwright-core against a local host
 // process (3 instances, ADMIN_KEY set so `?code=` is exercised) with intents in every state, on each database
-// server (PostgreSQL, MySQL/MariaDB: test/support/dialects.ts).
+// server (PostgreSQL, MySQL/MariaDB, SQL Server: test/support/dialects.ts).
 // Checks the leader, the counts and the charts; searches by idempotency key; opens an intent (payload
 // redacted until asked); redrives a failed one through the confirmation dialog and sees it succeed; pauses
 // and resumes. Screenshots are taken every run; they are written to docs/img/ (used by the README) with

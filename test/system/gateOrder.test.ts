@@ -4,13 +4,13 @@
 // closed and /readyz must say follower, while that call is still outstanding. A drop deferred until the calls
 // in flight have settled fails here (checked by making that change in batch.ts's fail()).
 import { describe, expect, it } from 'vitest';
-import { executorDialects } from '../support/dialects.js';
+import { dialects } from '../support/dialects.js';
 import { request } from '../support/apps.js';
 import { delegateExecution, useWrappedApp } from '../support/wrappedApp.js';
 import { readyz } from '../../src/http/health.js';
 import { StoreError } from '../../src/store/ports.js';
 
-describe.each(executorDialects)('gate order on an SQL error: $name', (dialect) => {
+describe.each(dialects)('gate order on an SQL error: $name', (dialect) => {
   const f = useWrappedApp(dialect);
 
   it('the gate is closed and /readyz says follower while the provider call is still outstanding', async () => {

@@ -2,7 +2,7 @@
 // in-flight call finish, writes its completion under the fence, reports, releases the row, ends with
 // stopReason 'handover' — and does not stand down: the same instance may acquire again at its next tick.
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -10,7 +10,7 @@ import { buildExecutor } from '../support/executorHarness.js';
 import { NO_OPS, type ExecutorOps } from '../../src/executor/executorOps.js';
 import type { LeaseToken } from '../../src/store/ports.js';
 
-describe.each(executorDialects)('executor handover hook: $name', (dialect) => {
+describe.each(dialects)('executor handover hook: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

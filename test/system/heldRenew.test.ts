@@ -4,7 +4,7 @@
 // had expired, the fence refused, and the next leader recovered the attempt as an orphan and sent it again.
 // The renew's wait now writes the completions that arrive meanwhile.
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -17,7 +17,7 @@ import { withReplyFaults } from '../support/replyFaults.js';
 const LEASE_MS = 2_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(executorDialects)('a renew whose reply is held past the lease: $name', (dialect) => {
+describe.each(dialects)('a renew whose reply is held past the lease: $name', (dialect) => {
   const t = {} as { ctx: DialectContext; provider: RecordingProvider };
   useDialectWithProvider(dialect, (ctx, provider) => {
     t.ctx = ctx;

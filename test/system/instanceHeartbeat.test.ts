@@ -3,7 +3,7 @@
 // (every live instance, this one included) and becomes unknown (null) once older than the liveness window; stop()
 // removes the row; SQL that fails (the table dropped) never throws into the caller, and is logged at warn (not at every beat).
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectContext } from '../support/dialectFixture.js';
 import type { Stores } from '../../src/store/stores.js';
 import { FakeClock, systemClock } from '../../src/lease/clock.js';
@@ -14,7 +14,7 @@ const settings = (holderId: string, over: Partial<InstanceHeartbeatSettings> = {
   ({ holderId, version: '9.9.9', roles: ['http', 'timer'], heartbeatMs: 100, liveWindowMs: 2_000, ...over });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(executorDialects)('instance heartbeat: $name', (dialect) => {
+describe.each(dialects)('instance heartbeat: $name', (dialect) => {
   let ctx: DialectContext;
   let s: Stores;
   const started: InstanceHeartbeat[] = [];

@@ -3,7 +3,7 @@
 // in-flight calls are awaited and the row is released only after their completions are written; rebuild is
 // resumable and executes nothing until done; leadership lost during a rebuild or between two ticks.
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -35,7 +35,7 @@ function faulty(s: ExecutionStore, f: { failComplete?: () => boolean; failRefres
   };
 }
 
-describe.each(executorDialects)('liveness: $name', (dialect) => {
+describe.each(dialects)('liveness: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

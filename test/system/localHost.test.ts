@@ -2,7 +2,7 @@
 // (1) Embedded PGlite, 3 in-process instances, demo provider, FUNCTION_KEY set: an intent succeeds; readyz
 // shows exactly one leader among the instances; keys are enforced on function-level routes only; SIGTERM
 // exits 0 promptly. (2) Bad configuration: one line naming the setting, exit code 2. (3) Three processes
-// (INSTANCES=1) on each database server (PostgreSQL, MariaDB): kill -9 the leader → another takes over after the lease and keeps
+// (INSTANCES=1) on each database server (PostgreSQL, MariaDB, SQL Server): kill -9 the leader → another takes over after the lease and keeps
 // executing; SIGTERM the new leader → the third takes over within about one tick (graceful release).
 import { rmSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';

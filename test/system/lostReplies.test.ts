@@ -3,7 +3,7 @@
 // outcome is unknown records its attempts as aborted; a skipped START is not retried in a tight loop; a reserved
 // intent returns to the schedule whatever the gate says at that moment; shutdown keeps the same rule.
 import { afterEach, describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext, itWhere } from '../support/dialects.js';
+import { dialects, type DialectContext, itWhere } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
@@ -13,7 +13,7 @@ import type { LeaseStore } from '../../src/store/ports.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(executorDialects)('lost replies: $name', (dialect) => {
+describe.each(dialects)('lost replies: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

@@ -1,6 +1,6 @@
 // An earlier release's instance live during a count change this release requested takes no part in it
 // (docs/reliability.md, "An earlier release's changer during a change"). On a fresh database of each server
-// (PostgreSQL, MariaDB), migrated by this checkout: this release's store requests 1 → 2 with no instance live; a
+// (PostgreSQL, MariaDB, SQL Server), migrated by this checkout: this release's store requests 1 → 2 with no instance live; a
 // process of the previous release (test/support/previousRelease.json, built from git) then starts alone, so its
 // changer runs the preparing pass to its end, takes partition 0's lease and claims — refused by the database at every
 // step (its step fails and it keeps lease 0 while it lives: it takes the next leases only after a claim). A process of
@@ -62,7 +62,7 @@ describe.each(serverDatabases)('an earlier release live as the preparing pass en
       'SELECT partition_count, layout_generation, recorded_by FROM submission_manager_partition_count WHERE id = 1'))[0]!;
 
     // This release requests the change (as POST /api/ops/partitions does), no instance live.
-    const stores = server.openStores(db.url, 10_000);
+    const stores = await server.openStores(db.url, 10_000);
     const changeId = uuidv7();
     try {
       expect((await stores.partitions.requestChange(2, 'ops-test', changeId)).kind).toBe('created');

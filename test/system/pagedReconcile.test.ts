@@ -2,7 +2,7 @@
 // load, so execution never waits for more than one page; it keeps its guarantee against late commits (an intent
 // refresh never saw is found, one the database no longer schedules is dropped).
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { submit } from '../support/instances.js';
@@ -13,7 +13,7 @@ import { dbTextToDate, describePickup, MAX_READS_BEFORE_START, readsBetween, rec
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PAGE_MS = 700;
 
-describe.each(executorDialects)('paged reconcile: $name', (dialect) => {
+describe.each(dialects)('paged reconcile: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

@@ -41,7 +41,7 @@ describe.each(serverDatabases)('a count change that does not progress ($name ser
     await stream.stop();
     await drained(db);
     // Intents due in a few seconds: they come due while the change holds execution (the leaders drained).
-    const stores = server.openStores(db.url, 10_000);
+    const stores = await server.openStores(db.url, 10_000);
     const late: string[] = [];
     try {
       for (let i = 0; i < LATE; i++) {

@@ -4,12 +4,12 @@
 // test controls until the leader has read the pause (its own refresh, beside the START in flight), so the order is
 // pinned without timing.
 import { describe, expect, it } from 'vitest';
-import { executorDialects } from '../support/dialects.js';
+import { dialects } from '../support/dialects.js';
 import { request, waitUntil, TEST_LEASE } from '../support/apps.js';
 import { delegateExecution, useWrappedApp } from '../support/wrappedApp.js';
 import { clusterControlName } from '../../src/limits.js';
 
-describe.each(executorDialects)('pause gate: a started, unsent attempt is not sent after the pause is read: $name', (dialect) => {
+describe.each(dialects)('pause gate: a started, unsent attempt is not sent after the pause is read: $name', (dialect) => {
   const f = useWrappedApp(dialect);
 
   it('an attempt started before the pause was read is aborted at the gate, then sent after the resume', async () => {

@@ -4,7 +4,7 @@
 // dashboard offers Resume wherever a flag holds (one partition included), and rows beyond the recorded count are
 // listed and clearable (never pausable). Sent or not is judged by the provider's record after leader ticks.
 import { afterEach, describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { request, testConfig, TEST_LEASE } from '../support/apps.js';
@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/observability/logger.js';
 interface Row { partition: number; paused: boolean; heldBy: string | null; inLayout: boolean }
 interface ClusterBody { paused: boolean; running: boolean; stillHeld: number[]; partitions: Row[]; resumed?: { cluster: boolean; partitions: number[] } }
 
-describe.each(executorDialects)('pause rows a cluster resume leaves: $name', (dialect) => {
+describe.each(dialects)('pause rows a cluster resume leaves: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let app: App | null = null;

@@ -1,5 +1,5 @@
 // The spec's five acceptance tests with separate OS processes: three `node dist/src/local/main.js`
-// processes (INSTANCES=1 each, own holder id) on a fresh database of each server (PostgreSQL, MariaDB), a recording provider
+// processes (INSTANCES=1 each, own holder id) on a fresh database of each server (PostgreSQL, MariaDB, SQL Server), a recording provider
 // (PROVIDER_URL), real HTTP, real signals. Required under CI=true like the other database-server suites.
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
@@ -166,7 +166,7 @@ describe.each(serverDatabases)('spec tests with separate OS processes ($name ser
     // One at a time (the guarantee is per intent with room to start it: a batch of them would wait for start slots).
     for (let k = 0; k < 16; k++) {
       const { intentId } = await postIntent(followers[k % 2]!.api, { via: 'follower', k });
-      committedBy.set(intentId, (await db.sql<{ now: Date }>('SELECT CURRENT_TIMESTAMP(6) AS now'))[0]!.now);
+      committedBy.set(intentId, (await db.sql<{ now: Date }>(`SELECT ${server.dbTimeSql()} AS now`))[0]!.now);
       await provider.waitFor((c) => c.some((x) => x.intentId === intentId), 30_000);
       await sleep((137 * k) % TICK_MS); // land at different points of the tick cycle, the gap between ticks too
     }

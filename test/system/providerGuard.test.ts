@@ -5,7 +5,7 @@
 // - a 429 with Retry-After pauses every call, not just that intent's;
 // - the rate limit holds across ticks of the real executor.
 import { afterEach, describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { submit } from '../support/instances.js';
@@ -17,7 +17,7 @@ import { metric, scrape, startApps, submitVia, testConfig } from '../support/app
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(executorDialects)('provider guard in the executor: $name', (dialect) => {
+describe.each(dialects)('provider guard in the executor: $name', (dialect) => {
   const t = {} as { ctx: DialectContext; provider: RecordingProvider };
   useDialectWithProvider(dialect, (ctx, provider) => {
     t.ctx = ctx;

@@ -7,7 +7,7 @@
 // requested between ticks is read by the leader at its next refresh; it releases, and execution resumes at the
 // next tick elsewhere.
 import { afterEach, describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { TEST_LEASE, request, startApps, submitVia, testConfig } from '../support/apps.js';
@@ -22,7 +22,7 @@ import { dbTextToDate, describePickup, MAX_READS_BEFORE_START, readsBetween, rec
 /** testConfig's refresh interval. */
 const REFRESH_MS = 100;
 
-describe.each(executorDialects)('refresh cadence between ticks: $name', (dialect) => {
+describe.each(dialects)('refresh cadence between ticks: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let apps: App[] = [];

@@ -2,14 +2,14 @@
 // Instances are built by hand (not startInstances) so a test can wrap the clock, the execution store or the
 // provider — the ports the executor receives — to stage a pause or a fault at an exact point.
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import { staleWrites } from '../support/fenceChecker.js';
 import { buildExecutor as build } from '../support/executorHarness.js';
 
-describe.each(executorDialects)('review: executor findings: $name', (dialect) => {
+describe.each(dialects)('review: executor findings: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

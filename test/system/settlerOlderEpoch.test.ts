@@ -4,7 +4,7 @@
 // a step-down only while that token still leads), and the tick's CARRY writes the result under the new
 // fence. Fails if the settler's refusal drops unconditionally (the tick ends 'lease_lost').
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { submit } from '../support/instances.js';
@@ -16,7 +16,7 @@ import type { ExecutionStore } from '../../src/store/intentPorts.js';
 const LEASE_MS = 2_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.each(executorDialects)('the settler under an older epoch: $name', (dialect) => {
+describe.each(dialects)('the settler under an older epoch: $name', (dialect) => {
   const t = {} as { ctx: DialectContext; provider: RecordingProvider };
   useDialectWithProvider(dialect, (ctx, provider) => {
     t.ctx = ctx;

@@ -13,10 +13,11 @@ import { sleep, testConfig, tickLoops } from '../support/apps.js';
 import { submit } from '../support/instances.js';
 
 // A delete made slow by the server itself (5 s, past the app's statement timeout): a trigger of each dialect's own
-// (sqlFaults.slowDelete in its harness).
+// (sqlFaults.slowDelete in its harness). SQL Server is left out: its purge is capped by SET LOCK_TIMEOUT, which bounds lock
+// waits only, so its harness has no slow delete for the cut-off judged here.
 const slowDelete = (dialect: DialectHarness) => dialect.sqlFaults!.slowDelete!(5);
 
-describe.each(dialects.filter((d) => d.runsHere && d.sqlFaults?.slowDelete))('a purge that times out and the lease: $name', (dialect) => {
+describe.each(dialects.filter((d) => d.sqlFaults?.slowDelete))('a purge that times out and the lease: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let apps: App[] = [];

@@ -3,14 +3,14 @@
 // (so the timer's next occurrence is never skipped), and nothing is lost or sent twice on the way; a NOTIFY from
 // an intent write wakes the leader before its refresh interval, and a lost notice still loses nothing.
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import { buildExecutor, intentRow, stalePairs, type Built } from '../support/executorHarness.js';
 import { StoreError } from '../../src/store/ports.js';
 
-describe.each(executorDialects)('tick hand-off and due notices: $name', (dialect) => {
+describe.each(dialects)('tick hand-off and due notices: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

@@ -2,7 +2,7 @@
 // that fell meanwhile) is followed by another in the same invocation, at most three, so a transient fault near
 // the end of a tick does not cost the cluster a whole timer period.
 import { describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { buildExecutor } from '../support/executorHarness.js';
@@ -11,7 +11,7 @@ import type { TickBudget } from '../../src/executor/tickBudget.js';
 import { MIN_TICK_BUDGET_MS } from '../../src/limits.js';
 import { silentLogger } from '../../src/observability/logger.js';
 
-describe.each(executorDialects)('timer invocation: $name', (dialect) => {
+describe.each(dialects)('timer invocation: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   useDialectWithProvider(dialect, (fresh, started) => {

@@ -1,7 +1,7 @@
 // The local host's default timer semantics, as the Functions host's: one instance at a time invokes
 // executorTimer, the holder of its listener lock. In one process (INSTANCES=3, in-process lock) and across
 // three processes on a real Azurite (blob leases, host.json singleton 15 s / 15 s) and each database server
-// (PostgreSQL, MySQL/MariaDB: test/support/dialects.ts).
+// (PostgreSQL, MySQL/MariaDB, SQL Server: test/support/dialects.ts).
 // SIGKILL the lock holder: the lock moves only after its blob lease ran out, at the first survivor recovery poll
 // after that, and execution resumes at the new holder's first leading tick, in the next epoch — judged by the
 // lock's and the ticks' own records; docs/flex.md gives the budget this makes in time:

@@ -1,14 +1,14 @@
 // Found by the review of issue 20: a provider's error body with a NUL byte made every COMPLETE it was batched in fail
 // on PostgreSQL (22021), for ever; the row is kept while results are unwritten, so execution stopped for the cluster.
 import { afterEach, describe, expect, it } from 'vitest';
-import { executorDialects, type DialectContext } from '../support/dialects.js';
+import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
 import type { RecordingProvider } from '../support/recordingProvider.js';
 import { LEASE_NAME, submit } from '../support/instances.js';
 import { buildExecutor, intentRow, type Built } from '../support/executorHarness.js';
 import { createLogger } from '../../src/observability/logger.js';
 
-describe.each(executorDialects)('a completion the database would always refuse: $name', (dialect) => {
+describe.each(dialects)('a completion the database would always refuse: $name', (dialect) => {
   const s = { built: [] as Built[] } as { ctx: DialectContext; provider: RecordingProvider; built: Built[] };
   useDialectWithProvider(dialect, (ctx, provider) => void Object.assign(s, { ctx, provider, built: [] }));
   afterEach(async () => { // before the context closes: no settler left retrying against a dropped schema

@@ -1,6 +1,6 @@
 // Every migration is additive for the previous release (docs/operations.md, Upgrades): the release named in
 // test/support/previousRelease.json, built from git history by this test, runs unchanged on this release's schema.
-// On a fresh database of each server (PostgreSQL, MariaDB): two processes of the previous release serve and execute
+// On a fresh database of each server (PostgreSQL, MariaDB, SQL Server): two processes of the previous release serve and execute
 // a stream of intents (every tenth answered 503 once); this checkout's `npm run migrate` runs while they do; a third
 // process of the previous release starts on the new schema and its leader hands over to another one of it; then a
 // process of this release joins and the old ones stop one by one (SIGTERM), the stream going on throughout. A count
