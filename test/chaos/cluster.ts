@@ -1,4 +1,4 @@
-// One run's cluster: a fresh database (PostgreSQL, or MariaDB with `--db mariadb`), a recording provider
+// One run's cluster: a fresh database (PostgreSQL, or MariaDB / SQL Server with `--db mariadb|mssql`), a recording provider
 // process, and N instance slots. Each slot runs one local-host process (INSTANCES=1) that reaches the database
 // through its own TCP proxy, so a network fault can hit exactly one instance; a killed slot is refilled by a new
 // process (new holder id). The database server is chosen once per campaign (useChaosServer).
@@ -10,8 +10,7 @@ import pg from 'pg';
 import { killHosts, startChaosHost, type ChaosHost } from './hostProcess.js';
 import { PG_ADMIN_URL } from '../support/pgServer.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
-import { openMysqlPool } from '../../src/store/mysql/db.js';
-import { positional } from '../support/mysqlServer.js';
+import { createMariaChaosDb, createMssqlChaosDb, MSSQL_CHAOS_NEEDS, MSSQL_CHAOS_SQL } from './chaosDatabases.js';
 import { TcpProxy } from './tcpProxy.js';
 import type { Rng } from './rng.js';
 
@@ -71,7 +70,7 @@ export interface ChaosDb {
 }
 
 /** The database server of the campaign. */
-export type ChaosServer = 'postgres' | 'mariadb';
+export type ChaosServer = 'postgres' | 'mariadb' | 'mssql';
 let server: ChaosServer = 'postgres';
 export const useChaosServer = (s: ChaosServer): void => {
   server = s;
@@ -79,9 +78,14 @@ export const useChaosServer = (s: ChaosServer): void => {
 export const chaosServer = (): ChaosServer => server;
 
 /** The SQL the runner itself needs, per server: database now, a time column as epoch milliseconds (a double). */
+const SERVER_SQL: Record<ChaosServer, { now: string; epochMs: (col: string) => string }> = {
+  postgres: { now: 'clock_timestamp()', epochMs: (col) => `(extract(epoch FROM ${col}) * 1000)::float8` },
+  mariadb: { now: 'UTC_TIMESTAMP(6)', epochMs: (col) => `(UNIX_TIMESTAMP(${col}) * 1000)` },
+  mssql: MSSQL_CHAOS_SQL,
+};
 export const chaosSql = {
-  now: () => (server === 'mariadb' ? 'UTC_TIMESTAMP(6)' : 'clock_timestamp()'),
-  epochMs: (col: string) => (server === 'mariadb' ? `(UNIX_TIMESTAMP(${col}) * 1000)` : `(extract(epoch FROM ${col}) * 1000)::float8`),
+  now: () => SERVER_SQL[server].now,
+  epochMs: (col: string) => SERVER_SQL[server].epochMs(col),
 };
 
 const FIRST_START_AFTER = {
@@ -91,6 +95,7 @@ const FIRST_START_AFTER = {
   mariadb: `SELECT UNIX_TIMESTAMP(MIN(at)) * 1000 AS t FROM submission_execution_audit
         WHERE action = 'start_attempts' AND at > FROM_UNIXTIME($1 / 1000.0)
           AND NOT (holder_id = $2 AND at < FROM_UNIXTIME(LEAST($3, 253402300799000) / 1000.0))`,
+  mssql: MSSQL_CHAOS_SQL.firstStartAfter,
 };
 
 const firstStartAfter = (sql: ChaosDb['sql']) => async (fromMs: number, exclude: { holderId: string; untilMs: number }, leaseName?: string) => {
@@ -99,8 +104,12 @@ const firstStartAfter = (sql: ChaosDb['sql']) => async (fromMs: number, exclude:
   return r[0]?.t == null ? null : Number(r[0].t);
 };
 
-/** The server's address for the instances' proxies. */
-const serverUrl = () => new URL(server === 'mariadb' ? MYSQL_TEST_URL : PG_ADMIN_URL);
+/** The server's address for the instances' proxies, and its port when the URL names none. */
+const serverUrl = () => {
+  if (server === 'mssql' && !process.env.MSSQL_TEST_URL) throw new Error(MSSQL_CHAOS_NEEDS);
+  return new URL({ postgres: PG_ADMIN_URL, mariadb: MYSQL_TEST_URL, mssql: process.env.MSSQL_TEST_URL ?? '' }[server]);
+};
+const DEFAULT_PORT: Record<ChaosServer, number> = { postgres: 5432, mariadb: 3306, mssql: 1433 };
 
 const adminClient = async () => {
   const c = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
@@ -111,7 +120,8 @@ const adminClient = async () => {
 
 /** A fresh database; its pool survives killed sessions and server restarts (errors are per query). */
 export async function createChaosDb(): Promise<ChaosDb> {
-  if (server === 'mariadb') return createMariaChaosDb();
+  if (server === 'mariadb') return createMariaChaosDb(firstStartAfter);
+  if (server === 'mssql') return createMssqlChaosDb(firstStartAfter);
   const name = `sm_chaos_${randomBytes(5).toString('hex')}`;
   const admin = await adminClient();
   try {
@@ -144,39 +154,6 @@ export async function createChaosDb(): Promise<ChaosDb> {
         } catch (e) {
           if (i >= 10) throw e; // the server may be restarting
           await new Promise((r) => setTimeout(r, 1_000));
-        }
-      }
-    },
-  };
-}
-
-/** The same on the MariaDB server (its sessions pinned to UTC, so UNIX_TIMESTAMP/FROM_UNIXTIME are UTC). */
-async function createMariaChaosDb(): Promise<ChaosDb> {
-  const name = `sm_chaos_${randomBytes(5).toString('hex')}`;
-  const admin = () => openMysqlPool({ url: MYSQL_TEST_URL, max: 1, statementTimeoutMs: 10_000 });
-  const a = admin();
-  await a.query(`CREATE DATABASE ${name}`).finally(() => a.close());
-  const u = new URL(MYSQL_TEST_URL);
-  u.pathname = `/${name}`;
-  const pool = openMysqlPool({ url: u.toString(), max: 3, statementTimeoutMs: 10_000 });
-  const sql: ChaosDb['sql'] = async (text, params) => {
-    const p = positional(text, params);
-    return (await pool.query(p.text, p.params)).rows as never[];
-  };
-  return {
-    name, url: u.toString(), sql, firstStartAfter: firstStartAfter(sql),
-    async drop() {
-      await pool.close().catch(() => {});
-      for (let i = 0; ; i++) {
-        const c = admin();
-        try {
-          await c.query(`DROP DATABASE IF EXISTS ${name}`);
-          return;
-        } catch (e) {
-          if (i >= 10) throw e; // the server may be restarting
-          await new Promise((r) => setTimeout(r, 1_000));
-        } finally {
-          await c.close().catch(() => {});
         }
       }
     },
@@ -224,8 +201,8 @@ export class ChaosCluster {
   /** One more slot, its settings over the cluster's (e.g. a smaller EXECUTOR_PARTITIONS), its process started. */
   async add(env: Record<string, string>, spawn = true, release: string | null = this.release): Promise<Slot> {
     const target = serverUrl();
-    // MySQL's wire is forwarded unread (the lost-reply traps speak PostgreSQL's only).
-    const proxy = new TcpProxy(target.hostname, Number(target.port || (server === 'mariadb' ? 3306 : 5432)), server === 'mariadb' ? 'raw' : 'postgres');
+    // MySQL's and SQL Server's (TDS) wire is forwarded unread (the lost-reply traps speak PostgreSQL's only).
+    const proxy = new TcpProxy(target.hostname, Number(target.port || DEFAULT_PORT[server]), server === 'postgres' ? 'postgres' : 'raw');
     const slot: Slot = { index: this.slots.length, proxy, host: null, base: '', holderId: '', generation: 0, stopped: false,
       partitions: Number({ ...this.env, ...env }.EXECUTOR_PARTITIONS ?? 1), ...(release ? { release } : {}) };
     this.slots.push(slot); // before any await: concurrent adds get distinct indexes
@@ -264,7 +241,7 @@ export class ChaosCluster {
   async leases(): Promise<Map<string, { holderId: string; epoch: number; live: boolean }> | null> {
     try {
       const r = await this.db.sql<{ lease_name: string; holder_id: string; lease_epoch: string; live: boolean }>(
-        `SELECT lease_name, holder_id, lease_epoch, expires_at > ${chaosSql.now()} AS live FROM submission_manager_leases`);
+        `SELECT lease_name, holder_id, lease_epoch, CASE WHEN expires_at > ${chaosSql.now()} THEN 1 ELSE 0 END AS live FROM submission_manager_leases`);
       return new Map(r.map((x) => [x.lease_name, { holderId: x.holder_id, epoch: Number(x.lease_epoch), live: Boolean(Number(x.live)) }]));
     } catch {
       return null;
@@ -291,7 +268,7 @@ export class ChaosCluster {
 
   /** pg_terminate_backend of every session of one instance (application_name = its HOLDER_ID). */
   async terminateSessions(slot: Slot): Promise<number> {
-    if (server === 'mariadb') throw new Error('terminate: PostgreSQL only (MySQL sessions carry no application name)');
+    if (server !== 'postgres') throw new Error('terminate: PostgreSQL only (written with pg_terminate_backend)');
     const r = await this.db.sql<{ n: number }>(
       `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1`, [slot.base]);
     return r[0]?.n ?? 0;
@@ -306,6 +283,7 @@ export class ChaosCluster {
 /** Restart the campaign's database server (disrupts every database on it). Resolves when the command finished. */
 export function restartPostgres(): Promise<void> {
   if (server === 'mariadb') return restartMariadb();
+  if (server === 'mssql') return Promise.reject(new Error('pg_restart: not on SQL Server (a server the campaign does not run)'));
   const version = readdirSync('/etc/postgresql')[0];
   if (!version) return Promise.reject(new Error('no cluster under /etc/postgresql'));
   return new Promise((resolve, reject) => {

@@ -16,6 +16,9 @@
 // provider's own record to them.
 // `--db mariadb`: the same against the local MariaDB (MYSQL_TEST_URL); faults that speak PostgreSQL (terminate,
 // lease_lock, the lost-reply and stall traps) are left out, `--pg-restart` restarts MariaDB.
+// `--db mssql`: the same against the SQL Server MSSQL_TEST_URL points at (required: an error without it), with the faults
+// MariaDB runs (process faults and the proxies' raw TCP faults: the traps and PostgreSQL-only kinds are left out); no
+// `--pg-restart` (a server the campaign does not run).
 // Exit code 0 only if every run passed with 0 violations. Without a reachable PostgreSQL server the
 // campaign is skipped (exit 0), except under CI=true, where that fails like the other PostgreSQL suites.
 import { mkdirSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -24,6 +27,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { IN_CI, PG_ADMIN_URL } from '../support/pgServer.js';
 import { checkMysqlServer } from '../support/mysqlServer.js';
+import { checkMssqlServer, MSSQL_CHAOS_NEEDS } from './chaosDatabases.js';
 import { readSingletonSettings } from '../../src/local/hostJson.js';
 import { startAzurite } from '../support/azurite.js';
 import { previousRelease } from '../support/previousRelease.js';
@@ -34,7 +38,7 @@ import { INDETERMINATE_KINDS } from './lostReplies.js';
 import { campaignTable } from './report.js';
 import { activeCleanups, DEFAULT_LOAD, runOne, SMALLER_INSTANCE_PARTITIONS, type RunResult, type SmallerInstance } from './runOne.js';
 
-const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb] [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
+const USAGE = `usage: node dist/test/chaos/run.js [--db postgres|mariadb|mssql] [--runs N] [--seed S] [--duration SECONDS] [--instances N] [--pg-restart]
   [--mode every-instance|azure] [--partitions N] [--partition-changes] [--operator-actions] [--mixed-version] [--max-in-flight N] [--provider-rate PER_SEC] [--smaller-instance timers|http|none] [--ci] [--keep] [--bound RATIO] [--slack-ms MS] [--failure-rate P] [--latency-ms MS] [--overlap P] [--skew SECONDS] [--faults KIND,…] [--rate PER_SEC] [--low-budget P] [--report FILE] [--dir DIR]`;
 
 type Mode = 'every-instance' | 'azure';
@@ -49,7 +53,7 @@ const CI_MIXED_SEEDS = [9909];
  *  operator's actions (its one-partition runs keep none of them, as before). */
 const CI_OPERATOR = { operatorActions: true, smallerInstance: 'timers' as SmallerInstance, providerLimits: { maxInFlight: 4, ratePerSec: 30 } };
 
-/** Faults written in PostgreSQL terms (pg_terminate_backend, LOCK TABLE, the wire traps): not drawn on MariaDB. */
+/** Faults written in PostgreSQL terms (pg_terminate_backend, LOCK TABLE, the wire traps): not drawn on MariaDB or SQL Server. */
 const POSTGRES_ONLY_KINDS: readonly string[] = ['terminate', 'lease_lock'];
 
 function parseArgs(argv: string[]) {
@@ -80,15 +84,16 @@ function parseArgs(argv: string[]) {
   const db = values.get('db') ?? 'postgres';
   const smaller = values.get('smaller-instance') ?? 'timers';
   if (!['timers', 'http', 'none'].includes(smaller)) throw new Error(`--smaller-instance: timers, http or none, not ${smaller}\n${USAGE}`);
-  if (db !== 'postgres' && db !== 'mariadb') throw new Error(`--db: postgres or mariadb, not ${db}\n${USAGE}`);
+  if (db !== 'postgres' && db !== 'mariadb' && db !== 'mssql') throw new Error(`--db: postgres, mariadb or mssql, not ${db}\n${USAGE}`);
+  if (db === 'mssql' && flags.has('pg-restart')) throw new Error(`--pg-restart: not with --db mssql (a server the campaign does not run)\n${USAGE}`);
   const leaseMs = 2_000, tickMs = 1_000;
   // Every kind on PostgreSQL, --ci too (the indeterminate-write faults of issue 20 joined the --ci mix after 100-run
-  // campaigns in both layouts passed with them). MariaDB: none of those (the lost-reply proxy speaks PostgreSQL's
-  // wire protocol) and none of the PostgreSQL-only kinds. --faults selects kinds.
+  // campaigns in both layouts passed with them). MariaDB and SQL Server: none of those (the lost-reply proxy speaks
+  // PostgreSQL's wire protocol) and none of the PostgreSQL-only kinds. --faults selects kinds.
   // partition_change is not drawn among these: --partition-changes schedules it alongside them.
   const drawn = FAULT_KINDS.filter((k) => k !== 'partition_change');
   const faultKinds = values.has('faults') ? values.get('faults')!.split(',').map((k) => k.trim())
-    : db === 'mariadb' ? drawn.filter((k) => !(INDETERMINATE_KINDS as readonly string[]).includes(k)
+    : db !== 'postgres' ? drawn.filter((k) => !(INDETERMINATE_KINDS as readonly string[]).includes(k)
       && !POSTGRES_ONLY_KINDS.includes(k)) : null;
   const unknownKind = faultKinds?.find((k) => !(drawn as readonly string[]).includes(k));
   if (unknownKind !== undefined) throw new Error(`--faults: unknown kind ${unknownKind} (kinds: ${drawn.join(', ')}; partition changes: --partition-changes)\n${USAGE}`);
@@ -100,8 +105,8 @@ function parseArgs(argv: string[]) {
     help: flags.has('help'), ci, modes: ci && !mixedVersion ? ['every-instance', 'azure'] as Mode[] : [mode as Mode], mixedVersion,
     slackMs,
     runs: Math.floor(n('runs', ci ? 3 : 1)),
-    // MariaDB's CI campaign is shorter (CI time): two every-instance runs and one Azure-like.
-    seeds: ci ? (db === 'mariadb' ? { 'every-instance': [1101, 2202], azure: [4404] } : { 'every-instance': [1101, 2202, 3303], azure: [4404, 5505] }) as Record<Mode, number[]> : null,
+    // MariaDB's and SQL Server's CI campaigns are shorter (CI time): two every-instance runs and one Azure-like.
+    seeds: ci ? (db !== 'postgres' ? { 'every-instance': [1101, 2202], azure: [4404] } : { 'every-instance': [1101, 2202, 3303], azure: [4404, 5505] }) as Record<Mode, number[]> : null,
     seed: Math.floor(n('seed', Date.now() % 100_000)),
     durationMs: n('duration', ci ? (mixedVersion ? 30 : 50) : 30) * 1000,
     /** Azure-like CI runs last longer: a killed lock holder's lock takes up to 30 s to move. */
@@ -164,11 +169,17 @@ async function main(): Promise<number> {
     console.error('[chaos] --mixed-version needs --partitions N > 1 (its count changes) and --mode every-instance');
     return 2;
   }
+  if (o.db === 'mssql' && !process.env.MSSQL_TEST_URL) {
+    console.error(`[chaos] ${MSSQL_CHAOS_NEEDS}`);
+    return 2;
+  }
   useChaosServer(o.db);
-  const problem = o.db === 'mariadb' ? await checkMysqlServer() : await pgReachable();
+  const problem = o.db === 'mariadb' ? await checkMysqlServer() : o.db === 'mssql' ? await checkMssqlServer() : await pgReachable();
+  // SQL Server is asked for by name (--db mssql with its URL): unreachable, it fails like its suites.
+  const required = IN_CI || o.db === 'mssql';
   if (problem) {
-    console.log(`[chaos] ${problem}: ${IN_CI ? 'required under CI=true' : 'campaign skipped (it runs whenever the server is reachable)'}`);
-    return IN_CI ? 1 : 0;
+    console.log(`[chaos] ${problem}: ${required ? 'required' : 'campaign skipped (it runs whenever the server is reachable)'}`);
+    return required ? 1 : 0;
   }
   if (o.pgRestart && !o.forcePgRestart && othersTesting().length > 0) {
     console.log(`[chaos] other test processes are running; PostgreSQL restarts disabled (--force-pg-restart overrides):\n  ${othersTesting().join('\n  ')}`);
@@ -220,6 +231,8 @@ async function main(): Promise<number> {
 
 type Options = ReturnType<typeof parseArgs>;
 
+const SERVER_LABEL: Record<ChaosServer, string> = { postgres: '', mariadb: ' on MariaDB', mssql: ' on SQL Server' };
+
 /** The liveness bounds of a mode. Azure-like: a killed lock holder's listener lock runs out (≤ lock period), a
  *  survivor's recovery poll finds it (≤ polling interval), its timer fires (≤ tick) — the documented budget. */
 function bounds(o: Options, mode: Mode): { resumeBound: number; byKind?: Record<string, number>; byLength?: { kinds: string[]; slackMs: number }; describe: string } {
@@ -262,7 +275,7 @@ Promise<{ failed: number; table: string }> {
   const results: RunResult[] = [];
   const title = (runs: number) => `${mixed ? `Mixed-version chaos campaign (release ${mixed.version} and this one)` : 'Chaos campaign'}` +
     `${mode === 'azure' ? ', Azure-like timers (one process at a time under the listener lock)' : ''}: ` +
-    `${runs} runs × ${durationMs / 1000} s${o.db === 'mariadb' ? ' on MariaDB' : ''}${o.instances !== 3 ? `, ${o.instances} instances` : ''}` +
+    `${runs} runs × ${durationMs / 1000} s${SERVER_LABEL[o.db]}${o.instances !== 3 ? `, ${o.instances} instances` : ''}` +
     `${o.partitions > 1 ? `, ${o.partitions} partitions${o.smallerInstance === 'none' ? '' : ` (+ an instance with ${SMALLER_INSTANCE_PARTITIONS}${o.smallerInstance === 'http' ? ', HTTP only' : ''})`}` : ''}${o.partitionChanges ? ' with changes of the count' : ''}` +
     `${o.operatorActions ? `${o.partitionChanges ? ' and' : ' with'} operator actions` : ''}` +
     `${o.pgRestart ? `, with ${o.db === 'mariadb' ? 'MariaDB' : 'PostgreSQL'} restarts` : ''}` +

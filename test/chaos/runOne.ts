@@ -197,7 +197,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     load.start();
     const loadFrom = Date.now(); // the duration counts from here: a slow start on a loaded machine does not eat it
     const d = db;
-    await waitUntil('first execution', async () => (await d.sql('SELECT 1 FROM submission_execution_audit WHERE action = $1 LIMIT 1', ['start_attempts'])).length > 0, 20_000);
+    await waitUntil('first execution', async () => Number((await d.sql<{ n: number | string }>('SELECT COUNT(*) AS n FROM submission_execution_audit WHERE action = $1', ['start_attempts']))[0]?.n) > 0, 20_000);
     const injector = new FaultInjector(cluster, db, createRng(o.seed ^ 0x27d4eb2f), {
       leaseMs: o.timings.leaseMs, statementTimeoutMs: Number(hostEnv(o.timings).DB_STATEMENT_TIMEOUT_MS), pgRestart: o.pgRestart, resumeWaitMs: Math.ceil(Math.max(o.resumeBound, ...Object.values(o.resumeBoundByKind ?? {})) * o.timings.leaseMs) + 5_000,
       mayRestartPg: () => o.forcePgRestart || othersTesting().length === 0, ...(o.faultKinds ? { kinds: o.faultKinds } : {}),

@@ -1,7 +1,9 @@
-// Issue 15, no leaderless gap and the due-intent nudge, against real databases (PGlite and the PostgreSQL server):
+// Issue 15, no leaderless gap and the due-intent nudge, against real databases (every dialect):
 // a tick that runs out while leading carries its provider calls into the next tick instead of waiting for them
 // (so the timer's next occurrence is never skipped), and nothing is lost or sent twice on the way; a NOTIFY from
-// an intent write wakes the leader before its refresh interval, and a lost notice still loses nothing.
+// an intent write wakes the leader before its refresh interval, and a lost notice still loses nothing. The notice
+// tests run where the dialect has notices (`notices`: LISTEN/NOTIFY); SQL Server and MySQL have none, the last test's
+// refresh interval is their bound.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectWithProvider } from '../support/dialectFixture.js';
