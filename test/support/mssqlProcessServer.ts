@@ -39,7 +39,7 @@ async function createMssqlProcessDatabase(): Promise<PgTestDatabase> {
   let db: MssqlDatabase | null = null;
   try {
     if (mssqlRcsi()) await adminBatch(target, `ALTER DATABASE [${name}] SET READ_COMMITTED_SNAPSHOT ON;`);
-    db = await open(target, 2, name);
+    db = await open(target, 2, name, 120_000); // the test's own statements, a large seed among them
   } catch (e) {
     // Nothing will call drop(): drop the database here, or every failed setup leaves one behind.
     await db?.close().catch(() => {});
