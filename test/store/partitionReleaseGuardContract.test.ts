@@ -1,18 +1,26 @@
-// The release guard on partition changes (PostgreSQL m018, MySQL/MariaDB m012, SQL Server m018), run against every
-// dialect: the previous release's own claim and switch statements (their text as test/support/previousRelease.json's
-// commit issues them; only SQL Server's parameter names differ) are refused on a change this release requested —
-// the statement fails naming the constraint and writes nothing, the count stays — before and after this release's
-// claim, while this release's claim and switch go through. A change the previous release requested (its own INSERT,
-// requested_release NULL) it still claims and switches as before: the migration is additive.
+// The release guards on partition changes (claim and switch: PostgreSQL m018, MySQL/MariaDB m012, SQL Server m018;
+// preparing: m020, m014, m020), run against every dialect: the previous release's own claim, switch and preparing
+// statements (their text as test/support/previousRelease.json's commit issues them; only SQL Server's parameter names
+// differ) are refused on a change this release requested — the statement fails naming the constraint, its
+// transaction writes nothing, the count, the change row and every intent stay — before, during and after this
+// release's preparing pass (its move back on a cancel included) and claim, while this release's pass, claim and
+// switch go through. A change the previous release requested (its own INSERT, requested_release NULL) it still
+// prepares, claims and switches as before: the migrations are additive.
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
 import { useDialectStores } from '../support/dialectFixture.js';
 import { changeArrangement, CHANGER, ok } from '../support/partitionChanges.js';
+import { oldPrepare, OLD_COLS, type OldBatch } from '../support/previousReleasePrepare.js';
 import type { Stores } from '../../src/store/stores.js';
+import type { PartitionChange } from '../../src/store/partitionPorts.js';
 import { uuidv7 } from '../../src/intents/ids.js';
+import { partitionOf } from '../../src/intents/partition.js';
 
 const OLD_CHANGER = 'old1~partition-change';
 const GUARD = /ck_partition_changes_release_guard/;
+const PREPARE_GUARD = /ck_partition_changes_prepare_guard/;
+/** Keys whose partition differs under 2 and 4 partitions: each of them moves. */
+const MOVING = Array.from({ length: 100 }, (_, i) => `key-${i}`).filter((k) => partitionOf(k, 2) !== partitionOf(k, 4)).slice(0, 4);
 
 /** The previous release's statements, per dialect ($n placeholders: each harness binds them its way). */
 interface OldStatements {
@@ -26,8 +34,6 @@ interface OldStatements {
     request: (id: string, from: number, to: number, by: string) => unknown[] };
 }
 
-const OLD_COLS = `change_id, from_count, to_count, state, requested_at, requested_by, prepare_cursor,
-  prepared_at, changer, claimed_at, switched_at, scan_cursor, scan_done_at, rows_moved, completed_at`;
 const pgParams: OldStatements['params'] = {
   claim: (id, by) => [id, by], switchCount: (id, to, by) => [id, to, by], request: (id, from, to, by) => [id, from, to, by],
 };
@@ -73,10 +79,68 @@ describe.each(dialects)('partition change release guard: $name', (dialect) => {
     ctx = fresh;
     s = stores;
   });
-  const { takeLeases, prepared } = changeArrangement(() => s);
+  const { put, takeLeases, request, prepared } = changeArrangement(() => s);
   const old = OLD[dialect.name]!;
   const oldClaim = (id: string) => ctx.sql(old.claim, old.params.claim(id, OLD_CHANGER));
   const oldSwitch = (id: string, to: number) => ctx.sql(old.switchCount, old.params.switchCount(id, to, OLD_CHANGER));
+  const oldBatch = (id: string, b: OldBatch) => oldPrepare[dialect.name](ctx, id, b);
+
+  /** Succeeded intents a day old, one per MOVING key (id order), under the recorded count; their ids. */
+  const settled = async () => {
+    const ids: string[] = [];
+    for (const key of MOVING) {
+      const intent = await put({ key });
+      await ctx.setIntentStatus(intent.intentId, 'succeeded', 86_400_000);
+      ids.push(intent.intentId);
+    }
+    return ids;
+  };
+  const movesTo = (ids: string[], count: number) => ids.map((intentId, k) => ({ intentId, partition: partitionOf(MOVING[k]!, count) }));
+  const partitions = async () => (await ctx.intentRows()).map((r) => r.partition);
+  /** The previous release's batches of every kind are refused; the change row and every intent stay as they were. */
+  const refusedEveryBatch = async (c: PartitionChange, moves: { intentId: string; partition: number }[], last: string) => {
+    const before = await ctx.intentRows();
+    const batches: OldBatch[] = [
+      { moves, cursor: last, done: false }, // as its changer sends one: the rows read, the last one's id
+      { moves, cursor: null, done: false }, // moves alone: rows_moved
+      { moves: [], cursor: last, done: false }, // the cursor alone
+      { moves: [], cursor: null, done: true }, // the end of the pass alone: pending, prepared_at
+    ];
+    for (const b of batches) {
+      await expect(oldBatch(c.changeId, b)).rejects.toThrow(PREPARE_GUARD);
+      expect(await s.partitions.getChange(c.changeId)).toEqual(c);
+      expect(await ctx.intentRows()).toEqual(before);
+    }
+  };
+
+  it('a change this release requested: the previous release\'s preparing batches are refused, nothing written; this release\'s pass prepares it, and moves it back on a cancel', async () => {
+    await s.partitions.recordPartitionCount(2, 'host-a');
+    const ids = await settled();
+    const under2 = await partitions();
+    const change = await request(4);
+    const horizon = (await s.partitions.readLayout()).dbNow;
+    await refusedEveryBatch(change, movesTo(ids, 4), ids.at(-1)!);
+    expect(await partitions()).toEqual(under2);
+
+    // This release's pass, a batch at a time; the previous release's batches refused between them.
+    const first = (await s.partitions.prepareBatch(change.changeId, { limit: 2, horizon }))!;
+    expect(first).toMatchObject({ state: 'preparing', rowsMoved: 2, prepareCursor: ids[1] });
+    await refusedEveryBatch(first, movesTo(ids.slice(2), 4), ids.at(-1)!);
+    let c = first;
+    while (c.state === 'preparing') c = (await s.partitions.prepareBatch(change.changeId, { limit: 2, horizon }))!;
+    expect(c).toMatchObject({ state: 'pending', rowsMoved: 4, preparedAt: expect.any(Date) });
+    expect(await partitions()).toEqual(MOVING.map((k) => partitionOf(k, 4)));
+
+    // Cancelled: back to preparing under to_count := from_count; the move back is this release's alone too.
+    const cancelled = await s.partitions.cancelChange(change.changeId, 'ops');
+    expect(cancelled).toMatchObject({ kind: 'cancelled', change: { state: 'preparing', toCount: 2, prepareCursor: null, preparedAt: null } });
+    c = (cancelled as { change: PartitionChange }).change;
+    await refusedEveryBatch(c, movesTo(ids, 2), ids.at(-1)!);
+    while (c.state === 'preparing') c = (await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon }))!;
+    expect(c).toMatchObject({ state: 'cancelled', rowsMoved: 8, cancelledAt: expect.any(Date) });
+    expect(await partitions()).toEqual(under2);
+    expect((await s.partitions.readLayout())).toMatchObject({ count: 2, generation: 0, active: null });
+  });
 
   it('a change this release requested: the previous release\'s claim and switch are refused, nothing written; this release claims and switches it', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
@@ -104,12 +168,19 @@ describe.each(dialects)('partition change release guard: $name', (dialect) => {
     expect(await s.partitions.getChange(change.changeId)).toEqual(switched);
   });
 
-  it('a change the previous release requested: it claims and switches it as before (the migration is additive)', async () => {
+  it('a change the previous release requested: it prepares, claims and switches it as before (the migrations are additive)', async () => {
     await s.partitions.recordPartitionCount(2, 'host-a');
     const id = uuidv7();
+    const ids = await settled();
     await ctx.sql(old.request, old.params.request(id, 2, 4, 'old1'));
-    let c = (await s.partitions.getChange(id))!;
-    while (c.state === 'preparing') c = (await s.partitions.prepareBatch(id, { limit: 1000, horizon: new Date(0) }))!;
+    // Its preparing batches move the first half and end the pass; this release's pass takes part between them.
+    await oldBatch(id, { moves: movesTo(ids.slice(0, 2), 4), cursor: ids[1]!, done: false });
+    expect(await s.partitions.getChange(id)).toMatchObject({ state: 'preparing', rowsMoved: 2, prepareCursor: ids[1] });
+    const horizon = (await s.partitions.readLayout()).dbNow;
+    expect(await s.partitions.prepareBatch(id, { limit: 2, horizon })).toMatchObject({ state: 'preparing', rowsMoved: 4, prepareCursor: ids[3] });
+    await oldBatch(id, { moves: [], cursor: ids[3]!, done: true });
+    expect(await s.partitions.getChange(id)).toMatchObject({ state: 'pending', rowsMoved: 4, preparedAt: expect.any(Date) });
+    expect(await partitions()).toEqual(MOVING.map((k) => partitionOf(k, 4)));
     await oldClaim(id);
     expect(await s.partitions.getChange(id)).toMatchObject({ state: 'pending', changer: OLD_CHANGER });
     await oldSwitch(id, 4);

@@ -97,8 +97,14 @@ export interface DialectContext {
 
   /** Raw SQL in this context (dialect-specific text; shared suites use the neutral helpers above instead). */
   sql<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
+  /** Raw SQL statements, as `fn` issues them, in one transaction on one session: committed when `fn` resolves,
+   *  rolled back when it or a statement fails. Absent: SQL Server, whose batches hold their own transaction. */
+  transaction?<T>(fn: (sql: RawSql) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/** Raw SQL on a session (dialect-specific text, the context's placeholders). */
+export type RawSql = <R = Record<string, unknown>>(text: string, params?: unknown[]) => Promise<R[]>;
 
 export interface DialectHarness {
   name: 'pglite' | 'postgres' | 'mssql' | 'mysql';

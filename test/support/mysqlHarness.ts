@@ -236,6 +236,10 @@ export const mysql: DialectHarness = {
         const p = positional(text, params);
         return (await admin.query(p.text, p.params)).rows as never[];
       },
+      transaction: (fn) => admin.transaction((tx) => fn(async (text, params) => {
+        const p = positional(text, params);
+        return (await tx.query(p.text, p.params)).rows as never[];
+      })),
       async close() {
         for (const s of opened.keys()) await s.close().catch(() => {});
         await admin.close().catch(() => {});

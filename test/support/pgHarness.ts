@@ -181,6 +181,7 @@ function pgContext(o: PgContextOptions): DialectContext {
     async sql(text, params) {
       return (await admin.query(text, params)).rows as never[];
     },
+    transaction: (fn) => admin.transaction((tx) => fn(async (text, params) => (await tx.query(text, params)).rows as never[])),
     async close() {
       for (const s of opened.keys()) await s.close().catch(() => {});
       await o.cleanup();

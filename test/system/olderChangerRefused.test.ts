@@ -1,13 +1,14 @@
 // An earlier release's instance live during a count change this release requested takes no part in it
-// (docs/reliability.md, "An earlier release's changer during a change"). On a fresh database of each server
-// (PostgreSQL, MariaDB, SQL Server), migrated by this checkout: this release's store requests 1 → 2 with no instance live; a
-// process of the previous release (test/support/previousRelease.json, built from git) then starts alone, so its
-// changer runs the preparing pass to its end, takes partition 0's lease and claims — refused by the database at every
-// step (its step fails and it keeps lease 0 while it lives: it takes the next leases only after a claim). A process of
+// (docs/reliability.md, "Mixed-version campaign"). On a fresh database of each server (PostgreSQL, MariaDB, SQL
+// Server), migrated by this checkout: this release's store requests 1 → 2 with no instance live; a process of the previous release
+// (test/support/previousRelease.json, built from git) then starts alone, and its changer's preparing batch is refused
+// by the database at every step (the change stays preparing, nothing moved, no lease taken). This release's store then
+// runs the preparing pass to its end, so the old changer takes partition 0's lease and claims — refused at every step
+// too (its step fails and it keeps lease 0 while it lives: it takes the next leases only after a claim). A process of
 // this release starts beside it and waits for it (an earlier release is live); the old process stops (SIGTERM, exit
-// 0, having claimed and switched nothing), and this release's changer claims, switches (the layout generation
-// raised: this release's switch) and completes the change; an intent accepted then succeeds.
-// Without the migration's constraint the old changer claims and switches the change with its own code (generation 0).
+// 0, having prepared, claimed and switched nothing), and this release's changer claims, switches (the layout
+// generation raised: this release's switch) and completes the change; an intent accepted then succeeds.
+// Without the migrations' constraints the old changer prepares, claims and switches the change with its own code.
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingProvider, type RecordingProvider } from '../support/recordingProvider.js';
@@ -27,11 +28,12 @@ function events(h: HostProcess, event: string): Record<string, unknown>[] {
   return text.split('\n').filter((l) => l.includes(`"event":"${event}"`)).map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-interface ChangeRow { state: string; changer: string | null; release_changer: string | null; switched_by: string | null; requested_release: string | null }
+interface ChangeRow { state: string; changer: string | null; release_changer: string | null; switched_by: string | null; requested_release: string | null;
+  prepared_at: Date | string | null }
 
 let release: PreviousRelease | undefined;
 
-describe.each(serverDatabases)('an earlier release live as the preparing pass ends ($name server)', (server) => {
+describe.each(serverDatabases)('an earlier release live during the preparing pass and as it ends ($name server)', (server) => {
   const skip = server.unavailable();
   let db: PgTestDatabase | undefined;
   let provider: RecordingProvider | undefined;
@@ -47,7 +49,7 @@ describe.each(serverDatabases)('an earlier release live as the preparing pass en
     await db?.drop();
   });
 
-  it('its changer is refused the claim at every step and switches nothing; this release\'s changer claims and switches the change once it stopped', async (t) => {
+  it('its changer is refused the preparing batch, then the claim, at every step, and prepares and switches nothing; this release\'s changer claims and switches the change once it stopped', async (t) => {
     if (skip) return t.skip(skip);
     const prev = release!;
     db = await server.create();
@@ -57,7 +59,8 @@ describe.each(serverDatabases)('an earlier release live as the preparing pass en
     const env = (holder: string) => ({ ...FAST_ENV, DATABASE_URL: db!.url, INSTANCES: '1', PROVIDER_URL: provider!.url, HOLDER_ID: holder,
       EXECUTOR_PARTITIONS: '2', INSTANCE_LIVE_WINDOW_MS: '30000' });
     const change = (id: string) => db!.sql<ChangeRow>(
-      'SELECT state, changer, release_changer, switched_by, requested_release FROM submission_manager_partition_changes WHERE change_id = $1', [id]);
+      `SELECT state, changer, release_changer, switched_by, requested_release, prepared_at FROM submission_manager_partition_changes
+        WHERE change_id = $1`, [id]);
     const count = async () => (await db!.sql<{ partition_count: number | string; layout_generation: number | string; recorded_by: string }>(
       'SELECT partition_count, layout_generation, recorded_by FROM submission_manager_partition_count WHERE id = 1'))[0]!;
 
@@ -66,24 +69,46 @@ describe.each(serverDatabases)('an earlier release live as the preparing pass en
     const changeId = uuidv7();
     try {
       expect((await stores.partitions.requestChange(2, 'ops-test', changeId)).kind).toBe('created');
-    } finally {
+    } catch (e) {
       await stores.close();
+      throw e;
     }
+    const refusals = (h: HostProcess) => events(h, 'partition_change_step_failed').map((e) => JSON.stringify(e.sql_error ?? e));
+    const heldBy = async (holder: string) =>
+      (await db!.sql<{ lease_name: string }>('SELECT lease_name FROM submission_manager_leases WHERE holder_id = $1', [holder])).map((l) => l.lease_name);
 
-    // The previous release alone: its changer ends the preparing pass, takes lease 0, and its claim is refused.
+    // The previous release alone: its changer's preparing batch is refused at every step, and it takes no lease.
     const old = await startHost(env('old1'), 60_000, prev.root);
     hosts.push(old);
     const oldChanger = partitionChangerHolderId(old.holderIds[0]!);
+    await waitFor('the old changer\'s preparing batch refused at two steps', async () => {
+      const row = (await change(changeId))[0]!;
+      if (row.state !== 'preparing') throw new Error(`the change is ${row.state}: the earlier release took part in its preparing pass`);
+      return refusals(old).length >= 2;
+    }, 30_000, 200);
+    const prepareRefusals = refusals(old).length;
+    expect(refusals(old).every((r) => r.includes('ck_partition_changes_prepare_guard')), refusals(old).join('\n')).toBe(true);
+    expect((await change(changeId))[0]).toMatchObject({ state: 'preparing', changer: null, prepared_at: null, requested_release: appVersion() });
+    expect(await heldBy(oldChanger), 'the old changer took no lease').toEqual([]);
+
+    // This release's preparing pass ends the step (as its changer does): the old changer takes lease 0, and its claim
+    // is refused.
+    try {
+      let c = await stores.partitions.getChange(changeId);
+      while (c?.state === 'preparing') c = await stores.partitions.prepareBatch(changeId, { limit: 1000, horizon: new Date() });
+      expect(c?.state).toBe('pending');
+    } finally {
+      await stores.close();
+    }
     await waitFor('the old changer\'s claim refused at two steps', async () => {
       const row = (await change(changeId))[0]!;
       if (row.changer !== null) throw new Error(`the change was claimed by ${row.changer} (state ${row.state}): the earlier release took part in it`);
-      return events(old, 'partition_change_step_failed').length >= 2;
+      return refusals(old).filter((r) => r.includes('ck_partition_changes_release_guard')).length >= 2;
     }, 30_000, 200);
-    const refusals = events(old, 'partition_change_step_failed').map((e) => JSON.stringify(e.sql_error ?? e));
-    expect(refusals.every((r) => r.includes('ck_partition_changes_release_guard')), refusals.join('\n')).toBe(true);
+    expect(refusals(old).slice(prepareRefusals).every((r) => /ck_partition_changes_(prepare|release)_guard/.test(r)), refusals(old).join('\n')).toBe(true);
     expect((await change(changeId))[0]).toMatchObject({ state: 'pending', changer: null, requested_release: appVersion() });
-    const held = await db.sql<{ lease_name: string }>('SELECT lease_name FROM submission_manager_leases WHERE holder_id = $1', [oldChanger]);
-    expect(held.map((l) => l.lease_name), 'the old changer took lease 0 only').toHaveLength(1);
+    const held = await heldBy(oldChanger);
+    expect(held, 'the old changer took lease 0 only').toHaveLength(1);
 
     // This release beside it: it waits while the old process is live, and nothing is claimed meanwhile.
     const current = await startHost(env('new1'));
@@ -96,12 +121,13 @@ describe.each(serverDatabases)('an earlier release live as the preparing pass en
     // The old process stops cleanly, having claimed and switched nothing; this release's changer drives the change.
     old.signal('SIGTERM');
     expect((await old.exited).code, old.stderr().slice(0, 800)).toBe(0);
+    expect(events(old, 'partition_change_prepared')).toEqual([]);
     expect(events(old, 'partition_change_claimed')).toEqual([]);
     expect(events(old, 'partition_change_switched')).toEqual([]);
     await waitFor('the change completed', async () => (await change(changeId))[0]!.state === 'completed', 60_000, 200);
     const newChanger = partitionChangerHolderId(current.holderIds[0]!);
     expect((await change(changeId))[0]).toEqual({ state: 'completed', changer: newChanger, release_changer: newChanger, switched_by: newChanger,
-      requested_release: appVersion() });
+      requested_release: appVersion(), prepared_at: expect.anything() });
     expect(await count()).toMatchObject({ recorded_by: newChanger });
     expect([Number((await count()).partition_count), Number((await count()).layout_generation)]).toEqual([2, 1]);
 
@@ -113,7 +139,8 @@ describe.each(serverDatabases)('an earlier release live as the preparing pass en
     await waitFor('the intent succeeded', async () => (await db!.sql<{ status: string }>(
       'SELECT status FROM submission_intents WHERE intent_id = $1', [intentId]))[0]?.status === 'succeeded', 30_000, 200);
     const failedSteps = events(old, 'partition_change_step_failed').length;
-    console.log(`[older changer, ${server.name}] ${prev.version}'s changer refused at ${failedSteps} step(s), held ${held.map((l) => l.lease_name).join(', ')}; ` +
+    console.log(`[older changer, ${server.name}] ${prev.version}'s changer refused at ${failedSteps} step(s) (${prepareRefusals} preparing), ` +
+      `held ${held.join(', ')}; ` +
       `${newChanger} claimed and switched after it stopped`);
   }, 240_000);
 });

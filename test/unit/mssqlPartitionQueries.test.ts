@@ -88,7 +88,7 @@ describe('partition change statements', () => {
     const commit = t.indexOf('COMMIT TRANSACTION;');
     expect(begin).toBeGreaterThan(0);
     expect([lock, now, active, insert, commit].every((v, i, a) => v > (i === 0 ? begin : a[i - 1]!))).toBe(true);
-    expect(t.slice(insert)).toMatch(/VALUES \(@change_id, ISNULL\(@count, 1\), @to_count, 'preparing', @now, @requested_by, 0, @requested_release\)/);
+    expect(t.slice(insert)).toMatch(/VALUES \(@change_id, ISNULL\(@count, 1\), @to_count, 'preparing', @now, @requested_by, 0, @requested_release, 0\)/);
     expect(t.slice(commit)).toMatch(/ISNULL\(@count, 1\) AS partition_count[\s\S]*ISNULL\(@recorded_by, 'none'\) AS recorded_by;\nSELECT [^;]* WHERE change_id = @active;$/);
     expect(param(q.requestChange(8, 'ops', ID), 'to_count')!.type).toEqual(sql.SmallInt());
   });
@@ -147,7 +147,7 @@ describe('partition change statements', () => {
 
   it('prepareBatch: unfenced, one transaction; the change row WITH (UPDLOCK, HOLDLOCK) first (its cursor fixes the range), nothing unless preparing; the answer after COMMIT', () => {
     const x = r.prepareBatch(ID, { limit: 10_000, horizon: new Date(0) });
-    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @to smallint;\nDECLARE @from char\(36\);\nDECLARE @hi char\(36\);\nDECLARE @moved int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count, @from = ISNULL\(prepare_cursor, ''\) FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL\nBEGIN\n/);
+    expect(x.text).toMatch(/^\s*SET XACT_ABORT ON;\nSET NOCOUNT ON;\nDECLARE @now datetime2\(7\) = SYSUTCDATETIME\(\);\nDECLARE @to smallint;\nDECLARE @from char\(36\);\nDECLARE @hi char\(36\);\nDECLARE @moved int = 0;\nBEGIN TRANSACTION;\nSELECT @to = to_count, @from = ISNULL\(prepare_cursor, ''\) FROM submission_manager_partition_changes WITH \(UPDLOCK, HOLDLOCK\) WHERE change_id = @change_id AND state = 'preparing';\nIF @to IS NOT NULL\nBEGIN\n/);
     const c = code(x.text);
     expect(c).not.toMatch(/@fence|submission_manager_leases|submission_execution_audit/); // no lease: settled intents only
     const commit = c.indexOf('COMMIT TRANSACTION;');
@@ -167,7 +167,7 @@ describe('partition change statements', () => {
     const rule = "\\(CAST\\(CAST\\(HASHBYTES\\('SHA2_256', CAST\\(COALESCE\\(i\\.partition_key, i\\.intent_id\\) COLLATE Latin1_General_100_BIN2_UTF8 AS varchar\\(512\\)\\)\\) AS binary\\(4\\)\\) AS bigint\\) % @to\\)";
     expect(t).toMatch(new RegExp(`UPDATE i SET last_modified_at = CASE WHEN SYSUTCDATETIME\\(\\) > i\\.last_modified_at THEN SYSUTCDATETIME\\(\\) ELSE DATEADD\\(nanosecond, 100, i\\.last_modified_at\\) END\\n\\s+FROM submission_intents AS i WHERE ${range} AND i\\.status IN \\('succeeded', 'cancelled'\\)\\n\\s+AND EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\);\\n {2}UPDATE i SET partition_no = ${rule}\\n\\s+FROM submission_intents AS i WHERE ${range} AND i\\.status IN \\('succeeded', 'cancelled'\\)\\n\\s+AND NOT EXISTS \\(SELECT 1 FROM submission_attempts AS a WHERE a\\.intent_id = i\\.intent_id AND a\\.outcome = 'started'\\) AND i\\.partition_no <> ${rule};\\n {2}SET @moved = @@ROWCOUNT;`)); // bump, then move: an attempt never reopens, so a row meets one of the two
     expect(code(t)).not.toMatch(/scheduled|in_flight/);
-    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @hi IS NOT NULL AND \(prepare_cursor IS NULL OR @hi > prepare_cursor\) THEN @hi ELSE prepare_cursor END,\n\s+state = CASE WHEN @hi IS NOT NULL THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,\n\s+prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME\(\) ELSE prepared_at END,\n\s+completed_at = CASE WHEN @hi IS NULL AND cancelled_at IS NOT NULL THEN SYSUTCDATETIME\(\) ELSE completed_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
+    expect(t).toMatch(/UPDATE submission_manager_partition_changes\n\s+SET rows_moved = rows_moved \+ @moved,\n\s+release_rows_moved = release_rows_moved \+ @moved,\n\s+prepare_cursor = CASE WHEN @hi IS NOT NULL AND \(prepare_cursor IS NULL OR @hi > prepare_cursor\) THEN @hi ELSE prepare_cursor END,\n\s+release_prepare_cursor = CASE WHEN @hi IS NOT NULL AND \(release_prepare_cursor IS NULL OR @hi > release_prepare_cursor\) THEN @hi ELSE release_prepare_cursor END,\n\s+state = CASE WHEN @hi IS NOT NULL THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,\n\s+prepared_at = CASE WHEN @hi IS NULL THEN @now ELSE prepared_at END,\n\s+release_prepared_at = CASE WHEN @hi IS NULL THEN @now ELSE release_prepared_at END,\n\s+completed_at = CASE WHEN @hi IS NULL AND cancelled_at IS NOT NULL THEN @now ELSE completed_at END\n\s+WHERE change_id = @change_id AND state = 'preparing';\nEND;/);
   });
 
   it('switchCount leaves a preparing change alone: it reads and writes only a pending one', () => {

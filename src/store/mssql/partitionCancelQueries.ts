@@ -24,7 +24,9 @@ UPDATE ${CHANGES}
    SET state = CASE WHEN ${NOTHING_MOVED} THEN 'completed' ELSE 'preparing' END,
        completed_at = CASE WHEN ${NOTHING_MOVED} THEN @now ELSE completed_at END,
        prepare_cursor = CASE WHEN ${NOTHING_MOVED} THEN prepare_cursor ELSE NULL END,
+       release_prepare_cursor = CASE WHEN ${NOTHING_MOVED} THEN release_prepare_cursor ELSE NULL END,
        prepared_at = CASE WHEN ${NOTHING_MOVED} THEN prepared_at ELSE NULL END,
+       release_prepared_at = CASE WHEN ${NOTHING_MOVED} THEN release_prepared_at ELSE NULL END,
        to_count = CASE WHEN ${NOTHING_MOVED} THEN to_count ELSE from_count END,
        cancelled_at = @now, cancelled_by = @cancelled_by
  WHERE change_id = @change_id AND state IN ('preparing', 'pending') AND NOT (state = 'preparing' AND cancelled_at IS NOT NULL);

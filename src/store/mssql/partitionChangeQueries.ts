@@ -76,8 +76,8 @@ BEGIN
 END
 ELSE
 BEGIN
-  INSERT INTO ${CHANGES} (change_id, from_count, to_count, state, requested_at, requested_by, rows_moved, requested_release)
-  VALUES (@change_id, ISNULL(@count, 1), @to_count, 'preparing', @now, @requested_by, 0, @requested_release);
+  INSERT INTO ${CHANGES} (change_id, from_count, to_count, state, requested_at, requested_by, rows_moved, requested_release, release_rows_moved)
+  VALUES (@change_id, ISNULL(@count, 1), @to_count, 'preparing', @now, @requested_by, 0, @requested_release, 0);
   SET @active = @change_id;
   SET @outcome = 'created';
 END;
@@ -177,7 +177,8 @@ END;`,
 
   /**
    * Fenced, only while reassigning: each intent's partition_no := its move (last_modified_at untouched: the port),
-   * rows_moved += the rows whose partition this call changed (a retry after a lost reply changes none and adds 0),
+   * rows_moved += the rows whose partition this call changed (a retry after a lost reply changes none and adds 0;
+   * its release_ copy with it: m020's guard),
    * scan_cursor and catch_up_cursor only forward (compared in BIN2 byte order with the column: a repeated older batch
    * cannot move one back; NULL leaves it), scan_done_at set once.
    */
@@ -197,6 +198,7 @@ BEGIN
   SET @moved = @@ROWCOUNT;
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
+         release_rows_moved = release_rows_moved + @moved,
          scan_cursor = ${FORWARD('scan_cursor', '@scan_cursor')},
          scan_done_at = CASE WHEN @scan_done = 1 AND scan_done_at IS NULL THEN SYSUTCDATETIME() ELSE scan_done_at END,
          catch_up_cursor = ${FORWARD('catch_up_cursor', '@catch_up_cursor')}

@@ -8,7 +8,7 @@ import type { PartitionMove, PrepareBatch, ReassignScope } from '../partitionPor
 import { UNSETTLED_SQL_LIST } from '../intentPorts.js';
 import { LEFT_TO_SCAN_SQL, PARTITION_CHANGE_COLS, PREPARABLE_SQL } from '../partitionMapping.js';
 import { NEXT_VERSION } from './executionQueries.js';
-import { BIN2, p, uuidText, type SqlQuery } from './params.js';
+import { BATCH_START, BIN2, p, uuidText, type SqlQuery } from './params.js';
 
 export const CHANGES = 'submission_manager_partition_changes';
 /** The change row as it is, after COMMIT (a batch's last result set). */
@@ -89,15 +89,14 @@ ${MODIFIED} OPTION (MAXRECURSION 32767);` : `SELECT TOP (@limit) ${COLS} FROM su
    * started (as the UPDATE reads them: under RCSI its statement snapshot, taken after the bump) move to the rule's
    * partition under to_count where it differs, last_modified_at untouched. An attempt closes and never reopens, so of
    * the two statements a row meets the bump's test or, later, the move's (both: harmless). rows_moved += the rows
-   * moved (a retry adds 0), prepare_cursor := @hi only forward, a range to the last id → pending with prepared_at.
-   * The row after COMMIT (none: no id).
+   * moved (a retry adds 0), prepare_cursor := @hi only forward, a range to the last id → pending with prepared_at;
+   * each of the three with its release_ copy, the same value (m020's guard). The row after COMMIT (none: no id).
    */
   prepareBatch(changeId: string, batch: PrepareBatch): SqlQuery {
     const range = `i.intent_id > @from AND i.intent_id <= ISNULL(@hi, '${LAST_ID}') AND i.last_modified_at < @horizon`;
     return {
       text: `
-SET XACT_ABORT ON;
-SET NOCOUNT ON;
+${BATCH_START}
 DECLARE @to smallint;
 DECLARE @from char(36);
 DECLARE @hi char(36);
@@ -114,10 +113,13 @@ BEGIN
   SET @moved = @@ROWCOUNT;
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
+         release_rows_moved = release_rows_moved + @moved,
          prepare_cursor = ${FORWARD('prepare_cursor', '@hi')},
+         release_prepare_cursor = ${FORWARD('release_prepare_cursor', '@hi')},
          state = CASE WHEN @hi IS NOT NULL THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,
-         prepared_at = CASE WHEN @hi IS NULL THEN SYSUTCDATETIME() ELSE prepared_at END,
-         completed_at = CASE WHEN @hi IS NULL AND cancelled_at IS NOT NULL THEN SYSUTCDATETIME() ELSE completed_at END
+         prepared_at = CASE WHEN @hi IS NULL THEN @now ELSE prepared_at END,
+         release_prepared_at = CASE WHEN @hi IS NULL THEN @now ELSE release_prepared_at END,
+         completed_at = CASE WHEN @hi IS NULL AND cancelled_at IS NOT NULL THEN @now ELSE completed_at END
    WHERE change_id = @change_id AND state = 'preparing';
 END;
 COMMIT TRANSACTION;

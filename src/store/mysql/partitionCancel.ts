@@ -21,7 +21,7 @@ export function cancelChange(db: MyDatabase, changeId: string, cancelledBy: stri
     // Ended now (no row moved), or back to preparing under to_count := from_count (the pass moves the rows back, then
     // ends it: partitionReassign.ts). (MySQL assigns left to right: to_count last.)
     const set = decided.kind === 'end' ? `state = 'completed', completed_at = ${NOW}`
-      : "state = 'preparing', prepare_cursor = NULL, prepared_at = NULL, to_count = from_count";
+      : "state = 'preparing', prepare_cursor = NULL, prepared_at = NULL, release_prepare_cursor = NULL, release_prepared_at = NULL, to_count = from_count";
     await tx.query(`UPDATE submission_manager_partition_changes SET ${set}, cancelled_at = ${NOW}, cancelled_by = ?
       WHERE change_id = ? AND state IN ('preparing', 'pending')`, [cancelledBy.slice(0, 128), changeId]);
     return { kind: 'cancelled', change: (await read(tx, changeId))! };

@@ -59,9 +59,10 @@ const MOVE = `UPDATE submission_intents AS i JOIN ${MOVES} AS m ON m.intent_id =
 /** A cursor column moved to the `?` value only forward (a NULL leaves it). Three `?`: the value, thrice. */
 const forward = (col: string) => `CASE WHEN ? IS NULL OR (${col} IS NOT NULL AND ${col} >= ?) THEN ${col} ELSE ? END`;
 
-// The cursors only move forward (each pass leaves the other's: NULL); scan_done_at is set once.
+// The cursors only move forward (each pass leaves the other's: NULL); scan_done_at is set once; rows_moved is written
+// with its release_ copy (m014's guard).
 const PROGRESS = `UPDATE submission_manager_partition_changes
-   SET rows_moved = rows_moved + ?, scan_cursor = ${forward('scan_cursor')},
+   SET rows_moved = rows_moved + ?, release_rows_moved = release_rows_moved + ?, scan_cursor = ${forward('scan_cursor')},
        scan_done_at = CASE WHEN ? THEN COALESCE(scan_done_at, ${NOW}) ELSE scan_done_at END,
        catch_up_cursor = ${forward('catch_up_cursor')}
  WHERE change_id = ?`;
@@ -145,7 +146,7 @@ Promise<Fenced<PartitionChange>> {
     requireMovesInRange(c, moves);
     const picked = ids.length === 0 ? [] : (await tx.query<{ intent_id: string }>(MOVE_PICK, [batch, ids])).rows.map((r) => r.intent_id);
     if (picked.length > 0) await tx.query(MOVE, [batch, picked]);
-    await tx.query(PROGRESS, [picked.length, cursor, cursor, cursor, progress.scanDone, catchUp, catchUp, catchUp, changeId]);
+    await tx.query(PROGRESS, [picked.length, picked.length, cursor, cursor, cursor, progress.scanDone, catchUp, catchUp, catchUp, changeId]);
     return { value: await readChange(tx, changeId), rowsWritten: picked.length + 1 };
   });
 }

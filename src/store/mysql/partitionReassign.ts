@@ -94,12 +94,17 @@ const ANY_OUT = `SELECT EXISTS (${OUT_IN_RANGE}) AS out_`;
 const MOVE_RANGE = `UPDATE submission_intents AS i SET i.partition_no = ${PARTITION_RULE('i')}
  WHERE ${IN_RANGE} AND i.status IN ${SETTLED_SQL_LIST} AND NOT EXISTS (${OUT_IN_RANGE}) AND i.partition_no <> ${PARTITION_RULE('i')}`;
 // The cursor only moves forward; a range that reached the last id ends the pass: pending, or, for a change cancelled
-// after rows moved (its pass moving them back under to_count := from_count), cancelled (completed).
+// after rows moved (its pass moving them back under to_count := from_count), cancelled (completed). rows_moved,
+// prepare_cursor and prepared_at are written with their release_ copies (m014's guard), each copy by the same
+// expression of its own old value (equal to the original's), whatever order the server assigns in; UTC_TIMESTAMP is
+// one value per statement.
+const cursorTo = (col: string) => `CASE WHEN ? OR (${col} IS NOT NULL AND ${col} >= ?) THEN ${col} ELSE ? END`;
 const PREPARED = `UPDATE submission_manager_partition_changes
-   SET rows_moved = rows_moved + ?,
-       prepare_cursor = CASE WHEN ? OR (prepare_cursor IS NOT NULL AND prepare_cursor >= ?) THEN prepare_cursor ELSE ? END,
+   SET rows_moved = rows_moved + ?, release_rows_moved = release_rows_moved + ?,
+       prepare_cursor = ${cursorTo('prepare_cursor')}, release_prepare_cursor = ${cursorTo('release_prepare_cursor')},
        state = CASE WHEN NOT ? THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,
        prepared_at = CASE WHEN ? THEN ${NOW} ELSE prepared_at END,
+       release_prepared_at = CASE WHEN ? THEN ${NOW} ELSE release_prepared_at END,
        completed_at = CASE WHEN ? AND cancelled_at IS NOT NULL THEN ${NOW} ELSE completed_at END
  WHERE change_id = ?`;
 
@@ -120,5 +125,5 @@ export async function prepareBatch(tx: MyQueryable, c: PartitionChange, batch: P
     moved = (await tx.query(MOVE, [c.toCount, ...range, c.toCount])).affectedRows;
   }
   const done = hi === null;
-  await tx.query(PREPARED, [moved, done, hi, hi, done, done, done, c.changeId]);
+  await tx.query(PREPARED, [moved, moved, done, hi, hi, done, hi, hi, done, done, done, done, c.changeId]);
 }

@@ -35,7 +35,7 @@ const ACTIVE_OR_ID = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_pa
 const BY_ID = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes WHERE change_id = ?`;
 
 const INSERT_CHANGE = `INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by,
-  requested_release) VALUES (?, ?, ?, 'preparing', ${NOW}, ?, ?)`;
+  requested_release, release_rows_moved) VALUES (?, ?, ?, 'preparing', ${NOW}, ?, ?, 0)`;
 
 const toCount = (r: CountDbRow): PartitionCount =>
   ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });

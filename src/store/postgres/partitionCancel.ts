@@ -18,7 +18,7 @@ UPDATE submission_manager_partition_changes SET state = 'completed', completed_a
   FROM now WHERE change_id = $1 AND state IN ('preparing', 'pending') RETURNING ${PARTITION_CHANGE_COLS}`,
   moveBack: `/* sm:partition_cancel */
 UPDATE submission_manager_partition_changes SET state = 'preparing', to_count = from_count, prepare_cursor = NULL, prepared_at = NULL,
-       cancelled_at = clock_timestamp(), cancelled_by = $2
+       release_prepare_cursor = NULL, release_prepared_at = NULL, cancelled_at = clock_timestamp(), cancelled_by = $2
  WHERE change_id = $1 AND state IN ('preparing', 'pending') RETURNING ${PARTITION_CHANGE_COLS}`,
 };
 

@@ -68,7 +68,8 @@ UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_
 
 // The moves ($2 intent ids, $3 partitions) of the rows not yet in their target partition: a retried batch writes and
 // counts nothing. last_modified_at untouched (the port: every partition's next leader rebuilds). The cursors only move
-// forward (GREATEST ignores a NULL: each pass leaves the other's), scan_done_at is set once.
+// forward (GREATEST ignores a NULL: each pass leaves the other's), scan_done_at is set once; rows_moved is written with
+// its release_ copy (m020's guard).
 const MOVE = `/* sm:partition_move */
 WITH moved AS (
   UPDATE submission_intents i SET partition_no = m.partition_no
@@ -77,7 +78,8 @@ WITH moved AS (
   RETURNING 1
 )
 UPDATE submission_manager_partition_changes
-   SET rows_moved = rows_moved + (SELECT count(*) FROM moved), scan_cursor = GREATEST(scan_cursor, $4::uuid),
+   SET rows_moved = rows_moved + (SELECT count(*) FROM moved), release_rows_moved = release_rows_moved + (SELECT count(*) FROM moved),
+       scan_cursor = GREATEST(scan_cursor, $4::uuid),
        scan_done_at = CASE WHEN $5::boolean THEN COALESCE(scan_done_at, clock_timestamp()) ELSE scan_done_at END,
        catch_up_cursor = GREATEST(catch_up_cursor, $6::uuid)
  WHERE change_id = $1

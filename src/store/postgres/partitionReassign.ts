@@ -68,9 +68,12 @@ const EDGE = 'SELECT intent_id::text AS hi FROM submission_intents WHERE intent_
 // each row meets exactly one; a settled row modified before the horizon changes only by a purge (a deleted row is
 // skipped). The cursor only moves forward; a range that reached the last id ($4) ends the pass: pending, or, for a
 // change cancelled after rows moved (its pass moving them back under to_count := from_count), cancelled (completed).
+// rows_moved, prepare_cursor and prepared_at are written with their release_ copies, the same value each (m020's
+// guard: an earlier release's batch, writing them alone, is refused).
 const inRange = (alias: string) => `${alias}.intent_id > $2::uuid AND ${alias}.intent_id <= $3::uuid AND ${alias}.last_modified_at < $6`;
 const PREPARE = `/* sm:partition_prepare */
-WITH moved AS (
+WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+moved AS (
   UPDATE submission_intents i SET partition_no = ${PARTITION_RULE('i', '$5::int')}
    WHERE ${inRange('i')} AND ${PREPARABLE_SQL('i')} AND i.partition_no <> ${PARTITION_RULE('i', '$5::int')}
   RETURNING 1
@@ -82,10 +85,14 @@ left_to_scan AS (
 )
 UPDATE submission_manager_partition_changes
    SET rows_moved = rows_moved + (SELECT count(*) FROM moved),
+       release_rows_moved = release_rows_moved + (SELECT count(*) FROM moved),
        prepare_cursor = CASE WHEN $4::boolean THEN prepare_cursor ELSE GREATEST(prepare_cursor, $3::uuid) END,
+       release_prepare_cursor = CASE WHEN $4::boolean THEN release_prepare_cursor ELSE GREATEST(release_prepare_cursor, $3::uuid) END,
        state = CASE WHEN NOT $4::boolean THEN state WHEN cancelled_at IS NULL THEN 'pending' ELSE 'completed' END,
-       prepared_at = CASE WHEN $4::boolean THEN clock_timestamp() ELSE prepared_at END,
-       completed_at = CASE WHEN $4::boolean AND cancelled_at IS NOT NULL THEN clock_timestamp() ELSE completed_at END
+       prepared_at = CASE WHEN $4::boolean THEN now.t ELSE prepared_at END,
+       release_prepared_at = CASE WHEN $4::boolean THEN now.t ELSE release_prepared_at END,
+       completed_at = CASE WHEN $4::boolean AND cancelled_at IS NOT NULL THEN now.t ELSE completed_at END
+  FROM now
  WHERE change_id = $1
 RETURNING ${PARTITION_CHANGE_COLS}`;
 

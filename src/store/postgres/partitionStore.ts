@@ -40,8 +40,9 @@ const REQUEST_LOCK_COUNT = `${READ} FOR UPDATE`;
 const REQUEST_READ_CHANGES = `SELECT ${PARTITION_CHANGE_COLS} FROM submission_manager_partition_changes
   WHERE state <> 'completed' OR change_id = $1`;
 const REQUEST_INSERT = `
-INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by, requested_release)
-VALUES ($1, $2, $3, 'preparing', clock_timestamp(), $4, $5)
+INSERT INTO submission_manager_partition_changes (change_id, from_count, to_count, state, requested_at, requested_by, requested_release,
+  release_rows_moved)
+VALUES ($1, $2, $3, 'preparing', clock_timestamp(), $4, $5, 0)
 RETURNING ${PARTITION_CHANGE_COLS}`;
 
 const countOf = (r: CountDbRow): PartitionCount => ({ count: Number(r.partition_count), recordedAt: r.recorded_at, recordedBy: r.recorded_by });

@@ -19,6 +19,7 @@ import { m016ChangeReports } from './m016ChangeReports.js';
 import { m017FailedIndex } from './m017FailedIndex.js';
 import { m018ReleaseGuard } from './m018ReleaseGuard.js';
 import { m019StatusIndex } from './m019StatusIndex.js';
+import { m020PrepareGuard } from './m020PrepareGuard.js';
 
 export interface MssqlMigration {
   id: number;
@@ -46,4 +47,5 @@ export const migrations: readonly MssqlMigration[] = [
   { id: 17, name: 'failed_index', sql: m017FailedIndex },
   { id: 18, name: 'release_guard', sql: m018ReleaseGuard },
   { id: 19, name: 'status_index', sql: m019StatusIndex },
+  { id: 20, name: 'prepare_guard', sql: m020PrepareGuard },
 ];

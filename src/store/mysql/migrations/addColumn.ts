@@ -15,3 +15,9 @@ export const addColumnUnlessPresent = (table: string, column: string, definition
   `SELECT 1 FROM information_schema.columns WHERE table_schema = DATABASE()
     AND table_name = '${table}' AND column_name = '${column}'`,
   `ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+
+/** A CHECK constraint `name` on `table`, added unless one of that name is there. */
+export const addCheckUnlessPresent = (table: string, name: string, check: string) => ddlUnless(
+  `SELECT 1 FROM information_schema.table_constraints WHERE table_schema = DATABASE()
+    AND table_name = '${table}' AND constraint_name = '${name}'`,
+  `ALTER TABLE ${table} ADD CONSTRAINT ${name} CHECK (${check})`);

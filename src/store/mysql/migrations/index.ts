@@ -12,6 +12,7 @@ import { m010LargeTableChange } from './m010LargeTableChange.js';
 import { m011ChangeReports } from './m011ChangeReports.js';
 import { m012ReleaseGuard } from './m012ReleaseGuard.js';
 import { m013StatusIndex } from './m013StatusIndex.js';
+import { m014PrepareGuard } from './m014PrepareGuard.js';
 import type { Migration } from '../../sqlScript.js';
 
 export type { Migration } from '../../sqlScript.js';
@@ -30,4 +31,5 @@ export const migrations: readonly Migration[] = [
   { id: 11, name: 'change_reports', sql: m011ChangeReports },
   { id: 12, name: 'release_guard', sql: m012ReleaseGuard },
   { id: 13, name: 'status_index', sql: m013StatusIndex },
+  { id: 14, name: 'prepare_guard', sql: m014PrepareGuard },
 ];

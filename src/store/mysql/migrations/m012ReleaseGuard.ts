@@ -5,7 +5,7 @@
 // 3819, MariaDB 4025) and the earlier release's transaction rolls back, nothing written. Additive: an earlier release
 // never names the columns, every existing row meets the constraint. Idempotent: each column added when
 // information_schema lacks it (addColumn.ts), the constraint when no constraint of its name is on the table.
-import { addColumnUnlessPresent, ddlUnless } from './addColumn.js';
+import { addCheckUnlessPresent, addColumnUnlessPresent } from './addColumn.js';
 
 const T = 'submission_manager_partition_changes';
 const CHECK = `requested_release IS NULL OR (changer <=> release_changer AND (switched_at IS NULL OR switched_by IS NOT NULL))`;
@@ -14,7 +14,5 @@ export const m012ReleaseGuard = [
   addColumnUnlessPresent(T, 'requested_release', 'VARCHAR(64) NULL'),
   addColumnUnlessPresent(T, 'release_changer', 'VARCHAR(128) NULL'),
   addColumnUnlessPresent(T, 'switched_by', 'VARCHAR(128) NULL'),
-  ddlUnless(`SELECT 1 FROM information_schema.table_constraints WHERE table_schema = DATABASE()
-    AND table_name = '${T}' AND constraint_name = 'ck_partition_changes_release_guard'`,
-  `ALTER TABLE ${T} ADD CONSTRAINT ck_partition_changes_release_guard CHECK (${CHECK})`),
+  addCheckUnlessPresent(T, 'ck_partition_changes_release_guard', CHECK),
 ].join('');
