@@ -8,7 +8,10 @@
 //   changes nothing;
 // - the change reports (PostgreSQL m016, MySQL m011): a change row the previous release recorded gets failed_steps 0
 //   and no cancel; its statements keep working; a change cancelled by this release is state 'completed' to them (not
-//   active: their requests and layout reads pass it by); running it again changes nothing.
+//   active: their requests and layout reads pass it by); running it again changes nothing;
+// - the prepare guard (PostgreSQL m020, MySQL m014): a change requested before it (requested_release set, no copies)
+//   the previous release's preparing batch still writes; one requested with the copies it refuses; running it again
+//   changes nothing and keeps the constraint.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import { newPglite } from '../support/pgliteTemplate.js';
@@ -18,12 +21,14 @@ import { migrations as pgMigrations } from '../../src/store/postgres/migrations/
 import { m014LayoutGeneration } from '../../src/store/postgres/migrations/m014LayoutGeneration.js';
 import { m015LargeTableChange } from '../../src/store/postgres/migrations/m015LargeTableChange.js';
 import { m016ChangeReports } from '../../src/store/postgres/migrations/m016ChangeReports.js';
+import { m020PrepareGuard } from '../../src/store/postgres/migrations/m020PrepareGuard.js';
 import { openMysqlPool } from '../../src/store/mysql/db.js';
 import { migrateMysql } from '../../src/store/mysql/migrate.js';
 import { migrations as myMigrations } from '../../src/store/mysql/migrations/index.js';
 import { m009LayoutGeneration } from '../../src/store/mysql/migrations/m009LayoutGeneration.js';
 import { m010LargeTableChange } from '../../src/store/mysql/migrations/m010LargeTableChange.js';
 import { m011ChangeReports } from '../../src/store/mysql/migrations/m011ChangeReports.js';
+import { m014PrepareGuard } from '../../src/store/mysql/migrations/m014PrepareGuard.js';
 import { splitStatements } from '../../src/store/sqlScript.js';
 import { PG_TEST_URL } from '../support/pgServer.js';
 import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
@@ -32,14 +37,14 @@ import { MYSQL_TEST_URL } from '../support/mysqlServer.js';
 interface Db {
   query(sql: string): Promise<{ rows: Record<string, unknown>[] }>;
   migrateTo(id: number | null): Promise<number[]>;
-  rerun(migration: 'layout' | 'large' | 'reports'): Promise<void>;
+  rerun(migration: 'layout' | 'large' | 'reports' | 'guard'): Promise<void>;
   close(): Promise<void>;
 }
 
 const pgDb = (db: ReturnType<typeof fromPglite>, close: () => Promise<void>): Db => ({
   query: (sql) => db.query(sql),
   migrateTo: async (id) => (await migratePostgres(db, id === null ? pgMigrations : pgMigrations.filter((m) => m.id <= id))).applied,
-  rerun: async (m) => void (await db.exec({ layout: m014LayoutGeneration, large: m015LargeTableChange, reports: m016ChangeReports }[m])),
+  rerun: async (m) => void (await db.exec({ layout: m014LayoutGeneration, large: m015LargeTableChange, reports: m016ChangeReports, guard: m020PrepareGuard }[m])),
   close,
 });
 
@@ -71,7 +76,7 @@ async function open(where: string): Promise<Db | string> {
     query: (sql) => db.query(sql),
     migrateTo: async (id) => (await migrateMysql(db, id === null ? myMigrations : myMigrations.filter((m) => m.id <= id))).applied,
     rerun: async (m) => {
-      for (const stmt of splitStatements({ layout: m009LayoutGeneration, large: m010LargeTableChange, reports: m011ChangeReports }[m])) await db.query(stmt);
+      for (const stmt of splitStatements({ layout: m009LayoutGeneration, large: m010LargeTableChange, reports: m011ChangeReports, guard: m014PrepareGuard }[m])) await db.query(stmt);
     },
     close: async () => {
       await db.close();
@@ -165,5 +170,34 @@ describe('the change-reports migration', () => {
     await db.rerun('reports');
     expect(await db.migrateTo(id)).toEqual([]);
     expect((await rows()).map((r) => r.slice(0, 3))).toEqual([['1', 'completed', 0], ['2', 'completed', 0], ['3', 'preparing', 0]]);
+  });
+});
+
+describe('the prepare-guard migration', () => {
+  const CURSOR = "'0190a5b2-7c3d-7abc-8def-000000000001'";
+  // The previous release's preparing batch: its moves counted, its cursor forward, the pass ended (no copy named).
+  const oldBatch = (n: number) => `UPDATE submission_manager_partition_changes SET rows_moved = rows_moved + 1,
+    prepare_cursor = '0190a5b2-7c3d-7abc-8def-000000000002', state = 'pending', prepared_at = CURRENT_TIMESTAMP
+    WHERE change_id = '0190a5b2-7c3d-7abc-8def-0123456789a${n}'`;
+  additive([['pglite', 19, 20], ['postgres', 19, 20], ['mysql', 13, 14]], async (db, before, id) => {
+    await db.migrateTo(before);
+    // A change requested before the migration by a release that set requested_release (m018's guard only).
+    await db.query(changeSql(1, 'preparing', [['requested_release', "'0.2.0'"], ['prepare_cursor', CURSOR], ['rows_moved', '7']]));
+    expect(await db.migrateTo(id)).toEqual([id]);
+    const rows = async () => (await db.query(`SELECT change_id, state, rows_moved, release_rows_moved, release_prepare_cursor, release_prepared_at
+      FROM submission_manager_partition_changes ORDER BY change_id`)).rows
+      .map((r) => [String(r.change_id).slice(-1), r.state, Number(r.rows_moved), r.release_rows_moved === null ? null : Number(r.release_rows_moved), r.release_prepare_cursor, r.release_prepared_at]);
+    expect(await rows()).toEqual([['1', 'preparing', 7, null, null, null]]);
+    await db.query(oldBatch(1));
+    await db.query("UPDATE submission_manager_partition_changes SET state = 'completed' WHERE state = 'pending'");
+    // Requested with the copies (as this release's request writes them): the previous release's batch is refused.
+    await db.query(changeSql(2, 'preparing', [['requested_release', "'0.2.0'"], ['release_rows_moved', '0']]));
+    await expect(db.query(oldBatch(2))).rejects.toThrow(/ck_partition_changes_prepare_guard/);
+    const after = [['1', 'completed', 8, null, null, null], ['2', 'preparing', 0, 0, null, null]];
+    expect(await rows()).toEqual(after);
+    await db.rerun('guard');
+    expect(await db.migrateTo(id)).toEqual([]);
+    await expect(db.query(oldBatch(2))).rejects.toThrow(/ck_partition_changes_prepare_guard/);
+    expect(await rows()).toEqual(after);
   });
 });
