@@ -80,6 +80,10 @@ export interface DialectContext {
   /** On a separate connection: BEGIN and lock the intent's row (FOR UPDATE) until the returned function is called
    *  (it commits). Resolves once the lock is held. Not possible on PGlite (one session). */
   lockIntentRow?(intentId: string): Promise<() => Promise<void>>;
+  /** On a separate connection: BEGIN and lock one attempt row (intentId, attemptNo) against writers (FOR UPDATE; on
+   *  SQL Server a U key lock, no range) until the returned function is called (it commits). Resolves once held. The
+   *  purge skips locked intents but deletes their attempts: a lock the purge waits on. Absent: PGlite (one session). */
+  lockAttemptRow?(intentId: string, attemptNo: number): Promise<() => Promise<void>>;
   /** On a separate connection: BEGIN and the dialect's own intake insert of `n`, left uncommitted (its locks held) until
    *  commit() is called. Resolves once inserted, with the partition it took. Not possible on PGlite (one session). */
   insertHeldOpen(n: NewIntent): Promise<{ partition: number; commit: () => Promise<void> }>;

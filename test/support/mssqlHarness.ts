@@ -207,6 +207,18 @@ SELECT COUNT(*) AS stolen FROM @s;`,
           if (rows.length !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
         }, () => db.close());
       },
+      async lockAttemptRow(intentId, attemptNo) {
+        // A U key lock held to commit (UPDLOCK keeps it to the end): the purge's DELETE waits for it. The full key and
+        // no HOLDLOCK: one key, no range lock that would also stall other intents' attempt inserts.
+        const db = await open(target, 1, dbName);
+        return holdTransaction<MssqlRunner>((fn) => db.transaction(fn), async (tx) => {
+          const rows = await lastSet<{ n: number }>(tx, {
+            text: 'SELECT attempt_no AS n FROM submission_attempts WITH (UPDLOCK, ROWLOCK) WHERE intent_id = @intent_id AND attempt_no = @attempt_no;',
+            params: [p.uuid('intent_id', intentId), p.int('attempt_no', attemptNo)],
+          });
+          if (rows.length !== 1) throw new Error(`lockAttemptRow: no attempt ${intentId} #${attemptNo}`);
+        }, () => db.close());
+      },
       async insertHeldOpen(n) {
         // Its own pool (one connection); the insert's own BEGIN/COMMIT nest inside this transaction (locks held).
         const db = await open(target, 1, dbName);

@@ -212,6 +212,14 @@ export const mysql: DialectHarness = {
           if (Number(r!.n) !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
         }, () => db.close());
       },
+      async lockAttemptRow(intentId, attemptNo) {
+        const db = open(1, dbName);
+        return holdTransaction<MyQueryable>((fn) => db.transaction(fn), async (tx) => {
+          const sql = 'SELECT COUNT(*) AS n FROM submission_attempts WHERE intent_id = ? AND attempt_no = ? FOR UPDATE';
+          const [r] = (await tx.query<{ n: number }>(sql, [intentId, attemptNo])).rows;
+          if (Number(r!.n) !== 1) throw new Error(`lockAttemptRow: no attempt ${intentId} #${attemptNo}`);
+        }, () => db.close());
+      },
       async insertHeldOpen(n) {
         const db = open(1, dbName);
         let partition = -1;

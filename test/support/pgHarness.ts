@@ -152,6 +152,14 @@ function pgContext(o: PgContextOptions): DialectContext {
         if (r.rowCount !== 1) throw new Error(`lockIntentRow: no intent ${intentId}`);
       }, () => db.close());
     },
+    async lockAttemptRow(intentId, attemptNo) {
+      if (!o.separateConnection) throw new Error(`${o.name}: one session only; it cannot hold a lock while others wait`);
+      const db = o.separateConnection();
+      return holdTransaction<PgQueryable>((fn) => db.transaction(fn), async (tx) => {
+        const r = await tx.query('SELECT 1 FROM submission_attempts WHERE intent_id = $1 AND attempt_no = $2 FOR UPDATE', [intentId, attemptNo]);
+        if (r.rowCount !== 1) throw new Error(`lockAttemptRow: no attempt ${intentId} #${attemptNo}`);
+      }, () => db.close());
+    },
     async insertHeldOpen(n) {
       if (!o.separateConnection) throw new Error(`${o.name}: one session only; it cannot hold a transaction open while others wait`);
       const db = o.separateConnection();
