@@ -111,6 +111,7 @@ BEGIN
   UPDATE i SET partition_no = ${PARTITION_RULE('i', '@to')}
     FROM submission_intents AS i WHERE ${range} AND ${PREPARABLE_SQL('i')} AND i.partition_no <> ${PARTITION_RULE('i', '@to')};
   SET @moved = @@ROWCOUNT;
+  SET @now = SYSUTCDATETIME(); -- read after the lock wait on the change row: no earlier than a cancel committed meanwhile
   UPDATE ${CHANGES}
      SET rows_moved = rows_moved + @moved,
          release_rows_moved = release_rows_moved + @moved,
