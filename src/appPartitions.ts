@@ -54,7 +54,8 @@ export function buildPartition(k: number, d: PartitionDeps): PartitionRuntime {
   const maintenance = new Maintenance([retentionTask(stores.ops, config.retention, clock, logger, metrics, k)], config.maintenance, clock, logger, metrics,
     // Recorded in SQL so every instance's dashboard shows it; best effort, never blocks the executor.
     sqlMaintenanceRecorder(stores.ops, leaseName, config.lease.holderId, logger));
-  const ops = new ExecutionOps(stores.ops, leaseName, clusterControlName(config.lease.name), maintenance, logger, metrics);
+  const ops = new ExecutionOps(stores.ops, leaseName, clusterControlName(config.lease.name), maintenance, logger, clock,
+    config.schedule.refreshIntervalMs, metrics);
   // Attempt spans (linked to their submit) around each provider call, wired here rather than in the executor.
   // (`stores.execution` is partition 0's by the port's contract; a caller may wrap it.)
   const traced = traceAttempts(instrumentExecutionStore(k === 0 ? stores.execution : stores.executionFor(k), metrics, clock), d.provider);

@@ -184,7 +184,12 @@ export class Batch {
     }
     const inFlight = state.callsInFlight;
     const free = s.concurrency - inFlight;
-    const canStart = !this.starting && free > 0 && (free >= s.startBatch || inFlight === 0) && ops.mayStart();
+    const slots = !this.starting && free > 0 && (free >= s.startBatch || inFlight === 0);
+    if (slots && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
+      await ops.freshControl(); // a start rests on flags read within one refresh interval (none after a stall)
+      if (this.stop !== null) return;
+    }
+    const canStart = slots && !this.starting && ops.mayStart();
     let held = false;
     if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.

@@ -9,6 +9,7 @@ import type { OpsStore } from '../store/opsPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
 import type { Maintenance } from './maintenance.js';
+import type { Clock } from '../lease/clock.js';
 
 export interface ExecutorOps {
   /** Once per leader tick, after acquire/rebuild and before the loop: read the flags (the pause flag stays on
@@ -18,6 +19,10 @@ export interface ExecutorOps {
   readonly maintenance: Maintenance | null;
   /** Beside each schedule refresh: re-read the flags (one primary-key read). */
   refreshControl(): Promise<void>;
+  /** Re-read the flags unless the last read began within one refresh interval (a stall or a slow start left them
+   *  older): a start or a send that follows rests on a read at most one interval old, so a pause holds every send
+   *  from one interval after its answer. Resolves at once when they are fresh (no SQL). */
+  freshControl(): Promise<void>;
   /** false while the cluster or this partition is paused (as last read): start nothing, send nothing not yet sent. */
   mayStart(): boolean;
   /** A pending drain/handover request observed at the last refreshControl (null: none). While non-null the
@@ -38,6 +43,7 @@ export const NO_OPS: ExecutorOps = {
   leaderTick: async () => {},
   maintenance: null,
   refreshControl: async () => {},
+  freshControl: async () => {},
   mayStart: () => true,
   handoverRequest: () => null,
   handoverCompleted: async () => {},
@@ -58,6 +64,11 @@ export class ExecutionOps implements ExecutorOps {
   /** A hand-back this instance asked of its own leader (fair share): drained like a handover, recorded nowhere. */
   private localHandBack: string | null = null;
   private localHandBacks = 0;
+  /** The newest control read: when it began (monotonic) and its promise while in flight (shared by freshControl). */
+  private lastRead: { beganMs: number; done: Promise<void> | null } | null = null;
+  /** Reads may overlap (a gate's beside the cadence's): only the newest begun so far is applied. */
+  private readsBegun = 0;
+  private readApplied = 0;
 
   constructor(
     private readonly store: OpsStore,
@@ -66,6 +77,9 @@ export class ExecutionOps implements ExecutorOps {
     private readonly clusterName: string,
     readonly maintenance: Maintenance | null,
     private readonly log: Logger,
+    private readonly clock: Clock,
+    /** SCHEDULE_REFRESH_INTERVAL_MS: the oldest control read a start or a send may rest on. */
+    private readonly maxReadAgeMs: number,
     private readonly metrics?: AppMetrics,
   ) {}
 
@@ -84,8 +98,23 @@ export class ExecutionOps implements ExecutorOps {
     sum.paused = this.pausedFlag === true;
   }
 
-  async refreshControl(): Promise<void> {
+  refreshControl(): Promise<void> {
+    const read = { beganMs: this.clock.nowMs(), done: null as Promise<void> | null };
+    this.lastRead = read;
+    read.done = this.readControl(++this.readsBegun).finally(() => (read.done = null));
+    return read.done;
+  }
+
+  async freshControl(): Promise<void> {
+    const last = this.lastRead;
+    if (last !== null && this.clock.nowMs() - last.beganMs < this.maxReadAgeMs) return void (await last.done);
+    await this.refreshControl();
+  }
+
+  private async readControl(seq: number): Promise<void> {
     const c = await this.store.getExecutionControl(this.leaseName, this.clusterName);
+    if (seq < this.readApplied) return; // a newer read has already been applied
+    this.readApplied = seq;
     const scope: PauseScope = c.cluster?.paused ? 'cluster' : c.paused ? 'partition' : null;
     if (scope !== this.pauseScope && (this.pausedFlag !== null || scope !== null)) {
       const flag = scope === 'cluster' ? c.cluster! : scope === 'partition' ? c : (this.pauseScope === 'cluster' ? c.cluster! : c);

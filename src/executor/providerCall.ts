@@ -1,6 +1,6 @@
-// One attempt's provider call: the gate just before it (leadership, lease left, no pause read since the start; an
-// attempt whose call was not sent is aborted, and its guard permit goes back), the call clipped to the lease deadline,
-// its result for the guard and the execution state.
+// One attempt's provider call: the gate just before it (leadership, lease left, no pause in a control read at most one
+// refresh interval old; an attempt whose call was not sent is aborted, and its guard permit goes back), the call
+// clipped to the lease deadline, its result for the guard and the execution state.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { ProviderPermits } from '../provider/partitionPermits.js';
@@ -31,8 +31,9 @@ export interface ProviderCallDeps {
   guard: ProviderPermits | null;
   /** Stalls of this process while calls are out (a timeout they caused is not the provider's failure). */
   stalls: StallWatch;
-  /** mayStart: a pause read after the attempt was started holds its call too (the gate aborts it). */
-  ops: Pick<ExecutorOps, 'blockedNotLeader' | 'mayStart'>;
+  /** mayStart: a pause read after the attempt was started holds its call too (the gate aborts it); freshControl: the
+   *  read it rests on began within one refresh interval (re-read after a stall). */
+  ops: Pick<ExecutorOps, 'blockedNotLeader' | 'mayStart' | 'freshControl'>;
   /** Where the attempt's completion is recorded, to be written under the fence. */
   state: Pick<ExecutionState, 'record'>;
   /** The layout generation of the token's epoch (absent or unread: the request carries none). */
@@ -42,6 +43,12 @@ export interface ProviderCallDeps {
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
+  try {
+    await d.ops.freshControl(); // no SQL unless the flags are older than one refresh interval
+  } catch {
+    d.guard?.release(1); // not sent: the pause flag could not be read
+    return record(aborted(a, 'the pause flag could not be read before the provider call'));
+  }
   const leaseLeftMs = lease.remainingMs();
   const timeoutMs = Math.min(s.providerTimeoutMs, leaseLeftMs);
   if (!leading() || timeoutMs < MIN_CALL_MS) {

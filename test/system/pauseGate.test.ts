@@ -2,7 +2,9 @@
 // committed before the leader read the cluster's pause, and whose call had not gone out when it read it, is aborted
 // at the gate (never sent, no attempt used) and sent after the resume. The START's reply is held on a promise this
 // test controls until the leader has read the pause (its own refresh, beside the START in flight), so the order is
-// pinned without timing.
+// pinned without timing. A send also rests on a control read begun within one refresh interval: after a stall of
+// the process (the event loop blocked past the interval, as a stopped or starved process is), the gate reads the
+// flags again before the call goes out.
 import { describe, expect, it } from 'vitest';
 import { dialects } from '../support/dialects.js';
 import { request, waitUntil, TEST_LEASE } from '../support/apps.js';
@@ -40,5 +42,30 @@ describe.each(dialects)('pause gate: a started, unsent attempt is not sent after
     await app.executor.tick(1_500);
     expect(provider.calls.filter((c) => c.intentId === id)).toHaveLength(1);
     expect((await ctx.intentRows()).find((r) => r.intentId === id)!.status).toBe('succeeded');
+  });
+
+  it('after a stall longer than the refresh interval, the gate reads the pause again before sending', async () => {
+    const intervalMs = 1_000; // the cadence's next control read is this far away while the START and the pause run
+    let startsSeen = 0;
+    const { app, stores } = await f.open((base) => delegateExecution(base, {
+      async fencedStartAttempts(t, r) {
+        const began = performance.now(); // the leader's last control read began before this
+        const out = await base.fencedStartAttempts(t, r);
+        if (startsSeen++ === 0) {
+          await stores.ops.setPaused(clusterControlName(TEST_LEASE), true, 'test', 'stall');
+          while (performance.now() - began < intervalMs * 1.2) { /* a stall: no timer, no read, no reply runs */ }
+        }
+        return out;
+      },
+    }), { DUE_NOTICES: 'off', LEASE_DURATION_MS: '10000', SCHEDULE_REFRESH_INTERVAL_MS: String(intervalMs) });
+    const { ctx, provider } = f;
+    const id = JSON.parse((await app.handlers.postIntent(request('POST', '/api/intents', JSON.stringify({ payload: { n: 2 } }),
+      { 'content-type': 'application/json' }))).body!).intentId as string;
+    const sum = await app.executor.tick(3_000);
+    expect(sum.role).toBe('leader');
+    expect(startsSeen).toBeGreaterThan(0);
+    expect(provider.calls.filter((c) => c.intentId === id)).toEqual([]); // the stale "not paused" sent nothing
+    expect(app.partitions[0]!.ops.paused).toBe(true);
+    expect((await ctx.attemptRows()).filter((a) => a.intentId === id).map((a) => a.outcome)).toEqual(['aborted']);
   });
 });

@@ -1,0 +1,76 @@
+// The control flags' freshness rule (src/executor/executorOps.ts) on a fake clock: freshControl reads only when the
+// last read began one refresh interval ago or more (or never), shares a read in flight that is fresh enough, and of
+// reads that overlap only the newest begun is applied (an older reply arriving last never undoes a pause).
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/lease/clock.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { ExecutionOps } from '../../src/executor/executorOps.js';
+import type { ExecutionControl, OpsStore } from '../../src/store/opsPorts.js';
+
+const INTERVAL_MS = 200;
+
+function control(paused: boolean): ExecutionControl {
+  const flag = { paused: false, changedAt: null, changedBy: null, reason: null };
+  return { ...flag, leaseName: 'p0', dbNow: new Date(0), pendingHandoverId: null, providerBreaker: null,
+    cluster: { ...flag, paused } };
+}
+
+/** Each read waits until the test answers it (in any order). */
+function setup() {
+  const clock = new FakeClock();
+  const reads: ((c: ExecutionControl) => void)[] = [];
+  const store = { getExecutionControl: () => new Promise<ExecutionControl>((r) => reads.push(r)) } as unknown as OpsStore;
+  const ops = new ExecutionOps(store, 'p0', 'cluster', null, silentLogger, clock, INTERVAL_MS);
+  return { clock, reads, ops };
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+describe('ExecutionOps control freshness', () => {
+  it.each([
+    { name: 'never read: reads', advanceMs: null, reads: 1 },
+    { name: 'read 199 ms ago: no read', advanceMs: INTERVAL_MS - 1, reads: 0 },
+    { name: 'read 200 ms ago: reads again', advanceMs: INTERVAL_MS, reads: 1 },
+    { name: 'read 5 s ago (a stall): reads again', advanceMs: 5_000, reads: 1 },
+  ])('$name', async ({ advanceMs, reads: expected }) => {
+    const { clock, reads, ops } = setup();
+    if (advanceMs !== null) {
+      const first = ops.refreshControl();
+      reads.shift()!(control(false));
+      await first;
+      clock.advance(advanceMs);
+    }
+    const fresh = ops.freshControl();
+    await flush();
+    expect(reads).toHaveLength(expected);
+    reads.forEach((r) => r(control(true)));
+    await fresh;
+    expect(ops.mayStart()).toBe(expected === 0); // a read that happened saw the pause
+  });
+
+  it('a read in flight that began within the interval is shared, not repeated', async () => {
+    const { reads, ops } = setup();
+    const cadence = ops.refreshControl();
+    const gate = ops.freshControl();
+    await flush();
+    expect(reads).toHaveLength(1);
+    reads[0]!(control(true));
+    await Promise.all([cadence, gate]);
+    expect(ops.mayStart()).toBe(false);
+  });
+
+  it('overlapping reads: the older reply, arriving last, does not undo the newer one', async () => {
+    const { clock, reads, ops } = setup();
+    const older = ops.refreshControl(); // began before the pause
+    clock.advance(INTERVAL_MS);
+    const newer = ops.freshControl(); // stale: a second read, after the pause
+    await flush();
+    expect(reads).toHaveLength(2);
+    reads[1]!(control(true));
+    await newer;
+    reads[0]!(control(false));
+    await older;
+    expect(ops.mayStart()).toBe(false);
+    expect(ops.pausedBy).toBe('cluster');
+  });
+});
