@@ -23,10 +23,12 @@ export function appVersion(): string {
 }
 
 /** The first release whose every instance keeps a count change safe: its intake takes the switch's exclusion (MySQL/
- *  MariaDB and SQL Server lock the count row's share at insert) and its changer raises the layout generation. A count
- *  change starts only while no live instance runs an older one (POST /api/ops/partitions answers 409 naming them).
- *  Every build before 0.2.0 reported 0.1.0, whatever code it ran, so 0.1.0 counts as older. */
-export const COUNT_CHANGE_MIN_VERSION = '0.2.0';
+ *  MariaDB and SQL Server lock the count row's share at insert), its changer raises the layout generation and writes
+ *  the release guards (release_changer, switched_by, the prepare copies) that the database requires of a change this
+ *  release requested — an earlier changer's claim, switch and preparing batch are refused there. A count change
+ *  starts (and is cancelled) only while no live instance runs an older one (409 naming them), and waits for them
+ *  before its leases and its switch. Every build before 0.2.0 reported 0.1.0, whatever code it ran. */
+export const COUNT_CHANGE_MIN_VERSION = '0.3.0';
 
 /** `version` is older than `than` by semver precedence (major.minor.patch numerically; a pre-release such as 0.2.0-rc.1
  *  is below its release). A version that is not x.y.z[-pre] (e.g. `unknown`) counts as older: nothing vouches for it. */

@@ -37,10 +37,12 @@ export function cancelPartitionChangeHandler(app: PartitionsContext): ApiHandler
     if (!isUuid(id)) return notFound();
     const body = await optionalReason(req, instance);
     if (!body.ok) return body.response;
-    // An older release's changer knows no cancel: it could drive a change moving rows back on to its switch, or move
-    // rows by the toCount it read before. As for a request: refused while one is live, nothing written.
+    // An older release's changer takes no part in a cancel: before 0.2.0 it knows none (it could drive a change moving
+    // rows back on to its switch, or move rows by the toCount it read before); from 0.2.0 on the database refuses its
+    // move-back batches of this release's changes (the release guards). As for a request: refused while one is live,
+    // nothing written.
     const older = await liveOlderReleases(app.stores.instances, app.config.instances.liveWindowMs);
-    if (older.length > 0) return olderReleaseProblem(older, 'whose changer knows no cancel', 'cancel again', { instance });
+    if (older.length > 0) return olderReleaseProblem(older, 'whose changer takes no part in a cancel', 'cancel again', { instance });
     const out = await app.stores.partitions.cancelChange(id.toLowerCase(), requester(req, app.lease.holderId));
     if (out.kind === 'notFound') return notFound();
     const view = (c: PartitionChange) => partitionChangeView(c, app.config.partitions.stuckSteps);

@@ -84,7 +84,8 @@ export function olderReleaseProblem(older: { holderId: string; version: string }
  * POST /ops/partitions {"count": N}. Checked before anything is recorded: the body (400), N ≤ this instance's
  * EXECUTOR_PARTITIONS (409: a count no timer function of this deployment runs), LEASE_NAME has room for N partitions'
  * names (409), no live instance (instances registry, INSTANCE_LIVE_WINDOW_MS) runs a release older than
- * COUNT_CHANGE_MIN_VERSION (409 naming them: its intake would not be excluded from the switch). Then the store
+ * COUNT_CHANGE_MIN_VERSION (409 naming them: the database refuses its changer the steps of a change this release
+ * requests, and before 0.2.0 its intake is not excluded from the switch). Then the store
  * records it, serialized with other requests: 202 created; 202 the active change to the
  * same N (a retried POST, also after a lost reply, finds its change: idempotent); 200 when N is the recorded count
  * and nothing is active; 409 naming another active change.
@@ -107,7 +108,7 @@ export function requestPartitionCountHandler(app: PartitionsContext): ApiHandler
     if (room !== null) return problem(409, 'lease-name-room', 'LEASE_NAME too long for the count', room, { instance, count: n });
     const older = await olderInstances(app, n);
     if (older.length > 0) {
-      return olderReleaseProblem(older, 'whose intake is not excluded from a count change\'s switch', `request count ${n} again`,
+      return olderReleaseProblem(older, 'whose changer cannot take part in this release\'s count changes', `request count ${n} again`,
         { instance, count: n });
     }
     const by = requester(req, app.lease.holderId);

@@ -19,6 +19,14 @@ import type { OperatorSchedule } from './operatorActions.js';
 import { sleep } from './rng.js';
 import { runMigrate } from '../support/previousRelease.js';
 import { PARTITION_SEPARATOR, partitionChangerHolderId } from '../../src/limits.js';
+import { isOlderRelease } from '../../src/version.js';
+
+/** The first release whose leaders read the cluster pause row (LEASE_NAME#*): an earlier one's are held only by their
+ *  partition's row, so while one is live the operator pauses each partition (operatorActions.ts perPartition). */
+export const CLUSTER_PAUSE_MIN_VERSION = '0.2.0';
+
+/** Whether the previous release's leaders ignore a cluster pause (the operator pauses each partition while one is live). */
+export const pausesEachPartition = (version: string) => isOlderRelease(version, CLUSTER_PAUSE_MIN_VERSION);
 
 export interface MixedOptions {
   /** The previous release's build (previousRelease().root) and its version. */
@@ -75,7 +83,8 @@ export class MixedVersionPhases {
     this.changes = changes;
   }
 
-  /** The operator's actions: held while an earlier release's process starts (no cluster pause in force then). */
+  /** The operator's actions: held while an old process joins a change, and, when the old release's leaders ignore a
+   *  cluster pause, while old processes start for the downgrade (no cluster pause in force then). */
   useOperator(operator: OperatorSchedule | null): void {
     this.operator = operator;
   }
@@ -148,7 +157,8 @@ export class MixedVersionPhases {
     }
   }
 
-  /** Whether a process of the old release is live (the operator then pauses each partition, operatorActions.ts). */
+  /** Whether a process of the old release is live (the operator then pauses each partition when that release's leaders
+   *  ignore a cluster pause, operatorActions.ts). */
   oldLive(): boolean {
     return this.live(true).length > 0;
   }
@@ -308,15 +318,17 @@ export class MixedVersionPhases {
     }
   }
 
-  /** The downgrade: no change in progress (the schedule's completes first), then old processes beside the new ones. */
+  /** The downgrade: no change in progress (the schedule's completes first), then old processes beside the new ones. A
+   *  cluster pause in force holds them when their leaders read it (0.2.0 on); otherwise the operator lifts it first. */
   private async startOldBeside(): Promise<string> {
+    const operator = pausesEachPartition(this.o.version) ? this.operator : null;
     await this.changes?.hold();
-    await this.operator?.hold();
+    await operator?.hold();
     try {
       return await this.startSlots(this.o.release, 2); // two: a rollback's first processes (one fewer start on a loaded machine)
     } finally {
       this.changes?.release(); // its requests now find an old process live: 409
-      this.operator?.release(); // its pauses now go to each partition
+      operator?.release(); // its pauses now go to each partition
     }
   }
 

@@ -20,7 +20,7 @@ import { partitionLeaders } from './partitionTargets.js';
 import { PartitionChangeSchedule, readChanges, recordedCount } from './partitionChanges.js';
 import { OperatorSchedule } from './operatorActions.js';
 import { startProviderProcess, type ProviderProcess } from './providerLauncher.js';
-import { MixedVersionPhases, type MixedSummary } from './mixedVersion.js';
+import { MixedVersionPhases, pausesEachPartition, type MixedSummary } from './mixedVersion.js';
 
 export interface RunOptions {
   index: number;
@@ -224,7 +224,8 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     // Operator actions, drawn from a stream of their own.
     operator = o.operatorActions ? new OperatorSchedule(cluster, provider, createRng(o.seed ^ 0x6a09e667), {
       gapMs: [2_000, 5_000], pauseMs: [1_500, 4_000], slowMs: [3_000, 6_000], slowLatencyMs: SLOW_LATENCY_MS, latencyMs: o.latencyMs, log: o.log,
-      ...(changes ? { changeNow: () => changes!.now() } : {}), ...(mixed ? { perPartition: { count: () => recordedCount(d), max: P, when: () => mixed!.oldLive() } } : {}),
+      ...(changes ? { changeNow: () => changes!.now() } : {}), ...(mixed && pausesEachPartition(o.mixedVersion!.version)
+        ? { perPartition: { count: () => recordedCount(d), max: P, when: () => mixed!.oldLive() } } : {}),
     }) : null;
     mixed?.useOperator(operator);
     operator?.start();

@@ -245,13 +245,14 @@ describe('OpenAPI document', () => {
     const tooLong = await setCount(noRoom, '{"count":64}');
     expect([tooLong.status, tooLong.json.type]).toEqual([409, 'urn:submission-manager:problem:lease-name-room']);
     expect(tooLong.json.detail).toMatch(/^LEASE_NAME \("x{62}", 62 characters\) is too long for count 64: .* at most 64$/);
-    // A live instance of a release older than count changes need (the probe row above, 0.1.0): 409 naming it, nothing
-    // recorded; once its row is gone the change is recorded.
-    await follower.stores.instances.heartbeat({ holderId: 'oa-probe', version: '0.1.0', roles: ['http', 'timer'], partitions: [0] });
+    // A live instance of a release older than count changes need (the probe row, 0.2.0: the release before this one,
+    // whose changer the release guards refuse): 409 naming it, nothing recorded; once its row is gone the change is
+    // recorded.
+    await follower.stores.instances.heartbeat({ holderId: 'oa-probe', version: '0.2.0', roles: ['http', 'timer'], partitions: [0] });
     const older = await setCount(wide, '{"count":4}');
     expect([older.status, older.json.type, older.json.minimumVersion, older.json.olderInstances])
-      .toEqual([409, 'urn:submission-manager:problem:older-release-live', '0.2.0', [{ holderId: 'oa-probe', version: '0.1.0' }]]);
-    expect(older.json.detail).toMatch(/^oa-probe \(0\.1\.0\) runs a release older than 0\.2\.0, /);
+      .toEqual([409, 'urn:submission-manager:problem:older-release-live', '0.3.0', [{ holderId: 'oa-probe', version: '0.2.0' }]]);
+    expect(older.json.detail).toMatch(/^oa-probe \(0\.2\.0\) runs a release older than 0\.3\.0, whose changer cannot take part in this release's count changes: /);
     expect(await follower.stores.partitions.listChanges(50)).toEqual(countsBefore); // nothing recorded on bad input
     await follower.stores.instances.remove('oa-probe');
     const changeCreated = await setCount(wide, '{"count":4}');
@@ -280,12 +281,12 @@ describe('OpenAPI document', () => {
     expect((await cancelChange('nope')).status).toBe(404);
     expect((await cancelChange('01a21664-e75d-7511-bfbf-d9834bd6e04b')).status).toBe(404);
     expect((await change(changeId)).json).toEqual(changeCreated.json.change); // nothing stored
-    // A live instance of an older release (its changer knows no cancel): 409 naming it, the change untouched.
+    // A live instance of an older release (its changer takes no part in a cancel): 409 naming it, the change untouched.
     await follower.stores.instances.heartbeat({ holderId: 'oa-probe', version: '0.1.0', roles: ['http', 'timer'], partitions: [0] });
     const olderLive = await cancelChange(changeId);
     expect([olderLive.status, olderLive.json.type, olderLive.json.olderInstances])
       .toEqual([409, 'urn:submission-manager:problem:older-release-live', [{ holderId: 'oa-probe', version: '0.1.0' }]]);
-    expect(olderLive.json.detail).toMatch(/^oa-probe \(0\.1\.0\) runs a release older than 0\.2\.0, whose changer knows no cancel: .* cancel again /);
+    expect(olderLive.json.detail).toMatch(/^oa-probe \(0\.1\.0\) runs a release older than 0\.3\.0, whose changer takes no part in a cancel: .* cancel again /);
     expect(await follower.stores.partitions.getChange(changeId)).toMatchObject({ state: 'preparing', cancelledAt: null });
     await follower.stores.instances.remove('oa-probe');
     const cancelled = await cancelChange(changeId, '{"reason":"stuck"}');

@@ -245,14 +245,14 @@ describe.each(dialects)('partition changer: $name', (dialect) => {
     await insert(10);
     const change = await request(3);
     const beat = (holderId: string, version: string) => s.instances.heartbeat({ holderId, version, roles: ['http', 'timer'], partitions: [] });
-    await beat('new-a', '0.2.0');
-    await beat('old-b', '0.1.0');
+    await beat('new-a', '0.3.0');
+    await beat('old-b', '0.2.0');
     const older = async () => (await liveOlderReleases(s.instances, 60_000)).map((i) => `${i.holderId} (${i.version})`);
     const changer = new PartitionChanger(s.lease, s.partitions, settings('changer-o', { olderReleasesLive: older }), systemClock, silentLogger);
     // The older release's changer: no wait for older releases (as released), taking the leases in order from 0.
     const old = new PartitionChanger(s.lease, s.partitions, settings('old-b~partition-change'), systemClock, silentLogger);
     for (let i = 0; i < 3; i++) {
-      expect(await changer.step(await s.partitions.readLayout(), soon(300))).toEqual({ kind: 'olderRelease', instances: ['old-b (0.1.0)'] });
+      expect(await changer.step(await s.partitions.readLayout(), soon(300))).toEqual({ kind: 'olderRelease', instances: ['old-b (0.2.0)'] });
       expect(changer.heldCount()).toBe(1);
       expect((await s.lease.get(partitionLeaseName(LEASE, 0)))!.holderId).toBe('changer-o');
       for (let k = 1; k < 3; k++) expect((await s.lease.get(partitionLeaseName(LEASE, k)))?.holderId ?? null).not.toBe('changer-o');

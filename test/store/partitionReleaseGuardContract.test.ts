@@ -1,7 +1,7 @@
 // The release guards on partition changes (claim and switch: PostgreSQL m018, MySQL/MariaDB m012, SQL Server m018;
 // preparing: m020, m014, m020), run against every dialect: the previous release's own claim, switch and preparing
-// statements (their text as test/support/previousRelease.json's commit issues them; only SQL Server's parameter names
-// differ) are refused on a change this release requested — the statement fails naming the constraint, its
+// statements (their text as test/support/previousRelease.json's commit, 0.2.0, issues them; only SQL Server's
+// parameter names differ) are refused on a change this release requested — the statement fails naming the constraint, its
 // transaction writes nothing, the count, the change row and every intent stay — before, during and after this
 // release's preparing pass (its move back on a cancel included) and claim, while this release's pass, claim and
 // switch go through. A change the previous release requested (its own INSERT, requested_release NULL) it still
@@ -19,6 +19,8 @@ import { partitionOf } from '../../src/intents/partition.js';
 const OLD_CHANGER = 'old1~partition-change';
 const GUARD = /ck_partition_changes_release_guard/;
 const PREPARE_GUARD = /ck_partition_changes_prepare_guard/;
+/** Before every intent's last change: a batch with this horizon moves nothing. */
+const PAST = new Date(Date.now() - 7 * 86_400_000);
 /** Keys whose partition differs under 2 and 4 partitions: each of them moves. */
 const MOVING = Array.from({ length: 100 }, (_, i) => `key-${i}`).filter((k) => partitionOf(k, 2) !== partitionOf(k, 4)).slice(0, 4);
 
@@ -43,10 +45,10 @@ const PG: OldStatements = {
   switchCount: `/* sm:partition_switch */
 WITH now AS MATERIALIZED (SELECT clock_timestamp() AS t),
 recorded AS (
-  INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by)
-  SELECT 1, $2, now.t, $3 FROM now
+  INSERT INTO submission_manager_partition_count (id, partition_count, recorded_at, recorded_by, layout_generation)
+  SELECT 1, $2, now.t, $3, 1 FROM now
   ON CONFLICT (id) DO UPDATE SET partition_count = EXCLUDED.partition_count, recorded_at = EXCLUDED.recorded_at,
-    recorded_by = EXCLUDED.recorded_by
+    recorded_by = EXCLUDED.recorded_by, layout_generation = submission_manager_partition_count.layout_generation + 1
 )
 UPDATE submission_manager_partition_changes SET state = 'reassigning', switched_at = now.t
   FROM now WHERE change_id = $1 RETURNING ${OLD_COLS}`,
@@ -95,16 +97,16 @@ describe.each(dialects)('partition change release guard: $name', (dialect) => {
     }
     return ids;
   };
-  const movesTo = (ids: string[], count: number) => ids.map((intentId, k) => ({ intentId, partition: partitionOf(MOVING[k]!, count) }));
   const partitions = async () => (await ctx.intentRows()).map((r) => r.partition);
-  /** The previous release's batches of every kind are refused; the change row and every intent stay as they were. */
-  const refusedEveryBatch = async (c: PartitionChange, moves: { intentId: string; partition: number }[], last: string) => {
+  /** The previous release's batches of every kind are refused; the change row and every intent stay as they were.
+   *  `horizon`: after the settled intents' last change (they move); `PAST` before it (nothing moves). */
+  const refusedEveryBatch = async (c: PartitionChange, horizon: Date) => {
     const before = await ctx.intentRows();
     const batches: OldBatch[] = [
-      { moves, cursor: last, done: false }, // as its changer sends one: the rows read, the last one's id
-      { moves, cursor: null, done: false }, // moves alone: rows_moved
-      { moves: [], cursor: last, done: false }, // the cursor alone
-      { moves: [], cursor: null, done: true }, // the end of the pass alone: pending, prepared_at
+      { limit: 2, horizon }, // as its changer sends one: rows moved, the cursor
+      { limit: 1, horizon: PAST }, // the cursor alone
+      { limit: 1_000, horizon }, // rows moved and the end of the pass
+      { limit: 1_000, horizon: PAST }, // the end of the pass alone: pending (cancelled: completed), prepared_at
     ];
     for (const b of batches) {
       await expect(oldBatch(c.changeId, b)).rejects.toThrow(PREPARE_GUARD);
@@ -119,13 +121,13 @@ describe.each(dialects)('partition change release guard: $name', (dialect) => {
     const under2 = await partitions();
     const change = await request(4);
     const horizon = (await s.partitions.readLayout()).dbNow;
-    await refusedEveryBatch(change, movesTo(ids, 4), ids.at(-1)!);
+    await refusedEveryBatch(change, horizon);
     expect(await partitions()).toEqual(under2);
 
     // This release's pass, a batch at a time; the previous release's batches refused between them.
     const first = (await s.partitions.prepareBatch(change.changeId, { limit: 2, horizon }))!;
     expect(first).toMatchObject({ state: 'preparing', rowsMoved: 2, prepareCursor: ids[1] });
-    await refusedEveryBatch(first, movesTo(ids.slice(2), 4), ids.at(-1)!);
+    await refusedEveryBatch(first, horizon);
     let c = first;
     while (c.state === 'preparing') c = (await s.partitions.prepareBatch(change.changeId, { limit: 2, horizon }))!;
     expect(c).toMatchObject({ state: 'pending', rowsMoved: 4, preparedAt: expect.any(Date) });
@@ -135,7 +137,7 @@ describe.each(dialects)('partition change release guard: $name', (dialect) => {
     const cancelled = await s.partitions.cancelChange(change.changeId, 'ops');
     expect(cancelled).toMatchObject({ kind: 'cancelled', change: { state: 'preparing', toCount: 2, prepareCursor: null, preparedAt: null } });
     c = (cancelled as { change: PartitionChange }).change;
-    await refusedEveryBatch(c, movesTo(ids, 2), ids.at(-1)!);
+    await refusedEveryBatch(c, horizon);
     while (c.state === 'preparing') c = (await s.partitions.prepareBatch(change.changeId, { limit: 3, horizon }))!;
     expect(c).toMatchObject({ state: 'cancelled', rowsMoved: 8, cancelledAt: expect.any(Date) });
     expect(await partitions()).toEqual(under2);
@@ -174,11 +176,11 @@ describe.each(dialects)('partition change release guard: $name', (dialect) => {
     const ids = await settled();
     await ctx.sql(old.request, old.params.request(id, 2, 4, 'old1'));
     // Its preparing batches move the first half and end the pass; this release's pass takes part between them.
-    await oldBatch(id, { moves: movesTo(ids.slice(0, 2), 4), cursor: ids[1]!, done: false });
-    expect(await s.partitions.getChange(id)).toMatchObject({ state: 'preparing', rowsMoved: 2, prepareCursor: ids[1] });
     const horizon = (await s.partitions.readLayout()).dbNow;
+    await oldBatch(id, { limit: 2, horizon });
+    expect(await s.partitions.getChange(id)).toMatchObject({ state: 'preparing', rowsMoved: 2, prepareCursor: ids[1] });
     expect(await s.partitions.prepareBatch(id, { limit: 2, horizon })).toMatchObject({ state: 'preparing', rowsMoved: 4, prepareCursor: ids[3] });
-    await oldBatch(id, { moves: [], cursor: ids[3]!, done: true });
+    await oldBatch(id, { limit: 2, horizon });
     expect(await s.partitions.getChange(id)).toMatchObject({ state: 'pending', rowsMoved: 4, preparedAt: expect.any(Date) });
     expect(await partitions()).toEqual(MOVING.map((k) => partitionOf(k, 4)));
     await oldClaim(id);

@@ -20,6 +20,7 @@ import {
 } from '../support/localHostProcess.js';
 import { serverDatabases } from '../support/dialects.js';
 import { previousRelease, runMigrate, type PreviousRelease } from '../support/previousRelease.js';
+import { COUNT_CHANGE_MIN_VERSION } from '../../src/version.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -210,7 +211,7 @@ describe.each(serverDatabases)('upgrade from the previous release ($name server)
     await stream.retarget([...oldRest, current]);
     await succeedFrom(stream, stream.accepted.length, 5, 'both releases side by side');
     const refused = await requestCount(current, 2);
-    expect([refused.status, refused.body.type, refused.body.minimumVersion]).toEqual([409, 'urn:submission-manager:problem:older-release-live', '0.2.0']);
+    expect([refused.status, refused.body.type, refused.body.minimumVersion]).toEqual([409, 'urn:submission-manager:problem:older-release-live', COUNT_CHANGE_MIN_VERSION]);
     expect(refused.body.olderInstances).toEqual(oldRest.map((h) => ({ holderId: h.holderIds[0], version: prev.version }))
       .sort((a, b) => a.holderId!.localeCompare(b.holderId!)));
     expect(await layoutOf(current)).toMatchObject({ count: 1, active: null, changes: [] });
