@@ -9,8 +9,6 @@
 //  - a completion is never dropped: what cannot be written now stays in the ExecutionState's completion buffer, and
 //    the settler (settler.ts) keeps writing it under the same token after the tick; a START whose outcome is unknown
 //    records its attempts as aborted there (never sent, so never charged as sent);
-//  - fenced starts may overlap (startsInFlight.ts): no two take the same intent, calls in flight + the intents being
-//    started never exceed the concurrency, and closing waits for every one;
 //  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
 //    clipped to the lease deadline; closing retries the completion write only within a bounded window.
 import type { Clock } from '../lease/clock.js';
@@ -24,7 +22,6 @@ import type { ExecutorOps } from './executorOps.js';
 import type { LeaderFaults } from './leaderFaults.js';
 import { callProvider, type ProviderCallDeps } from './providerCall.js';
 import { startDue } from './starts.js';
-import { StartsInFlight } from './startsInFlight.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
 /** Pause between two completion-write attempts within the closing window. */
@@ -63,7 +60,7 @@ export interface BatchRun {
 }
 
 export class Batch {
-  private readonly starts = new StartsInFlight();
+  private starting: Promise<void> | null = null;
   private flushing: Promise<void> | null = null;
   private stop: string | null = null;
   private failure: unknown = null;
@@ -145,7 +142,7 @@ export class Batch {
   }
 
   private async iteration(): Promise<void> {
-    const { lease, refresher, ops } = this.d;
+    const { lease, settings: s, refresher, ops } = this.d;
     const now = this.d.clock.nowMs();
     const requested = this.r.stopRequested();
     if (now >= this.deadline()) this.stop = 'deadline';
@@ -185,18 +182,20 @@ export class Batch {
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const dueNow = () => (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs();
-    if (this.startable() > 0 && dueNow()) {
+    const inFlight = state.callsInFlight;
+    const free = s.concurrency - inFlight;
+    const slots = !this.starting && free > 0 && (free >= s.startBatch || inFlight === 0);
+    if (slots && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
       await ops.freshControl(); // a start rests on flags read within one refresh interval (none after a stall)
       if (this.stop !== null) return;
     }
-    const free = ops.mayStart() ? this.startable() : 0; // counted again: the read above may have taken a while
+    const canStart = slots && !this.starting && ops.mayStart();
     let held = false;
-    if (free > 0 && this.leading && dueNow()) {
+    if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
       const grant = this.d.guard ? this.d.guard.acquire(free) : { granted: free, retryAtMs: null };
-      if (grant.granted > 0) this.start(grant.granted);
-      held = grant.granted < free;
+      if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted), () => (this.starting = null));
+      held = grant.granted === 0;
       this.heldUntilMs = held ? grant.retryAtMs : null;
     }
     if (this.woken || this.stop !== null) return;
@@ -205,7 +204,7 @@ export class Batch {
     // (only if we could start it now; otherwise a completion wakes us), the guard's next grant, the deadline.
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
-      : nextDue === undefined || !ops.mayStart() || this.startable() === 0 ? Infinity : nextDue - refresher.dbNowMs();
+      : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
     const untilStep = state.untilRefreshStepMs(this.d.clock.nowMs());
     const untilRenew = this.renewing ? this.d.lease.renewDueInMs() : Infinity; // renewed on time while idle too
     const waitMs = Math.max(1, Math.min(untilStep, untilDue, untilRenew, this.deadline() - this.d.clock.nowMs()));
@@ -217,17 +216,14 @@ export class Batch {
     if ((await this.d.state.write(this.token, this.sum)) === 'leaseLost') this.fenceLost();
   }
 
-  /** Slots one more start may take now (startsInFlight.ts; 0: none may begin). */
-  private startable(): number {
-    return this.starts.startable(this.d.state.callsInFlight, this.d.settings);
-  }
-
-  /** Fenced start (starts.ts) beside the others in flight: the intents it took are reserved slots until it ends, its
-   *  started attempts' calls in flight by then (a finished call or start wakes us). */
-  private start(granted: number): void {
-    const begun = startDue(this.d, this.token, granted, this.sum,
-      { call: (a) => this.d.state.track(this.attempt(a)), refused: () => this.fenceLost() });
-    if (begun.taken > 0) this.starts.add(begun.taken, begun.done.catch((e: unknown) => this.fail(e)), this.signal);
+  /** Fenced start (starts.ts): a started attempt's call joins the calls in flight (a finished one wakes us). */
+  private async start(granted: number): Promise<void> {
+    const { state, clock } = this.d;
+    const t0 = clock.nowMs();
+    let calls = 0;
+    await startDue(this.d, this.token, granted, this.sum,
+      { call: (a) => { calls++; state.track(this.attempt(a)); }, refused: () => this.fenceLost() });
+    if (calls > 0) state.startTook(clock.nowMs() - t0); // part of the pickup overhead the refresh cadence covers
   }
 
   /** The gate just before the call, the call, its result (providerCall.ts). */
@@ -272,7 +268,7 @@ export class Batch {
     const carry = this.carriesCalls;
     // In order: a start still in flight adds its calls to the calls in flight only when it returns.
     await this.keepingLease((async () => {
-      await this.starts.settled();
+      await this.starting;
       if (!carry) await this.d.state.settled();
       await this.flushing;
     })());

@@ -3,7 +3,6 @@
 // a START whose reply was lost records its attempts as aborted (never sent, so never charged as sent).
 import type { ProviderPermits } from '../provider/partitionPermits.js';
 import { aborted } from '../provider/retryPolicy.js';
-import type { Clock } from '../lease/clock.js';
 import type { DueEntry } from '../schedule/dueHeap.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
 import type { ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
@@ -19,10 +18,8 @@ export interface StartDeps {
   store: ExecutionStore;
   refresher: ScheduleRefresher;
   guard: ProviderPermits | null;
-  /** Where a START whose reply was lost records its attempts as aborted, and how long one that started attempts took
-   *  (part of the pickup overhead the refresh cadence covers). */
-  state: Pick<ExecutionState, 'record' | 'startTook'>;
-  clock: Clock;
+  /** Where a START whose reply was lost records its attempts as aborted. */
+  state: Pick<ExecutionState, 'record'>;
 }
 
 /** What becomes of the started attempts (`call`: run the provider call) and of a refused fence (`refused`);
@@ -32,28 +29,12 @@ export interface StartOutlets {
   refused(): void;
 }
 
-/** A fenced start begun: the due intents it took (claimed in the schedule, so no other start is offered them) and its
- *  outcome. */
-export interface StartBegun {
-  taken: number;
-  /** Resolves once the started attempts were handed to `call` (or the fence refused); rejects on an SQL error, its
-   *  attempts recorded as aborted first. */
-  done: Promise<void>;
-}
-
-/** Fenced start of up to `granted` due intents. The intents are taken from the schedule before this returns, and
- *  the permits no intent was taken for go back at once (another start may be granted them). */
-export function startDue(d: StartDeps, token: LeaseToken, granted: number, sum: TickSummary, out: StartOutlets): StartBegun {
+/** Fenced start of up to `granted` due intents. Throws on an SQL error (its attempts recorded as aborted first). */
+export async function startDue(d: StartDeps, token: LeaseToken, granted: number, sum: TickSummary, out: StartOutlets): Promise<void> {
   const due = d.refresher.schedule.takeDue(d.refresher.dbNowMs(), granted);
-  d.guard?.release(granted - due.length);
-  return { taken: due.length, done: due.length === 0 ? Promise.resolve() : fencedStart(d, token, due, sum, out) };
-}
-
-/** The START of `due` (their permits held): permits not turned into a started attempt go back once it ends. */
-async function fencedStart(d: StartDeps, token: LeaseToken, due: DueEntry[], sum: TickSummary, out: StartOutlets): Promise<void> {
-  let unused = due.length;
-  const t0 = d.clock.nowMs();
+  let unused = granted;
   try {
+    if (due.length === 0) return;
     let res;
     try {
       res = await d.store.fencedStartAttempts(token, due.map((x) => ({ intentId: x.intentId, expectedAttemptCount: x.attemptCount })));
@@ -62,9 +43,8 @@ async function fencedStart(d: StartDeps, token: LeaseToken, due: DueEntry[], sum
       throw e;
     }
     if (res.kind === 'leaseLost') return out.refused();
-    unused = due.length - res.value.length;
+    unused = granted - res.value.length;
     started(d, due, res.value, sum, out);
-    if (res.value.length > 0) d.state.startTook(d.clock.nowMs() - t0);
   } finally {
     d.guard?.release(unused);
   }
