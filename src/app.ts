@@ -146,8 +146,9 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   if (timerMode !== 'off') layout.start();
   const changer = createPartitionChanger(config, stores, clock, logger, metrics);
   // Every instance beats a row in SQL (the dashboard's instances view; the live list of the fair share). Never throws.
-  // Only a process that can run every partition of the recorded count shares (the others take what nobody took).
-  const sharerRoles = () => (layout.count() <= partitions.length ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer']);
+  // Only a process that can run every partition of the recorded count shares (the others take what nobody took), and
+  // only once its timers run (the first beat, below, is before any tick: nobody counts it yet).
+  const sharerRoles = () => (share?.claimsShare() ? ['http', 'timer', FAIR_SHARE_ROLE] : ['http', 'timer']);
   const heartbeat = await InstanceHeartbeat.start(stores.instances, { holderId: config.lease.holderId, version: config.instances.version,
     roles: timerMode === 'off' ? ['http'] : timerMode === 'every-instance' ? sharerRoles : ['http', 'timer'], heartbeatMs: config.instances.heartbeatMs, liveWindowMs: config.instances.liveWindowMs },
   clock, logger, led);

@@ -13,10 +13,12 @@
 // joins and leaves). With no list (the heartbeat never read, or its read is older than the liveness window) there is
 // no cap: the lease alone keeps execution single.
 //
-// Only instances that can run every partition of the recorded count share (role `fair-share`, EXECUTOR_PARTITIONS ≥
-// the count): one that cannot is outside the share (`sharing: false`): nobody counts it, it takes only a partition it
-// can run that stayed free one decision longer than a sharer waits, and never hands back; what it leads is `elsewhere`
-// to the sharers: claimed, and not divided. So every partition is led whenever some live instance can run it.
+// Only instances that can run every partition of the recorded count and whose timers run share (role `fair-share`,
+// EXECUTOR_PARTITIONS ≥ the count, claimed at its first tick): one started but not ticking yet is counted by nobody, so
+// no partition waits for it. One that cannot run them all is outside the share (`sharing: false`): nobody counts it, it
+// takes only a partition it can run that stayed free one decision longer than a sharer waits, and never hands back;
+// what it leads is `elsewhere` to the sharers: claimed, and not divided. So every partition is led whenever some live
+// instance can run it.
 
 /** A live instance as its heartbeat row reports it. Only instances that may lead (run the timer) belong here. */
 export interface LiveInstance {

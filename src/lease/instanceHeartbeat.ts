@@ -3,7 +3,9 @@
 // `every-instance` timers. Best effort by design: a failed beat or read is logged at warn and retried at the next
 // interval, never thrown into the caller; a list older than the liveness window (by the monotonic clock) reads as
 // unknown (null), and the fair share then puts no cap (the leases alone keep execution single). stop() removes the row,
-// best effort: a row left behind drops out of the live list after the window and is pruned by the others.
+// best effort: a row left behind drops out of the live list after the window and is pruned by the others. The roles
+// are read at every beat: an every-instance process claims `fair-share` only once its timers run (partitionShare.ts),
+// so a process started but not yet ticking is counted by no one and never holds a share it cannot take.
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
 import type { InstanceRow, InstanceStore } from '../store/instancePorts.js';
@@ -16,8 +18,9 @@ export const INSTANCE_PRUNE_AFTER_MS = 3_600_000;
 const PRUNE_EVERY_BEATS = 60;
 /** The role of an instance whose timer may lead partitions (the fair share counts only those). */
 export const TIMER_ROLE = 'timer';
-/** The role of an instance that takes part in the fair share (every-instance mode): only these divide the partitions,
- *  so an instance that runs its timers under listener locks (or not at all) never holds a share it will not take. */
+/** The role of an instance that takes part in the fair share (every-instance mode, its timers running): only these
+ *  divide the partitions, so an instance that runs its timers under listener locks, not at all, or not yet (started,
+ *  no timer fired) never holds a share it will not take. */
 export const FAIR_SHARE_ROLE = 'fair-share';
 
 export interface InstanceHeartbeatSettings {
@@ -33,6 +36,8 @@ export class InstanceHeartbeat {
   private list: { rows: InstanceRow[]; atMs: number } | null = null;
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
+  /** A beat to run once the one in flight ends (beat(true) while one runs; requests coalesce). */
+  private followUp: Promise<void> | null = null;
   private beats = 0;
   private failing = false;
   /** A failure is logged at warn when it is news, then once a minute (with the repeats), at debug in between. */
@@ -82,9 +87,11 @@ export class InstanceHeartbeat {
   }
 
   /** One beat now (also used after a partition was taken or handed back, so the others see it sooner). Never rejects;
-   *  a beat already running is awaited instead of overlapping it. */
-  beat(): Promise<void> {
+   *  a beat already running is awaited instead of overlapping it — with `fresh`, one more beat follows it, so what
+   *  changed since it began (roles, partitions) is written by the time this resolves. */
+  beat(fresh = false): Promise<void> {
     if (this.stopped) return Promise.resolve();
+    if (fresh && this.inFlight) return (this.followUp ??= this.inFlight.then(() => { this.followUp = null; return this.beat(); }));
     this.inFlight ??= this.beatOnce().finally(() => (this.inFlight = null));
     return this.inFlight;
   }

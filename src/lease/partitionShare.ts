@@ -7,6 +7,9 @@
 // stolen lease: a partition moves only after its holder let it go. A process that cannot run every partition of the
 // recorded count (EXECUTOR_PARTITIONS below it) is outside the share: it takes only partitions nobody took (fairShare.ts);
 // a process of one partition inside the share is not gated at all (its lease alone decides, as before sharing).
+// A process claims its place in the share (role `fair-share` in its heartbeat row, claimsShare()) only from its first
+// timer tick on, and beats at once then: until its timers run the others do not count it, so they keep or take the
+// partitions it could not take yet (none stays unled waiting for it); once counted, the hand-back rules rebalance.
 import type { Clock } from './clock.js';
 import type { LeaseManager } from './leaseManager.js';
 import type { Logger } from '../observability/logger.js';
@@ -31,6 +34,8 @@ export class PartitionShare {
   private decidedSharing: boolean | null = null;
   /** Partitions whose hand-back was requested and which this instance still leads. */
   private readonly handingBack = new Set<number>();
+  /** A timer of this process has fired (onTick): from then on it claims its place in the share. */
+  private ticking = false;
 
   constructor(
     private readonly leases: readonly Pick<LeaseManager, 'requireLeader' | 'onChange'>[],
@@ -70,6 +75,11 @@ export class PartitionShare {
    *  a heartbeat (read again first if it is: instances started together would otherwise each see a list without
    *  the others, take too much and hand it back). Never rejects (the heartbeat never does). */
   async onTick(): Promise<void> {
+    if (!this.ticking) {
+      this.ticking = true;
+      // The row claims the share from now (claimsShare()): written at once, so the others count this one from now.
+      if (this.sharing()) await this.heartbeat.beat(true);
+    }
     if (this.ungated()) return;
     if (!this.decisionFresh()) {
       const age = this.heartbeat.listAgeMs();
@@ -102,6 +112,12 @@ export class PartitionShare {
   /** Whether this process takes part in the fair share: it can run every partition of the recorded count. */
   sharing(): boolean {
     return this.count() <= this.leases.length;
+  }
+
+  /** Whether this process's heartbeat row claims its place in the share (role `fair-share`): it can run every
+   *  partition of the recorded count and a timer of it has fired. Before that, nobody counts it. */
+  claimsShare(): boolean {
+    return this.ticking && this.sharing();
   }
 
   /** A process of one partition inside the share: no decision, no gate (its lease alone decides). */

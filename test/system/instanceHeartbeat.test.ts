@@ -52,6 +52,17 @@ describe.each(dialects)('instance heartbeat: $name', (dialect) => {
     expect(a.liveLeaders()).toEqual([{ holderId: 'host-a', partitions: [0, 2] }]);
   });
 
+  it('beat(true) while a beat is in flight beats once more after it: roles changed meanwhile are written when it resolves', async () => {
+    let roles = ['http', 'timer'];
+    const h = await start(s.instances, settings('host-a', { roles: () => roles, heartbeatMs: 60_000 }), systemClock, silentLogger);
+    const inFlight = h.beat(); // read the roles as they are now
+    roles = ['http', 'timer', 'fair-share'];
+    const joined = h.beat(); // a plain beat joins the one in flight
+    await h.beat(true);
+    await Promise.all([inFlight, joined]);
+    expect((await s.instances.listLive(60_000)).instances.find((r) => r.holderId === 'host-a')?.roles).toEqual(roles);
+  });
+
   it('stop() removes the row and stops beating; the others stop listing it', async () => {
     const a = await start(s.instances, settings('host-a'), systemClock, silentLogger);
     const b = await start(s.instances, settings('host-b'), systemClock, silentLogger);

@@ -148,9 +148,24 @@ describe('PartitionShare', () => {
       r.advance(PERIOD / 2);
     }
     expect(seen, 'free on one decision: left to the sharers; on the next: taken').toEqual([false, true, true]);
-    // A single-partition process inside the share (the count shrank to 1) is not gated at all.
+    expect(r.share.claimsShare(), 'outside the share: never claims it').toBe(false);
+    // A single-partition process inside the share (the count shrank to 1) is not gated at all; its row claims the
+    // share from its first tick (one beat then, none after).
     const one = rig(1, [], sharers, 1);
     await one.share.onTick();
-    expect([one.share.sharing(), one.share.mayAcquire(0), one.beats]).toEqual([true, true, 0]);
+    await one.share.onTick();
+    expect([one.share.sharing(), one.share.mayAcquire(0), one.share.claimsShare(), one.beats]).toEqual([true, true, true, 1]);
+  });
+
+  it('claims its place in the share only from its first tick, and beats at once then', async () => {
+    const r = rig(4, [], [{ holderId: 'a', partitions: [0, 1] }]);
+    r.holders.value = [{ holderId: 'a', expiresInMs: 3_000 }, { holderId: 'a', expiresInMs: 3_000 }, null, null];
+    r.advance(100); // the start's beat is fresh: no beat is due for the list's age
+    expect(r.share.claimsShare(), 'started, no timer fired: not claimed').toBe(false);
+    await r.share.onTick();
+    expect([r.share.claimsShare(), r.beats]).toEqual([true, 1]);
+    r.advance(100);
+    await r.share.onTick();
+    expect(r.beats, 'only the first tick beats for the claim').toBe(1);
   });
 });
