@@ -189,7 +189,8 @@ export class Batch {
       await ops.freshControl(); // a start rests on flags read within one refresh interval (none after a stall)
       if (this.stop !== null) return;
     }
-    const canStart = slots && !this.starting && ops.mayStart();
+    // (re-checked after that read: a handover or hand-back it brought, or the deadline it ran into, starts nothing)
+    const canStart = slots && !this.starting && ops.mayStart() && !ops.handoverRequest() && this.d.clock.nowMs() < this.deadline();
     let held = false;
     if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.

@@ -64,8 +64,10 @@ export class ExecutionOps implements ExecutorOps {
   /** A hand-back this instance asked of its own leader (fair share): drained like a handover, recorded nowhere. */
   private localHandBack: string | null = null;
   private localHandBacks = 0;
-  /** The newest control read: when it began (monotonic) and its promise while in flight (shared by freshControl). */
-  private lastRead: { beganMs: number; done: Promise<void> | null } | null = null;
+  /** The newest control read begun, while it is in flight (freshControl shares it). */
+  private inFlight: { beganMs: number; done: Promise<void> } | null = null;
+  /** When the read whose flags are in force began (monotonic; null: none applied yet). A failed read changes nothing. */
+  private appliedBeganMs: number | null = null;
   /** Reads may overlap (a gate's beside the cadence's): only the newest begun so far is applied. */
   private readsBegun = 0;
   private readApplied = 0;
@@ -99,22 +101,28 @@ export class ExecutionOps implements ExecutorOps {
   }
 
   refreshControl(): Promise<void> {
-    const read = { beganMs: this.clock.nowMs(), done: null as Promise<void> | null };
-    this.lastRead = read;
-    read.done = this.readControl(++this.readsBegun).finally(() => (read.done = null));
-    return read.done;
+    const seq = ++this.readsBegun;
+    const beganMs = this.clock.nowMs();
+    const done: Promise<void> = this.readControl(seq, beganMs).finally(() => {
+      if (this.inFlight?.done === done) this.inFlight = null;
+    });
+    this.inFlight = { beganMs, done };
+    return done;
   }
 
   async freshControl(): Promise<void> {
-    const last = this.lastRead;
-    if (last !== null && this.clock.nowMs() - last.beganMs < this.maxReadAgeMs) return void (await last.done);
-    await this.refreshControl();
+    const fresh = (beganMs: number | null) => beganMs !== null && this.clock.nowMs() - beganMs < this.maxReadAgeMs;
+    if (fresh(this.appliedBeganMs)) return;
+    const pending = this.inFlight;
+    if (pending !== null && fresh(pending.beganMs)) await pending.done; // applies it (or a newer one), or throws
+    else await this.refreshControl();
   }
 
-  private async readControl(seq: number): Promise<void> {
+  private async readControl(seq: number, beganMs: number): Promise<void> {
     const c = await this.store.getExecutionControl(this.leaseName, this.clusterName);
     if (seq < this.readApplied) return; // a newer read has already been applied
     this.readApplied = seq;
+    this.appliedBeganMs = beganMs;
     const scope: PauseScope = c.cluster?.paused ? 'cluster' : c.paused ? 'partition' : null;
     if (scope !== this.pauseScope && (this.pausedFlag !== null || scope !== null)) {
       const flag = scope === 'cluster' ? c.cluster! : scope === 'partition' ? c : (this.pauseScope === 'cluster' ? c.cluster! : c);

@@ -61,7 +61,7 @@ export class PartitionShare {
         this.handBack.cancel(k);
         this.handedBackAt.set(k, this.clock.nowMs());
       }
-      void this.heartbeat.beat(); // the others see the change at once, not a heartbeat later
+      void this.heartbeat.beat(true); // the others see the change at once, not a heartbeat later (a beat in flight may predate it)
     }));
   }
 
@@ -156,7 +156,7 @@ export class PartitionShare {
     this.decidedAtMs = now;
     this.decidedCount = this.count();
     // Joining or leaving the share: the row says so now (its roles), not a heartbeat later.
-    if (this.decidedSharing !== null && this.decidedSharing !== sharing) void this.heartbeat.beat();
+    if (this.decidedSharing !== null && this.decidedSharing !== sharing) void this.heartbeat.beat(true);
     this.decidedSharing = sharing;
     if (d.handBack !== null && !this.handingBack.has(d.handBack)) {
       const k = d.handBack;

@@ -10,7 +10,7 @@ import { partitionLeaseName } from '../../src/limits.js';
 import { FAIR_SHARE_ROLE } from '../../src/lease/instanceHeartbeat.js';
 import { dialects } from '../support/dialects.js';
 import { useApps } from '../support/appsFixture.js';
-import { sleep, startApps, testConfig, tickLoops, TEST_LEASE, waitUntil } from '../support/apps.js';
+import { sleep, startApps, testConfig, timerLoops, TEST_LEASE, waitUntil } from '../support/apps.js';
 
 const P = 2;
 const PERIOD_MS = 1_000; // testConfig's EXECUTOR_SCHEDULE: every second
@@ -35,7 +35,7 @@ describe.each(dialects)('every-instance: a process not ticking yet is not counte
     expect((await row(b))?.roles, 'started, not ticking: its row is there, without the share').toEqual(['http', 'timer']);
 
     // Only A ticks: nobody counts B, so A's share is every partition (B, counted, would leave one unled: A at its share).
-    s.loops = tickLoops([a], 400, 50);
+    s.loops = timerLoops([a]); // as the Functions host runs each partition's timer (runPartitionTimer)
     await waitUntil('A leads every partition', async () => (await holders()).every((h) => h === id(a)), 10 * PERIOD_MS);
     expect((await row(a))?.roles).toContain(FAIR_SHARE_ROLE);
     // It stays so over several fair-share decisions (two a period), B's row live and without the role all along.
@@ -50,7 +50,7 @@ describe.each(dialects)('every-instance: a process not ticking yet is not counte
 
     // B ticks: its row claims the share, A hands one partition back, and B takes it.
     await s.loops.stop();
-    s.loops = tickLoops([a, b], 400, 50);
+    s.loops = timerLoops([a, b]);
     await waitUntil('B claims the share', async () => (await row(b))?.roles.includes(FAIR_SHARE_ROLE) ?? false, 10 * PERIOD_MS);
     await waitUntil('shared one each', async () => {
       const h = await holders();

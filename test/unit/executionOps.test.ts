@@ -15,13 +15,14 @@ function control(paused: boolean): ExecutionControl {
     cluster: { ...flag, paused } };
 }
 
-/** Each read waits until the test answers it (in any order). */
+/** Each read waits until the test answers it (in any order); `failures` rejects them instead. */
 function setup() {
   const clock = new FakeClock();
   const reads: ((c: ExecutionControl) => void)[] = [];
-  const store = { getExecutionControl: () => new Promise<ExecutionControl>((r) => reads.push(r)) } as unknown as OpsStore;
+  const failures: ((e: Error) => void)[] = [];
+  const store = { getExecutionControl: () => new Promise<ExecutionControl>((r, f) => { reads.push(r); failures.push(f); }) } as unknown as OpsStore;
   const ops = new ExecutionOps(store, 'p0', 'cluster', null, silentLogger, clock, INTERVAL_MS);
-  return { clock, reads, ops };
+  return { clock, reads, failures, ops };
 }
 
 const flush = () => new Promise((r) => setImmediate(r));
@@ -72,5 +73,39 @@ describe('ExecutionOps control freshness', () => {
     await older;
     expect(ops.mayStart()).toBe(false);
     expect(ops.pausedBy).toBe('cluster');
+  });
+
+  it('a failed read is not fresh: the flags in force stay as old as the last read applied, and the next gate reads again', async () => {
+    const { clock, reads, failures, ops } = setup();
+    const first = ops.refreshControl();
+    reads[0]!(control(false));
+    await first;
+    clock.advance(5_000); // a stall
+    const failing = ops.freshControl();
+    await flush();
+    failures[1]!(new Error('connection reset'));
+    await expect(failing).rejects.toThrow('connection reset');
+    const again = ops.freshControl();
+    await flush();
+    expect(reads).toHaveLength(3); // read again, not answered from the 5 s old flags
+    reads[2]!(control(true));
+    await again;
+    expect(ops.mayStart()).toBe(false);
+  });
+
+  it('fresh flags answer at once even while a newer read is in flight (no gate waits on the cadence)', async () => {
+    const { clock, reads, ops } = setup();
+    const first = ops.refreshControl();
+    reads[0]!(control(false));
+    await first;
+    clock.advance(INTERVAL_MS / 2);
+    const cadence = ops.refreshControl(); // in flight, unanswered
+    let answered = false;
+    const gate = ops.freshControl().then(() => (answered = true));
+    await flush();
+    expect(answered).toBe(true);
+    expect(reads).toHaveLength(2);
+    reads[1]!(control(false));
+    await Promise.all([cadence, gate]);
   });
 });
