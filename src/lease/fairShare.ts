@@ -9,8 +9,12 @@
 // held on `confirmations` consecutive decisions (default 2; hysteresis). Take free partitions only while holding no
 // more than any other live instance, up to floor(P ÷ n) (up to the share for the first P mod n by holder id), so a
 // freed partition goes to the instance that needs it whatever the order; one free for `patience` decisions (default
-// 3) may be taken by any instance below its share. Converges to max − min ≤ 1 (test/unit/fairShare.test.ts simulates
-// joins and leaves). With no list (the heartbeat never read, or its read is older than the liveness window) there is
+// 3) may be taken by any instance below its share. One free for `strandedAfter` decisions (default patience + 1) while
+// every instance below its share is silent (missed a beat: cut off from the database, its row still live) is taken by
+// an instance at its share, so a partition does not wait for the live window to drop them; having taken one so, it
+// hands nothing back for `holdFor` decisions (default 8), so the partition does not bounce between instances at their
+// share while nobody else can take it. An instance that beats is never passed over so: a slow but healthy one keeps its
+// turn. Converges to max − min ≤ 1 (test/unit/fairShare.test.ts simulates joins, leaves and a cut-off instance). With no list (the heartbeat never read, or its read is older than the liveness window) there is
 // no cap: the lease alone keeps execution single.
 //
 // Only instances that can run every partition of the recorded count and whose timers run share (role `fair-share`,
@@ -25,6 +29,8 @@ export interface LiveInstance {
   holderId: string;
   /** The partitions it reported leading at its last beat (may be one beat stale). */
   partitions: readonly number[];
+  /** It missed a beat (its row is older than two heartbeats): it may be cut off from the database. */
+  silent?: boolean;
 }
 
 export interface FairShareInput {
@@ -55,6 +61,11 @@ export type FairShareReason =
   | 'spare'
   /** At the share, nothing to do. */
   | 'balanced'
+  /** At the share, but a partition stayed free for `strandedAfter` decisions and every instance below its share is
+   *  silent: try it (one). */
+  | 'stranded'
+  /** Above the share by a stranded partition taken: the hand-back waits out `holdFor` decisions. */
+  | 'holding'
   /** A hand-back is due but waits for its confirmation (hysteresis). */
   | 'confirming'
   /** A hand-back is still draining: nothing else is decided until it is released. */
@@ -80,6 +91,8 @@ export interface FairShareDecision {
 export interface FairShareState {
   /** Consecutive decisions on which a hand-back was due. */
   due: number;
+  /** Stranded partitions this instance tried → decisions left during which, if it holds one, no hand-back is due. */
+  stranded?: ReadonlyMap<number, number>;
   /** Partitions free at the last decision → on how many consecutive decisions they were seen free. */
   freeFor: ReadonlyMap<number, number>;
 }
@@ -91,6 +104,11 @@ export interface FairShareOptions {
   confirmations?: number;
   /** Decisions a partition must be seen free before an instance that is not among the fewest may take it (default 3). */
   patience?: number;
+  /** Decisions a partition must be seen free, every instance below its share silent, before an instance at its share
+   *  takes it (default patience + 1, at least that: after those below their share). */
+  strandedAfter?: number;
+  /** Decisions after trying a stranded partition during which, holding it, no hand-back is due (default 8). */
+  holdFor?: number;
 }
 
 /** FNV-1a of the holder id: where this instance starts its walk over the partitions (spreads concurrent starters). */
@@ -105,6 +123,9 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
 { decision: FairShareDecision; state: FairShareState } {
   const confirmations = Math.max(1, opts.confirmations ?? 2);
   const patience = Math.max(1, opts.patience ?? 3);
+  const strandedAfter = Math.max(patience + 1, opts.strandedAfter ?? patience + 1);
+  const holdFor = Math.max(0, opts.holdFor ?? 8);
+  const stranded = new Map([...(state.stranded ?? [])].flatMap(([x, left]) => (left > 0 ? [[x, left - 1] as const] : [])));
   const p = input.partitionCount;
   const inRange = (x: number) => Number.isInteger(x) && x >= 0 && x < p;
   const draining = new Set(input.draining ?? []);
@@ -120,7 +141,12 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   }
 
   const others = new Map<string, Set<number>>();
-  for (const i of input.live) if (i.holderId !== input.self) others.set(i.holderId, new Set(i.partitions.filter(inRange)));
+  const silent = new Set<string>();
+  for (const i of input.live) {
+    if (i.holderId === input.self) continue;
+    others.set(i.holderId, new Set(i.partitions.filter(inRange)));
+    if (i.silent) silent.add(i.holderId);
+  }
   const liveInstances = others.size + 1;
   const claimed = new Set(mine);
   for (const s of others.values()) for (const x of s) claimed.add(x);
@@ -132,7 +158,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const freeNow = walk((x) => !claimed.has(x));
   const freeFor = new Map(freeNow.map((x) => [x, (state.freeFor.get(x) ?? 0) + 1]));
   const result = (d: Omit<FairShareDecision, 'liveInstances' | 'share'>, due = 0) =>
-    ({ decision: { liveInstances, share, ...d }, state: { due, freeFor } });
+    ({ decision: { liveInstances, share, ...d }, state: { due, freeFor, stranded } });
 
   if (draining.size > 0) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'draining' });
   if (input.sharing === false) {
@@ -147,6 +173,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const firstOfMost = held.length === most && counts.every((c) => c.n < most || c.holderId > input.self);
   const over = held.length > share;
   const imbalanced = !over && held.length - fewest >= 2 && freeNow.length === 0 && firstOfMost;
+  if ((over || imbalanced) && held.some((x) => stranded.has(x))) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'holding' });
   if (over || imbalanced) {
     const due = state.due + 1;
     if (due < confirmations) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'confirming' }, due);
@@ -154,7 +181,16 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   }
 
   // Take some?
-  if (held.length >= share) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'balanced' });
+  if (held.length >= share) {
+    // Left free this long while every instance whose turn it is misses its beats: they cannot take it. Taking it makes
+    // this one over its share; the hold keeps it from handing it straight back to nobody.
+    const waiting = counts.filter((c) => c.n < share);
+    const cutOff = waiting.length > 0 && waiting.every((c) => silent.has(c.holderId));
+    const left = held.length === share && cutOff ? freeNow.filter((x) => (freeFor.get(x) ?? 0) >= strandedAfter) : [];
+    for (const x of left) stranded.set(x, holdFor);
+    if (left.length > 0) return result({ acquire: left, acquireMax: 1, handBack: null, reason: 'stranded' });
+    return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'balanced' });
+  }
   // Fill up to floor(P ÷ n); only P mod n instances go to the share: those already there, then the first by holder id
   // of those below it. So free partitions spread over the instances that need them, whatever their order.
   const base = Math.floor(divided / liveInstances);

@@ -33,7 +33,8 @@ export interface InstanceHeartbeatSettings {
 }
 
 export class InstanceHeartbeat {
-  private list: { rows: InstanceRow[]; atMs: number } | null = null;
+  /** The last read: its rows, when it began (local ms) and the database time it was answered at. */
+  private list: { rows: InstanceRow[]; atMs: number; dbNowMs: number } | null = null;
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
   /** A beat to run once the one in flight ends (beat(true) while one runs; requests coalesce). */
@@ -75,10 +76,15 @@ export class InstanceHeartbeat {
     return rows && rows.filter((r) => r.roles.includes(TIMER_ROLE)).map((r) => ({ holderId: r.holderId, partitions: r.partitions }));
   }
 
-  /** live() narrowed to the instances that take part in the fair share (role `fair-share`). */
+  /** live() narrowed to the instances that take part in the fair share (role `fair-share`), each `silent` when its
+   *  row is older than two heartbeats now (by database time at the read, plus the local time since). */
   liveSharers(): LiveInstance[] | null {
     const rows = this.live();
-    return rows && rows.filter((r) => r.roles.includes(FAIR_SHARE_ROLE)).map((r) => ({ holderId: r.holderId, partitions: r.partitions }));
+    if (!rows || !this.list) return null;
+    const sinceReadMs = this.clock.nowMs() - this.list.atMs;
+    const silentMs = 2 * this.settings.heartbeatMs;
+    return rows.filter((r) => r.roles.includes(FAIR_SHARE_ROLE)).map((r) => ({ holderId: r.holderId, partitions: r.partitions,
+      silent: this.list!.dbNowMs - r.lastSeenAt.getTime() + sinceReadMs > silentMs }));
   }
 
   /** How old the last read of the live list is (ms; null: never read). */
@@ -134,8 +140,8 @@ export class InstanceHeartbeat {
       const roles = typeof s.roles === 'function' ? s.roles() : s.roles;
       await this.store.heartbeat({ holderId: s.holderId, version: s.version, roles, partitions: this.partitions() });
       const startedMs = this.clock.nowMs();
-      const { instances } = await this.store.listLive(s.liveWindowMs);
-      this.list = { rows: instances, atMs: startedMs };
+      const { instances, dbNow } = await this.store.listLive(s.liveWindowMs);
+      this.list = { rows: instances, atMs: startedMs, dbNowMs: dbNow.getTime() };
       if (this.beats++ % PRUNE_EVERY_BEATS === 0) await this.store.prune(INSTANCE_PRUNE_AFTER_MS);
       if (this.failing) this.logger.info({ event: 'instance_heartbeat_recovered', holder_id: s.holderId }, 'instance heartbeat written again');
       this.failing = false;

@@ -10,6 +10,8 @@
 // A process claims its place in the share (role `fair-share` in its heartbeat row, claimsShare()) only from its first
 // timer tick on, and beats at once then: until its timers run the others do not count it, so they keep or take the
 // partitions it could not take yet (none stays unled waiting for it); once counted, the hand-back rules rebalance.
+// One counted but cut off from the database (its row still live, its beats missed) delays a partition whose turn is
+// its own by a couple of decisions only: an instance at its share then takes it ('stranded', fairShare.ts).
 import type { Clock } from './clock.js';
 import type { LeaseManager } from './leaseManager.js';
 import type { Logger } from '../observability/logger.js';
@@ -105,7 +107,7 @@ export class PartitionShare {
     if (!sharers || !holders) return { live: sharers, elsewhere: [] };
     const ids = new Set([this.holderId, ...sharers.map((i) => i.holderId)]);
     const ofHolder = (want: (h: string) => boolean) => holders.flatMap((h, k) => (h !== null && want(h) && k < this.partitionCount() ? [k] : []));
-    return { live: sharers.map((i) => ({ holderId: i.holderId, partitions: ofHolder((h) => h === i.holderId) })),
+    return { live: sharers.map((i) => ({ ...i, partitions: ofHolder((h) => h === i.holderId) })),
       elsewhere: ofHolder((h) => !ids.has(h)) };
   }
 
@@ -158,6 +160,10 @@ export class PartitionShare {
     // Joining or leaving the share: the row says so now (its roles), not a heartbeat later.
     if (this.decidedSharing !== null && this.decidedSharing !== sharing) void this.heartbeat.beat(true);
     this.decidedSharing = sharing;
+    if (d.reason === 'stranded') {
+      this.log.info({ event: 'partition_stranded', partitions: d.acquire, share: d.share, live_instances: d.liveInstances },
+        `partition(s) ${d.acquire.join(',')} left free by the instance whose turn it was: trying one above the fair share ${d.share}`);
+    }
     if (d.handBack !== null && !this.handingBack.has(d.handBack)) {
       const k = d.handBack;
       this.handingBack.add(k);

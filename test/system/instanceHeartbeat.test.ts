@@ -52,6 +52,22 @@ describe.each(dialects)('instance heartbeat: $name', (dialect) => {
     expect(a.liveLeaders()).toEqual([{ holderId: 'host-a', partitions: [0, 2] }]);
   });
 
+  it('liveSharers() marks silent a sharer whose row is older than two heartbeats (database time at the read, then the local clock since)', async () => {
+    // host-b beats once and then never again (cut off); host-a keeps beating every 500 ms (silent past 1 s).
+    await s.instances.heartbeat({ holderId: 'host-b', version: '9.9.9', roles: ['timer', 'fair-share'], partitions: [] });
+    const clock = new FakeClock();
+    const a = await start(s.instances, settings('host-a', { roles: ['timer', 'fair-share'], heartbeatMs: 500, liveWindowMs: 60_000 }), clock, silentLogger);
+    const silentOf = () => Object.fromEntries((a.liveSharers() ?? []).map((i) => [i.holderId, i.silent]));
+    let seen: Record<string, boolean | undefined> = {};
+    for (let end = Date.now() + 10_000; Date.now() < end && seen['host-b'] !== true; await sleep(20)) seen = silentOf();
+    // Judged by the rows' own times: b's last beat is over 1 s old at a's read; a's was written in the same beat.
+    expect(seen).toEqual({ 'host-a': false, 'host-b': true });
+    // Then by the local clock since the read: two heartbeats later a's own row counts as silent too (not read since).
+    await a.stop();
+    clock.advance(1_001);
+    expect(a.liveSharers()?.find((i) => i.holderId === 'host-a')?.silent).toBe(true);
+  });
+
   it('beat(true) while a beat is in flight beats once more after it: roles changed meanwhile are written when it resolves', async () => {
     let roles = ['http', 'timer'];
     const h = await start(s.instances, settings('host-a', { roles: () => roles, heartbeatMs: 60_000 }), systemClock, silentLogger);
