@@ -185,14 +185,18 @@ export class Batch {
     const inFlight = state.callsInFlight;
     const free = s.concurrency - inFlight;
     const slots = !this.starting && free > 0 && (free >= s.startBatch || inFlight === 0);
-    if (slots && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
-      await ops.freshControl(); // a start rests on flags read within one refresh interval (none after a stall)
+    const due = () => (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs();
+    // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
+    // or a late reply); an intent that fell due after that check waits for the next iteration's.
+    let fresh = false;
+    if (slots && due()) {
+      fresh = await ops.freshControl();
       if (this.stop !== null) return;
     }
     // (re-checked after that read: a handover or hand-back it brought, or the deadline it ran into, starts nothing)
     const canStart = slots && !this.starting && ops.mayStart() && !ops.handoverRequest() && this.d.clock.nowMs() < this.deadline();
     let held = false;
-    if (canStart && this.leading && (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs()) {
+    if (canStart && fresh && this.leading && due()) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
       const grant = this.d.guard ? this.d.guard.acquire(free) : { granted: free, retryAtMs: null };
       if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted), () => (this.starting = null));

@@ -20,9 +20,12 @@ export interface ExecutorOps {
   /** Beside each schedule refresh: re-read the flags (one primary-key read). */
   refreshControl(): Promise<void>;
   /** Re-read the flags unless the last read began within one refresh interval (a stall or a slow start left them
-   *  older): a start or a send that follows rests on a read at most one interval old, so a pause holds every send
-   *  from one interval after its answer. Resolves at once when they are fresh (no SQL). */
-  freshControl(): Promise<void>;
+   *  older). true: the flags in force come from a read begun within one interval of now, so a start or a send that
+   *  follows at once rests on it — a pause holds every send, and a drain every start, from one interval after its
+   *  answer. A read answered an interval or more after it began (a stall or a slow reply meanwhile: its snapshot may
+   *  predate the request) is not fresh: read once more; false when that one is late too (start and send nothing on
+   *  these flags). Resolves true at once when they are fresh (no SQL). */
+  freshControl(): Promise<boolean>;
   /** false while the cluster or this partition is paused (as last read): start nothing, send nothing not yet sent. */
   mayStart(): boolean;
   /** A pending drain/handover request observed at the last refreshControl (null: none). While non-null the
@@ -43,7 +46,7 @@ export const NO_OPS: ExecutorOps = {
   leaderTick: async () => {},
   maintenance: null,
   refreshControl: async () => {},
-  freshControl: async () => {},
+  freshControl: async () => true,
   mayStart: () => true,
   handoverRequest: () => null,
   handoverCompleted: async () => {},
@@ -110,12 +113,16 @@ export class ExecutionOps implements ExecutorOps {
     return done;
   }
 
-  async freshControl(): Promise<void> {
+  async freshControl(): Promise<boolean> {
     const fresh = (beganMs: number | null) => beganMs !== null && this.clock.nowMs() - beganMs < this.maxReadAgeMs;
-    if (fresh(this.appliedBeganMs)) return;
-    const pending = this.inFlight;
-    if (pending !== null && fresh(pending.beganMs)) await pending.done; // applies it (or a newer one), or throws
-    else await this.refreshControl();
+    // Judged again once the read is applied: a start or a send follows its answer, not its beginning.
+    for (let round = 0; round < 2; round++) {
+      if (fresh(this.appliedBeganMs)) return true;
+      const pending = this.inFlight;
+      if (pending !== null && fresh(pending.beganMs)) await pending.done; // applies it (or a newer one), or throws
+      else await this.refreshControl();
+    }
+    return fresh(this.appliedBeganMs);
   }
 
   private async readControl(seq: number, beganMs: number): Promise<void> {

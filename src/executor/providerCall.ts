@@ -43,11 +43,13 @@ export interface ProviderCallDeps {
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
+  let fresh = false;
   try {
-    await d.ops.freshControl(); // no SQL unless the flags are older than one refresh interval
-  } catch {
-    d.guard?.release(1); // not sent: the pause flag could not be read
-    return record(aborted(a, 'the pause flag could not be read before the provider call'));
+    fresh = await d.ops.freshControl(); // no SQL unless the flags are older than one refresh interval
+  } catch { /* not read: not fresh */ }
+  if (!fresh) {
+    d.guard?.release(1); // not sent: no control read answered within one refresh interval of its beginning
+    return record(aborted(a, 'the pause flag could not be read within one refresh interval before the provider call'));
   }
   const leaseLeftMs = lease.remainingMs();
   const timeoutMs = Math.min(s.providerTimeoutMs, leaseLeftMs);

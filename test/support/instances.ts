@@ -64,8 +64,9 @@ export async function startInstances(ctx: DialectContext, n: number, o: Instance
 }
 
 /** Insert an intent through the IntentStore (what POST /api/intents does), due now unless notBefore. */
-export async function submit(s: Stores, payload: Record<string, unknown> = { n: 1 }, opts: { maxAttempts?: number; notBefore?: Date; key?: string } = {}) {
-  const intentId = randomUUID();
+export async function submit(s: Stores, payload: Record<string, unknown> = { n: 1 },
+  opts: { maxAttempts?: number; notBefore?: Date; key?: string; intentId?: string } = {}) {
+  const intentId = opts.intentId ?? randomUUID();
   const maxAttempts = opts.maxAttempts ?? 5;
   const r = await s.intents.insert({
     intentId, idempotencyKey: opts.key ?? null, requestHash: '0'.repeat(64),

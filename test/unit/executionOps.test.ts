@@ -1,6 +1,7 @@
 // The control flags' freshness rule (src/executor/executorOps.ts) on a fake clock: freshControl reads only when the
-// last read began one refresh interval ago or more (or never), shares a read in flight that is fresh enough, and of
-// reads that overlap only the newest begun is applied (an older reply arriving last never undoes a pause).
+// last read began one refresh interval ago or more (or never), shares a read in flight that is fresh enough, of
+// reads that overlap only the newest begun is applied (an older reply arriving last never undoes a pause), and a
+// read answered an interval or more after it began is not fresh (what follows the answer would rest on it).
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/lease/clock.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -107,5 +108,35 @@ describe('ExecutionOps control freshness', () => {
     expect(reads).toHaveLength(2);
     reads[1]!(control(false));
     await Promise.all([cadence, gate]);
+  });
+
+  it.each([
+    { name: 'the read it shared', shared: true },
+    { name: 'its own read', shared: false },
+  ])('$name answered one interval after it began (a stall or a late reply) is not fresh: read again', async ({ shared }) => {
+    const { clock, reads, ops } = setup();
+    const cadence = shared ? ops.refreshControl() : null;
+    const gate = ops.freshControl();
+    await flush();
+    clock.advance(INTERVAL_MS); // the snapshot it answers was taken before this: a drain recorded meanwhile is not in it
+    reads[0]!(control(false));
+    await cadence;
+    await flush();
+    expect(reads).toHaveLength(2); // read again before a start or a send rests on the flags
+    reads[1]!(control(true));
+    expect(await gate).toBe(true);
+    expect(ops.mayStart()).toBe(false);
+  });
+
+  it('two late reads in a row: not fresh, so nothing starts or is sent on them', async () => {
+    const { clock, reads, ops } = setup();
+    const gate = ops.freshControl();
+    for (let i = 0; i < 2; i++) {
+      await flush();
+      clock.advance(INTERVAL_MS);
+      reads[i]!(control(false));
+    }
+    expect(await gate).toBe(false);
+    expect(reads).toHaveLength(2);
   });
 });
