@@ -9,18 +9,22 @@
 // held on `confirmations` consecutive decisions (default 2; hysteresis). Take free partitions only while holding no
 // more than any other live instance, up to floor(P ÷ n) (up to the share for the first P mod n by holder id), so a
 // freed partition goes to the instance that needs it whatever the order; one free for `patience` decisions (default
-// 3) may be taken by any instance below its share. One free for `strandedAfter` decisions (default patience + 1) while
-// every instance below its share is silent (missed a beat: cut off from the database, its row still live) is taken by
-// an instance at its share, so a partition does not wait for the live window to drop them; having taken one so, it
-// hands nothing back for `holdFor` decisions (default 8), so the partition does not bounce between instances at their
-// share while nobody else can take it. An instance that beats is never passed over so: a slow but healthy one keeps its
-// turn. Converges to max − min ≤ 1 (test/unit/fairShare.test.ts simulates joins, leaves and a cut-off instance). With no list (the heartbeat never read, or its read is older than the liveness window) there is
-// no cap: the lease alone keeps execution single.
+// 3) may be taken by any instance below its share.
+//
+// A silent instance (its row older than two heartbeats at the read: cut off from the database, the row still live
+// until the window drops it) is counted in the share but nothing waits for it: free partitions are dealt to the
+// others, it is not the fewest an imbalance is judged against, one free for `strandedAfter` decisions (default
+// patience + 1) while every instance below its share is silent is taken by an instance at its share, and none is
+// handed back while they stay silent (it would go to nobody). An instance whose beats come within two heartbeats keeps
+// its turn. Converges to max − min ≤ 1 (test/unit/fairShare.test.ts simulates joins, leaves and a cut-off instance).
+// With no list (the heartbeat never read, or its read is older than the liveness window) there is no cap: the lease
+// alone keeps execution single.
 //
 // Only instances that can run every partition of the recorded count and whose timers run share (role `fair-share`,
 // EXECUTOR_PARTITIONS ≥ the count, claimed at its first tick): one started but not ticking yet is counted by nobody, so
 // no partition waits for it. One that cannot run them all is outside the share (`sharing: false`): nobody counts it, it
-// takes only a partition it can run that stayed free one decision longer than a sharer waits, and never hands back;
+// takes only a partition it can run that stayed free one decision longer than a sharer below its share waits, and never
+// hands back;
 // what it leads is `elsewhere` to the sharers: claimed, and not divided. So every partition is led whenever some live
 // instance can run it.
 
@@ -29,7 +33,7 @@ export interface LiveInstance {
   holderId: string;
   /** The partitions it reported leading at its last beat (may be one beat stale). */
   partitions: readonly number[];
-  /** It missed a beat (its row is older than two heartbeats): it may be cut off from the database. */
+  /** Its row was older than two heartbeats at the last read (its beats came that far apart): it may be cut off. */
   silent?: boolean;
 }
 
@@ -64,7 +68,7 @@ export type FairShareReason =
   /** At the share, but a partition stayed free for `strandedAfter` decisions and every instance below its share is
    *  silent: try it (one). */
   | 'stranded'
-  /** Above the share by a stranded partition taken: the hand-back waits out `holdFor` decisions. */
+  /** Above the share, but every instance below it is silent: nothing handed back (it would go to nobody). */
   | 'holding'
   /** A hand-back is due but waits for its confirmation (hysteresis). */
   | 'confirming'
@@ -91,8 +95,6 @@ export interface FairShareDecision {
 export interface FairShareState {
   /** Consecutive decisions on which a hand-back was due. */
   due: number;
-  /** Stranded partitions this instance tried → decisions left during which, if it holds one, no hand-back is due. */
-  stranded?: ReadonlyMap<number, number>;
   /** Partitions free at the last decision → on how many consecutive decisions they were seen free. */
   freeFor: ReadonlyMap<number, number>;
 }
@@ -107,8 +109,6 @@ export interface FairShareOptions {
   /** Decisions a partition must be seen free, every instance below its share silent, before an instance at its share
    *  takes it (default patience + 1, at least that: after those below their share). */
   strandedAfter?: number;
-  /** Decisions after trying a stranded partition during which, holding it, no hand-back is due (default 8). */
-  holdFor?: number;
 }
 
 /** FNV-1a of the holder id: where this instance starts its walk over the partitions (spreads concurrent starters). */
@@ -124,8 +124,6 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const confirmations = Math.max(1, opts.confirmations ?? 2);
   const patience = Math.max(1, opts.patience ?? 3);
   const strandedAfter = Math.max(patience + 1, opts.strandedAfter ?? patience + 1);
-  const holdFor = Math.max(0, opts.holdFor ?? 8);
-  const stranded = new Map([...(state.stranded ?? [])].flatMap(([x, left]) => (left > 0 ? [[x, left - 1] as const] : [])));
   const p = input.partitionCount;
   const inRange = (x: number) => Number.isInteger(x) && x >= 0 && x < p;
   const draining = new Set(input.draining ?? []);
@@ -158,7 +156,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const freeNow = walk((x) => !claimed.has(x));
   const freeFor = new Map(freeNow.map((x) => [x, (state.freeFor.get(x) ?? 0) + 1]));
   const result = (d: Omit<FairShareDecision, 'liveInstances' | 'share'>, due = 0) =>
-    ({ decision: { liveInstances, share, ...d }, state: { due, freeFor, stranded } });
+    ({ decision: { liveInstances, share, ...d }, state: { due, freeFor } });
 
   if (draining.size > 0) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'draining' });
   if (input.sharing === false) {
@@ -168,12 +166,16 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
 
   // Hand one back?
   const counts = [...others.entries()].map(([holderId, s]) => ({ holderId, n: s.size }));
-  const fewest = counts.length ? Math.min(...counts.map((c) => c.n)) : held.length;
+  const awake = counts.filter((c) => !silent.has(c.holderId));
+  const fewest = awake.length ? Math.min(...awake.map((c) => c.n)) : held.length;
   const most = Math.max(held.length, ...counts.map((c) => c.n));
   const firstOfMost = held.length === most && counts.every((c) => c.n < most || c.holderId > input.self);
   const over = held.length > share;
   const imbalanced = !over && held.length - fewest >= 2 && freeNow.length === 0 && firstOfMost;
-  if ((over || imbalanced) && held.some((x) => stranded.has(x))) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'holding' });
+  // The instances whose turn a free partition is (below the share) all miss their beats: none can take one.
+  const waiting = counts.filter((c) => c.n < share);
+  const cutOff = waiting.length > 0 && waiting.every((c) => silent.has(c.holderId));
+  if (over && cutOff) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'holding' });
   if (over || imbalanced) {
     const due = state.due + 1;
     if (due < confirmations) return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'confirming' }, due);
@@ -182,12 +184,9 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
 
   // Take some?
   if (held.length >= share) {
-    // Left free this long while every instance whose turn it is misses its beats: they cannot take it. Taking it makes
-    // this one over its share; the hold keeps it from handing it straight back to nobody.
-    const waiting = counts.filter((c) => c.n < share);
-    const cutOff = waiting.length > 0 && waiting.every((c) => silent.has(c.holderId));
+    // Left free this long while every instance whose turn it is misses its beats: taking it makes this one over its
+    // share, and 'holding' keeps it from handing it straight back to nobody while they stay silent.
     const left = held.length === share && cutOff ? freeNow.filter((x) => (freeFor.get(x) ?? 0) >= strandedAfter) : [];
-    for (const x of left) stranded.set(x, holdFor);
     if (left.length > 0) return result({ acquire: left, acquireMax: 1, handBack: null, reason: 'stranded' });
     return result({ acquire: [], acquireMax: 0, handBack: null, reason: 'balanced' });
   }
@@ -195,7 +194,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   // of those below it. So free partitions spread over the instances that need them, whatever their order.
   const base = Math.floor(divided / liveInstances);
   const slots = (divided % liveInstances) - counts.filter((c) => c.n > base).length;
-  const rank = counts.filter((c) => c.n <= base && c.holderId < input.self).length;
+  const rank = awake.filter((c) => c.n <= base && c.holderId < input.self).length;
   const target = slots > rank ? share : base;
   const amongFewest = held.length <= fewest;
   const patient = freeNow.filter((x) => (freeFor.get(x) ?? 0) >= patience);
@@ -206,7 +205,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   // The free partitions are dealt out among the instances that need them, in holder-id order, each up to its target,
   // and this instance tries its own deal first: instances deciding on the same view (the same lease read) then
   // try different partitions instead of colliding on one and waiting a tick for the next (a failover's cost).
-  const all = [...counts, { holderId: input.self, n: held.length }].sort((a, b) => (a.holderId < b.holderId ? -1 : a.holderId > b.holderId ? 1 : 0));
+  const all = [...awake, { holderId: input.self, n: held.length }].sort((a, b) => (a.holderId < b.holderId ? -1 : a.holderId > b.holderId ? 1 : 0));
   let extraLeft = (divided % liveInstances) - all.filter((c) => c.n > base).length;
   let before = 0;
   for (const c of all) {

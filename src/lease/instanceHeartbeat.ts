@@ -77,14 +77,15 @@ export class InstanceHeartbeat {
   }
 
   /** live() narrowed to the instances that take part in the fair share (role `fair-share`), each `silent` when its
-   *  row is older than two heartbeats now (by database time at the read, plus the local time since). */
+   *  row was older than two heartbeats at the read (both database times). Nobody is silent on a list older than a
+   *  heartbeat: this instance's own beats failing must not make the others look cut off. */
   liveSharers(): LiveInstance[] | null {
     const rows = this.live();
     if (!rows || !this.list) return null;
-    const sinceReadMs = this.clock.nowMs() - this.list.atMs;
-    const silentMs = 2 * this.settings.heartbeatMs;
+    const judged = this.clock.nowMs() - this.list.atMs <= this.settings.heartbeatMs;
+    const dbNowMs = this.list.dbNowMs;
     return rows.filter((r) => r.roles.includes(FAIR_SHARE_ROLE)).map((r) => ({ holderId: r.holderId, partitions: r.partitions,
-      silent: this.list!.dbNowMs - r.lastSeenAt.getTime() + sinceReadMs > silentMs }));
+      silent: judged && dbNowMs - r.lastSeenAt.getTime() > 2 * this.settings.heartbeatMs }));
   }
 
   /** How old the last read of the live list is (ms; null: never read). */

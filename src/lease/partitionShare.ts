@@ -10,8 +10,8 @@
 // A process claims its place in the share (role `fair-share` in its heartbeat row, claimsShare()) only from its first
 // timer tick on, and beats at once then: until its timers run the others do not count it, so they keep or take the
 // partitions it could not take yet (none stays unled waiting for it); once counted, the hand-back rules rebalance.
-// One counted but cut off from the database (its row still live, its beats missed) delays a partition whose turn is
-// its own by a couple of decisions only: an instance at its share then takes it ('stranded', fairShare.ts).
+// One counted but silent (cut off from the database, its row still live, its beats missed) delays a partition whose
+// turn is its own by a couple of decisions only: an instance at its share then takes it ('stranded', fairShare.ts).
 import type { Clock } from './clock.js';
 import type { LeaseManager } from './leaseManager.js';
 import type { Logger } from '../observability/logger.js';
@@ -34,6 +34,8 @@ export class PartitionShare {
   private decidedAtMs = Number.NEGATIVE_INFINITY;
   private decidedCount = 0;
   private decidedSharing: boolean | null = null;
+  /** The last decision's reason ('stranded' is logged when it starts, not at every decision). */
+  private lastReason: FairShareDecision['reason'] | null = null;
   /** Partitions whose hand-back was requested and which this instance still leads. */
   private readonly handingBack = new Set<number>();
   /** A timer of this process has fired (onTick): from then on it claims its place in the share. */
@@ -160,10 +162,11 @@ export class PartitionShare {
     // Joining or leaving the share: the row says so now (its roles), not a heartbeat later.
     if (this.decidedSharing !== null && this.decidedSharing !== sharing) void this.heartbeat.beat(true);
     this.decidedSharing = sharing;
-    if (d.reason === 'stranded') {
+    if (d.reason === 'stranded' && this.lastReason !== 'stranded') {
       this.log.info({ event: 'partition_stranded', partitions: d.acquire, share: d.share, live_instances: d.liveInstances },
         `partition(s) ${d.acquire.join(',')} left free by the instance whose turn it was: trying one above the fair share ${d.share}`);
     }
+    this.lastReason = d.reason;
     if (d.handBack !== null && !this.handingBack.has(d.handBack)) {
       const k = d.handBack;
       this.handingBack.add(k);

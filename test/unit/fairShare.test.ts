@@ -90,35 +90,37 @@ describe('fair share: one decision', () => {
     expect(decideTimes(input, 3).map((d) => d.acquire)).toEqual([[], [], [6]]);
   });
 
-  it('at the share, a partition nobody took for `strandedAfter` decisions is tried (one), then held against hand-back for `holdFor`', () => {
+  it('at the share, a partition free for `strandedAfter` decisions, every instance below the share silent, is tried (one); then nothing goes back to them while they stay silent', () => {
     // d's turn (it holds none) but it misses its beats (cut off, its row still live): a, b and c are at their share.
-    const fs = new FairShare({ patience: 1, holdFor: 3 });
-    const view = [...live({ a: [0], b: [1], c: [2] }), { holderId: 'd', partitions: [], silent: true }];
-    const at = { partitionCount: 4, self: 'a', held: [0], live: view };
+    const fs = new FairShare({ patience: 1 });
+    const silentD = { holderId: 'd', partitions: [], silent: true };
+    const at = { partitionCount: 4, self: 'a', held: [0], live: [...live({ a: [0], b: [1], c: [2] }), silentD] };
     expect([1, 2, 3].map(() => fs.decide(at)).map((d) => [d.reason, d.acquire.slice(0, d.acquireMax)]))
       .toEqual([['balanced', []], ['stranded', [3]], ['stranded', [3]]]);
-    // It took 3: over its share of 1, the hand-back waits three decisions, then the usual confirmation.
-    const over = { ...at, held: [0, 3], live: [...live({ a: [0, 3], b: [1], c: [2] }), { holderId: 'd', partitions: [], silent: true }] };
-    expect([1, 2, 3, 4, 5].map(() => fs.decide(over)).map((d) => [d.reason, d.handBack]))
-      .toEqual([['holding', null], ['holding', null], ['holding', null], ['confirming', null], ['over-share', 3]]);
+    // It took 3: over its share of 1, but the only instance below it is silent: held, however long.
+    const over = { ...at, held: [0, 3], live: [...live({ a: [0, 3], b: [1], c: [2] }), silentD] };
+    expect(new Set(Array.from({ length: 20 }, () => fs.decide(over)).map((d) => `${d.reason} ${d.handBack}`))).toEqual(new Set(['holding null']));
+    // d beats again: the usual confirmation, then the hand-back (to d).
+    const back = { ...over, live: live({ a: [0, 3], b: [1], c: [2], d: [] }) };
+    expect([fs.decide(back), fs.decide(back)].map((d) => [d.reason, d.handBack])).toEqual([['confirming', null], ['over-share', 3]]);
   });
 
-  it('a stranded partition tried but taken by another holds nothing back: a later over-share hands back as usual', () => {
-    const fs = new FairShare({ patience: 1, holdFor: 8 });
-    const at = { partitionCount: 4, self: 'a', held: [0], live: [...live({ a: [0], b: [1], c: [2] }), { holderId: 'd', partitions: [], silent: true }] };
-    for (let i = 0; i < 3; i++) fs.decide(at);
-    // b took 3, not a: later a holds two (share 1): the hand-back is not held, as a holds no partition it took stranded.
-    const joined = { partitionCount: 4, self: 'a', held: [0, 1], live: live({ a: [0, 1], b: [3], c: [2], d: [] }) };
-    expect([1, 2].map(() => fs.decide(joined)).map((d) => [d.reason, d.handBack])).toEqual([['confirming', null], ['over-share', 1]]);
+  it('a silent instance is not the fewest an imbalance is judged by: nothing goes back to nobody', () => {
+    // 2, 2, 1 and a silent 0 over 5 (share 2): without d nobody is 2 above another.
+    const view = [...live({ a: [0, 1], b: [2, 3], c: [4] }), { holderId: 'd', partitions: [], silent: true }];
+    expect(decideTimes({ partitionCount: 5, self: 'a', held: [0, 1], live: view }, 3).map((d) => d.reason)).toEqual(['balanced', 'balanced', 'balanced']);
+    // The same with d beating: a is the first of those holding the most, 2 above d: one goes back (to d).
+    const awake = live({ a: [0, 1], b: [2, 3], c: [4], d: [] });
+    expect(decideTimes({ partitionCount: 5, self: 'a', held: [0, 1], live: awake }, 2).map((d) => d.reason)).toEqual(['confirming', 'imbalanced']);
   });
 
   it('at the share, a partition whose turn is an instance that beats is never taken, however long it stays free', () => {
     const fs = new FairShare({ patience: 1 });
     const at = { partitionCount: 4, self: 'a', held: [0], live: live({ a: [0], b: [1], c: [2], d: [] }) };
     expect(new Set(Array.from({ length: 20 }, () => fs.decide(at).reason))).toEqual(new Set(['balanced']));
-    // One of two instances below the share beats: it may still take it, so nobody at the share does.
-    const two = { partitionCount: 5, self: 'a', held: [0, 1], live: [...live({ a: [0, 1], b: [2, 3], c: [4] }), { holderId: 'd', partitions: [], silent: true }] };
-    expect(decideTimes(two, 5).map((d) => d.reason)).not.toContain('stranded');
+    // One of two instances below the share beats (c): it may still take the free partition 5, so nobody at the share does.
+    const two = { partitionCount: 6, self: 'a', held: [0, 1], live: [...live({ a: [0, 1], b: [2, 3], c: [4] }), { holderId: 'd', partitions: [], silent: true }] };
+    expect(new Set(decideTimes(two, 5).map((d) => d.reason))).toEqual(new Set(['balanced']));
   });
 
   it('an instance below its share is not held back: it takes at patience, before those at their share', () => {
@@ -323,11 +325,14 @@ describe('fair share: simulation (seeded)', () => {
       inst.report = [];
       sim.cut.add(victim);
       const freeFor = Array(sim.p).fill(0);
+      const [m0, had] = [sim.moves, sim.owner.filter((o) => o === null).length];
       for (let r = 0; r < 40; r++) {
         sim.step();
         sim.owner.forEach((o, x) => { freeFor[x] = o === null ? freeFor[x] + 1 : 0; });
         expect(Math.max(...freeFor), `seed ${seed}, round ${r}: a partition free that long`).toBeLessThanOrEqual(4);
       }
+      // Each partition it gave up moved once: held while it stays silent, not bounced between those at their share.
+      expect(sim.moves - m0, `seed ${seed}: moves while ${victim} is cut off`).toBe(had);
       sim.cut.delete(victim);
       sim.settle();
       expect(sim.balanced()).toBe(true);

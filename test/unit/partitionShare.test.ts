@@ -63,6 +63,18 @@ describe('PartitionShare', () => {
     expect(allowed.length).toBeLessThanOrEqual(2);
   });
 
+  it('a silent sharer whose turn a free partition is: one at its share may try it on its second decision', async () => {
+    const view = [{ holderId: 'me', partitions: [] }, { holderId: 'b', partitions: [] }, { holderId: 'c', partitions: [] },
+      { holderId: 'd', partitions: [], silent: true }];
+    const r = rig(4, [0], view);
+    r.holders.value = [{ holderId: 'me', expiresInMs: 2_000 }, { holderId: 'b', expiresInMs: 2_000 }, { holderId: 'c', expiresInMs: 2_000 }, null];
+    await r.share.onTick();
+    expect(r.share.mayAcquire(3)).toBe(false);
+    r.advance(PERIOD / 2);
+    await r.share.onTick();
+    expect(r.share.mayAcquire(3)).toBe(true);
+  });
+
   it('a stale live list is read again before deciding; a fresh decision is reused for half a period', async () => {
     const r = rig(2, [], [{ holderId: 'me', partitions: [] }]);
     r.advance(500); // list 500 ms old > 300 ms
