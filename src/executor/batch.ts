@@ -184,19 +184,18 @@ export class Batch {
     }
     const inFlight = state.callsInFlight;
     const free = s.concurrency - inFlight;
-    const slots = !this.starting && free > 0 && (free >= s.startBatch || inFlight === 0);
-    const due = () => (refresher.schedule.nextDueMs() ?? Infinity) <= refresher.dbNowMs();
+    const room = free > 0 && (free >= s.startBatch || inFlight === 0);
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's.
     let fresh = false;
-    if (slots && due()) {
+    if (room && this.startIsDue()) {
       fresh = await ops.freshControl();
       if (this.stop !== null) return;
     }
     // (re-checked after that read: a handover or hand-back it brought, or the deadline it ran into, starts nothing)
-    const canStart = slots && !this.starting && ops.mayStart() && !ops.handoverRequest() && this.d.clock.nowMs() < this.deadline();
+    const canStart = room && ops.mayStart() && !ops.handoverRequest() && this.d.clock.nowMs() < this.deadline();
     let held = false;
-    if (canStart && fresh && this.leading && due()) {
+    if (canStart && fresh && this.leading && this.startIsDue()) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
       const grant = this.d.guard ? this.d.guard.acquire(free) : { granted: free, retryAtMs: null };
       if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted), () => (this.starting = null));
@@ -215,6 +214,13 @@ export class Batch {
     const waitMs = Math.max(1, Math.min(untilStep, untilDue, untilRenew, this.deadline() - this.d.clock.nowMs()));
     const woke = new Promise<void>((r) => (this.wake = r));
     if (!this.woken) await Promise.race([this.d.clock.sleep(waitMs), woke]);
+  }
+
+  /** A START is due: none is in flight (one at a time) and the schedule's earliest intent is due in database time.
+   *  Asked before the control read a start rests on and again after it (time has passed meanwhile). */
+  private startIsDue(): boolean {
+    const { schedule } = this.d.refresher;
+    return this.starting === null && (schedule.nextDueMs() ?? Infinity) <= this.d.refresher.dbNowMs();
   }
 
   private async flush(): Promise<void> {

@@ -5,7 +5,7 @@
 // without any of it (unit and system tests that do not need them).
 import type { AppMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
-import type { OpsStore } from '../store/opsPorts.js';
+import type { ExecutionControl, OpsStore } from '../store/opsPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
 import type { Maintenance } from './maintenance.js';
@@ -60,6 +60,59 @@ const LOCAL_HAND_BACK = 'local-hand-back:';
 /** Which pause holds a partition: the cluster's (every partition), its own, or none. */
 export type PauseScope = 'cluster' | 'partition' | null;
 
+/** The control reads' order and age. Reads may overlap (a gate's beside the cadence's): only the newest begun so far
+ *  is applied, and the flags in force are as old as the read applied began (a failed read changes nothing). */
+class ControlReads {
+  private begun = 0;
+  private applied = 0;
+  /** When the read whose flags are in force began (monotonic; null: none applied yet). */
+  private appliedBeganMs: number | null = null;
+  /** The newest read begun, while it is in flight (fresh() shares it). */
+  private inFlight: { beganMs: number; done: Promise<void> } | null = null;
+
+  constructor(
+    private readonly clock: Clock,
+    /** The oldest read the flags in force may rest on. */
+    private readonly maxAgeMs: number,
+    private readonly read: () => Promise<ExecutionControl>,
+    /** Takes a read's flags into force (run only for the newest read begun so far). */
+    private readonly apply: (c: ExecutionControl) => void,
+  ) {}
+
+  /** Begin a read now (the cadence's: never shares one in flight). */
+  begin(): Promise<void> {
+    const seq = ++this.begun;
+    const beganMs = this.clock.nowMs();
+    const done: Promise<void> = this.readAndApply(seq, beganMs).finally(() => {
+      if (this.inFlight?.done === done) this.inFlight = null;
+    });
+    this.inFlight = { beganMs, done };
+    return done;
+  }
+
+  /** ExecutorOps.freshControl (its contract is there): whether the flags in force rest on a read begun within
+   *  maxAgeMs of now, sharing a read in flight begun within it or reading, at most two reads. */
+  async fresh(): Promise<boolean> {
+    const fresh = (beganMs: number | null) => beganMs !== null && this.clock.nowMs() - beganMs < this.maxAgeMs;
+    // Judged again once the read is applied: a start or a send follows its answer, not its beginning.
+    for (let round = 0; round < 2; round++) {
+      if (fresh(this.appliedBeganMs)) return true;
+      const pending = this.inFlight;
+      if (pending !== null && fresh(pending.beganMs)) await pending.done; // applies it (or a newer one), or throws
+      else await this.begin();
+    }
+    return fresh(this.appliedBeganMs);
+  }
+
+  private async readAndApply(seq: number, beganMs: number): Promise<void> {
+    const c = await this.read();
+    if (seq < this.applied) return; // a newer read has already been applied
+    this.applied = seq;
+    this.appliedBeganMs = beganMs;
+    this.apply(c);
+  }
+}
+
 export class ExecutionOps implements ExecutorOps {
   private pausedFlag: boolean | null = null;
   private pauseScope: PauseScope = null;
@@ -67,13 +120,7 @@ export class ExecutionOps implements ExecutorOps {
   /** A hand-back this instance asked of its own leader (fair share): drained like a handover, recorded nowhere. */
   private localHandBack: string | null = null;
   private localHandBacks = 0;
-  /** The newest control read begun, while it is in flight (freshControl shares it). */
-  private inFlight: { beganMs: number; done: Promise<void> } | null = null;
-  /** When the read whose flags are in force began (monotonic; null: none applied yet). A failed read changes nothing. */
-  private appliedBeganMs: number | null = null;
-  /** Reads may overlap (a gate's beside the cadence's): only the newest begun so far is applied. */
-  private readsBegun = 0;
-  private readApplied = 0;
+  private readonly reads: ControlReads;
 
   constructor(
     private readonly store: OpsStore,
@@ -82,11 +129,14 @@ export class ExecutionOps implements ExecutorOps {
     private readonly clusterName: string,
     readonly maintenance: Maintenance | null,
     private readonly log: Logger,
-    private readonly clock: Clock,
+    clock: Clock,
     /** SCHEDULE_REFRESH_INTERVAL_MS: the oldest control read a start or a send may rest on. */
-    private readonly maxReadAgeMs: number,
+    maxReadAgeMs: number,
     private readonly metrics?: AppMetrics,
-  ) {}
+  ) {
+    this.reads = new ControlReads(clock, maxReadAgeMs, () => this.store.getExecutionControl(this.leaseName, this.clusterName),
+      (c) => this.applyControl(c));
+  }
 
   /** Whether a pause held this partition at the last read (null before the first read: only leaders read it). */
   get paused(): boolean | null {
@@ -104,32 +154,15 @@ export class ExecutionOps implements ExecutorOps {
   }
 
   refreshControl(): Promise<void> {
-    const seq = ++this.readsBegun;
-    const beganMs = this.clock.nowMs();
-    const done: Promise<void> = this.readControl(seq, beganMs).finally(() => {
-      if (this.inFlight?.done === done) this.inFlight = null;
-    });
-    this.inFlight = { beganMs, done };
-    return done;
+    return this.reads.begin();
   }
 
-  async freshControl(): Promise<boolean> {
-    const fresh = (beganMs: number | null) => beganMs !== null && this.clock.nowMs() - beganMs < this.maxReadAgeMs;
-    // Judged again once the read is applied: a start or a send follows its answer, not its beginning.
-    for (let round = 0; round < 2; round++) {
-      if (fresh(this.appliedBeganMs)) return true;
-      const pending = this.inFlight;
-      if (pending !== null && fresh(pending.beganMs)) await pending.done; // applies it (or a newer one), or throws
-      else await this.refreshControl();
-    }
-    return fresh(this.appliedBeganMs);
+  freshControl(): Promise<boolean> {
+    return this.reads.fresh();
   }
 
-  private async readControl(seq: number, beganMs: number): Promise<void> {
-    const c = await this.store.getExecutionControl(this.leaseName, this.clusterName);
-    if (seq < this.readApplied) return; // a newer read has already been applied
-    this.readApplied = seq;
-    this.appliedBeganMs = beganMs;
+  /** The flags of the newest control read begun so far (ControlReads decides which read that is). */
+  private applyControl(c: ExecutionControl): void {
     const scope: PauseScope = c.cluster?.paused ? 'cluster' : c.paused ? 'partition' : null;
     if (scope !== this.pauseScope && (this.pausedFlag !== null || scope !== null)) {
       const flag = scope === 'cluster' ? c.cluster! : scope === 'partition' ? c : (this.pauseScope === 'cluster' ? c.cluster! : c);
