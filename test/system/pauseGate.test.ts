@@ -4,7 +4,9 @@
 // test controls until the leader has read the pause (its own refresh, beside the START in flight), so the order is
 // pinned without timing. A send also rests on a control read begun within one refresh interval: after a stall of
 // the process (the event loop blocked past the interval, as a stopped or starved process is), the gate reads the
-// flags again before the call goes out.
+// flags again before the call goes out. So does a START: when the refresh's control read (the one right before a START
+// is issued for the intent that refresh brought in) returns its "not paused" only after a stall past the interval,
+// with the pause committed meanwhile, the leader reads the flags again and starts nothing (no attempt row at all).
 import { describe, expect, it } from 'vitest';
 import { dialects } from '../support/dialects.js';
 import { request, waitUntil, TEST_LEASE } from '../support/apps.js';
@@ -67,5 +69,52 @@ describe.each(dialects)('pause gate: a started, unsent attempt is not sent after
     expect(provider.calls.filter((c) => c.intentId === id)).toEqual([]); // the stale "not paused" sent nothing
     expect(app.partitions[0]!.ops.paused).toBe(true);
     expect((await ctx.attemptRows()).filter((a) => a.intentId === id).map((a) => a.outcome)).toEqual(['aborted']);
+  });
+
+  it('after a stall longer than the refresh interval, a START reads the pause first: nothing is started while paused', async () => {
+    const intervalMs = 1_000;
+    let id: string | undefined;
+    let armed = false; // a refresh has brought the intent into the schedule: its control read comes next
+    let stalled = false;
+    const startsAsked: string[] = [];
+    const { app, stores } = await f.open((base) => delegateExecution(base, {
+      async refreshPage(c, l, g) {
+        const page = await base.refreshPage(c, l, g);
+        if (id !== undefined && page.rows.some((r) => r.intentId === id)) armed = true;
+        return page;
+      },
+      async fencedStartAttempts(t, r) {
+        startsAsked.push(...r.map((x) => x.intentId));
+        return base.fencedStartAttempts(t, r);
+      },
+    }), { DUE_NOTICES: 'off', LEASE_DURATION_MS: '10000', SCHEDULE_REFRESH_INTERVAL_MS: String(intervalMs) });
+    let reads = 0;
+    const read = stores.ops.getExecutionControl.bind(stores.ops);
+    stores.ops.getExecutionControl = async (...a) => {
+      reads++;
+      const began = performance.now(); // the leader's read began before this
+      const out = await read(...a); // not paused yet
+      if (armed && !stalled) { // the refresh's read, just before the START the intent is due for
+        stalled = true;
+        await stores.ops.setPaused(clusterControlName(TEST_LEASE), true, 'test', 'stall before start');
+        while (performance.now() - began < intervalMs * 1.2) { /* a stall: the "not paused" it returns is stale */ }
+      }
+      return out;
+    };
+    const { ctx, provider } = f;
+    const tick = app.executor.tick(4_000);
+    await waitUntil('the leader read its flags (the schedule is loaded: the intent comes in by a refresh)', () => reads > 0, 10_000);
+    id = JSON.parse((await app.handlers.postIntent(request('POST', '/api/intents', JSON.stringify({ payload: { n: 3 } }),
+      { 'content-type': 'application/json' }))).body!).intentId as string;
+    const sum = await tick;
+    expect(sum.role).toBe('leader');
+    expect(stalled).toBe(true);
+    expect(app.partitions[0]!.ops.paused).toBe(true);
+    expect(startsAsked).not.toContain(id); // the stale "not paused" started nothing
+    expect((await ctx.attemptRows()).filter((a) => a.intentId === id)).toEqual([]);
+    expect(provider.calls.filter((c) => c.intentId === id)).toEqual([]);
+    await stores.ops.setPaused(clusterControlName(TEST_LEASE), false, 'test', null);
+    await app.executor.tick(1_500);
+    expect(provider.calls.filter((c) => c.intentId === id)).toHaveLength(1); // it was due: started once resumed
   });
 });
