@@ -186,16 +186,21 @@ export class Batch {
     const free = s.concurrency - inFlight;
     const room = free > 0 && (free >= s.startBatch || inFlight === 0);
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
-    // or a late reply); an intent that fell due after that check waits for the next iteration's.
-    let fresh = false;
+    // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
+    let fresh: boolean | null = null;
     if (room && this.startIsDue()) {
       fresh = await ops.freshControl();
       if (this.stop !== null) return;
     }
     // (re-checked after that read: a handover or hand-back it brought, or the deadline it ran into, starts nothing)
     const canStart = room && ops.mayStart() && !ops.handoverRequest() && this.d.clock.nowMs() < this.deadline();
+    const due = canStart && this.leading && this.startIsDue();
+    // Due, but no control read was answered within one interval (control_read_late): held, and idle below as if
+    // nothing could start (the next refresh step reads again), not read again at once (two reads per 1 ms spin).
+    const stale = due && fresh === false;
+    if (stale) ops.staleControlHeld('start');
     let held = false;
-    if (canStart && fresh && this.leading && this.startIsDue()) {
+    if (due && fresh === true) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
       const grant = this.d.guard ? this.d.guard.acquire(free) : { granted: free, retryAtMs: null };
       if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted), () => (this.starting = null));
@@ -208,7 +213,7 @@ export class Batch {
     // (only if we could start it now; otherwise a completion wakes us), the guard's next grant, the deadline.
     const nextDue = refresher.schedule.nextDueMs();
     const untilDue = held ? (this.heldUntilMs === null ? Infinity : this.heldUntilMs - this.d.clock.nowMs())
-      : nextDue === undefined || !canStart || this.starting ? Infinity : nextDue - refresher.dbNowMs();
+      : nextDue === undefined || !canStart || stale || this.starting ? Infinity : nextDue - refresher.dbNowMs();
     const untilStep = state.untilRefreshStepMs(this.d.clock.nowMs());
     const untilRenew = this.renewing ? this.d.lease.renewDueInMs() : Infinity; // renewed on time while idle too
     const waitMs = Math.max(1, Math.min(untilStep, untilDue, untilRenew, this.deadline() - this.d.clock.nowMs()));

@@ -10,6 +10,7 @@ import type { LeaseToken } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
 import type { Maintenance } from './maintenance.js';
 import type { Clock } from '../lease/clock.js';
+import { RepeatLog } from '../lease/repeatLog.js';
 
 export interface ExecutorOps {
   /** Once per leader tick, after acquire/rebuild and before the loop: read the flags (the pause flag stays on
@@ -26,6 +27,9 @@ export interface ExecutorOps {
    *  predate the request) is not fresh: read once more; false when that one is late too (start and send nothing on
    *  these flags). Resolves true at once when they are fresh (no SQL). */
   freshControl(): Promise<boolean>;
+  /** A START (`start`) or a provider call (`send`) held back for want of fresh flags: freshControl() false, or (at
+   *  the send) its read failed. Counted: the metric and the next tick summary's staleControlHolds. */
+  staleControlHeld(step: 'start' | 'send'): void;
   /** false while the cluster or this partition is paused (as last read): start nothing, send nothing not yet sent. */
   mayStart(): boolean;
   /** A pending drain/handover request observed at the last refreshControl (null: none). While non-null the
@@ -47,6 +51,7 @@ export const NO_OPS: ExecutorOps = {
   maintenance: null,
   refreshControl: async () => {},
   freshControl: async () => true,
+  staleControlHeld: () => {},
   mayStart: () => true,
   handoverRequest: () => null,
   handoverCompleted: async () => {},
@@ -77,6 +82,8 @@ class ControlReads {
     private readonly read: () => Promise<ExecutionControl>,
     /** Takes a read's flags into force (run only for the newest read begun so far). */
     private readonly apply: (c: ExecutionControl) => void,
+    /** A read answered maxAgeMs or more after it began (`readMs`: how long it took), applied or not. */
+    private readonly late: (readMs: number) => void,
   ) {}
 
   /** Begin a read now (the cadence's: never shares one in flight). */
@@ -106,6 +113,8 @@ class ControlReads {
 
   private async readAndApply(seq: number, beganMs: number): Promise<void> {
     const c = await this.read();
+    const readMs = this.clock.nowMs() - beganMs;
+    if (readMs >= this.maxAgeMs) this.late(readMs);
     if (seq < this.applied) return; // a newer read has already been applied
     this.applied = seq;
     this.appliedBeganMs = beganMs;
@@ -121,6 +130,10 @@ export class ExecutionOps implements ExecutorOps {
   private localHandBack: string | null = null;
   private localHandBacks = 0;
   private readonly reads: ControlReads;
+  /** control_read_late: warn when news, then once a minute (with the repeats), debug in between. */
+  private readonly lateReads = new RepeatLog(60_000);
+  /** Starts and sends held for want of fresh flags since the last tick summary (staleControlHeld). */
+  private staleHolds = 0;
 
   constructor(
     private readonly store: OpsStore,
@@ -129,13 +142,13 @@ export class ExecutionOps implements ExecutorOps {
     private readonly clusterName: string,
     readonly maintenance: Maintenance | null,
     private readonly log: Logger,
-    clock: Clock,
+    private readonly clock: Clock,
     /** SCHEDULE_REFRESH_INTERVAL_MS: the oldest control read a start or a send may rest on. */
-    maxReadAgeMs: number,
+    private readonly maxReadAgeMs: number,
     private readonly metrics?: AppMetrics,
   ) {
     this.reads = new ControlReads(clock, maxReadAgeMs, () => this.store.getExecutionControl(this.leaseName, this.clusterName),
-      (c) => this.applyControl(c));
+      (c) => this.applyControl(c), (readMs) => this.controlReadLate(readMs));
   }
 
   /** Whether a pause held this partition at the last read (null before the first read: only leaders read it). */
@@ -159,6 +172,25 @@ export class ExecutionOps implements ExecutorOps {
 
   freshControl(): Promise<boolean> {
     return this.reads.fresh();
+  }
+
+  staleControlHeld(step: 'start' | 'send'): void {
+    this.staleHolds++;
+    this.metrics?.blockedStaleControl(step);
+  }
+
+  /** A control read took a refresh interval or more: its flags rest on nothing a start or a send may follow. One such
+   *  read costs a second read; while every read is that slow the leader starts and sends nothing (counted at each
+   *  hold), so this is what says why. Not reset by a read on time: a database hovering at the interval warns once a
+   *  minute, not at every late read. */
+  private controlReadLate(readMs: number): void {
+    const { level, repeats } = this.lateReads.next('late', this.clock.nowMs());
+    const fields = { event: 'control_read_late', lease_name: this.leaseName, read_ms: Math.round(readMs),
+      refresh_interval_ms: this.maxReadAgeMs, ...(repeats ? { repeats } : {}) };
+    if (level === 'info') {
+      this.log.warn(fields, 'a control read was answered one SCHEDULE_REFRESH_INTERVAL_MS or more after it began: no start or send rests '
+        + 'on it; while reads stay this slow nothing starts or is sent (keep the interval well above the database round trip)');
+    } else this.log.debug(fields, 'control read late again');
   }
 
   /** The flags of the newest control read begun so far (ControlReads decides which read that is). */
@@ -231,6 +263,8 @@ export class ExecutionOps implements ExecutorOps {
   }
 
   tickFinished(sum: TickSummary): void {
+    sum.staleControlHolds += this.staleHolds; // since the last summary (a bridge's and the settler's calls too)
+    this.staleHolds = 0;
     this.metrics?.tick(sum.role, sum.durationMs);
   }
 }

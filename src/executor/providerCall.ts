@@ -33,7 +33,7 @@ export interface ProviderCallDeps {
   stalls: StallWatch;
   /** mayStart: a pause read after the attempt was started holds its call too (the gate aborts it); freshControl: the
    *  read it rests on began within one refresh interval (re-read after a stall). */
-  ops: Pick<ExecutorOps, 'blockedNotLeader' | 'mayStart' | 'freshControl'>;
+  ops: Pick<ExecutorOps, 'blockedNotLeader' | 'mayStart' | 'freshControl' | 'staleControlHeld'>;
   /** Where the attempt's completion is recorded, to be written under the fence. */
   state: Pick<ExecutionState, 'record'>;
   /** The layout generation of the token's epoch (absent or unread: the request carries none). */
@@ -43,14 +43,19 @@ export interface ProviderCallDeps {
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
-  let fresh = false;
+  // Without fresh flags a pause recorded since may be unread: not sent (aborted, no attempt used), the permit goes back.
+  const stale = (reason: string) => {
+    d.ops.staleControlHeld('send');
+    d.guard?.release(1);
+    return record(aborted(a, reason));
+  };
+  let fresh: boolean;
   try {
     fresh = await d.ops.freshControl(); // no SQL unless the flags are older than one refresh interval
-  } catch { /* not read: not fresh */ }
-  if (!fresh) {
-    d.guard?.release(1); // not sent: no control read answered within one refresh interval of its beginning
-    return record(aborted(a, 'the pause flag could not be read within one refresh interval before the provider call'));
+  } catch {
+    return stale('control read failed');
   }
+  if (!fresh) return stale('no control read answered within one refresh interval'); // two late reads in a row
   const leaseLeftMs = lease.remainingMs();
   const timeoutMs = Math.min(s.providerTimeoutMs, leaseLeftMs);
   if (!leading() || timeoutMs < MIN_CALL_MS) {

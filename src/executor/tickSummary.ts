@@ -38,6 +38,9 @@ export interface TickSummary {
   /** Starts or completions whose intent changed meanwhile (cancelled, rescheduled, not yet due). */
   skipped: number;
   leaseLost: boolean;
+  /** Starts and provider calls held back since the last summary because no control read was answered within one
+   *  refresh interval (control_read_late; at a send, a failed read too): filled in by ExecutorOps.tickFinished. */
+  staleControlHolds: number;
   /** The cluster-wide pause flag was set when this leader tick read it (nothing was started). */
   paused: boolean;
   /** Terminal intents deleted by the retention purge in this tick. */
@@ -52,8 +55,8 @@ export interface TickSummary {
 export function emptySummary(holderId: string): TickSummary {
   return {
     role: 'follower', holderId, leaseEpoch: null, rebuilt: false, recovered: 0, refreshes: 0, nudgedRefreshes: 0, refreshedRows: 0,
-    started: 0, succeeded: 0, retried: 0, failed: 0, aborted: 0, skipped: 0, leaseLost: false, paused: false, purgedIntents: 0, scheduleSize: 0,
-    refreshLeadMs: 0, durationMs: 0, stopReason: '',
+    started: 0, succeeded: 0, retried: 0, failed: 0, aborted: 0, skipped: 0, leaseLost: false, staleControlHolds: 0, paused: false,
+    purgedIntents: 0, scheduleSize: 0, refreshLeadMs: 0, durationMs: 0, stopReason: '',
   };
 }
 

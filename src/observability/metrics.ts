@@ -62,6 +62,7 @@ function instruments(meter: Meter) {
     intentsSubmitted: counter('intents_submitted_total', 'POST /intents results, by outcome (created, replayed, conflict, invalid)'),
     completionsUnwritable: counter('completions_unwritable_total', 'Completions dropped because the database refuses them every time (completion_unwritable)'),
     blockedNotLeader: counter('execution_blocked_not_leader_total', 'Provider calls not sent because the gate found this instance no longer leading'),
+    blockedStaleControl: counter('execution_blocked_stale_control_total', 'Starts and provider calls held back because no control read was answered within one refresh interval (control_read_late; a failed read at the send), by step (start, send)'),
     purged: counter('retention_purged_rows_total', 'Rows deleted by the retention purge, by table (intents, attempts)'),
     maintenanceFailures: counter('maintenance_failures_total', 'Leader maintenance runs that failed (then backed off), by task (retention)'),
     breakerTransitions: counter('provider_breaker_transitions_total', 'Provider circuit breaker state changes, by new state (open, half_open, closed)'),
@@ -82,6 +83,7 @@ type Instruments = ReturnType<typeof instruments>;
 const KNOWN_LABELS = (i: Instruments): [Counter, string, readonly string[]][] => [
   [i.leadershipLost, 'reason', ['released', 'renew_refused', 'renew_error', 'local_deadline', 'fence_failed', 'sql_error']],
   [i.acquireAttempts, 'result', ['acquired', 'held', 'error']],
+  [i.blockedStaleControl, 'step', ['start', 'send']],
   [i.attempts, 'outcome', ['succeeded', 'retryable_error', 'permanent_error', 'aborted', 'abandoned']],
   [i.intentsSubmitted, 'outcome', ['created', 'replayed', 'conflict', 'invalid']],
   [i.purged, 'table', ['intents', 'attempts']],
@@ -197,6 +199,9 @@ export class AppMetrics {
   }
   blockedNotLeader(): void {
     this.add(this.i.blockedNotLeader, 1);
+  }
+  blockedStaleControl(step: 'start' | 'send'): void {
+    this.add(this.i.blockedStaleControl, 1, { step });
   }
   /** Called on every POST /intents: one attribute set per outcome (a handful), built once. */
   intentSubmitted(outcome: string): void {

@@ -1,11 +1,15 @@
 // The control flags' freshness rule (src/executor/executorOps.ts) on a fake clock: freshControl reads only when the
 // last read began one refresh interval ago or more (or never), shares a read in flight that is fresh enough, of
 // reads that overlap only the newest begun is applied (an older reply arriving last never undoes a pause), and a
-// read answered an interval or more after it began is not fresh (what follows the answer would rest on it).
+// read answered an interval or more after it began is not fresh (what follows the answer would rest on it). A late
+// read is logged (control_read_late: warn when news, then once a minute with the repeats, debug in between), and the
+// starts and sends held for want of fresh flags are counted (metric, and the next tick summary).
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/lease/clock.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { createLogger, silentLogger, type Logger } from '../../src/observability/logger.js';
+import { MetricsRegistry, type AppMetrics } from '../../src/observability/metrics.js';
 import { ExecutionOps } from '../../src/executor/executorOps.js';
+import { emptySummary } from '../../src/executor/tickSummary.js';
 import type { ExecutionControl, OpsStore } from '../../src/store/opsPorts.js';
 
 const INTERVAL_MS = 200;
@@ -17,12 +21,12 @@ function control(paused: boolean): ExecutionControl {
 }
 
 /** Each read waits until the test answers it (in any order); `failures` rejects them instead. */
-function setup() {
+function setup(log: Logger = silentLogger, metrics?: AppMetrics) {
   const clock = new FakeClock();
   const reads: ((c: ExecutionControl) => void)[] = [];
   const failures: ((e: Error) => void)[] = [];
   const store = { getExecutionControl: () => new Promise<ExecutionControl>((r, f) => { reads.push(r); failures.push(f); }) } as unknown as OpsStore;
-  const ops = new ExecutionOps(store, 'p0', 'cluster', null, silentLogger, clock, INTERVAL_MS);
+  const ops = new ExecutionOps(store, 'p0', 'cluster', null, log, clock, INTERVAL_MS, metrics);
   return { clock, reads, failures, ops };
 }
 
@@ -138,5 +142,54 @@ describe('ExecutionOps control freshness', () => {
     }
     expect(await gate).toBe(false);
     expect(reads).toHaveLength(2);
+  });
+});
+
+describe('ExecutionOps: late control reads are visible', () => {
+  /** A read answered `readMs` after it began (the cadence's). */
+  async function readTaking(c: ReturnType<typeof setup>, readMs: number): Promise<void> {
+    const read = c.ops.refreshControl();
+    c.clock.advance(readMs);
+    c.reads.shift()!(control(false));
+    await read;
+  }
+
+  it('control_read_late: warn when news, debug for repeats within a minute, then warn again with the repeats', async () => {
+    const logs: Record<string, unknown>[] = [];
+    const c = setup(createLogger('debug', { write: (l: string) => void logs.push(JSON.parse(l) as Record<string, unknown>) }));
+    const late = () => logs.filter((l) => l.event === 'control_read_late').map((l) => ({ level: l.level, read_ms: l.read_ms, repeats: l.repeats }));
+    await readTaking(c, INTERVAL_MS - 1); // on time: nothing
+    expect(late()).toEqual([]);
+    await readTaking(c, INTERVAL_MS + 20);
+    expect(logs.find((l) => l.event === 'control_read_late')).toMatchObject({ level: 'warn', lease_name: 'p0', read_ms: INTERVAL_MS + 20,
+      refresh_interval_ms: INTERVAL_MS });
+    await readTaking(c, INTERVAL_MS);
+    await readTaking(c, INTERVAL_MS);
+    c.clock.advance(60_000);
+    await readTaking(c, 2 * INTERVAL_MS);
+    expect(late()).toEqual([
+      { level: 'warn', read_ms: INTERVAL_MS + 20, repeats: undefined },
+      { level: 'debug', read_ms: INTERVAL_MS, repeats: undefined },
+      { level: 'debug', read_ms: INTERVAL_MS, repeats: undefined },
+      { level: 'warn', read_ms: 2 * INTERVAL_MS, repeats: 2 },
+    ]);
+  });
+
+  it('held starts and sends: counted by step, and in the next tick summary once', async () => {
+    const registry = MetricsRegistry.standalone();
+    const { ops } = setup(silentLogger, registry.forInstance('h1'));
+    ops.staleControlHeld('start');
+    ops.staleControlHeld('start');
+    ops.staleControlHeld('send');
+    const sum = emptySummary('h1');
+    ops.tickFinished(sum);
+    expect(sum.staleControlHolds).toBe(3);
+    const next = emptySummary('h1');
+    ops.tickFinished(next);
+    expect(next.staleControlHolds).toBe(0); // counted since the last summary
+    const text = await registry.renderPrometheus();
+    expect(text).toMatch(/^execution_blocked_stale_control_total\{holder_id="h1",step="start"\} 2$/m);
+    expect(text).toMatch(/^execution_blocked_stale_control_total\{holder_id="h1",step="send"\} 1$/m);
+    await registry.shutdown();
   });
 });
