@@ -197,23 +197,28 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const rank = awake.filter((c) => c.n <= base && c.holderId < input.self).length;
   const target = slots > rank ? share : base;
   const amongFewest = held.length <= fewest;
-  const patient = freeNow.filter((x) => (freeFor.get(x) ?? 0) >= patience);
-  if (!amongFewest || held.length >= target) {
-    // Not the one that needs them most: only partitions nobody took for `patience` decisions, up to the share.
-    return result({ acquire: patient, acquireMax: patient.length ? share - held.length : 0, handBack: null, reason: 'under' });
-  }
-  // The free partitions are dealt out among the instances that need them, in holder-id order, each up to its target,
-  // and this instance tries its own deal first: instances deciding on the same view (the same lease read) then
-  // try different partitions instead of colliding on one and waiting a tick for the next (a failover's cost).
+  // The free partitions are dealt out among the instances that need them, in holder-id order, each up to its target:
+  // `before` is what those ahead of this one are dealt, `othersDealt` what all the others are.
   const all = [...awake, { holderId: input.self, n: held.length }].sort((a, b) => (a.holderId < b.holderId ? -1 : a.holderId > b.holderId ? 1 : 0));
   let extraLeft = (divided % liveInstances) - all.filter((c) => c.n > base).length;
   let before = 0;
+  let othersDealt = 0;
   for (const c of all) {
     const t = c.n > base ? share : extraLeft-- > 0 ? share : base;
-    if (c.holderId === input.self) break;
-    before += Math.max(0, t - c.n);
+    if (c.holderId === input.self) before = othersDealt;
+    else othersDealt += Math.max(0, t - c.n);
   }
   const free = [...freeNow].sort((a, b) => a - b);
+  if (!amongFewest || held.length >= target) {
+    // Not the one that needs them most: only partitions nobody took for `patience` decisions, up to the share — those
+    // dealt to no one first, then the others' deals from the last (their first picks collide least).
+    const undealt = new Set(free.slice(othersDealt));
+    const order = [...walk((x) => undealt.has(x)), ...free.slice(0, othersDealt).reverse()];
+    const patient = order.filter((x) => (freeFor.get(x) ?? 0) >= patience);
+    return result({ acquire: patient, acquireMax: patient.length ? share - held.length : 0, handBack: null, reason: 'under' });
+  }
+  // This instance tries its own deal first: instances deciding on the same view (the same lease read) then try
+  // different partitions instead of colliding on one and waiting a tick for the next (a failover's cost).
   const dealt = free.slice(before, before + (target - held.length));
   // Partitions others report are tried after the free ones (a report may be a beat stale; an acquire never steals).
   const acquire = [...dealt, ...freeNow.filter((x) => !dealt.includes(x)), ...walk((x) => !mine.has(x) && claimed.has(x) && !outside.has(x))];

@@ -128,6 +128,18 @@ describe('fair share: one decision', () => {
     expect([d.reason, d.acquire.slice(0, d.acquireMax)]).toEqual(['under', [3]]);
   });
 
+  it('a failover: one below the share but not the fewest tries first what nobody is dealt, not the fewest one\'s deal', () => {
+    // A leader of 0, 1 and 2 is gone (its leases expired, its row too): b holds none, c holds 3; share 2 each.
+    for (const [b, c] of [['b', 'c'], ['h1', 'h2'], ['x7', 'y3'], ['s1', 's2']] as const) {
+      const spec = { [b]: [] as number[], [c]: [3] };
+      const deal = decideFairShare({ partitionCount: 4, self: b, held: [], live: live(spec) }, INITIAL_FAIR_SHARE_STATE, { patience: 1 }).decision;
+      const patient = decideFairShare({ partitionCount: 4, self: c, held: [3], live: live(spec) }, INITIAL_FAIR_SHARE_STATE, { patience: 1 }).decision;
+      const tries = (d: FairShareDecision) => d.acquire.slice(0, d.acquireMax);
+      expect(tries(deal), `${b}`).toEqual([0, 1]);
+      expect(tries(patient), `${c}`).toEqual([2]); // all three taken on the same tick
+    }
+  });
+
   it('a leave of 16 among 4 (64 partitions): the survivors fill to 21, and only the first by holder id to 22', () => {
     const spec = { a: Array.from({ length: 16 }, (_, i) => i), b: Array.from({ length: 16 }, (_, i) => 16 + i), c: Array.from({ length: 16 }, (_, i) => 32 + i) };
     const max = (self: 'a' | 'b' | 'c') => decideFairShare({ partitionCount: 64, self, held: spec[self], live: live(spec) }).decision.acquireMax;
