@@ -18,6 +18,7 @@ import { buildExecutor } from '../support/executorHarness.js';
 import { until, withReplyFaults } from '../support/replyFaults.js';
 import { LEAD_CAP_SHARE } from '../../src/schedule/cadence.js';
 import { dbTextToDate, describePickup, MAX_READS_BEFORE_START, readsBetween, recordRefreshReads } from '../support/pickup.js';
+import { createLogger } from '../../src/observability/logger.js';
 
 /** testConfig's refresh interval. */
 const REFRESH_MS = 100;
@@ -26,6 +27,12 @@ describe.each(dialects)('refresh cadence between ticks: $name', (dialect) => {
   let ctx: DialectContext;
   let provider: RecordingProvider;
   let apps: App[] = [];
+  /** The apps' warnings and errors and the bridge's end (why a leader stopped executing between ticks). */
+  let stops: Record<string, unknown>[] = [];
+  const logger = createLogger('info', { write: (line: string) => {
+    const { level, event, stop_reason, sql_error, reason } = JSON.parse(line) as Record<string, unknown>;
+    if ((level as number) >= 40 || event === 'bridge_ended') stops.push({ event, stop_reason, sql_error, reason });
+  } });
   useDialectWithProvider(dialect, (fresh, started) => {
     ctx = fresh;
     provider = started;
@@ -33,17 +40,29 @@ describe.each(dialects)('refresh cadence between ticks: $name', (dialect) => {
   afterEach(async () => { // (before the fixture's: hooks run as a stack)
     for (const a of apps) await a.close();
     apps = [];
+    stops = [];
   });
 
   /** A leader (first app, after one timer tick: acquired and rebuilt) and a follower to submit through. No tick follows
-   *  the first, so the leader leads until its lease's local deadline: a 10-s lease (7.5 s of it) holds every step of a
-   *  test on a loaded machine, where testConfig's 3 s (2.25 s) did not. */
+   *  the first, so the leader leads until its lease's local deadline, and what is committed after it is never sent
+   *  (the step-down when ticks stop coming is the design). That deadline is a liveness bound, not what these tests
+   *  judge: a 60-s lease (55 s of leading) outlasts every step and wait of a test, however loaded the machine. With
+   *  the 10-s lease before (7.5 s), a burst committed past it was sent in part and the 20-s wait for the rest could
+   *  only run out (a way to the 10 of 20 once seen on postgres under load; a step-down on an SQL error is the other,
+   *  and whileLeading's message tells them apart). */
   async function cluster(env: Record<string, string> = {}) {
-    apps = await startApps(ctx, 2, testConfig(provider.url, { DUE_NOTICES: 'off', LEASE_DURATION_MS: '10000', ...env }));
+    apps = await startApps(ctx, 2, testConfig(provider.url, { DUE_NOTICES: 'off', LEASE_DURATION_MS: '60000', ...env }), logger);
     const [leader, follower] = apps as [App, App];
     const first = await leader.executor.tick(300, 400); // as the timer calls it: the next occurrence 400 ms away
     expect(first).toMatchObject({ role: 'leader', stopReason: 'deadline' });
-    return { leader, follower };
+    return { leader, follower, epoch: first.leaseEpoch! };
+  }
+
+  /** `wait`, failing with whether the leader still leads and why it stopped executing (if it did). */
+  async function whileLeading(leader: App, wait: Promise<void>): Promise<void> {
+    await wait.catch((e: Error) => {
+      throw new Error(`${e.message}; the leader leads: ${leader.lease.requireLeader() !== null}; stops: ${JSON.stringify(stops)}`);
+    });
   }
 
   const sent = (ids: string[]) => (calls: { intentId: string }[]) => ids.every((id) => calls.some((c) => c.intentId === id));
@@ -77,13 +96,15 @@ describe.each(dialects)('refresh cadence between ticks: $name', (dialect) => {
   });
 
   it('EXECUTOR_MAX_ATTEMPTS_PER_TICK (ignored now) does not leave the leader idle: a burst past it is sent at once', async () => {
-    const { follower } = await cluster({ EXECUTOR_MAX_ATTEMPTS_PER_TICK: '8' });
+    const { leader, follower, epoch } = await cluster({ EXECUTOR_MAX_ATTEMPTS_PER_TICK: '8' });
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) ids.push(await submitVia(follower, { burst: i }));
-    // No tick runs after the first: all 20 sent means the leader went on past 8 between ticks (the wait is only a
-    // liveness guard).
-    await provider.waitFor(sent(ids), 20_000);
+    // No tick runs after the first: all 20 sent, by the first tick's leader still leading, means it went on past 8
+    // between ticks (the wait is only a liveness guard).
+    await whileLeading(leader, provider.waitFor(sent(ids), 20_000));
     expect(new Set(provider.calls.map((c) => c.intentId)).size).toBe(provider.calls.length); // each sent once
+    expect(provider.calls.map((c) => c.leaseEpoch)).toEqual(provider.calls.map(() => epoch));
+    expect(leader.lease.requireLeader()?.leaseEpoch).toBe(epoch);
   });
 
   it('the next tick takes over from the bridge: nothing is sent twice, calls in flight are carried', async () => {
