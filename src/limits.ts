@@ -85,6 +85,16 @@ export function partitionLeaseName(base: string, partition: number): string {
   return partition === 0 ? base : `${base}${PARTITION_SEPARATOR}${partition}`;
 }
 
+/** LEASE_NAME from `partition`'s lease name (partitionLeaseName's inverse; throws for a name of another partition). */
+export function leaseBaseName(leaseName: string, partition: number): string {
+  if (partition === 0) return leaseName;
+  const suffix = partitionLeaseName('', partition);
+  if (!leaseName.endsWith(suffix) || leaseName.length === suffix.length) {
+    throw new RangeError(`lease name "${leaseName}" is not the lease name of partition ${partition}`);
+  }
+  return leaseName.slice(0, -suffix.length);
+}
+
 /** The suffix of the cluster-scope execution control's name: `*` is never a partition number, so no partition's lease
  *  name of any LEASE_NAME ends with it (config refuses a LEASE_NAME that does). */
 export const CLUSTER_CONTROL_SUFFIX = `${PARTITION_SEPARATOR}*`;

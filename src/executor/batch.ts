@@ -237,8 +237,10 @@ export class Batch {
     const { state, clock } = this.d;
     const t0 = clock.nowMs();
     let calls = 0;
-    await startDue(this.d, this.token, granted, this.sum,
-      { call: (a) => { calls++; state.track(this.attempt(a)); }, refused: () => this.fenceLost() });
+    let held: Promise<void> | null = null;
+    await startDue(this.d, this.token, granted, this.sum, { call: (a) => { calls++; state.track(this.attempt(a)); },
+      refused: () => this.fenceLost(), held: (by, n) => (held = this.d.ops.startHeld(by, n)) });
+    await held; // the flags read now: the next iteration drains or holds (no START every few ms meanwhile)
     if (calls > 0) state.startTook(clock.nowMs() - t0); // part of the pickup overhead the refresh cadence covers
   }
 

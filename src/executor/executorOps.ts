@@ -6,6 +6,7 @@
 import type { AppMetrics } from '../observability/metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { ExecutionControl, OpsStore } from '../store/opsPorts.js';
+import type { StartHold } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { TickSummary } from './tickSummary.js';
 import type { Maintenance } from './maintenance.js';
@@ -30,6 +31,9 @@ export interface ExecutorOps {
   /** A START (`start`) or a provider call (`send`) held back for want of fresh flags: freshControl() false, or (at
    *  the send) its read failed. Counted: the metric and the next tick summary's staleControlHolds. */
   staleControlHeld(step: 'start' | 'send'): void;
+  /** The database held a START (`by`: a pause or a pending drain it read as the START ran, which the flags in force
+   *  did not show: it committed after the last read began): log it and read the flags now. */
+  startHeld(by: StartHold, intents: number): Promise<void>;
   /** false while the cluster or this partition is paused (as last read): start nothing, send nothing not yet sent. */
   mayStart(): boolean;
   /** A pending drain/handover request observed at the last refreshControl (null: none). While non-null the
@@ -52,6 +56,7 @@ export const NO_OPS: ExecutorOps = {
   refreshControl: async () => {},
   freshControl: async () => true,
   staleControlHeld: () => {},
+  startHeld: async () => {},
   mayStart: () => true,
   handoverRequest: () => null,
   handoverCompleted: async () => {},
@@ -177,6 +182,13 @@ export class ExecutionOps implements ExecutorOps {
   staleControlHeld(step: 'start' | 'send'): void {
     this.staleHolds++;
     this.metrics?.blockedStaleControl(step);
+  }
+
+  startHeld(by: StartHold, intents: number): Promise<void> {
+    this.log.info({ event: 'start_held', lease_name: this.leaseName, by, intents },
+      by === 'paused' ? 'the database held a start: paused (not yet seen by this leader); reading the flags'
+        : 'the database held a start: a drain is pending (not yet seen by this leader); reading the flags');
+    return this.refreshControl();
   }
 
   /** A control read took a refresh interval or more: its flags rest on nothing a start or a send may follow. One such

@@ -1,11 +1,11 @@
 // Fenced starts of due intents: up to the guard's grant taken from the schedule and started in one fenced statement.
-// Guard permits not turned into a started attempt go back; intents the database skipped go back to the schedule;
+// Guard permits not turned into a started attempt go back; intents the database skipped or held go back to the schedule;
 // a START whose reply was lost records its attempts as aborted (never sent, so never charged as sent).
 import type { ProviderPermits } from '../provider/partitionPermits.js';
 import { aborted } from '../provider/retryPolicy.js';
 import type { DueEntry } from '../schedule/dueHeap.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
-import type { ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
+import type { ExecutionStore, StartHold, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { ExecutionState } from './executionState.js';
 import type { TickSummary } from './tickSummary.js';
@@ -22,11 +22,13 @@ export interface StartDeps {
   state: Pick<ExecutionState, 'record'>;
 }
 
-/** What becomes of the started attempts (`call`: run the provider call) and of a refused fence (`refused`);
- *  both run before the unused permits go back. */
+/** What becomes of the started attempts (`call`: run the provider call), of a refused fence (`refused`) and of a
+ *  START the database held (`held`: a pause or a drain this leader's flags did not show yet); all run before the
+ *  unused permits go back. */
 export interface StartOutlets {
   call(a: StartedAttempt): void;
   refused(): void;
+  held(by: StartHold, intents: number): void;
 }
 
 /** Fenced start of up to `granted` due intents. Throws on an SQL error (its attempts recorded as aborted first). */
@@ -43,6 +45,10 @@ export async function startDue(d: StartDeps, token: LeaseToken, granted: number,
       throw e;
     }
     if (res.kind === 'leaseLost') return out.refused();
+    if (res.kind === 'held') {
+      putBack(d, due, new Set());
+      return out.held(res.by, due.length);
+    }
     unused = granted - res.value.length;
     started(d, due, res.value, sum, out);
   } finally {
@@ -62,18 +68,24 @@ function startUnknown(d: StartDeps, token: LeaseToken, due: DueEntry[]): void {
 
 /** Due intents the start skipped go back to the schedule; started ones run their provider call. */
 function started(d: StartDeps, due: DueEntry[], startedRows: StartedAttempt[], sum: TickSummary, out: StartOutlets): void {
-  const { refresher } = d;
   const startedIds = new Set(startedRows.map((a) => a.intentId));
+  sum.skipped += putBack(d, due, startedIds);
+  sum.started += startedRows.length;
+  for (const a of startedRows) out.call(a);
+}
+
+/** Every due intent not in `startedIds` back to the schedule; returns how many. Changed meanwhile (cancelled,
+ *  rescheduled), not yet due in database time, or held by the database: queued again SKIPPED_RETRY_MS from now (not
+ *  from its old due time, which would leave an overdue intent due: a START per iteration); a newer row from refresh
+ *  wins over this one. Released whatever the gate says now: only a reset schedule (leadership lost) ignores it. */
+function putBack(d: StartDeps, due: DueEntry[], startedIds: Set<string>): number {
+  const { refresher } = d;
+  let n = 0;
   for (const x of due) {
     if (startedIds.has(x.intentId)) continue;
-    // Changed meanwhile (cancelled, rescheduled) or not yet due in database time: queued again SKIPPED_RETRY_MS
-    // from now (not from its old due time, which would leave an overdue intent due: a START per iteration);
-    // a newer row from refresh wins over this one. Released whatever the gate says now: only a reset schedule
-    // (leadership lost) ignores it.
-    sum.skipped++;
+    n++;
     const retryAt = Math.max(x.dueMs, refresher.dbNowMs()) + SKIPPED_RETRY_MS;
     refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(retryAt) });
   }
-  sum.started += startedRows.length;
-  for (const a of startedRows) out.call(a);
+  return n;
 }

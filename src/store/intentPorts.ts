@@ -156,6 +156,12 @@ export interface CompletedAttempt {
   row: ScheduleRow | null;
 }
 
+/** Why the database refused a whole START: a pause (the partition's or the cluster's) or a pending handover request. */
+export type StartHold = 'paused' | 'draining';
+
+/** A fenced START: the attempts started, the lease lost (nothing written), or held by a pause or a drain (nothing written). */
+export type StartOutcome = Fenced<StartedAttempt[]> | { kind: 'held'; by: StartHold };
+
 /**
  * Leader-side persistence of ONE executor partition (issue 25; `Stores.executionFor(partition)`, partition 0 =
  * `Stores.execution`). Each fenced* call is one transaction that first locks the lease row named in its token to
@@ -179,8 +185,11 @@ export interface ExecutionStore {
   /** Inserts attempt rows and bumps attempt_count for every request whose optimistic predicate holds and is due,
    *  while attempt_count − aborted attempts < max_attempts (an abort never reached the provider). An intent of
    *  another partition is not started (as if its predicate failed: absent from the result), so an intent moved to
-   *  another partition (issue 26) is never started by its former partition's leader. */
-  fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>>;
+   *  another partition is never started by its former partition's leader. Nothing starts while the statement finds
+   *  the partition held ('held'): its control row or the cluster's paused, or a handover request for the token's
+   *  lease pending (the leader's own rules, judged by the database as the START runs, so a START that waited for a
+   *  connection or a lock never starts after a pause or a drain was answered). */
+  fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<StartOutcome>;
   /** Closes each attempt (still `started`, same holder, its attemptEpoch ≤ the token's) of an intent of this
    *  partition and moves its intent on if it did not change meanwhile; a completion of another partition's intent
    *  writes nothing (`applied` false, row null). */

@@ -23,8 +23,8 @@ export const movesTo = (count: number, rows: ReassignRow[]): PartitionMove[] => 
   return p === r.partition ? [] : [{ intentId: r.intentId, partition: p }];
 });
 
-export const ok = <T>(out: { kind: 'ok'; value: T } | { kind: 'leaseLost' }): T => {
-  if (out.kind !== 'ok') throw new Error('lease lost');
+export const ok = <T>(out: { kind: 'ok'; value: T } | { kind: 'leaseLost' } | { kind: 'held'; by: string }): T => {
+  if (out.kind !== 'ok') throw new Error(out.kind === 'held' ? `start held (${out.by})` : 'lease lost');
   return out.value;
 };
 

@@ -5,6 +5,8 @@
 // late control reads — the refresh's own (stale flags for the start gate), then the gate's, whose snapshot is taken
 // just before the drain request is recorded. Without the second look the gate started the intent on that snapshot,
 // after the request (the campaign's `drain` rule: a start under the drained epoch past the reaction time).
+// A START issued on fresh flags that reaches the database only after a drain or a pause was answered (it waited for a
+// pool connection) is held by the START statement itself: nothing starts, and no attempt is used.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { dialects, type DialectContext } from '../support/dialects.js';
@@ -73,6 +75,67 @@ describe.each(dialects)('drain gate: no start on a control read answered an inte
     expect((await ctx.attemptRows()).filter((a) => a.intentId === target)).toEqual([]); // never started
     const [request] = await stores.ops.listHandovers(LEASE_NAME, 1);
     expect(request!.status).toBe('completed');
+    await stores.close();
+  });
+});
+
+type Hold = 'drain' | 'pause';
+
+describe.each(dialects)('start hold: a START that reaches the database after the answer starts nothing: $name', (dialect) => {
+  let ctx: DialectContext;
+  let provider: RecordingProvider;
+  useDialectWithProvider(dialect, (fresh, started) => {
+    ctx = fresh;
+    provider = started;
+  });
+
+  it.each<Hold>(['drain', 'pause'])('%s answered while the START waited', async (hold) => {
+    const stores = await ctx.openStores({ poolMax: 4 });
+    const ops = new ExecutionOps(stores.ops, LEASE_NAME, clusterControlName(LEASE_NAME), null, silentLogger, systemClock, INTERVAL_MS);
+    let target = '';
+    let answered = false;
+    let refreshes = 0;
+    const inst = await buildExecutor(ctx, {
+      providerUrl: provider.url, stores, ops, refreshMs: INTERVAL_MS, leaseMs: 5_000,
+      wrapStore: (s) => delegateExecution(s, {
+        async refreshPage(cursor, limit, graceMs) {
+          refreshes++;
+          return s.refreshPage(cursor, limit, graceMs);
+        },
+        async fencedStartAttempts(token, requests) {
+          if (!answered && requests.some((r) => r.intentId === target)) {
+            // Issued on fresh flags; the operator's request is answered before the START reaches the database.
+            if (hold === 'drain') await stores.ops.requestHandover(LEASE_NAME, randomUUID(), 'test', 'drain while a START waits');
+            else await stores.ops.setPaused(clusterControlName(LEASE_NAME), true, 'test', 'pause while a START waits');
+            answered = true;
+          }
+          return s.fencedStartAttempts(token, requests);
+        },
+      }),
+    });
+    const tick = inst.executor.tick(hold === 'drain' ? 4_000 : 3_000);
+    await waitUntil('the leader refreshes', () => refreshes > 0, 10_000);
+    target = randomUUID();
+    await submit(inst.stores, { n: 1 }, { intentId: target });
+    await waitUntil('the START met the answer', () => answered, 10_000);
+    if (hold === 'pause') {
+      await waitUntil('the leader read the pause', () => ops.paused === true, 10_000);
+      expect((await ctx.attemptRows()).filter((a) => a.intentId === target)).toEqual([]); // held: no attempt row, none aborted
+      await stores.ops.setPaused(clusterControlName(LEASE_NAME), false, 'test', null);
+    }
+    const sum = await tick;
+
+    const attempts = (await ctx.attemptRows()).filter((a) => a.intentId === target);
+    if (hold === 'drain') {
+      expect(sum.stopReason).toBe('handover');
+      expect(attempts).toEqual([]); // never started under the drained epoch
+      expect(provider.calls.filter((c) => c.intentId === target)).toEqual([]);
+      const [request] = await stores.ops.listHandovers(LEASE_NAME, 1);
+      expect(request!.status).toBe('completed');
+    } else {
+      // Started once resumed, as its first attempt: the held START used none (no aborted attempt before it).
+      expect(attempts.map((a) => [a.attemptNo, a.outcome])).toEqual([[1, 'succeeded']]);
+    }
     await stores.close();
   });
 });

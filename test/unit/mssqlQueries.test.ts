@@ -14,9 +14,11 @@ import { partitionReassignQueries } from '../../src/store/mssql/partitionReassig
 import { bindParams } from '../../src/store/mssql/db.js';
 import { p, type SqlQuery } from '../../src/store/mssql/params.js';
 import { StoreError } from '../../src/store/ports.js';
+import { partitionLeaseName } from '../../src/limits.js';
 
 const ID = '0190a5b2-7c3d-7abc-8def-0123456789ab';
 const token = { leaseName: 'submission-manager-executor', holderId: 'host-1-abc', leaseEpoch: 42 };
+const token3 = { ...token, leaseName: partitionLeaseName(token.leaseName, 3) };
 const contract = { provider: { url: 'http://p.test' }, payload: { a: 1 }, retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 } };
 const cursor = { modifiedAt: '2026-02-02 12:00:10.1234567', intentId: ID };
 /** A changer's fence: every partition lease, one token each (issue 26). */
@@ -353,13 +355,23 @@ describe('mssql execution queries: one partition each', () => {
     ['refreshPage', executionQueries.refreshPage(cursor, 10, 0, 3), 1],
     // the orphans and the older-epoch attempts on intents that moved on: both of the partition
     ['recoverOrphans', executionQueries.recoverOrphans(token, 3), 2],
-    ['startAttempts', executionQueries.startAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }], 3), 1],
+    ['startAttempts', executionQueries.startAttempts(token3, [{ intentId: ID, expectedAttemptCount: 0 }], 3), 1],
     // attempts closed only on the partition's intents (the intent update requires a closed attempt)
     ['completeAttempts', executionQueries.completeAttempts(token, [completion], 3), 1],
   ];
   it.each(built)('%s filters on @partition_no (smallint, the store\'s partition)', (_n, q, filters) => {
     expect(code(q.text).match(/partition_no = @partition_no/g)).toHaveLength(filters);
     expect(q.params.filter((x) => x.name === 'partition_no').map((x) => [x.type?.type, x.value])).toEqual([[sql.SmallInt, 3]]);
+  });
+  it('a START is held by its partition\'s pause, the cluster\'s and its lease\'s pending drain (the leader\'s rules)', () => {
+    const q = executionQueries.startAttempts(token3, [{ intentId: ID, expectedAttemptCount: 0 }], 3);
+    const text = code(q.text);
+    expect(text).toMatch(/h\.lease_name = @fence_lease_name AND h\.status = ''/);
+    expect(text).toMatch(/c\.lease_name IN \(@fence_lease_name, @cluster_control\) AND c\.paused = 1/);
+    expect(text).toMatch(/AND @held IS NULL;/);
+    expect(text).toMatch(/SELECT @held AS held;\s*$/);
+    expect(q.params.find((x) => x.name === 'cluster_control')?.value).toBe('submission-manager-executor#*');
+    expect(() => executionQueries.startAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }], 3)).toThrow(/not the lease name of partition 3/);
   });
   it('the partition defaults to 0 (stores.execution)', () => {
     expect(executionQueries.loadScheduled(null, 10).params.find((x) => x.name === 'partition_no')?.value).toBe(0);

@@ -6,6 +6,7 @@
 // column); each read and write is limited to that partition's intents and their attempts.
 import type { AttemptCompletion, RefreshCursor, StartRequest } from '../intentPorts.js';
 import type { LeaseToken } from '../ports.js';
+import { clusterControlName, leaseBaseName } from '../../limits.js';
 import { buildFencedBatch } from './fence.js';
 import { BIN2, NIL_UUID, p, uuidText, type SqlQuery } from './params.js';
 import { BUDGET, modifiedText, scheduleCols } from './rows.js';
@@ -108,14 +109,25 @@ SET @rows_written = @recovered + @settled;`,
     });
   },
 
-  /** Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt budget). */
+  /** Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the attempt
+   *  budget). The hold: the leader's own rules (ExecutionOps: a pending handover request for the lease drains it; the
+   *  partition's or the cluster's pause holds it), read as the batch runs, after the fence: a START that waited for a
+   *  connection or a lock starts nothing once a pause or a drain committed before it. First result set: the started
+   *  attempts; second: the hold (NULL: none). */
   startAttempts(token: LeaseToken, requests: StartRequest[], partition = 0): SqlQuery {
     const batch = requests.map((r) => ({ intentId: uuidText('batch.intentId', r.intentId), expected: r.expectedAttemptCount }));
+    const cluster = clusterControlName(leaseBaseName(token.leaseName, partition));
     return buildFencedBatch(token, 'start_attempts', {
       declare: `DECLARE @now datetime2(7);
+DECLARE @held varchar(16);
 DECLARE @started TABLE (intent_id char(36) COLLATE ${BIN2} NOT NULL, attempt_count int NOT NULL, max_attempts int NOT NULL,
   contract nvarchar(max) NOT NULL, version char(27) NOT NULL);`,
       body: `SET @now = SYSUTCDATETIME();
+SET @held = CASE
+  WHEN EXISTS (SELECT 1 FROM submission_manager_handover_requests AS h WHERE h.lease_name = @fence_lease_name AND h.status = 'pending')
+  THEN 'draining'
+  WHEN EXISTS (SELECT 1 FROM submission_manager_execution_control AS c WHERE c.lease_name IN (@fence_lease_name, @cluster_control) AND c.paused = 1)
+  THEN 'paused' END;
 UPDATE i
    SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}, last_epoch = @fence_lease_epoch
 OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, inserted.contract,
@@ -125,15 +137,17 @@ OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, insert
     ON i.intent_id = r.intent_id COLLATE ${BIN2}
  WHERE i.attempt_count = r.expected AND i.status = 'scheduled'
    AND i.next_attempt_at <= @now AND i.partition_no = @partition_no
-   AND ${BUDGET.mayStart('i')};
+   AND ${BUDGET.mayStart('i')} AND @held IS NULL;
 INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
 SELECT intent_id, attempt_count, @fence_lease_epoch, @fence_holder_id, @now, 'started' FROM @started;
 SET @rows_written = @@ROWCOUNT;`,
       // (OUTPUT cannot hold subqueries, so the aborted count is read here.)
       results: `SELECT s.intent_id, s.attempt_count, s.max_attempts, s.contract, s.version,
        ${BUDGET.abortedBefore('s.attempt_count', 's.intent_id')} AS aborted_before
-  FROM @started AS s;`,
-      params: [p.nvarcharMax('batch', JSON.stringify(batch)), p.smallint('partition_no', partition)],
+  FROM @started AS s;
+SELECT @held AS held;`,
+      params: [p.nvarcharMax('batch', JSON.stringify(batch)), p.smallint('partition_no', partition),
+        p.varchar('cluster_control', 64, cluster)],
     });
   },
 

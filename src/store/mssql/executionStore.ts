@@ -1,7 +1,8 @@
 // SQL Server ExecutionStore: the leader's reads (rebuild, refresh) and its fenced writes. Each fenced call is
 // one batch, one round trip: fence (lease row WITH (HOLDLOCK)) → one batched statement → audit row → COMMIT.
 import type {
-  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
+  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartHold, StartOutcome,
+  StartRequest,
 } from '../intentPorts.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { MssqlRunner } from './db.js';
@@ -40,9 +41,11 @@ export class MssqlExecutionStore implements ExecutionStore {
     return { kind: 'ok', value: { recovered: Number(out.value[0]?.[0]?.recovered ?? 0) } };
   }
 
-  async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
+  async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<StartOutcome> {
     const out = await runFencedBatch<StartedDbRow>(this.db, executionQueries.startAttempts(token, requests, this.partition));
     if (out.kind === 'leaseLost') return out;
+    const held = ((out.value[1]?.[0] as { held?: StartHold | null } | undefined)?.held) ?? null;
+    if (held !== null) return { kind: 'held', by: held };
     return { kind: 'ok', value: (out.value[0] ?? []).map(toStartedAttempt) };
   }
 

@@ -9,11 +9,13 @@
 // JSON rows and id lists are sorted by id, and intents are read by primary key (FORCE INDEX), so whichever of the
 // two the join reads first, rows are locked in id order. Every locking read is guarded by the lease row (HELD).
 // last_modified_at is always strictly newer than the previous value, so "newer state wins" in the schedule.
-// Partitions (issue 25): one store per executor partition; every read and write names its partition_no, so a
+// Partitions: one store per executor partition; every read and write names its partition_no, so a
 // partition's store never reads or changes another partition's intents or their attempts.
 import type {
-  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
+  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartHold, StartOutcome,
+  StartRequest,
 } from '../intentPorts.js';
+import { clusterControlName, leaseBaseName } from '../../limits.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { MyDatabase, MyQueryable, Row } from './db.js';
 import { HELD, fencedBatch, fencedTransaction, heldParams } from './fence.js';
@@ -81,11 +83,19 @@ UPDATE submission_intents AS i
                              CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END)
  WHERE i.intent_id IN (?) AND i.status = 'in_flight'`;
 
+// The hold (params: holdParams): the leader's own rules (ExecutionOps: a pending handover request for the lease
+// drains it; the partition's or the cluster's pause holds it), read as the START runs (plain reads: a subquery of a
+// locking read locks nothing, READ COMMITTED sees the latest commit), so a START that waited for a connection or a lock
+// starts nothing once a pause or a drain committed before its pick. HOLD_READ says which (the pick decides what starts).
+const HOLD = `CASE WHEN EXISTS (SELECT 1 FROM submission_manager_handover_requests AS h WHERE h.pending_lease = ?) THEN 'draining'
+  WHEN EXISTS (SELECT 1 FROM submission_manager_execution_control AS c WHERE c.lease_name IN (?, ?) AND c.paused) THEN 'paused' END`;
+const HOLD_READ = `SELECT ${HOLD} AS held FROM DUAL WHERE ${HELD}`;
+
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the budget).
 const START_PICK = `
 SELECT i.intent_id FROM submission_intents AS i FORCE INDEX (PRIMARY) JOIN ${START_REQ} AS r ON i.intent_id = r.intent_id
  WHERE i.intent_id IN (?) AND i.attempt_count = r.expected AND i.status = 'scheduled' AND i.next_attempt_at <= ${NOW}
-   AND i.partition_no = ? AND ${BUDGET.mayStart('i')} AND ${HELD}
+   AND i.partition_no = ? AND ${BUDGET.mayStart('i')} AND (${HOLD}) IS NULL AND ${HELD}
  ORDER BY i.intent_id
  FOR UPDATE`;
 
@@ -184,14 +194,21 @@ export class MysqlExecutionStore implements ExecutionStore {
     });
   }
 
-  fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
+  async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<StartOutcome> {
     const sorted = requests.map((q) => ({ id: idParam(q.intentId), expected: q.expectedAttemptCount })).sort((a, b) => byId(a.id, b.id));
     const ids = sorted.map((q) => q.id);
-    return fencedBatch(this.db, token, 'start_attempts', {
-      reads: ids.length === 0 ? [] : [{ text: START_PICK, params: [JSON.stringify(sorted), ids, this.partition, ...heldParams(token)] }],
-      decide: ([pick]) => {
+    const hold = [token.leaseName, token.leaseName, clusterControlName(leaseBaseName(token.leaseName, this.partition))];
+    const held = heldParams(token);
+    const out = await fencedBatch(this.db, token, 'start_attempts', {
+      reads: [
+        { text: HOLD_READ, params: [...hold, ...held] },
+        ...(ids.length === 0 ? [] : [{ text: START_PICK, params: [JSON.stringify(sorted), ids, this.partition, ...hold, ...held] }]),
+      ],
+      decide: ([holdRows, pick]) => {
         const picked = (pick ?? []).map((r) => r.intent_id as string);
-        if (picked.length === 0) return { writes: [], rowsWritten: 0, value: () => [] };
+        // Held as the pick ran (it found nothing for that reason, or a hold came after the HOLD_READ): nothing starts.
+        const by = (holdRows?.[0]?.held ?? null) as StartHold | null;
+        if (picked.length === 0) return { writes: [], rowsWritten: 0, value: (): StartOutcome => (by === null ? { kind: 'ok', value: [] } : { kind: 'held', by }) };
         return {
           writes: [
             { text: START_UPDATE, params: [token.leaseEpoch, picked] },
@@ -199,10 +216,11 @@ export class MysqlExecutionStore implements ExecutionStore {
             { text: STARTED, params: [picked] },
           ],
           rowsWritten: picked.length, // each picked row is locked here: each one starts
-          value: (results) => (results[2]!.rows as unknown as StartedDbRow[]).map(toStartedAttempt),
+          value: (results): StartOutcome => ({ kind: 'ok', value: (results[2]!.rows as unknown as StartedDbRow[]).map(toStartedAttempt) }),
         };
       },
     });
+    return out.kind === 'leaseLost' ? out : out.value;
   }
 
   async fencedCompleteAttempts(token: LeaseToken, completions: AttemptCompletion[]): Promise<Fenced<CompletedAttempt[]>> {

@@ -4,11 +4,13 @@
 // A leading `/* sm:<kind> */` names a write on the wire (pg_stat_activity; the chaos proxy loses its reply).
 // last_modified_at is always strictly newer than the previous value (PGlite's clock ticks per millisecond), so
 // "newer state wins" in the schedule can rely on it.
-// Partitions (issue 25): one store per executor partition; every read and write names its partition_no (the last
+// Partitions: one store per executor partition; every read and write names its partition_no (the last
 // parameter of each statement), so a partition's store never reads or changes another partition's intents.
 import type {
-  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartRequest, StartedAttempt,
+  AttemptCompletion, CompletedAttempt, ExecutionStore, RefreshCursor, RefreshPage, ScheduleRow, StartHold, StartOutcome,
+  StartRequest,
 } from '../intentPorts.js';
+import { clusterControlName, leaseBaseName } from '../../limits.js';
 import type { Fenced, LeaseToken } from '../ports.js';
 import type { PgDatabase } from './db.js';
 import { FENCE_CTE, auditCte, fencedStatement, fencedTransaction } from './fence.js';
@@ -81,16 +83,24 @@ export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_int
 // (the same result in a WHERE clause) so the planner cannot scan ix_intents_status_partition_due instead (nor, for the
 // partition test, a whole partition of ix_intents_partition_modified): without fresh
 // statistics (right after a burst of intents) it otherwise read every due entry of that index per batch.
+// The hold ($7: the cluster's control row): the leader's own rules (ExecutionOps: a pending handover request for the
+// lease drains it; the partition's or the cluster's pause holds it), read by this statement's snapshot, so a START
+// that waited for a connection or a lock starts nothing once a pause or a drain committed before it ran.
 const START = `/* sm:start */
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
+hold AS MATERIALIZED (
+  SELECT CASE WHEN EXISTS (SELECT 1 FROM submission_manager_handover_requests h WHERE h.lease_name = $1 AND h.status = 'pending')
+              THEN 'draining'
+              WHEN EXISTS (SELECT 1 FROM submission_manager_execution_control c WHERE c.lease_name IN ($1, $7::varchar) AND c.paused)
+              THEN 'paused' END AS by),
 req AS (SELECT * FROM unnest($4::uuid[], $5::int[]) AS r(intent_id, expected)),
 started AS (
   UPDATE submission_intents i
      SET status = 'in_flight', attempt_count = i.attempt_count + 1,
          last_modified_at = ${nextModified('i.last_modified_at', 'now.t')}, last_epoch = $3
-    FROM req, now, fence
-   WHERE i.intent_id = req.intent_id AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
+    FROM req, now, fence, hold
+   WHERE hold.by IS NULL AND i.intent_id = req.intent_id AND i.attempt_count = req.expected AND (i.status = 'scheduled') IS TRUE
      AND (i.next_attempt_at <= now.t) IS TRUE AND (i.partition_no = $6) IS TRUE
      AND ${BUDGET.mayStart('i')}
   RETURNING i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
@@ -101,7 +111,7 @@ ins AS (
   SELECT intent_id, attempt_count, $3, $2, (SELECT t FROM now), 'started' FROM started
 ),
 ${auditCte('start_attempts', 'SELECT count(*) FROM started')}
-SELECT f.fenced, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f LEFT JOIN started s ON true`;
+SELECT f.fenced, hold.by AS held, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f CROSS JOIN hold LEFT JOIN started s ON true`;
 
 // The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile and this
 // statement closed its attempt (an aborted record of a START whose reply was lost names an attempt that may never
@@ -180,10 +190,13 @@ export class PgExecutionStore implements ExecutionStore {
   }
 
   // One statement each (fence + write + audit): one round trip and one commit per batch.
-  async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<Fenced<StartedAttempt[]>> {
-    const out = await fencedStatement<StartedDbRow>(this.db, token, START, [
-      requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount), this.partition]);
+  async fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<StartOutcome> {
+    const out = await fencedStatement<StartedDbRow & { held: StartHold | null }>(this.db, token, START, [
+      requests.map((q) => q.intentId), requests.map((q) => q.expectedAttemptCount), this.partition,
+      clusterControlName(leaseBaseName(token.leaseName, this.partition))]);
     if (out.kind === 'leaseLost') return out;
+    const held = out.value[0]?.held ?? null;
+    if (held !== null) return { kind: 'held', by: held };
     // The LEFT JOIN yields one all-null row when nothing started (the fence row is always there).
     return { kind: 'ok', value: out.value.filter((x) => x.intent_id !== null).map(toStartedAttempt) };
   }
