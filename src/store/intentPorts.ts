@@ -188,7 +188,8 @@ export interface ExecutionStore {
    *  another partition is never started by its former partition's leader. Nothing starts while the statement finds
    *  the partition held ('held'): its control row or the cluster's paused, or a handover request for the token's
    *  lease pending (the leader's own rules, judged by the database as the START runs, so a START that waited for a
-   *  connection or a lock never starts after a pause or a drain was answered). */
+   *  connection never starts after a pause or a drain was answered; a row-lock wait inside the statement can still
+   *  follow the judgement: each dialect's store says where it is made). */
   fencedStartAttempts(token: LeaseToken, requests: StartRequest[]): Promise<StartOutcome>;
   /** Closes each attempt (still `started`, same holder, its attemptEpoch ≤ the token's) of an intent of this
    *  partition and moves its intent on if it did not change meanwhile; a completion of another partition's intent

@@ -4,7 +4,8 @@
 // the same transaction. A completion moves an intent on only for the attempt it closed. And
 // what that rests on (db.ts pipelined): a failing statement stops its batch, and the transaction rolls back. A start's
 // writes may reach the server late (its reply lost, the client gone): the aborted record written meanwhile still
-// finds the attempt it started.
+// finds the attempt it started. A hold (a pause or a drain) committed between a start's two trips holds it in the second.
+import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it, type TestContext } from 'vitest';
 import { openMysqlPool, type MyDatabase } from '../../src/store/mysql/db.js';
 import { MysqlExecutionStore } from '../../src/store/mysql/executionStore.js';
@@ -188,6 +189,26 @@ describe('mysql fenced writes: round trips', () => {
       await probe.close();
     }
   }));
+
+  it.for(['drain', 'pause'] as const)('a %s committed between a start\'s two round trips holds it in the commit trip: nothing starts, no audit row', (hold, t) =>
+    withLeader(t, async (name, s, token) => {
+      const id = (await submit(s)).intentId;
+      const db = open(MYSQL_TEST_URL, name);
+      try {
+        // The pick found the intent (no hold yet); the operator's request commits before the writes are sent.
+        const store = new MysqlExecutionStore(pausing(db, async () => {
+          if (hold === 'drain') await s.ops.requestHandover(token.leaseName, randomUUID(), 'test', 'between the trips');
+          else await s.ops.setPaused(token.leaseName, true, 'test', 'between the trips');
+        }), 0);
+        const out = await store.fencedStartAttempts(token, [{ intentId: id, expectedAttemptCount: 0 }]);
+        expect(out).toEqual({ kind: 'held', by: hold === 'drain' ? 'draining' : 'paused' });
+        expect(await s.intents.get(id)).toMatchObject({ status: 'scheduled', attemptCount: 0 });
+        expect(await s.intents.listAttempts(id)).toEqual([]);
+        expect(await auditRows(name)).toEqual([]);
+      } finally {
+        await db.close();
+      }
+    }));
 
   it("a deposed leader's first round trip locks nothing; the holder's locks its rows, never the lease row", (t) => withLeader(t, async (name, s, token) => {
     const stale = { ...token, leaseEpoch: token.leaseEpoch - 1 }; // another epoch holds the lease

@@ -368,7 +368,7 @@ describe('mssql execution queries: one partition each', () => {
     const text = code(q.text);
     expect(text).toMatch(/h\.lease_name = @fence_lease_name AND h\.status = ''/);
     expect(text).toMatch(/c\.lease_name IN \(@fence_lease_name, @cluster_control\) AND c\.paused = 1/);
-    expect(text).toMatch(/AND @held IS NULL;/);
+    expect(text).toMatch(/\nIF @held IS NULL\nBEGIN\nUPDATE i\n/);
     expect(text).toMatch(/SELECT @held AS held;\s*$/);
     expect(q.params.find((x) => x.name === 'cluster_control')?.value).toBe('submission-manager-executor#*');
     expect(() => executionQueries.startAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }], 3)).toThrow(/not the lease name of partition 3/);

@@ -92,12 +92,17 @@ describe('fences', () => {
     const { db } = scripted([
       [[{ fenced: false }]],
       [[{ fenced: true }], [{ intent_id: ID, attempt_count: 1, max_attempts: 3, contract: '{"payload":{"a":1}}', version: '2026-02-02 12:00:00.1234567', aborted_before: 0 }]],
+      [[{ fenced: true }], [], [{ held: 'draining' }]],
+      [[{ fenced: true }], [], [{ held: null }]],
       [[{ fenced: true }], [{ recovered: 2 }]],
     ]);
     const s = new MssqlExecutionStore(db);
     expect(await s.fencedStartAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }])).toEqual({ kind: 'leaseLost' });
     expect(await s.fencedStartAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }])).toEqual({ kind: 'ok', value: [
       { intentId: ID, attemptNo: 1, maxAttempts: 3, abortedBefore: 0, contract: { payload: { a: 1 } }, version: '2026-02-02 12:00:00.1234567' }] });
+    // The hold (the batch's last result set): held starts nothing; none held and nothing started is ok [].
+    expect(await s.fencedStartAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }])).toEqual({ kind: 'held', by: 'draining' });
+    expect(await s.fencedStartAttempts(token, [{ intentId: ID, expectedAttemptCount: 0 }])).toEqual({ kind: 'ok', value: [] });
     expect(await s.fencedRecoverOrphans(token)).toEqual({ kind: 'ok', value: { recovered: 2 } });
   });
 

@@ -128,6 +128,8 @@ SET @held = CASE
   THEN 'draining'
   WHEN EXISTS (SELECT 1 FROM submission_manager_execution_control AS c WHERE c.lease_name IN (@fence_lease_name, @cluster_control) AND c.paused = 1)
   THEN 'paused' END;
+IF @held IS NULL
+BEGIN
 UPDATE i
    SET status = 'in_flight', attempt_count = i.attempt_count + 1, last_modified_at = ${NEXT_VERSION('i.last_modified_at', '@now')}, last_epoch = @fence_lease_epoch
 OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, inserted.contract,
@@ -137,10 +139,11 @@ OUTPUT inserted.intent_id, inserted.attempt_count, inserted.max_attempts, insert
     ON i.intent_id = r.intent_id COLLATE ${BIN2}
  WHERE i.attempt_count = r.expected AND i.status = 'scheduled'
    AND i.next_attempt_at <= @now AND i.partition_no = @partition_no
-   AND ${BUDGET.mayStart('i')} AND @held IS NULL;
+   AND ${BUDGET.mayStart('i')};
 INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
 SELECT intent_id, attempt_count, @fence_lease_epoch, @fence_holder_id, @now, 'started' FROM @started;
-SET @rows_written = @@ROWCOUNT;`,
+SET @rows_written = @@ROWCOUNT;
+END;`,
       // (OUTPUT cannot hold subqueries, so the aborted count is read here.)
       results: `SELECT s.intent_id, s.attempt_count, s.max_attempts, s.contract, s.version,
        ${BUDGET.abortedBefore('s.attempt_count', 's.intent_id')} AS aborted_before

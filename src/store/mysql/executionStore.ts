@@ -83,13 +83,18 @@ UPDATE submission_intents AS i
                              CASE WHEN ${BUDGET.exhausted('i')} THEN '; attempts exhausted' ELSE '' END)
  WHERE i.intent_id IN (?) AND i.status = 'in_flight'`;
 
-// The hold (params: holdParams): the leader's own rules (ExecutionOps: a pending handover request for the lease
-// drains it; the partition's or the cluster's pause holds it), read as the START runs (plain reads: a subquery of a
-// locking read locks nothing, READ COMMITTED sees the latest commit), so a START that waited for a connection or a lock
-// starts nothing once a pause or a drain committed before its pick. HOLD_READ says which (the pick decides what starts).
+// The hold (params: the lease name twice, the cluster's control name): the leader's own rules (ExecutionOps: a pending
+// handover request for the lease drains it; the partition's or the cluster's pause holds it), read as the START runs
+// (plain reads: a subquery of a locking read locks nothing, READ COMMITTED sees the latest commit). Judged in both round
+// trips: at the pick (HOLD_READ says which; nothing held is picked) and again in the commit trip (@sm_start_hold, set
+// by its first statement; the writes, the read-back and the audit row test it), so neither a connection wait before
+// the START nor the client hop between its trips lets it start after a pause or a drain committed before that trip.
 const HOLD = `CASE WHEN EXISTS (SELECT 1 FROM submission_manager_handover_requests AS h WHERE h.pending_lease = ?) THEN 'draining'
   WHEN EXISTS (SELECT 1 FROM submission_manager_execution_control AS c WHERE c.lease_name IN (?, ?) AND c.paused) THEN 'paused' END`;
 const HOLD_READ = `SELECT ${HOLD} AS held FROM DUAL WHERE ${HELD}`;
+const HOLD_SET = `SET @sm_start_hold = ${HOLD}`;
+const NOT_HELD = '@sm_start_hold IS NULL';
+const HOLD_NOW = 'SELECT @sm_start_hold AS held';
 
 // Optimistic predicate per intent (still scheduled, same attempt_count, due in database time, within the budget).
 const START_PICK = `
@@ -102,16 +107,16 @@ SELECT i.intent_id FROM submission_intents AS i FORCE INDEX (PRIMARY) JOIN ${STA
 const START_UPDATE = `
 UPDATE submission_intents SET status = 'in_flight', attempt_count = attempt_count + 1,
        last_modified_at = ${NEXT_MODIFIED()}, last_epoch = ?
- WHERE intent_id IN (?)`;
+ WHERE intent_id IN (?) AND ${NOT_HELD}`;
 
 const START_ATTEMPTS = `
 INSERT INTO submission_attempts (intent_id, attempt_no, lease_epoch, holder_id, started_at, outcome)
-SELECT intent_id, attempt_count, ?, ?, ${NOW}, 'started' FROM submission_intents WHERE intent_id IN (?)`;
+SELECT intent_id, attempt_count, ?, ?, ${NOW}, 'started' FROM submission_intents WHERE intent_id IN (?) AND ${NOT_HELD}`;
 
 const STARTED = `
 SELECT i.intent_id, i.attempt_count, i.max_attempts, i.contract, ${utcText('i.last_modified_at')} AS version,
        ${BUDGET.abortedBefore('i.attempt_count', 'i.intent_id')} AS aborted_before
-  FROM submission_intents AS i WHERE i.intent_id IN (?)`;
+  FROM submission_intents AS i WHERE i.intent_id IN (?) AND ${NOT_HELD}`;
 
 // The attempt row is closed (outcome set once, by its own holder, under its own or a later epoch of that holder):
 // picked (locked) first, so the intents below move on only where this transaction closed the attempt (an aborted
@@ -206,17 +211,26 @@ export class MysqlExecutionStore implements ExecutionStore {
       ],
       decide: ([holdRows, pick]) => {
         const picked = (pick ?? []).map((r) => r.intent_id as string);
-        // Held as the pick ran (it found nothing for that reason, or a hold came after the HOLD_READ): nothing starts.
-        const by = (holdRows?.[0]?.held ?? null) as StartHold | null;
-        if (picked.length === 0) return { writes: [], rowsWritten: 0, value: (): StartOutcome => (by === null ? { kind: 'ok', value: [] } : { kind: 'held', by }) };
+        if (picked.length === 0) {
+          // Nothing picked: 'held' when the HOLD_READ found a hold (one committed between it and the pick: ok [], the next START is held).
+          const by = (holdRows?.[0]?.held ?? null) as StartHold | null;
+          return { writes: [], rowsWritten: 0, value: (): StartOutcome => (by === null ? { kind: 'ok', value: [] } : { kind: 'held', by }) };
+        }
         return {
           writes: [
+            { text: HOLD_SET, params: hold },
             { text: START_UPDATE, params: [token.leaseEpoch, picked] },
             { text: START_ATTEMPTS, params: [token.leaseEpoch, token.holderId, picked] },
             { text: STARTED, params: [picked] },
+            { text: HOLD_NOW },
           ],
-          rowsWritten: picked.length, // each picked row is locked here: each one starts
-          value: (results): StartOutcome => ({ kind: 'ok', value: (results[2]!.rows as unknown as StartedDbRow[]).map(toStartedAttempt) }),
+          rowsWritten: picked.length, // each picked row is locked here: each one starts, unless held in this trip
+          writesIf: NOT_HELD,
+          value: (results): StartOutcome => {
+            const by = (results[4]!.rows[0]?.held ?? null) as StartHold | null;
+            if (by !== null) return { kind: 'held', by };
+            return { kind: 'ok', value: (results[3]!.rows as unknown as StartedDbRow[]).map(toStartedAttempt) };
+          },
         };
       },
     });

@@ -23,9 +23,10 @@ export async function nextSeq(tx: MyQueryable): Promise<number> {
   return r.insertId;
 }
 
-/** The audit row of a fenced write, numbered by `seq` (SQL: a placeholder, or LAST_INSERT_ID()). */
-const auditInsert = (seq: string) => `INSERT INTO submission_execution_audit (seq, lease_name, lease_epoch, holder_id, action, rows_written, at)
-  VALUES (${seq}, ?, ?, ?, ?, ?, ${NOW})`;
+/** The audit row of a fenced write, numbered by `seq` (SQL: a placeholder, or LAST_INSERT_ID()); only when `when`
+ *  (an SQL condition) holds, if given. */
+const auditInsert = (seq: string, when?: string) => `INSERT INTO submission_execution_audit (seq, lease_name, lease_epoch, holder_id, action, rows_written, at)
+  ${when === undefined ? 'VALUES (' : 'SELECT '}${seq}, ?, ?, ?, ?, ?, ${NOW}${when === undefined ? ')' : ` FROM DUAL WHERE ${when}`}`;
 
 /** Append the audit row of a fenced write (inside the fenced transaction); returns its sequence number. */
 export async function writeAudit(tx: MyQueryable, token: LeaseToken, action: string, rowsWritten: number): Promise<number> {
@@ -107,8 +108,10 @@ export interface FencedPlan<T> {
   /** Locking reads (SELECTs, each guarded by HELD), sent with the fence in its round trip and run after it. */
   reads: MyStatement[];
   /** The fence held: from the reads' rows, the writes, how many rows they write (the audit's count; 0 = no audit
-   *  row) and the value from the writes' results. The writes change only rows the reads locked (they wait for no lock). */
-  decide(reads: Row[][]): { writes: MyStatement[]; rowsWritten: number; value(results: MyResult[]): T };
+   *  row) and the value from the writes' results. The writes change only rows the reads locked (they wait for no lock).
+   *  `writesIf`: an SQL condition the writes themselves test in the commit trip (they write nothing when it is false):
+   *  the audit row is written only when it holds. */
+  decide(reads: Row[][]): { writes: MyStatement[]; rowsWritten: number; writesIf?: string; value(results: MyResult[]): T };
 }
 
 /**
@@ -131,7 +134,7 @@ export function fencedBatch<T>(db: MyDatabase, token: LeaseToken, action: string
     const out = plan.decide(reads.map((r) => r.rows));
     const audit: MyStatement[] = out.rowsWritten === 0 ? [] : [
       { text: NEXT_SEQ },
-      { text: auditInsert('LAST_INSERT_ID()'), params: [token.leaseName, token.leaseEpoch, token.holderId, action, out.rowsWritten] },
+      { text: auditInsert('LAST_INSERT_ID()', out.writesIf), params: [token.leaseName, token.leaseEpoch, token.holderId, action, out.rowsWritten] },
     ];
     const results = await tx.commit([...out.writes, ...audit]);
     return { kind: 'ok', value: out.value(results.slice(0, out.writes.length)) };

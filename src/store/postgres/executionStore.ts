@@ -84,8 +84,9 @@ export const LOAD_SCHEDULED = `SELECT ${SCHEDULED_ONLY_COLS} FROM submission_int
 // partition test, a whole partition of ix_intents_partition_modified): without fresh
 // statistics (right after a burst of intents) it otherwise read every due entry of that index per batch.
 // The hold ($7: the cluster's control row): the leader's own rules (ExecutionOps: a pending handover request for the
-// lease drains it; the partition's or the cluster's pause holds it), read by this statement's snapshot, so a START
-// that waited for a connection or a lock starts nothing once a pause or a drain committed before it ran.
+// lease drains it; the partition's or the cluster's pause holds it), read by this statement's snapshot, taken as it
+// begins: a START that waited for a connection starts nothing once a pause or a drain committed before it began (a
+// lock wait inside it, on the lease row behind a renew or on an intent row, comes after that snapshot).
 const START = `/* sm:start */
 WITH ${FENCE_CTE},
 now AS MATERIALIZED (SELECT clock_timestamp() AS t),
