@@ -160,6 +160,20 @@ describe('chaos checker, two partitions (issue 25)', () => {
     expect(only(h, 'partition_isolation')).toContain('kill (killed h2) hit partitions [1]: partition 0 (L) started nothing for 5500 ms = 2.75 × lease > bound 2.50');
   });
 
+  // Campaign on fc6a7f3, seed 39008: a terminate hit partitions 0 and 1; 1.5 s later a stop of partition 2's own
+  // leader paused partition 2. Its pause is the stop's (judged by the stop's own liveness), not the terminate's.
+  it('partition_isolation: a partition another fault hit meanwhile is that fault\'s to judge', () => {
+    const h = clean();
+    h.audit.find((a) => a.seq === 11)!.atMs = 15_500;
+    h.attempts[1]!.startedAtMs = 15_500;
+    const stop: FaultRecord = { kind: 'stop', slot: 0, victim: 'h1', victimWasLeader: true, epochAtFault: 1, startedAt: 11_000, endedAt: 14_000,
+      measureFrom: 11_000, exclude: null, detail: 'stopped h1', resumedAt: 15_500, partitions: [0] };
+    h.faults = [...h.faults, stop];
+    expect(found(h).filter((v) => v.check === 'partition_isolation')).toEqual([]);
+    h.faults = [...h.faults.slice(0, -1), { ...stop, startedAt: 16_000, endedAt: 17_000, measureFrom: 16_000, resumedAt: 17_500 }]; // after the start
+    expect(found(h).filter((v) => v.check === 'partition_isolation').map((v) => v.message).join()).toContain('partition 0 (L) started nothing for 5500 ms');
+  });
+
   // Campaign on 2939f15, seeds 27011 and 27012: a complete_stall drawn against h3 stalled partition 1's leader h2 too
   // (it locks every intent in flight); h2's epoch expired with a 2xx unwritten and the next leader sent again.
   it('a database-wide fault excuses a re-send on every partition it hit, not only its drawn victim\'s', () => {

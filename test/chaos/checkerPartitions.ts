@@ -202,6 +202,12 @@ export function partitionChecks(h: History, leases: Leases, starts: AuditRow[], 
       const s = starts.find((a) => a.atMs > f.measureFrom && leases.of(a) === lease);
       if (!s) continue; // nothing to start on that partition afterwards: the drain rule judges it
       if (leases.haltDuring(f.startedAt, s.atMs)) continue;
+      // Another fault on p's leader before that start, beginning after f or not yet resumed from (no start of p since
+      // its measureFrom) when f began, paused it: that fault's own liveness rule judges p, not f's isolation. (A change
+      // of the count is judged above, by when it was active.)
+      const startedSince = (from: number) => starts.some((a) => leases.of(a) === lease && a.atMs > from && a.atMs <= f.measureFrom);
+      if (h.faults.some((g) => g !== f && g.kind !== 'partition_change' && (g.partitions ?? []).includes(p) && g.startedAt < s.atMs
+        && (g.startedAt >= f.measureFrom || !startedSince(g.measureFrom)))) continue;
       const ms = Math.round(s.atMs - f.measureFrom);
       if (ms > boundMs) {
         fail('partition_isolation', `${f.kind} (${f.detail}) hit partitions [${[...hit].join(',')}]: partition ${p} (${lease}) started nothing for ${ms} ms = ` +

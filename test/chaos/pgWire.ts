@@ -81,7 +81,7 @@ export function wroteSomething(kind: StatementKind, answer: Msg[]): boolean {
     case 'acquire': return rows[0]?.[0] === 't';
     case 'renew': return rows.length > 0;
     case 'release': return rows[0]?.[0] !== undefined && rows[0][0] !== '0';
-    case 'start': return rows.some((r) => r[0] === '1' && r[1] !== null);
+    case 'start': return rows.some((r) => r[0] === '1' && r[1] !== null); // (fenced, intent_id of a started attempt, …)
     case 'complete': return rows[0]?.[0] === '1';
     case 'orphans': return answer.some((m) => m.type === 'C' && m.body.toString('utf8').startsWith('COMMIT'));
   }

@@ -112,7 +112,7 @@ ins AS (
   SELECT intent_id, attempt_count, $3, $2, (SELECT t FROM now), 'started' FROM started
 ),
 ${auditCte('start_attempts', 'SELECT count(*) FROM started')}
-SELECT f.fenced, hold.by AS held, s.* FROM (SELECT count(*)::int AS fenced FROM fence) f CROSS JOIN hold LEFT JOIN started s ON true`;
+SELECT f.fenced, s.*, hold.by AS held FROM (SELECT count(*)::int AS fenced FROM fence) f CROSS JOIN hold LEFT JOIN started s ON true`;
 
 // The attempt row is closed (outcome set once); the intent moves on only if it did not change meanwhile and this
 // statement closed its attempt (an aborted record of a START whose reply was lost names an attempt that may never
