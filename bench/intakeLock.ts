@@ -7,15 +7,15 @@
 // Each arm at concurrency c = 1, 16, 64 (c inserts in flight at once, one connection each: the pool holds 64), in
 // rounds A/B, B/A, … (the order flips every round) so that drift (the table growing, other work on the machine)
 // falls on both arms alike. Per arm: inserts/s (inserts ÷ the arm's wall time, summed over rounds), p50/p99 of one
-// insert's latency (INSERT + the primary-key read-back of the database's times: two round trips, the lock is in the
-// first), and the server's InnoDB row-lock waits and deadlocks meanwhile (global counters: S locks do not wait for
-// each other, so anything here is from elsewhere or a surprise). `BENCH_LOCK_N` inserts per arm and round at c = 16
+// insert's latency (INSERT + the primary-key read-back of the database's times, one batch: one round trip), and the
+// server's InnoDB row-lock waits and deadlocks meanwhile (global counters: S locks do not wait for each other, so
+// anything here is from elsewhere or a surprise). `BENCH_LOCK_N` inserts per arm and round at c = 16
 // and 64 (default 2 000; c = 1: a sixth of it), `BENCH_LOCK_ROUNDS` (default 4), `BENCH_MYSQL_URL`.
 import { randomUUID } from 'node:crypto';
 import { partitionHash } from '../src/intents/partition.js';
 import { uuidv7 } from '../src/intents/ids.js';
 import type { NewIntent } from '../src/store/intentPorts.js';
-import type { MyDatabase } from '../src/store/mysql/db.js';
+import type { MyDatabase, MyStatement } from '../src/store/mysql/db.js';
 import { createMysqlStores } from '../src/store/mysql/index.js';
 import { MysqlIntentStore } from '../src/store/mysql/intentStore.js';
 import { freshMysqlDatabase } from './mysqlDatabase.js';
@@ -32,15 +32,16 @@ const LOCKED_READ = /(FROM submission_manager_partition_count WHERE id = 1) LOCK
 /** The database as the unlocked arm sees it: the count read's `LOCK IN SHARE MODE` removed from every statement
  *  text (counted, so the run fails if the store's text no longer has it and the arms would be the same). */
 function unlocked(db: MyDatabase): MyDatabase & { rewritten: number } {
+  const rewrite = (text: string) => {
+    if (!LOCKED_READ.test(text)) return text;
+    w.rewritten++;
+    return text.replace(LOCKED_READ, '$1');
+  };
   const w = {
     rewritten: 0,
-    query: <R>(text: string, params?: unknown[]) => {
-      if (LOCKED_READ.test(text)) {
-        w.rewritten++;
-        text = text.replace(LOCKED_READ, '$1');
-      }
-      return db.query<R>(text, params);
-    },
+    query: <R>(text: string, params?: unknown[]) => db.query<R>(rewrite(text), params),
+    batch: (statements: MyStatement[]) => db.batch(statements.map((x) => ({ ...x, text: rewrite(x.text) }))),
+    pipelined: db.pipelined.bind(db),
     session: db.session.bind(db),
     transaction: db.transaction.bind(db),
     server: db.server.bind(db),

@@ -5,11 +5,14 @@
 // what that rests on (db.ts pipelined): a failing statement stops its batch, and the transaction rolls back. A start's
 // writes may reach the server late (its reply lost, the client gone): the aborted record written meanwhile still
 // finds the attempt it started. A hold (a pause or a drain) committed between a start's two trips holds it in the second.
+// An intake of a new intent is one round trip (its INSERT and read-back in one batch); a replay two; a reply lost
+// after the INSERT committed is replayed by the retry with the key, not duplicated.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it, type TestContext } from 'vitest';
 import { openMysqlPool, type MyDatabase } from '../../src/store/mysql/db.js';
 import { MysqlExecutionStore } from '../../src/store/mysql/executionStore.js';
 import { isStoreError, type LeaseToken } from '../../src/store/ports.js';
+import type { NewIntent } from '../../src/store/intentPorts.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
 import type { Stores } from '../../src/store/stores.js';
 import { MYSQL_TEST_URL, withMysqlDatabase as withDatabase } from '../support/mysqlServer.js';
@@ -59,6 +62,10 @@ async function withLeader(t: TestContext, fn: (name: string, s: Stores, token: L
     await fn(name, s, await acquireToken(s, 'A'));
   }));
 }
+
+const newIntent = (key: string, requestHash = '0'.repeat(64)): NewIntent => ({ intentId: randomUUID(), idempotencyKey: key,
+  requestHash, contract: { provider: { url: null }, payload: { n: 1 }, retry: { maxAttempts: 5, baseDelayMs: 10, maxDelayMs: 50 } },
+  maxAttempts: 5, notBefore: null, partitionHash: 7 });
 
 const texts = (cs: MysqlCommand[]) => cs.map((c) => c.text.replace(/\s+/g, ' ').slice(0, 60));
 
@@ -129,7 +136,43 @@ describe('mysql fenced writes: round trips', () => {
     }
   });
 
-  it('pipelined: a failing statement stops its batch (nothing after it runs) and the transaction rolls back', async (t) => {
+  it('an intake: a new intent in one round trip, a replay in two (the stored intent), a lost reply replayed by the retry', async (t) => {
+    const skip = inject('mysqlUnavailable');
+    if (skip) return t.skip(skip);
+    const { counter, url } = await countingProxy();
+    try {
+      await withDatabase(async (name) => {
+        await withStores(MYSQL_TEST_URL, name, (direct) => direct.migrate());
+        await withStores(url, name, async (s) => {
+          const intake = (n: NewIntent) => counter.during(() => s.intents.insert(n));
+          await intake(newIntent('warm'));
+          await intake(newIntent('warm')); // a replay too: a connection of each pool opened and its session pinned
+          const created = await intake(newIntent('k1'));
+          expect(created.value).toMatchObject({ kind: 'created', intent: { idempotencyKey: 'k1', status: 'scheduled', partition: 0 } });
+          expect(created.commands.length).toBe(1); // before: 2 (the INSERT, then the read-back)
+          expect(created.commands[0]!.text).toMatch(/^INSERT INTO submission_intents[^;]*;\s*SELECT [^;]* FROM submission_intents WHERE intent_id = '[^;]*$/);
+          // The same key: the batch stops at the INSERT (the read-back never runs), then the key's row is read.
+          const replay = await intake(newIntent('k1'));
+          expect(replay.value).toEqual({ kind: 'existing', intent: created.value.intent });
+          expect(texts(replay.commands).map((x) => x.slice(0, 12))).toEqual(['INSERT INTO ', 'SELECT inten']);
+          const other = await intake(newIntent('k1', '1'.repeat(64))); // another body: the stored one, for the conflict
+          expect(other.value).toMatchObject({ kind: 'existing', intent: { intentId: created.value.intent.intentId, requestHash: '0'.repeat(64) } });
+
+          const lost = newIntent('k2');
+          const cut = counter.loseReplyTo(/^INSERT INTO submission_intents/);
+          expect(await s.intents.insert(lost).catch((e: unknown) => e)).toMatchObject({ name: 'StoreError', kind: 'transient' });
+          await cut;
+          const retried = await s.intents.insert(newIntent('k2')); // the client's retry: a fresh intent id, the same key
+          expect(retried).toMatchObject({ kind: 'existing', intent: { intentId: lost.intentId, idempotencyKey: 'k2' } });
+          expect((await s.intents.list({ limit: 10 })).map((i) => i.idempotencyKey).sort()).toEqual(['k1', 'k2', 'warm']);
+        });
+      });
+    } finally {
+      await counter.close();
+    }
+  });
+
+  it('pipelined and batch: a failing statement stops its batch (nothing after it runs); a transaction rolls back, a batch keeps what ran', async (t) => {
     const skip = inject('mysqlUnavailable');
     if (skip) return t.skip(skip);
     await withDatabase(async (name) => {
@@ -149,6 +192,12 @@ describe('mysql fenced writes: round trips', () => {
         expect([Number(after!.rows[0]!.id), Number(after!.rows[0]!.v)]).toEqual([before, 0]);
         const [inserted, read] = await db.pipelined((tx) => tx.commit([insert(4), { text: 'SELECT id FROM t' }]));
         expect([inserted!.affectedRows, read!.rows]).toEqual([1, [{ id: 4 }]]);
+        // A batch, outside any transaction: each statement commits as it completes; a failing one stops the batch
+        // (nothing after it runs), what ran before it stays.
+        expect(await db.batch([insert(5), insert(5), { text: 'SET @after = 2' }]).catch((e: unknown) => e)).toMatchObject({ name: 'StoreError', kind: 'conflict' });
+        const [kept, session] = await db.batch([{ text: 'SELECT id FROM t ORDER BY id' }, { text: 'SELECT @after AS v, CONNECTION_ID() AS id' }]);
+        expect(kept!.rows).toEqual([{ id: 4 }, { id: 5 }]);
+        expect([Number(session!.rows[0]!.id), Number(session!.rows[0]!.v)]).toEqual([before, 0]);
       } finally {
         await db.close();
       }

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import type { Stores } from '../../src/store/stores.js';
 import type { IntentStatus } from '../../src/store/intentPorts.js';
-import { openMysqlPool, type MyDatabase, type MyQueryable } from '../../src/store/mysql/db.js';
+import { openMysqlPool, type MyDatabase, type MyQueryable, type MyResult, type MyStatement } from '../../src/store/mysql/db.js';
 import { holdTransaction } from './heldLock.js';
 import { mysqlExamined, mysqlSeedSettledSql } from './largeTable.js';
 import { createMysqlStores } from '../../src/store/mysql/index.js';
@@ -224,8 +224,14 @@ export const mysql: DialectHarness = {
         const db = open(1, dbName);
         let partition = -1;
         const commit = await holdTransaction<MyQueryable>((fn) => db.transaction(fn), async (tx) => {
-          // The store's insert runs only single statements: the transaction's connection stands in for the pool.
-          partition = (await new MysqlIntentStore(tx as MyDatabase).insert(n)).intent.partition;
+          // The transaction's connection stands in for the pool: the store's batch runs there statement by statement,
+          // so the row stays uncommitted (and the count row share-locked) until the commit.
+          const held = { query: tx.query.bind(tx), batch: async (xs: MyStatement[]) => {
+            const out: MyResult[] = [];
+            for (const x of xs) out.push(await tx.query(x.text, x.params));
+            return out;
+          } };
+          partition = (await new MysqlIntentStore(held as MyDatabase).insert(n)).intent.partition;
         }, () => db.close());
         return { partition, commit };
       },

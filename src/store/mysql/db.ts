@@ -4,8 +4,8 @@
 // server (MariaDB or MySQL, version) is detected once, on the first connection. Timestamps never meet a JS
 // Date on the way in or out in the local zone: the driver returns DATETIME as text (dateStrings), parsed here
 // as UTC; parameters are sent as UTC text (dbTime). Driver errors are mapped once (errors.ts).
-// Pipelined transactions (several statements per round trip) run on a second pool of their own, opened on first
-// use with multipleStatements: nothing else is sent on it, and its values are escaped by mysql2 (`?`) as everywhere.
+// Pipelined transactions and batches (several statements per round trip) run on a second pool of their own, opened on
+// first use with multipleStatements: nothing else is sent on it, and its values are escaped by mysql2 (`?`) as everywhere.
 import mysql from 'mysql2/promise';
 import type { PoolConnection, Pool } from 'mysql2/promise';
 import { CLIENT_DEADLINE_MARGIN_MS } from '../../limits.js';
@@ -62,6 +62,11 @@ export interface MyDatabase extends MyQueryable {
    *  rolls back. A deadlock victim runs again as in `transaction`. A batch's client-side deadline is one call's, plus
    *  one statement timeout for each statement after the first that `waits` (each may wait its own timeout). */
   pipelined<T>(fn: (tx: MyPipeline) => Promise<T>): Promise<T>;
+  /** `statements` in ONE round trip on the pipelining pool, outside any transaction: each commits as it completes
+   *  (autocommit), so a later one sees what an earlier one wrote. The server runs them in order and stops at the first
+   *  that fails (none after it runs; those before it stay committed): the call fails with that error. One call's
+   *  client deadline, plus one statement timeout for each statement after the first that `waits`. */
+  batch(statements: MyStatement[]): Promise<MyResult[]>;
   /** The server, detected on the first connection. */
   server(): Promise<MysqlServer>;
   close(): Promise<void>;
@@ -100,6 +105,20 @@ async function retryDeadlock<T>(once: () => Promise<T>): Promise<T> {
 
 /** `?` placeholders of a statement as mysql2 counts them (`?` a value, `??` an identifier; quotes are not parsed). */
 const placeholders = (text: string) => (text.match(/\?+/g) ?? []).filter((m) => m.length <= 2).length;
+
+/** The statements as one text and one list of values. The texts are joined and the values flattened: a miscount
+ *  would shift every later statement's values, so it throws. */
+function joined(all: MyStatement[]): { text: string; params: unknown[] } {
+  for (const x of all) {
+    if (placeholders(x.text) !== (x.params?.length ?? 0)) {
+      throw new Error(`pipelined statement with ${placeholders(x.text)} placeholders and ${x.params?.length ?? 0} values: ${x.text.slice(0, 80)}`);
+    }
+  }
+  return { text: all.map((x) => x.text).join(';\n'), params: all.flatMap((x) => x.params ?? []) };
+}
+
+/** The driver's reply to `count` statements sent as one text: one result each (mysql2 nests them when several). */
+const results = (r: unknown, count: number): unknown[] => (count === 1 ? [r] : (r as unknown[]));
 
 /** A pool with bounded statements (COMMIT_GRACE_MS relies on that bound) and a client-side deadline on every call.
  *  Late commits: a pipelined transaction stamps its rows (last_modified_at) and commits in its last batch, whose
@@ -214,30 +233,31 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
     }
   };
 
-  /** One run of a pipelined transaction on a connection of the pipelining pool. */
-  const oncePipelined = async <T>(fn: (tx: MyPipeline) => Promise<T>): Promise<T> => {
+  /** A connection of the pipelining pool (opened on first use). */
+  const acquirePipelining = async (): Promise<PoolConnection> => {
     if (closed) throw mapMysqlError(new Error('Pool is closed'));
     pipelining ??= createPool(true);
-    const c = await acquire(pipelining);
+    return acquire(pipelining);
+  };
+
+  /** One call's deadline, plus one statement timeout for each statement after the first that may wait for a lock. */
+  const batchDeadline = (statements: MyStatement[]) =>
+    deadlineMs + Math.max(0, statements.filter((x) => x.waits).length - 1) * opts.statementTimeoutMs;
+
+  /** One run of a pipelined transaction on a connection of the pipelining pool. */
+  const oncePipelined = async <T>(fn: (tx: MyPipeline) => Promise<T>): Promise<T> => {
+    const c = await acquirePipelining();
     let broken = false;
     let state = 'new' as 'new' | 'open' | 'committed';
     const batch = async (statements: MyStatement[], commit: boolean): Promise<MyResult[]> => {
       if (state === 'committed') throw new Error('pipelined transaction: a batch after COMMIT');
       const begin = state === 'new';
       const all = [...(begin ? [{ text: 'START TRANSACTION' }] : []), ...statements, ...(commit ? [{ text: 'COMMIT' }] : [])];
-      for (const x of all) {
-        // The texts are joined and the values flattened: a miscount would shift every later statement's values.
-        if (placeholders(x.text) !== (x.params?.length ?? 0)) {
-          throw new Error(`pipelined statement with ${placeholders(x.text)} placeholders and ${x.params?.length ?? 0} values: ${x.text.slice(0, 80)}`);
-        }
-      }
-      const waiting = statements.filter((x) => x.waits).length;
+      const { text, params } = joined(all);
       state = 'open';
-      const r = await send(c, all.map((x) => x.text).join(';\n'), all.flatMap((x) => x.params ?? []), () => (broken = true),
-        deadlineMs + Math.max(0, waiting - 1) * opts.statementTimeoutMs);
+      const r = await send(c, text, params, () => (broken = true), batchDeadline(statements));
       if (commit) state = 'committed';
-      const results = all.length === 1 ? [r] : (r as unknown[]); // mysql2: one result per statement when there are several
-      return results.slice(begin ? 1 : 0, begin ? 1 + statements.length : statements.length).map(shape);
+      return results(r, all.length).slice(begin ? 1 : 0, begin ? 1 + statements.length : statements.length).map(shape);
     };
     try {
       const value = await fn({ send: (x) => batch(x, false), commit: (x) => batch(x, true) });
@@ -280,6 +300,16 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
     },
     transaction: (fn) => retryDeadlock(() => once(fn)),
     pipelined: (fn) => retryDeadlock(() => oncePipelined(fn)),
+    async batch(statements) {
+      const { text, params } = joined(statements);
+      const c = await acquirePipelining();
+      let broken = false;
+      try {
+        return results(await send(c, text, params, () => (broken = true), batchDeadline(statements)), statements.length).map(shape);
+      } finally {
+        finish(c, broken);
+      }
+    },
     async server() {
       const c = await acquire();
       c.release();

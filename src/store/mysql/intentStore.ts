@@ -28,11 +28,21 @@ async function lockIntent(tx: MyQueryable, intentId: string, allowed: string): P
 export class MysqlIntentStore implements IntentStore {
   constructor(private readonly db: MyDatabase) {}
 
+  /** One round trip for a new intent: the INSERT and the primary-key read-back of what the database decided (its clock;
+   *  MySQL has no INSERT … RETURNING) as one batch, outside any transaction. The INSERT commits as it completes, so
+   *  the read-back (a consistent read begun after it) sees the row. A taken key stops the batch at the INSERT (the
+   *  read-back never runs): the stored intent is read by its key, a second round trip. A reply lost after the
+   *  INSERT committed fails the call; the client's retry with the key finds the row and replays it. */
   async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
     const id = idParam(n.intentId);
+    let inserted: IntentDbRow | undefined;
     try {
-      await this.db.query(INSERT, [id, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
-        n.notBefore ? dbTime(n.notBefore) : null, n.partition ?? null, n.partitionHash ?? null, n.partitionKey ?? null]);
+      const [, read] = await this.db.batch([
+        { text: INSERT, params: [id, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
+          n.notBefore ? dbTime(n.notBefore) : null, n.partition ?? null, n.partitionHash ?? null, n.partitionKey ?? null], waits: true },
+        { text: BY_ID, params: [id] },
+      ]);
+      inserted = read!.rows[0] as IntentDbRow | undefined;
     } catch (e) {
       // The key is taken (the INSERT waited for the other writer's commit): return the stored intent.
       if (!(isStoreError(e) && e.kind === 'conflict' && n.idempotencyKey !== null)) throw e;
@@ -40,10 +50,8 @@ export class MysqlIntentStore implements IntentStore {
       if (!existing.rows[0]) throw e; // the duplicate was the intent id, not the key
       return { kind: 'existing', intent: toIntent(existing.rows[0]) };
     }
-    // What the database decided (its clock); MySQL has no INSERT … RETURNING.
-    const row = (await this.db.query<IntentDbRow>(BY_ID, [id])).rows[0];
-    if (!row) throw new Error(`intent ${id} inserted but not found`);
-    return { kind: 'created', intent: { ...toIntent(row), contract: n.contract } };
+    if (!inserted) throw new Error(`intent ${id} inserted but not found`);
+    return { kind: 'created', intent: { ...toIntent(inserted), contract: n.contract } };
   }
 
   async get(intentId: string): Promise<IntentRow | null> {
