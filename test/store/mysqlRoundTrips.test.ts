@@ -67,6 +67,22 @@ const newIntent = (key: string, requestHash = '0'.repeat(64)): NewIntent => ({ i
   requestHash, contract: { provider: { url: null }, payload: { n: 1 }, retry: { maxAttempts: 5, baseDelayMs: 10, maxDelayMs: 50 } },
   maxAttempts: 5, notBefore: null, partitionHash: 7 });
 
+/** `fn` on a fresh migrated database (its name), with stores whose every command passes the counting proxy; skipped
+ *  without a server. */
+async function withCounted(t: TestContext, fn: (name: string, s: Stores, counter: MysqlCommandCounter) => Promise<void>): Promise<void> {
+  const skip = inject('mysqlUnavailable');
+  if (skip) return t.skip(skip);
+  const { counter, url } = await countingProxy();
+  try {
+    await withDatabase(async (name) => {
+      await withStores(MYSQL_TEST_URL, name, (direct) => direct.migrate());
+      await withStores(url, name, (s) => fn(name, s, counter));
+    });
+  } finally {
+    await counter.close();
+  }
+}
+
 const texts = (cs: MysqlCommand[]) => cs.map((c) => c.text.replace(/\s+/g, ' ').slice(0, 60));
 
 /** `db` whose pipelined transactions run `between()` after each round trip but the last (locks taken, not released). */
@@ -80,97 +96,76 @@ const lockWaits = async (db: MyDatabase, database: string) => Number((await db.q
   FROM information_schema.INNODB_TRX t JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
  WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`, [database])).rows[0]!.n);
 
-describe('mysql fenced writes: round trips', () => {
-  it('a fenced start and a fenced completion take two round trips each, as does a lost lease (writing nothing)', async (t) => {
-    const skip = inject('mysqlUnavailable');
-    if (skip) return t.skip(skip);
-    const { counter, url } = await countingProxy();
-    try {
-      await withDatabase(async (name) => {
-        await withStores(MYSQL_TEST_URL, name, (direct) => direct.migrate());
-        await withStores(url, name, async (s) => {
-          const token = await acquireToken(s, 'A');
-          const cycle = async (id: string) => {
-            const start = await counter.during(() => s.execution.fencedStartAttempts(token, [{ intentId: id, expectedAttemptCount: 0 }]));
-            const complete = await counter.during(() => s.execution.fencedCompleteAttempts(token, [{
-              intentId: id, attemptNo: 1, outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } }]));
-            return { start, complete };
-          };
-          await cycle((await submit(s)).intentId); // warm: every connection opened and its session pinned
-          await cycle((await submit(s)).intentId);
-          const id = (await submit(s)).intentId;
-          const { start, complete } = await cycle(id);
-          expect(start.value).toMatchObject({ kind: 'ok', value: [{ intentId: id, attemptNo: 1 }] });
-          expect(complete.value).toMatchObject({ kind: 'ok', value: [{ intentId: id, applied: true }] });
-          console.log(`[round trips] start ${start.commands.length}: ${JSON.stringify(texts(start.commands))}`);
-          console.log(`[round trips] complete ${complete.commands.length}: ${JSON.stringify(texts(complete.commands))}`);
-          expect(start.commands.length).toBe(2); // before: 9 (each statement its own round trip)
-          expect(complete.commands.length).toBe(2); // before: 10
-          // The first batch begins the transaction and reads the fence before anything else, and writes nothing; the
-          // last one writes, appends the audit row and commits.
-          for (const c of [start.commands, complete.commands]) {
-            expect(c[0]!.text).toMatch(/^START TRANSACTION;\s*SELECT 1 AS fenced FROM submission_manager_leases/);
-            expect(c[0]!.text).not.toMatch(/;\s*(UPDATE|INSERT|DELETE|COMMIT)\b/);
-            expect(c.at(-1)!.text).toMatch(/INSERT INTO submission_execution_audit[^;]*;\s*COMMIT$/);
-          }
-          const audit = await auditRows(name);
-          expect(audit.slice(-2)).toEqual([['start_attempts', 1], ['complete_attempts', 2]]);
+describe('mysql round trips: fenced writes and intake', () => {
+  it('a fenced start and a fenced completion take two round trips each, as does a lost lease (writing nothing)', (t) =>
+    withCounted(t, async (name, s, counter) => {
+      const token = await acquireToken(s, 'A');
+      const cycle = async (id: string) => {
+        const start = await counter.during(() => s.execution.fencedStartAttempts(token, [{ intentId: id, expectedAttemptCount: 0 }]));
+        const complete = await counter.during(() => s.execution.fencedCompleteAttempts(token, [{
+          intentId: id, attemptNo: 1, outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } }]));
+        return { start, complete };
+      };
+      await cycle((await submit(s)).intentId); // warm: every connection opened and its session pinned
+      await cycle((await submit(s)).intentId);
+      const id = (await submit(s)).intentId;
+      const { start, complete } = await cycle(id);
+      expect(start.value).toMatchObject({ kind: 'ok', value: [{ intentId: id, attemptNo: 1 }] });
+      expect(complete.value).toMatchObject({ kind: 'ok', value: [{ intentId: id, applied: true }] });
+      console.log(`[round trips] start ${start.commands.length}: ${JSON.stringify(texts(start.commands))}`);
+      console.log(`[round trips] complete ${complete.commands.length}: ${JSON.stringify(texts(complete.commands))}`);
+      expect(start.commands.length).toBe(2); // before: 9 (each statement its own round trip)
+      expect(complete.commands.length).toBe(2); // before: 10
+      // The first batch begins the transaction and reads the fence before anything else, and writes nothing; the
+      // last one writes, appends the audit row and commits.
+      for (const c of [start.commands, complete.commands]) {
+        expect(c[0]!.text).toMatch(/^START TRANSACTION;\s*SELECT 1 AS fenced FROM submission_manager_leases/);
+        expect(c[0]!.text).not.toMatch(/;\s*(UPDATE|INSERT|DELETE|COMMIT)\b/);
+        expect(c.at(-1)!.text).toMatch(/INSERT INTO submission_execution_audit[^;]*;\s*COMMIT$/);
+      }
+      const audit = await auditRows(name);
+      expect(audit.slice(-2)).toEqual([['start_attempts', 1], ['complete_attempts', 2]]);
 
-          // A stale token: the fence finds no row, the transaction is rolled back; nothing written, two round trips.
-          const stale = { ...token, leaseEpoch: token.leaseEpoch - 1 };
-          const other = (await submit(s)).intentId;
-          const lost = await counter.during(() => s.execution.fencedStartAttempts(stale, [{ intentId: other, expectedAttemptCount: 0 }]));
-          expect(lost.value).toEqual({ kind: 'leaseLost' });
-          expect(texts(lost.commands).at(-1)).toBe('ROLLBACK');
-          expect(lost.commands.length).toBe(2);
-          expect((await s.intents.get(other))?.attemptCount).toBe(0);
-          const late = await s.execution.fencedCompleteAttempts(stale, [{
-            intentId: id, attemptNo: 1, outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } }]);
-          expect(late).toEqual({ kind: 'leaseLost' });
-          expect((await s.intents.get(id))?.status).toBe('succeeded');
-          expect((await auditRows(name)).slice(-2)).toEqual([['start_attempts', 1], ['complete_attempts', 2]]); // nothing after
-        });
-      });
-    } finally {
-      await counter.close();
-    }
-  });
+      // A stale token: the fence finds no row, the transaction is rolled back; nothing written, two round trips.
+      const stale = { ...token, leaseEpoch: token.leaseEpoch - 1 };
+      const other = (await submit(s)).intentId;
+      const lost = await counter.during(() => s.execution.fencedStartAttempts(stale, [{ intentId: other, expectedAttemptCount: 0 }]));
+      expect(lost.value).toEqual({ kind: 'leaseLost' });
+      expect(texts(lost.commands).at(-1)).toBe('ROLLBACK');
+      expect(lost.commands.length).toBe(2);
+      expect((await s.intents.get(other))?.attemptCount).toBe(0);
+      const late = await s.execution.fencedCompleteAttempts(stale, [{
+        intentId: id, attemptNo: 1, outcome: 'succeeded', httpStatus: 200, error: null, durationMs: 5, next: { status: 'succeeded' } }]);
+      expect(late).toEqual({ kind: 'leaseLost' });
+      expect((await s.intents.get(id))?.status).toBe('succeeded');
+      expect((await auditRows(name)).slice(-2)).toEqual([['start_attempts', 1], ['complete_attempts', 2]]); // nothing after
+    }));
 
-  it('an intake: a new intent in one round trip, a replay in two (the stored intent), a lost reply replayed by the retry', async (t) => {
-    const skip = inject('mysqlUnavailable');
-    if (skip) return t.skip(skip);
-    const { counter, url } = await countingProxy();
-    try {
-      await withDatabase(async (name) => {
-        await withStores(MYSQL_TEST_URL, name, (direct) => direct.migrate());
-        await withStores(url, name, async (s) => {
-          const intake = (n: NewIntent) => counter.during(() => s.intents.insert(n));
-          await intake(newIntent('warm'));
-          await intake(newIntent('warm')); // a replay too: a connection of each pool opened and its session pinned
-          const created = await intake(newIntent('k1'));
-          expect(created.value).toMatchObject({ kind: 'created', intent: { idempotencyKey: 'k1', status: 'scheduled', partition: 0 } });
-          expect(created.commands.length).toBe(1); // before: 2 (the INSERT, then the read-back)
-          expect(created.commands[0]!.text).toMatch(/^INSERT INTO submission_intents[^;]*;\s*SELECT [^;]* FROM submission_intents WHERE intent_id = '[^;]*$/);
-          // The same key: the batch stops at the INSERT (the read-back never runs), then the key's row is read.
-          const replay = await intake(newIntent('k1'));
-          expect(replay.value).toEqual({ kind: 'existing', intent: created.value.intent });
-          expect(texts(replay.commands).map((x) => x.slice(0, 12))).toEqual(['INSERT INTO ', 'SELECT inten']);
-          const other = await intake(newIntent('k1', '1'.repeat(64))); // another body: the stored one, for the conflict
-          expect(other.value).toMatchObject({ kind: 'existing', intent: { intentId: created.value.intent.intentId, requestHash: '0'.repeat(64) } });
+  it('an intake: a new intent in one round trip, a replay in two (the stored intent), a lost reply replayed by the retry', (t) =>
+    withCounted(t, async (_name, s, counter) => {
+      const intake = (n: NewIntent) => counter.during(() => s.intents.insert(n));
+      await intake(newIntent('warm'));
+      await intake(newIntent('warm')); // a replay too: a connection of each pool opened and its session pinned
+      const created = await intake(newIntent('k1'));
+      expect(created.value).toMatchObject({ kind: 'created', intent: { idempotencyKey: 'k1', status: 'scheduled', partition: 0 } });
+      expect(created.commands.length).toBe(1); // before: 2 (the INSERT, then the read-back)
+      expect(created.commands[0]!.text).toMatch(/^INSERT INTO submission_intents[^;]*;\s*SELECT [^;]* FROM submission_intents WHERE intent_id = '[^;]*$/);
+      expect(created.commands[0]!.text.split(';').at(-1)).not.toMatch(/\bcontract\b/); // the caller holds it
+      // The same key: the batch stops at the INSERT (the read-back never runs), then the key's row is read.
+      const replay = await intake(newIntent('k1'));
+      expect(replay.value).toEqual({ kind: 'existing', intent: created.value.intent });
+      expect(texts(replay.commands).map((x) => x.slice(0, 12))).toEqual(['INSERT INTO ', 'SELECT inten']);
+      const other = await intake(newIntent('k1', '1'.repeat(64))); // another body: the stored one, for the conflict
+      expect(other.value).toMatchObject({ kind: 'existing', intent: { intentId: created.value.intent.intentId, requestHash: '0'.repeat(64) } });
 
-          const lost = newIntent('k2');
-          const cut = counter.loseReplyTo(/^INSERT INTO submission_intents/);
-          expect(await s.intents.insert(lost).catch((e: unknown) => e)).toMatchObject({ name: 'StoreError', kind: 'transient' });
-          await cut;
-          const retried = await s.intents.insert(newIntent('k2')); // the client's retry: a fresh intent id, the same key
-          expect(retried).toMatchObject({ kind: 'existing', intent: { intentId: lost.intentId, idempotencyKey: 'k2' } });
-          expect((await s.intents.list({ limit: 10 })).map((i) => i.idempotencyKey).sort()).toEqual(['k1', 'k2', 'warm']);
-        });
-      });
-    } finally {
-      await counter.close();
-    }
-  });
+      const lost = newIntent('k2');
+      const cut = counter.loseReplyTo(/^INSERT INTO submission_intents/);
+      expect(await s.intents.insert(lost).catch((e: unknown) => e)).toMatchObject({ name: 'StoreError', kind: 'transient' });
+      await cut;
+      const retried = await s.intents.insert(newIntent('k2')); // the client's retry: a fresh intent id, the same key
+      expect(retried).toMatchObject({ kind: 'existing', intent: { intentId: lost.intentId, idempotencyKey: 'k2' } });
+      expect((await s.intents.list({ limit: 10 })).map((i) => i.idempotencyKey).sort()).toEqual(['k1', 'k2', 'warm']);
+    }));
 
   it('pipelined and batch: a failing statement stops its batch (nothing after it runs); a transaction rolls back, a batch keeps what ran', async (t) => {
     const skip = inject('mysqlUnavailable');

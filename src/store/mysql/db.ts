@@ -141,6 +141,9 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
       bigNumberStrings: true,
       multipleStatements,
       typeCast,
+      // No stack captured on every call (mysql2's `trace`): a failure is mapped where the call is awaited (send), so
+      // its StoreError carries the caller's async stack; the driver's own error stays its cause.
+      trace: false,
     });
     if ('onPool' in opts) opts.onPool?.(created);
     // A pooled connection the server drops while idle emits 'error'; without a listener the process would die.

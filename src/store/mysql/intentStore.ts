@@ -18,6 +18,9 @@ SELECT ?, ?, ?, ?, 'scheduled', 0, ?, COALESCE(CAST(? AS DATETIME(6)), ${NOW}), 
 
 const BY_ID = `SELECT ${INTENT_COLS} FROM submission_intents WHERE intent_id = ?`;
 
+/** A new row's read-back: every column but the contract, which the caller holds (the stored text is its JSON). */
+const CREATED = `SELECT ${INTENT_COLS.replace(/\bcontract,\s*/, '')} FROM submission_intents WHERE intent_id = ?`;
+
 /** The row, locked, with whether `allowed` (an SQL predicate on it) holds. */
 async function lockIntent(tx: MyQueryable, intentId: string, allowed: string): Promise<(IntentDbRow & { allowed: number }) | null> {
   const r = await tx.query<IntentDbRow & { allowed: number }>(`SELECT ${INTENT_COLS}, (${allowed}) AS allowed
@@ -35,14 +38,14 @@ export class MysqlIntentStore implements IntentStore {
    *  INSERT committed fails the call; the client's retry with the key finds the row and replays it. */
   async insert(n: NewIntent): Promise<{ kind: 'created' | 'existing'; intent: IntentRow }> {
     const id = idParam(n.intentId);
-    let inserted: IntentDbRow | undefined;
+    let inserted: Omit<IntentDbRow, 'contract'> | undefined;
     try {
       const [, read] = await this.db.batch([
         { text: INSERT, params: [id, n.idempotencyKey, n.requestHash, JSON.stringify(n.contract), n.maxAttempts,
           n.notBefore ? dbTime(n.notBefore) : null, n.partition ?? null, n.partitionHash ?? null, n.partitionKey ?? null], waits: true },
-        { text: BY_ID, params: [id] },
+        { text: CREATED, params: [id] },
       ]);
-      inserted = read!.rows[0] as IntentDbRow | undefined;
+      inserted = read!.rows[0] as Omit<IntentDbRow, 'contract'> | undefined;
     } catch (e) {
       // The key is taken (the INSERT waited for the other writer's commit): return the stored intent.
       if (!(isStoreError(e) && e.kind === 'conflict' && n.idempotencyKey !== null)) throw e;
@@ -51,7 +54,7 @@ export class MysqlIntentStore implements IntentStore {
       return { kind: 'existing', intent: toIntent(existing.rows[0]) };
     }
     if (!inserted) throw new Error(`intent ${id} inserted but not found`);
-    return { kind: 'created', intent: { ...toIntent(inserted), contract: n.contract } };
+    return { kind: 'created', intent: toIntent({ ...inserted, contract: n.contract }) };
   }
 
   async get(intentId: string): Promise<IntentRow | null> {
