@@ -16,11 +16,11 @@ import { fmt, freshSchema, pool, PG_URL, printTable } from './support.js';
 import { fileURLToPath } from 'node:url';
 import { schemaUrl, startHost } from './localHost.js';
 
-const BARE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bareIntakeServer.js');
-const HANDLER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'handlerIntakeServer.js');
+export const BARE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bareIntakeServer.js');
+export const HANDLER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'handlerIntakeServer.js');
 
 /** CPU time (user + system) a process has used so far, in ms (Linux /proc; NaN elsewhere). */
-function cpuMs(pid: number | undefined): number {
+export function cpuMs(pid: number | undefined): number {
   try {
     const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)

@@ -4,7 +4,10 @@
 //    production), attempts/s from first start to last completion (database time), against one-commit-per-row
 //    UPDATEs of the same rows through the same pool size (16) at concurrency 16;
 //  - intake: POST /api/intents through the local host (one instance, pool 10) at c = 1, 16, 64, against
-//    single-row INSERTs of the same columns straight through the driver (same pool size and concurrency);
+//    single-row INSERTs of the same columns straight through the driver (same pool size and concurrency); to split
+//    the cost, in the same rounds (interleaved halves, CPU per request of each server from /proc): the app's own
+//    postIntent handler served from node:http (bench/handlerIntakeServer.ts) and a bare node:http + one INSERT server
+//    (bench/bareIntakeServer.ts), each its own process like the host;
 //  - pickup: submit → first provider call with the default settings (10 s timer, 1 s refresh; MySQL has no
 //    notices, so the refresh interval bounds pickup): p99 ÷ refresh is the figure.
 import { randomUUID } from 'node:crypto';
@@ -18,7 +21,7 @@ import { createMysqlStores } from '../src/store/mysql/index.js';
 import { freshMysqlDatabase } from './mysqlDatabase.js';
 import { fmt, pool, printTable, startProviderProcess } from './support.js';
 import { startHost } from './localHost.js';
-import { BODY, postAll } from './intake.js';
+import { BARE, BODY, cpuMs, HANDLER, postAll } from './intake.js';
 import { measure, RATE, REFRESH_MS, SECONDS } from './pickup.js';
 
 const POOL = 16;
@@ -79,15 +82,24 @@ const INTAKE_POOL = 10;
 
 async function intake(n: number) {
   const d = await freshMysqlDatabase();
-  const host = await startHost({ DATABASE_URL: d.url, INSTANCES: '1', DB_POOL_MAX: String(INTAKE_POOL), PROVIDER_URL: 'http://127.0.0.1:9/unused' });
+  const env = { DATABASE_URL: d.url, INSTANCES: '1', DB_POOL_MAX: String(INTAKE_POOL), PROVIDER_URL: 'http://127.0.0.1:9/unused' };
+  const host = await startHost(env);
+  const handler = await startHost(env, HANDLER);
+  const bare = await startHost({}, BARE, [d.url, '-', String(INTAKE_POOL)]);
+  const servers = [host, handler, bare];
   const db = d.open(INTAKE_POOL);
   const contract = JSON.stringify({ provider: { url: null }, payload: JSON.parse(BODY).payload, retry: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 300000 } });
   const rows = [];
   try {
-    await postAll(host.base, 500, 16, LATER); // warm-up (JIT, pool connections), not measured
+    for (const s of servers) await postAll(s.base, 500, 16, LATER); // warm-up (JIT, pool connections), not measured
     for (const c of [1, 16, 64]) {
       const count = c === 1 ? Math.min(n, 1_000) : n;
-      const r = await postAll(host.base, count, c, LATER);
+      // Interleaved halves (host, handler, bare, then the reverse), so a burst of load elsewhere hits each alike.
+      const cpu0 = servers.map((s) => cpuMs(s.child.pid));
+      const halves: Awaited<ReturnType<typeof postAll>>[][] = servers.map(() => []);
+      for (const i of [0, 1, 2, 2, 1, 0]) halves[i]!.push(await postAll(servers[i]!.base, count / 2, c, LATER));
+      const cpu = servers.map((s, i) => (cpuMs(s.child.pid) - cpu0[i]!) / count);
+      const [r, hd, b] = halves.map(([x, y]) => ({ rps: (x!.rps + y!.rps) / 2, p50: Math.max(x!.p50, y!.p50), p99: Math.max(x!.p99, y!.p99) }));
       const t0 = performance.now();
       await pool(Array.from({ length: count }), c, async () => {
         await db.query(`INSERT INTO submission_intents (intent_id, idempotency_key, request_hash, contract, status, attempt_count,
@@ -96,11 +108,13 @@ async function intake(n: number) {
         [randomUUID(), randomUUID(), '0'.repeat(64), contract]);
       });
       const insertPerS = (count / (performance.now() - t0)) * 1000;
-      rows.push({ concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1), 'raw INSERT/s': fmt(insertPerS),
-        'ratio vs INSERT': fmt(r.rps / insertPerS, 2) });
+      rows.push({ concurrency: c, 'req/s': fmt(r!.rps), 'p50 ms': fmt(r!.p50, 1), 'p99 ms': fmt(r!.p99, 1), 'raw INSERT/s': fmt(insertPerS),
+        'ratio vs INSERT': fmt(r!.rps / insertPerS, 2), 'handler on node:http req/s': fmt(hd!.rps), 'handler p99 ms': fmt(hd!.p99, 1),
+        'handler vs INSERT': fmt(hd!.rps / insertPerS, 2), 'bare http+INSERT req/s': fmt(b!.rps), 'bare p99 ms': fmt(b!.p99, 1),
+        'bare vs INSERT': fmt(b!.rps / insertPerS, 2), 'CPU ms/req host / handler / bare': cpu.map((x) => fmt(x, 3)).join(' / ') });
     }
   } finally {
-    await host.stop();
+    for (const s of servers) await s.stop();
     await db.close();
     await d.drop();
   }
@@ -110,16 +124,18 @@ async function intake(n: number) {
 const ratios: string[] = [];
 const n = Number(process.env.BENCH_MYSQL_EXEC_N ?? 5_000);
 const exec = [];
-for (const c of [64, 256]) {
+for (const c of n > 0 ? [64, 256] : []) { // BENCH_MYSQL_EXEC_N=0: no execution part
   const r = await execution(n, c);
   exec.push({ intents: n, 'provider ms': 0, concurrency: c, 'attempts/s': fmt(r.attemptsPerS), 'baseline UPDATE/s': fmt(r.baselinePerS),
     ratio: fmt(r.attemptsPerS / r.baselinePerS, 2) });
   ratios.push(`execution c${c}=${fmt(r.attemptsPerS / r.baselinePerS, 2)}x`);
 }
-printTable('Execution (MariaDB, one leader, no-op provider in its own process; baseline: one-commit-per-row UPDATE, pool 16)', exec);
+if (n > 0) printTable('Execution (MariaDB, one leader, no-op provider in its own process; baseline: one-commit-per-row UPDATE, pool 16)', exec);
 const intakeRows = await intake(Number(process.env.BENCH_MYSQL_INTAKE_N ?? 2_000));
 printTable('Intake (MariaDB, POST /api/intents through the local host, 1 instance; baseline: single-row INSERT, same pool)', intakeRows);
-ratios.push(`intake vs INSERT ${intakeRows.map((r) => `c${r.concurrency}=${r['ratio vs INSERT']}x`).join(' ')}`);
+ratios.push(`intake vs INSERT ${intakeRows.map((r) => `c${r.concurrency}=${r['ratio vs INSERT']}x (p99 ${r['p99 ms']} ms)`).join(' ')}`,
+  `handler on node:http vs INSERT ${intakeRows.map((r) => `c${r.concurrency}=${r['handler vs INSERT']}x`).join(' ')}`,
+  `bare http+INSERT vs INSERT ${intakeRows.map((r) => `c${r.concurrency}=${r['bare vs INSERT']}x`).join(' ')}`);
 const d = await freshMysqlDatabase();
 try {
   const r = await measure('defaults (no notices on MySQL)', d.url, {});
