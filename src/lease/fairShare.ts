@@ -6,13 +6,15 @@
 //
 // Hand back the highest-numbered partition held when held > share, or when held − the fewest any other live instance
 // holds ≥ 2, nothing is free and this instance is the first (by holder id) of those holding the most — only once that
-// held on `confirmations` consecutive decisions (default 2; hysteresis). Take free partitions only while holding no
-// more than any other live instance, up to floor(P ÷ n) (up to the share for the first P mod n by holder id), so a
-// freed partition goes to the instance that needs it whatever the order; one free for `patience` decisions (default
-// 3) may be taken by any instance below its share.
+// held on `confirmations` consecutive decisions (default 2; hysteresis). Free partitions are dealt out to the instances
+// below their target — floor(P ÷ n), the share for the first P mod n by holder id — those holding fewest first, and
+// each tries its own deal at once (the deals of one view never collide: a failover's partitions are taken on one
+// tick); the fewest also try the rest; one free for `patience` decisions (default 3) may be taken by any instance
+// below its share.
 //
 // A silent instance (its row older than two heartbeats at the read: cut off from the database, the row still live
-// until the window drops it) is counted in the share but nothing waits for it: free partitions are dealt to the
+// until the window drops it) is counted in the share but nothing waits for it: what it reports leading is no claim
+// (its leases run out; an acquire never steals) and counts for nothing, free partitions are dealt to the
 // others, it is not the fewest an imbalance is judged against, one free for `strandedAfter` decisions (default
 // patience + 1) while every instance below its share is silent is taken by an instance at its share, and none is
 // handed back while they stay silent (it would go to nobody). An instance whose beats come within two heartbeats keeps
@@ -142,7 +144,10 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const silent = new Set<string>();
   for (const i of input.live) {
     if (i.holderId === input.self) continue;
-    others.set(i.holderId, new Set(i.partitions.filter(inRange)));
+    // What a silent instance reports is no claim, and it holds nothing the share counts: cut off, it renews nothing,
+    // so its leases run out. Trying one early costs a refused acquire (an acquire never steals); waiting for its row
+    // to leave the list would cost the partition that long.
+    others.set(i.holderId, new Set(i.silent ? [] : i.partitions.filter(inRange)));
     if (i.silent) silent.add(i.holderId);
   }
   const liveInstances = others.size + 1;
@@ -197,18 +202,24 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const rank = awake.filter((c) => c.n <= base && c.holderId < input.self).length;
   const target = slots > rank ? share : base;
   const amongFewest = held.length <= fewest;
-  // The free partitions are dealt out among the instances that need them, in holder-id order, each up to its target:
-  // `before` is what those ahead of this one are dealt, `othersDealt` what all the others are.
-  const all = [...awake, { holderId: input.self, n: held.length }].sort((a, b) => (a.holderId < b.holderId ? -1 : a.holderId > b.holderId ? 1 : 0));
+  // The free partitions are dealt out among the instances that need them, each up to its target (the share slots go
+  // in holder-id order, as `target` says), those holding fewest first (then by holder id): `before` is what those
+  // ahead of this one are dealt, `othersDealt` what all the others are.
+  const byId = (a: { holderId: string }, b: { holderId: string }) => (a.holderId < b.holderId ? -1 : a.holderId > b.holderId ? 1 : 0);
+  const all = [...awake, { holderId: input.self, n: held.length }].sort(byId);
   let extraLeft = (divided % liveInstances) - all.filter((c) => c.n > base).length;
+  const needs = all.map((c) => ({ ...c, need: Math.max(0, (c.n > base ? share : extraLeft-- > 0 ? share : base) - c.n) }));
   let before = 0;
   let othersDealt = 0;
-  for (const c of all) {
-    const t = c.n > base ? share : extraLeft-- > 0 ? share : base;
+  for (const c of needs.sort((a, b) => a.n - b.n || byId(a, b))) {
     if (c.holderId === input.self) before = othersDealt;
-    else othersDealt += Math.max(0, t - c.n);
+    else othersDealt += c.need;
   }
   const free = [...freeNow].sort((a, b) => a - b);
+  // Below its target with a deal of its own (the free partitions cover those holding fewer first): try it now, on the
+  // same tick as the fewest (a failover's partitions are all taken at once; the deals do not collide on one view).
+  const ownDeal = held.length < target ? free.slice(before, before + (target - held.length)) : [];
+  if (!amongFewest && ownDeal.length > 0) return result({ acquire: ownDeal, acquireMax: ownDeal.length, handBack: null, reason: 'under' });
   if (!amongFewest || held.length >= target) {
     // Not the one that needs them most: only partitions nobody took for `patience` decisions, up to the share — those
     // dealt to no one first, then the others' deals from the last (their first picks collide least).

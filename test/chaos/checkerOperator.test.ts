@@ -188,6 +188,16 @@ describe('the checker with operator actions', () => {
     expect(check(drained(drainAt, resumeAt)).violations.map((v) => v.check)).toEqual(fails ? ['liveness'] : []);
   });
 
+  // Campaign seed 39200: a cluster drain answered 500 (the lease table locked by a fault) after some partitions'
+  // requests were recorded: those leaders drained. Its handovers halt execution as an answered drain's do.
+  it('a drain answered 5xx whose handovers completed halts execution; one with none halts nothing', () => {
+    const failed = drained(9_400, 10_800 + 2_500);
+    failed.operatorActions = [act('drain', 9_400, 9_500, 500, 4)];
+    expect(check(failed).violations).toEqual([]);
+    failed.audit = failed.audit.filter((a) => a.action !== 'complete_handover');
+    expect(check(failed).violations.map((v) => v.check)).toEqual(['liveness']);
+  });
+
   it('a pause requested just before a fault\'s resume, which came in time, does not move the measure', () => {
     // The kill at 9 000 is resumed at 10 500 (1.5 s); a pause requested at 10 400 (answered 10 600) and resumed at
     // 14 050 must not re-measure it from the resume (where the partition may no longer exist).

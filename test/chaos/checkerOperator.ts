@@ -65,11 +65,14 @@ export function pauseHalts(actions: readonly OperatorAction[] | undefined): { fr
 
 /** Spans in which a drain halts execution (docs/operations.md: from the drain to the next tick after its completion):
  *  from a drain answered 2xx's request to the last handover its leaders completed within `withinMs` after it (audit
- *  `complete_handover`), else its answer. The liveness rules measure a resume across one from its end. */
+ *  `complete_handover`), else its answer. A drain whose answer failed or never came (a store error after some partitions'
+ *  requests were recorded, a reply lost) halts too where handovers completed after it: it took effect. The liveness rules
+ *  measure a resume across one from its end. */
 export function drainHalts(actions: readonly OperatorAction[] | undefined, audit: readonly AuditRow[], withinMs: number): { from: number; until: number }[] {
-  return byRequest(actions).filter((a) => a.action === 'drain' && ok(a)).map((d) => {
+  return byRequest(actions).filter((a) => a.action === 'drain').flatMap((d) => {
     const done = audit.filter((x) => x.action === 'complete_handover' && x.atMs >= d.requestedAt && x.atMs <= d.requestedAt + withinMs).map((x) => x.atMs);
-    return { from: d.requestedAt, until: Math.max(d.answeredAt!, ...done) };
+    if (!ok(d) && done.length === 0) return [];
+    return [{ from: d.requestedAt, until: Math.max(d.answeredAt ?? d.requestedAt, ...done) }];
   });
 }
 

@@ -105,6 +105,18 @@ describe('fair share: one decision', () => {
     expect([fs.decide(back), fs.decide(back)].map((d) => [d.reason, d.handBack])).toEqual([['confirming', null], ['over-share', 3]]);
   });
 
+  it('what a silent instance reports is no claim: its partition is free to the instance whose deal it is', () => {
+    // c was cut off while leading 1 (its row still live, its lease running out); a holds 0; b holds none.
+    const view = [...live({ a: [0], b: [] }), { holderId: 'c', partitions: [1], silent: true }];
+    for (const self of ['b', 'h0', 'zz']) {
+      const d = decideFairShare({ partitionCount: 2, self, held: [], live: view.map((i) => (i.holderId === 'b' ? { ...i, holderId: self } : i)) }).decision;
+      expect(d.acquire.slice(0, d.acquireMax), self).toEqual([1]); // not 0 first (a leads it): 1 is free
+    }
+    // The same report from an instance that beats is a claim (and its place in the share): b tries nothing.
+    const beating = decideFairShare({ partitionCount: 2, self: 'b', held: [], live: live({ a: [0], b: [], c: [1] }) }).decision;
+    expect(beating.acquire.slice(0, beating.acquireMax)).toEqual([]);
+  });
+
   it('a silent instance is not the fewest an imbalance is judged by: nothing goes back to nobody', () => {
     // 2, 2, 1 and a silent 0 over 5 (share 2): without d nobody is 2 above another.
     const view = [...live({ a: [0, 1], b: [2, 3], c: [4] }), { holderId: 'd', partitions: [], silent: true }];
@@ -138,6 +150,17 @@ describe('fair share: one decision', () => {
       expect(tries(deal), `${b}`).toEqual([0, 1]);
       expect(tries(patient), `${c}`).toEqual([2]); // all three taken on the same tick
     }
+  });
+
+  // Campaign seed 39017: a leader of 0, 1 and 2 cut off, back with none; s0 took 1, s1 holds 3. Free: 0 and 2.
+  it('a failover: one below its target but not the fewest takes its own deal on the first decision, beside the fewest', () => {
+    const view = live({ s0: [1], s1: [3], s2: [] });
+    const first = (self: string, held: number[]) => {
+      const d = decideFairShare({ partitionCount: 4, self, held, live: view }).decision; // default patience: 3
+      return d.acquire.slice(0, d.acquireMax);
+    };
+    // Dealt fewest first: s2 (none) gets 0; s0 (below its target of 2, the share slot by holder id) gets 2; s1 is at 1.
+    expect([first('s2', []), first('s0', [1]), first('s1', [3])]).toEqual([[0], [2], []]);
   });
 
   it('a leave of 16 among 4 (64 partitions): the survivors fill to 21, and only the first by holder id to 22', () => {
