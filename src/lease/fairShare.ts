@@ -8,13 +8,12 @@
 // holds ≥ 2, nothing is free and this instance is the first (by holder id) of those holding the most — only once that
 // held on `confirmations` consecutive decisions (default 2; hysteresis). Free partitions are dealt out to the instances
 // below their target — floor(P ÷ n), the share for the first P mod n by holder id — those holding fewest first, and
-// each tries its own deal at once (the deals of one view never collide: a failover's partitions are taken on one
-// tick); the fewest also try the rest; one free for `patience` decisions (default 3) may be taken by any instance
-// below its share.
+// each tries its own deal at once (the own deals of one view never collide, so a failed leader's partitions go to
+// the instances below their target on one tick); the fewest also try the rest; one free for `patience` decisions
+// (default 3) may be taken by any instance below its share.
 //
 // A silent instance (its row older than two heartbeats at the read: cut off from the database, the row still live
-// until the window drops it) is counted in the share but nothing waits for it: what it reports leading is no claim
-// (its leases run out; an acquire never steals) and counts for nothing, free partitions are dealt to the
+// until the window drops it) is counted in the share but nothing waits for it: free partitions are dealt to the
 // others, it is not the fewest an imbalance is judged against, one free for `strandedAfter` decisions (default
 // patience + 1) while every instance below its share is silent is taken by an instance at its share, and none is
 // handed back while they stay silent (it would go to nobody). An instance whose beats come within two heartbeats keeps
@@ -144,10 +143,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   const silent = new Set<string>();
   for (const i of input.live) {
     if (i.holderId === input.self) continue;
-    // What a silent instance reports is no claim, and it holds nothing the share counts: cut off, it renews nothing,
-    // so its leases run out. Trying one early costs a refused acquire (an acquire never steals); waiting for its row
-    // to leave the list would cost the partition that long.
-    others.set(i.holderId, new Set(i.silent ? [] : i.partitions.filter(inRange)));
+    others.set(i.holderId, new Set(i.partitions.filter(inRange)));
     if (i.silent) silent.add(i.holderId);
   }
   const liveInstances = others.size + 1;
@@ -217,7 +213,7 @@ export function decideFairShare(input: FairShareInput, state: FairShareState = I
   }
   const free = [...freeNow].sort((a, b) => a - b);
   // Below its target with a deal of its own (the free partitions cover those holding fewer first): try it now, on the
-  // same tick as the fewest (a failover's partitions are all taken at once; the deals do not collide on one view).
+  // same tick as the fewest (own deals of one view never collide).
   const ownDeal = held.length < target ? free.slice(before, before + (target - held.length)) : [];
   if (!amongFewest && ownDeal.length > 0) return result({ acquire: ownDeal, acquireMax: ownDeal.length, handBack: null, reason: 'under' });
   if (!amongFewest || held.length >= target) {

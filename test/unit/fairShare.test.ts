@@ -105,16 +105,11 @@ describe('fair share: one decision', () => {
     expect([fs.decide(back), fs.decide(back)].map((d) => [d.reason, d.handBack])).toEqual([['confirming', null], ['over-share', 3]]);
   });
 
-  it('what a silent instance reports is no claim: its partition is free to the instance whose deal it is', () => {
-    // c was cut off while leading 1 (its row still live, its lease running out); a holds 0; b holds none.
-    const view = [...live({ a: [0], b: [] }), { holderId: 'c', partitions: [1], silent: true }];
-    for (const self of ['b', 'h0', 'zz']) {
-      const d = decideFairShare({ partitionCount: 2, self, held: [], live: view.map((i) => (i.holderId === 'b' ? { ...i, holderId: self } : i)) }).decision;
-      expect(d.acquire.slice(0, d.acquireMax), self).toEqual([1]); // not 0 first (a leads it): 1 is free
-    }
-    // The same report from an instance that beats is a claim (and its place in the share): b tries nothing.
-    const beating = decideFairShare({ partitionCount: 2, self: 'b', held: [], live: live({ a: [0], b: [], c: [1] }) }).decision;
-    expect(beating.acquire.slice(0, beating.acquireMax)).toEqual([]);
+  it('a silent instance still renewing its leases keeps them claimed: the really free partition is the one dealt', () => {
+    // i0 beats late (silent) but its leases of 0 and 1 are live (the lease read lists them); 3 is free after a leave.
+    const view = [{ holderId: 'i0', partitions: [0, 1], silent: true }, ...live({ i1: [2] })];
+    const d = decideFairShare({ partitionCount: 4, self: 'i1', held: [2], live: view }).decision;
+    expect(d.acquire.slice(0, d.acquireMax)).toEqual([3]);
   });
 
   it('a silent instance is not the fewest an imbalance is judged by: nothing goes back to nobody', () => {
