@@ -46,7 +46,9 @@ export async function startDue(d: StartDeps, token: LeaseToken, granted: number,
     }
     if (res.kind === 'leaseLost') return out.refused();
     if (res.kind === 'held') {
-      putBack(d, due, new Set());
+      // Back as they were (their due times, so their order: intents of one partition key keep it); the leader reads
+      // its flags before its next START, so no START follows at once while the hold lasts.
+      for (const x of due) d.refresher.schedule.release(x.intentId, { ...x, status: 'scheduled', nextAttemptAt: new Date(x.dueMs) });
       return out.held(res.by, due.length);
     }
     unused = granted - res.value.length;
@@ -75,7 +77,7 @@ function started(d: StartDeps, due: DueEntry[], startedRows: StartedAttempt[], s
 }
 
 /** Every due intent not in `startedIds` back to the schedule; returns how many. Changed meanwhile (cancelled,
- *  rescheduled), not yet due in database time, or held by the database: queued again SKIPPED_RETRY_MS from now (not
+ *  rescheduled) or not yet due in database time: queued again SKIPPED_RETRY_MS from now (not
  *  from its old due time, which would leave an overdue intent due: a START per iteration); a newer row from refresh
  *  wins over this one. Released whatever the gate says now: only a reset schedule (leadership lost) ignores it. */
 function putBack(d: StartDeps, due: DueEntry[], startedIds: Set<string>): number {

@@ -86,7 +86,7 @@ UPDATE submission_intents AS i
 // The hold (params: the lease name twice, the cluster's control name): the leader's own rules (ExecutionOps: a pending
 // handover request for the lease drains it; the partition's or the cluster's pause holds it), read as the START runs
 // (plain reads: a subquery of a locking read locks nothing, READ COMMITTED sees the latest commit). Judged in both round
-// trips: at the pick (HOLD_READ says which; nothing held is picked) and again in the commit trip (@sm_start_hold, set
+// trips: at the pick (nothing held is picked; HOLD_READ, after it, says which) and again in the commit trip (@sm_start_hold, set
 // by its first statement; the writes, the read-back and the audit row test it), so neither a connection wait before
 // the START nor the client hop between its trips lets it start after a pause or a drain committed before that trip.
 const HOLD = `CASE WHEN EXISTS (SELECT 1 FROM submission_manager_handover_requests AS h WHERE h.pending_lease = ?) THEN 'draining'
@@ -206,13 +206,15 @@ export class MysqlExecutionStore implements ExecutionStore {
     const held = heldParams(token);
     const out = await fencedBatch(this.db, token, 'start_attempts', {
       reads: [
-        { text: HOLD_READ, params: [...hold, ...held] },
         ...(ids.length === 0 ? [] : [{ text: START_PICK, params: [JSON.stringify(sorted), ids, this.partition, ...hold, ...held] }]),
+        { text: HOLD_READ, params: [...hold, ...held] },
       ],
-      decide: ([holdRows, pick]) => {
-        const picked = (pick ?? []).map((r) => r.intent_id as string);
+      decide: (rows) => {
+        const pick = ids.length === 0 ? [] : rows[0]!;
+        const holdRows = rows.at(-1);
+        const picked = pick.map((r) => r.intent_id as string);
         if (picked.length === 0) {
-          // Nothing picked: 'held' when the HOLD_READ found a hold (one committed between it and the pick: ok [], the next START is held).
+          // Nothing picked: 'held' when the HOLD_READ after the pick finds a hold (a pick held finds nothing).
           const by = (holdRows?.[0]?.held ?? null) as StartHold | null;
           return { writes: [], rowsWritten: 0, value: (): StartOutcome => (by === null ? { kind: 'ok', value: [] } : { kind: 'held', by }) };
         }
