@@ -65,12 +65,17 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
     await opts.probe?.end(schema.schema);
     const cpu = { leader: cpuMs() - cpu0.leader, provider: procCpuMs(provider.pid) - cpu0.provider,
       pg: cpuDeltaMs(cpu0.pg, await backendCpuMs(db, schema.schema)) };
-    const span = await db.query<{ ms: number; n: number }>(
-      `SELECT extract(epoch FROM max(finished_at) - min(started_at)) * 1000 AS ms, count(*)::int AS n FROM submission_attempts`);
-    const { ms, n: attempts } = span.rows[0]!;
+    const span = await db.query<{ ms: number; n: number; call: number }>(
+      `SELECT extract(epoch FROM max(finished_at) - min(started_at)) * 1000 AS ms, count(*)::int AS n, avg(duration_ms)::float8 AS call
+         FROM submission_attempts`);
+    const { ms, n: attempts, call } = span.rows[0]!;
+    // A slot's cycle: the run's span × c ÷ attempts. Its call part is what the leader timed (send → answer,
+    // duration_ms); the rest is the slot idle between an answer and its next start (completion, START, waits).
+    const cycleMs = (Number(ms) * concurrency) / attempts;
     http.close();
     const perAttempt = (v: number) => fmt((v * 1000) / attempts);
     const exec = { attempts, attemptsPerS: (attempts / Number(ms)) * 1000, statements: fmt(leaderDb.count / attempts, 2),
+      slot: `${fmt(Number(call), 1)} / ${fmt(cycleMs - Number(call), 1)}`,
       cpu: `${perAttempt(cpu.leader)} / ${perAttempt(cpu.provider)} / ${perAttempt(cpu.pg)}` };
     // Baseline: the same rows, one UPDATE (one commit) each, same pool, concurrency = pool size.
     // (BENCH_EXEC_BASELINE=0 skips it, e.g. to profile the leader alone with `node --cpu-prof`.)
@@ -109,6 +114,8 @@ export async function benchExecution(n = Number(process.env.BENCH_EXEC_N ?? 10_0
     const r = await runLeader(count, latency, conc, { provider });
     rows.push({ intents: count, 'provider ms': latency, 'provider server': provider === 'raw' ? 'net (minimal)' : 'node:http',
       concurrency: conc, 'attempts/s': fmt(r.attemptsPerS),
+      '% of c ÷ latency': latency > 0 ? `${fmt((100 * r.attemptsPerS * latency) / (conc * 1000))} %` : '—',
+      'slot ms: call (leader-timed) / idle': r.slot,
       'statements/attempt': r.statements, 'CPU µs/attempt leader / provider / PG': r.cpu,
       'baseline UPDATE/s': fmt(r.baselinePerS), 'baseline CPU µs/row client / PG': r.baselineCpu, ratio: fmt(r.attemptsPerS / r.baselinePerS, 2) });
   }
