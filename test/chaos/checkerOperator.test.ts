@@ -19,6 +19,8 @@ const attempt = (key: string, startedAtMs: number, holderId = 'h1') =>
 const stop = (victim: string, startedAt: number, endedAt: number): FaultRecord => ({
   kind: 'stop', slot: 0, victim, victimWasLeader: true, epochAtFault: 1, startedAt, endedAt, measureFrom: startedAt, exclude: null, detail: '', resumedAt: null,
 });
+/** renew_late: the victim's database traffic held from startedAt, delivered at endedAt. */
+const held = (victim: string, startedAt: number, endedAt: number): FaultRecord => ({ ...stop(victim, startedAt, endedAt), kind: 'renew_late' });
 const collect = () => {
   const v: { check: string; message: string }[] = [];
   return { v, fail: (check: string, message: string) => v.push({ check, message }) };
@@ -144,9 +146,18 @@ describe('drain: a cluster drain reaches every partition of the count', () => {
       faults: [stop('h9', 9_800, 10_800)], fails: false },
     { name: 'a leader frozen at the drain still starts a refresh after waking', late: row(5, 'L#1', 1, 11_200, 'h9'),
       faults: [stop('h9', 9_800, 10_800)], fails: true },
-  ])('$name → fails: $fails', ({ late, fails, faults }: { late: AuditRow; fails: boolean; faults?: FaultRecord[] }) => {
+    // The previous release judges a drain only when it issues a START: one issued while its traffic was held commits late.
+    { name: 'an older release\'s START held by a fault until after the drain commits when delivered', late: row(5, 'L#1', 1, 11_000, 'h9'),
+      faults: [held('h9', 9_650, 10_990)], older: ['h9'], fails: false },
+    { name: 'this release\'s START under the same fault (its statement holds itself)', late: row(5, 'L#1', 1, 11_000, 'h9'),
+      faults: [held('h9', 9_650, 10_990)], fails: true },
+    { name: 'an older release\'s START a refresh after the held traffic was delivered', late: row(5, 'L#1', 1, 11_200, 'h9'),
+      faults: [held('h9', 9_650, 10_850)], older: ['h9'], fails: true },
+    { name: 'an older release\'s START with no fault on its traffic', late: row(5, 'L#1', 1, 11_000, 'h9'), older: ['h9'], fails: true },
+  ])('$name → fails: $fails', ({ late, fails, faults, older }: { late: AuditRow; fails: boolean; faults?: FaultRecord[]; older?: string[] }) => {
     const { v, fail } = collect();
-    drainEffects(drained, [row(1, 'L', 1, 9_000), row(2, 'L#1', 1, 9_000), row(3, 'L', 2, 10_900), late], REFRESH + SEND_SLACK_MS, leases, fail, faults ?? []);
+    drainEffects(drained, [row(1, 'L', 1, 9_000), row(2, 'L#1', 1, 9_000), row(3, 'L', 2, 10_900), late], REFRESH + SEND_SLACK_MS, leases, fail, faults ?? [],
+      new Set(older ?? []));
     expect(v.map((x) => x.check)).toEqual(fails ? ['drain'] : []);
     if (fails) expect(v[0]!.message).toMatch(/partition 1 \(L#1\) still started attempts under epoch 1 1[02]00 ms later/);
   });

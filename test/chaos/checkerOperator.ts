@@ -231,14 +231,21 @@ export function busiestSecond(provider: readonly ProviderRecord[], bound: number
   return max;
 }
 
+/** Faults that hold a process's database traffic and deliver it when they end (a held write commits late). */
+const LATE_DELIVERY = new Set(['renew_late', 'proxy_blackhole', 'blackhole_long']);
+
 /** A cluster drain reaches every partition of the count at its answer: none starts under the epoch it had then once
  *  the leaders had a refresh to read it. `countAt` and `leaseOf` map partitions to lease names at a time. */
 export function drainEffects(actions: readonly OperatorAction[] | undefined, audit: readonly AuditRow[], reactionMs: number,
-  partitionLeases: (atMs: number) => string[], fail: Fail, faults: readonly FaultRecord[] = []): void {
+  partitionLeases: (atMs: number) => string[], fail: Fail, faults: readonly FaultRecord[] = [], olderRelease: ReadonlySet<string> = new Set()): void {
   // A leader frozen (a stop or pause fault) when the drain came reads it at its first refresh after waking: a start it
   // commits before that reaction time is not late (it may start until it has read the request; it hands over after).
   const woke = (holderId: string, fromMs: number, atMs: number) => faults.some((f) => (f.kind === 'stop' || f.kind === 'pause') && f.victim === holderId &&
     f.startedAt <= atMs && f.endedAt >= fromMs && atMs <= f.endedAt + reactionMs);
+  // A leader of the previous release judges a drain only when it issues a START (this release's START statement also
+  // holds itself in SQL): one it issued while a fault held its traffic commits when that traffic is delivered late.
+  const delivered = (holderId: string, fromMs: number, atMs: number) => olderRelease.has(holderId) && faults.some((f) =>
+    LATE_DELIVERY.has(f.kind) && f.victim === holderId && f.startedAt <= fromMs + reactionMs && f.endedAt >= fromMs && atMs <= f.endedAt + reactionMs);
   for (const d of byRequest(actions).filter((a) => a.action === 'drain' && ok(a))) {
     const names = partitionLeases(d.answeredAt!);
     for (const [p, lease] of names.entries()) {
@@ -246,7 +253,7 @@ export function drainEffects(actions: readonly OperatorAction[] | undefined, aud
       if (!before.length) continue;
       const epoch = Math.max(...before.map((a) => a.epoch));
       const late = audit.find((a) => (a.leaseName ?? '') === lease && a.action === 'start_attempts' && a.epoch === epoch && a.atMs > d.answeredAt! + reactionMs &&
-        !woke(a.holderId, d.requestedAt, a.atMs));
+        !woke(a.holderId, d.requestedAt, a.atMs) && !delivered(a.holderId, d.answeredAt!, a.atMs));
       if (late) {
         fail('drain', `drain via ${d.via ?? '?'} (EXECUTOR_PARTITIONS ${d.viaPartitions ?? '?'}) answered at ${new Date(d.answeredAt!).toISOString()}: partition ${p} (${lease}) ` +
           `still started attempts under epoch ${epoch} ${Math.round(late.atMs - d.answeredAt!)} ms later (audit seq ${late.seq} by ${late.holderId})`);
@@ -262,7 +269,7 @@ export function operatorChecks(h: History, attempts: ReadonlyMap<string, Attempt
   const actions = h.operatorActions ?? [];
   const windows = pauseWindows(actions, refreshMs);
   const sent = pausedSends(h.provider, attempts, h.faults, windows, fail);
-  drainEffects(actions, h.audit, refreshMs + SEND_SLACK_MS, partitionLeases, fail, h.faults);
+  drainEffects(actions, h.audit, refreshMs + SEND_SLACK_MS, partitionLeases, fail, h.faults, new Set(h.olderReleaseHolders ?? []));
   const limits = h.providerLimits ?? { maxInFlight: 0, ratePerSec: 0 };
   const widest = Math.max(0, ...actions.map((a) => a.viaPartitions ?? 0), (h.partitionLeases ?? []).length);
   const smaller = (a: OperatorAction) => a.viaPartitions !== null && a.viaPartitions < widest;

@@ -57,6 +57,9 @@ export interface History {
   partitionLeases?: string[];
   /** Issue 26: the changes of the partition count, oldest first (absent: none; the count is partitionLeases.length). */
   partitionChanges?: PartitionChangeRow[];
+  /** Mixed-version campaign: the holder ids of the previous release's processes (absent: none ran). Their leaders
+   *  judge a drain only when they issue a START (no hold in the statement): see checkerOperator.ts drainEffects. */
+  olderReleaseHolders?: string[];
   events: LeaseEventRow[];
   audit: AuditRow[];
   intents: IntentRow[];
