@@ -251,6 +251,9 @@ export function drainEffects(actions: readonly OperatorAction[] | undefined, aud
     for (const [p, lease] of names.entries()) {
       const before = audit.filter((a) => (a.leaseName ?? '') === lease && a.atMs <= d.answeredAt!);
       if (!before.length) continue;
+      // Handed over between the request and its answer (an answer held up, e.g. by a stop of the instance that took
+      // the request): the drain took effect then, and the epoch at the answer is already the next leader's.
+      if (before.some((a) => a.action === 'complete_handover' && a.atMs >= d.requestedAt)) continue;
       const epoch = Math.max(...before.map((a) => a.epoch));
       const late = audit.find((a) => (a.leaseName ?? '') === lease && a.action === 'start_attempts' && a.epoch === epoch && a.atMs > d.answeredAt! + reactionMs &&
         !woke(a.holderId, d.requestedAt, a.atMs) && !delivered(a.holderId, d.answeredAt!, a.atMs));
