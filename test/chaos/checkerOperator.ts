@@ -233,19 +233,24 @@ export function busiestSecond(provider: readonly ProviderRecord[], bound: number
 
 /** Faults that hold a process's database traffic and deliver it when they end (a held write commits late). */
 const LATE_DELIVERY = new Set(['renew_late', 'proxy_blackhole', 'blackhole_long']);
+/** Faults that freeze a process (it reads nothing until it wakes). */
+const FROZEN = new Set(['stop', 'pause']);
 
 /** A cluster drain reaches every partition of the count at its answer: none starts under the epoch it had then once
  *  the leaders had a refresh to read it. `countAt` and `leaseOf` map partitions to lease names at a time. */
 export function drainEffects(actions: readonly OperatorAction[] | undefined, audit: readonly AuditRow[], reactionMs: number,
   partitionLeases: (atMs: number) => string[], fail: Fail, faults: readonly FaultRecord[] = [], olderRelease: ReadonlySet<string> = new Set()): void {
+  // A fault of `kinds` on `holderId`, begun by `beganBy` and still on at `fromMs`, after whose end the start at `atMs`
+  // came within the reaction time.
+  const heldBy = (kinds: ReadonlySet<string>, holderId: string, beganBy: number, fromMs: number, atMs: number) => faults.some((f) =>
+    kinds.has(f.kind) && f.victim === holderId && f.startedAt <= beganBy && f.endedAt >= fromMs && atMs <= f.endedAt + reactionMs);
   // A leader frozen (a stop or pause fault) when the drain came reads it at its first refresh after waking: a start it
   // commits before that reaction time is not late (it may start until it has read the request; it hands over after).
-  const woke = (holderId: string, fromMs: number, atMs: number) => faults.some((f) => (f.kind === 'stop' || f.kind === 'pause') && f.victim === holderId &&
-    f.startedAt <= atMs && f.endedAt >= fromMs && atMs <= f.endedAt + reactionMs);
+  const woke = (holderId: string, fromMs: number, atMs: number) => heldBy(FROZEN, holderId, atMs, fromMs, atMs);
   // A leader of the previous release judges a drain only when it issues a START (this release's START statement also
   // holds itself in SQL): one it issued while a fault held its traffic commits when that traffic is delivered late.
-  const delivered = (holderId: string, fromMs: number, atMs: number) => olderRelease.has(holderId) && faults.some((f) =>
-    LATE_DELIVERY.has(f.kind) && f.victim === holderId && f.startedAt <= fromMs + reactionMs && f.endedAt >= fromMs && atMs <= f.endedAt + reactionMs);
+  const delivered = (holderId: string, fromMs: number, atMs: number) => olderRelease.has(holderId) &&
+    heldBy(LATE_DELIVERY, holderId, fromMs + reactionMs, fromMs, atMs);
   for (const d of byRequest(actions).filter((a) => a.action === 'drain' && ok(a))) {
     const names = partitionLeases(d.answeredAt!);
     for (const [p, lease] of names.entries()) {

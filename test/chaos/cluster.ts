@@ -191,8 +191,6 @@ export class ChaosCluster {
 
   /** The release new slots run (mixed-version campaign: the previous release's build until the upgrade). */
   release: string | null = null;
-  /** Holder ids of every process of the previous release started so far (mixed-version campaign). */
-  readonly olderRelease = new Set<string>();
 
   /** `count` slots with the cluster's environment. */
   async start(count: number): Promise<void> {
@@ -227,15 +225,17 @@ export class ChaosCluster {
       ...(offsetS === null ? {} : skewEnv(offsetS)),
     }, path.join(this.logDir, `${slot.base}.out`), undefined, slot.release);
     if (offsetS !== null) this.clockOffsets.set(host.holderIds[0]!, offsetS);
-    if (slot.release) {
-      host.release = slot.release;
-      this.olderRelease.add(host.holderIds[0]!);
-    }
+    if (slot.release) host.release = slot.release;
     this.all.push(host);
     slot.host = host;
     slot.holderId = host.holderIds[0]!;
     slot.stopped = false;
     this.holders.set(slot.holderId, slot.index);
+  }
+
+  /** Holder ids of every process of the previous release started so far (a slot's release never changes). */
+  olderReleaseHolders(): string[] {
+    return [...this.holders].filter(([, i]) => this.slots[i]!.release).map(([h]) => h);
   }
 
   live(): Slot[] {

@@ -104,7 +104,7 @@ export const chaosLeaseNames = (partitions: number) => partitionLeaseNames(setti
 export const activeCleanups = new Set<() => Promise<void>>();
 
 async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, load: LoadGenerator, injector: FaultInjector,
-  operator: OperatorSchedule | null, olderRelease: ReadonlySet<string>): Promise<History> {
+  operator: OperatorSchedule | null, olderRelease: string[]): Promise<History> {
   const [events, audit, intents, attempts] = await Promise.all([
     db.sql('SELECT seq, lease_name, lease_epoch, holder_id, event FROM submission_manager_lease_events ORDER BY seq'),
     db.sql(`SELECT seq, lease_name, lease_epoch, holder_id, action, ${chaosSql.epochMs('at')} AS at_ms
@@ -136,7 +136,7 @@ async function loadHistory(db: ChaosDb, o: RunOptions, providerFile: string, loa
     ...((o.partitions ?? 1) > 1 ? { partitionChanges: await readChanges(db) } : {}),
     provider, accepted: [...load.accepted.values()], replays: load.replays, cancels: load.cancels,
     faults: injector.faults, leaderless: injector.leaderless,
-    ...(olderRelease.size > 0 ? { olderReleaseHolders: [...olderRelease] } : {}),
+    ...(olderRelease.length > 0 ? { olderReleaseHolders: olderRelease } : {}),
   };
 }
 
@@ -254,7 +254,7 @@ export async function runOne(o: RunOptions): Promise<RunResult> {
     await cluster.stopAll(); // quiescent database and provider record before checking
     if (cluster.clockOffsets.size) o.log(`    wall-clock offsets: ${[...cluster.clockOffsets].map(([h, s]) => `${h} ${s >= 0 ? '+' : ''}${s} s`).join(', ')}`);
     await provider.stop();
-    const history = await loadHistory(db, o, providerFile, load, injector, operator, cluster.olderRelease);
+    const history = await loadHistory(db, o, providerFile, load, injector, operator, cluster.olderReleaseHolders());
     const { violations, stats } = check(history);
     if (mixed) violations.push(...await mixed.judge());
     result.violations = violations;
