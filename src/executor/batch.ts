@@ -9,18 +9,22 @@
 //  - a completion is never dropped: what cannot be written now stays in the ExecutionState's completion buffer, and
 //    the settler (settler.ts) keeps writing it under the same token after the tick; a START whose outcome is unknown
 //    records its attempts as aborted there (never sent, so never charged as sent);
+//  - a START may start up to startBatch attempts beyond the free slots: they wait in the ExecutionState's ready
+//    queue (START order) and a freed slot sends the next at once, through the same gate; carried with the calls,
+//    otherwise aborted at close before the completions are written (nothing is sent after the batch stops);
 //  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
 //    clipped to the lease deadline; closing retries the completion write only within a bounded window.
 import type { Clock } from '../lease/clock.js';
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { ProviderPermits } from '../provider/partitionPermits.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
-import type { ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
+import type { ExecutionStore } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import type { ExecutionState } from './executionState.js';
 import type { ExecutorOps } from './executorOps.js';
 import type { LeaderFaults } from './leaderFaults.js';
 import { callProvider, type ProviderCallDeps } from './providerCall.js';
+import { refreshStep } from './refreshStep.js';
 import { startDue } from './starts.js';
 import type { ExecutorSettings, TickSummary } from './tickSummary.js';
 
@@ -70,17 +74,14 @@ export class Batch {
   /** Monotonic time before which the guard will grant nothing more (null: a finishing call wakes us). */
   private heldUntilMs: number | null = null;
 
-  private readonly token: LeaseToken;
-  private readonly sum: TickSummary;
+  constructor(private readonly d: BatchDeps, private readonly r: BatchRun) {}
 
-  constructor(private readonly d: BatchDeps, private readonly r: BatchRun) {
-    this.token = r.token;
-    this.sum = r.sum;
-  }
+  private get token(): LeaseToken { return this.r.token; }
+  private get sum(): TickSummary { return this.r.sum; }
 
   /** RUNNING until a stop reason, then CLOSING; resolves with the stop reason once everything begun has ended. */
   async run(): Promise<string> {
-    this.d.state.watchCalls(this.signal);
+    this.d.state.watchCalls(this.callEnded);
     try {
       while (this.stop === null) {
         this.woken = false;
@@ -117,6 +118,9 @@ export class Batch {
     this.woken = true;
     this.wake();
   };
+
+  /** A call ended: its slot sends the next ready attempt at once (sendReady), then the loop re-evaluates. */
+  private callEnded = (): void => { this.sendReady(); this.signal(); };
 
   /** An SQL error on the leader path: drop leadership now (gate closed, before awaiting anything). */
   private fail(e: unknown): void {
@@ -155,36 +159,17 @@ export class Batch {
     else if (this.renewing && lease.renewDue() && !(await this.renewWriting())) this.stop = 'lease_lost';
     if (this.stop !== null) return;
 
+    this.sendReady(); // a carried ready queue goes out at the first iteration
     const { state } = this.d;
-    const step = state.takeRefreshStep(now);
-    if (step === 'refresh') {
-      const stats = await refresher.refresh(this.deadline());
-      await ops.refreshControl(); // pause flag and handover request, at the refresh cadence (never per attempt)
-      state.refreshRead(this.d.clock.nowMs()); // how overdue its rows are: the cadence begins the next one that early
-      this.sum.refreshedRows += stats.rows;
-      this.sum.refreshes++;
-    } else if (step === 'tail') {
-      // A notice says intents became due: read the tail past what was already read, now. The interval refresh
-      // stays the guarantee (a notice may be lost; it also re-reads the commit-grace window).
-      const stats = await refresher.refreshTail(this.deadline());
-      await ops.refreshControl(); // a pause set before these intents were written must hold for them too
-      this.sum.refreshedRows += stats.rows;
-      this.sum.nudgedRefreshes++;
-    } else if (step === 'reconcilePage') {
-      // The periodic reconcile (defence in depth against late commits): one page per iteration into the live
-      // schedule, so execution never waits for more than one page, under load too (the schedule is never emptied).
-      this.sum.refreshedRows += (await refresher.reconcilePage()).stats.rows;
-    } else if (step === 'reconcile') {
-      await refresher.beginReconcile();
-    }
+    await refreshStep(this.d, state.takeRefreshStep(now), this.sum, this.deadline());
     if (this.stop !== null) return;
 
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const inFlight = state.callsInFlight;
-    const free = s.concurrency - inFlight;
-    const room = free > 0 && (free >= s.startBatch || inFlight === 0);
+    // Up to startBatch attempts beyond the free slots: they wait ready, so a freed slot need not wait for a START.
+    const free = s.concurrency + s.startBatch - state.callsInFlight - state.readyAttempts;
+    const room = free > 0;
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
     let fresh: boolean | null = null;
@@ -238,15 +223,19 @@ export class Batch {
     const t0 = clock.nowMs();
     let calls = 0;
     let held: Promise<void> | null = null;
-    await startDue(this.d, this.token, granted, this.sum, { call: (a) => { calls++; state.track(this.attempt(a)); },
+    await startDue(this.d, this.token, granted, this.sum, { call: (a) => { calls++; state.queueReady(this.token, a); this.sendReady(); },
       refused: () => this.fenceLost(), held: (by, n) => (held = this.d.ops.startHeld(by, n)) });
     await held; // the flags read now: the next iteration drains or holds (no START every few ms meanwhile)
     if (calls > 0) state.startTook(clock.nowMs() - t0); // part of the pickup overhead the refresh cadence covers
   }
 
-  /** The gate just before the call, the call, its result (providerCall.ts). */
-  private attempt(a: StartedAttempt): Promise<void> {
-    return callProvider(this.d.calls, this.token, a, () => this.leading);
+  /** Ready attempts into the free slots, each through the gate just before its call (providerCall.ts), under the
+   *  epoch it was started in: while running or ending with its calls carried, never once another stop is due. */
+  private sendReady(): void {
+    const { calls, lease, ops } = this.d;
+    const stop = this.stop ?? this.r.stopRequested() ?? (ops.handoverRequest() ? 'handover' : null);
+    if ((stop !== null && stop !== 'deadline' && stop !== 'next_tick') || this.failure !== null || this.fenceRefused || !this.leading) return;
+    this.d.state.sendReady((t, a) => callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch)));
   }
 
   /** Await `work` (in-flight calls, the last writes) while still renewing the lease when due, so a long close
@@ -287,6 +276,7 @@ export class Batch {
     // In order: a start still in flight adds its calls to the calls in flight only when it returns.
     await this.keepingLease((async () => {
       await this.starting;
+      if (!carry) this.d.state.abortReady(`the batch stopped (${this.stop})`, this.d.guard); // before its completions are written
       if (!carry) await this.d.state.settled();
       await this.flushing;
     })());

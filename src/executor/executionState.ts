@@ -1,6 +1,8 @@
 // What the executor's leader work keeps across ticks, bridges and epochs of this process, with one owner and named
-// operations (its parts are private): provider calls in flight, completions not yet written, the refresh cadence,
-// and the counts of work between ticks. Guarantees:
+// operations (its parts are private): provider calls in flight, started attempts waiting for a free slot (ready),
+// completions not yet written, the refresh cadence, and the counts of work between ticks. Guarantees:
+//  - calls in flight never exceed the concurrency; ready attempts are sent oldest first (START order) or aborted
+//    (recorded here, never sent); one holds its guard permit until its call's result or its abort;
 //  - every completion is recorded here (record) and every completion write goes through write(): one fenced road,
 //    whose written rows return to the schedule in releaseWritten() (a schedule dropped with leadership ignores
 //    them) and whose counts go to the summary given;
@@ -12,9 +14,11 @@
 import type { LeaseManager } from '../lease/leaseManager.js';
 import type { Logger } from '../observability/logger.js';
 import { sqlErrorField } from '../observability/logger.js';
+import type { ProviderPermits } from '../provider/partitionPermits.js';
+import { aborted } from '../provider/retryPolicy.js';
 import { RefreshCadence, type CadenceStep } from '../schedule/cadence.js';
 import type { ScheduleRefresher } from '../schedule/refresher.js';
-import type { AttemptCompletion, CompletedAttempt, ExecutionStore } from '../store/intentPorts.js';
+import type { AttemptCompletion, CompletedAttempt, ExecutionStore, StartedAttempt } from '../store/intentPorts.js';
 import type { LeaseToken } from '../store/ports.js';
 import { CompletionBuffer, countCompleted, type FlushOutcome } from './completions.js';
 import type { ExecutorOps } from './executorOps.js';
@@ -26,6 +30,8 @@ export class ExecutionState {
   private readonly completions: CompletionBuffer;
   /** Provider calls in flight, kept across ticks (counted against concurrency, awaited on a step-down). */
   private readonly inFlight = new InFlightCalls();
+  /** Started attempts whose call is not sent yet, in the order their STARTs returned them. */
+  private readonly ready: { token: LeaseToken; attempt: StartedAttempt }[] = [];
   /** Refresh, notice tail reads and reconcile (a notice between ticks is read at the next step). */
   private readonly cadence: RefreshCadence;
   /** Counts of the work done between ticks (bridge, settler), added to the next tick's summary. */
@@ -68,6 +74,39 @@ export class ExecutionState {
     return this.inFlight.settled();
   }
 
+  // --- ready attempts (started, call not sent yet) ---
+
+  /** A started attempt waits behind those queued before it (START order, so one partition key's intents are sent
+   *  in submission order) until sendReady() finds a free slot. */
+  queueReady(token: LeaseToken, a: StartedAttempt): void {
+    this.ready.push({ token, attempt: a });
+  }
+
+  /** Started attempts waiting for a free slot. */
+  get readyAttempts(): number {
+    return this.ready.length;
+  }
+
+  /** Send ready attempts, oldest first, while fewer than `concurrency` calls are in flight (never more); `send` is
+   *  the call with its gate (callProvider). Returns how many were sent. */
+  sendReady(send: (token: LeaseToken, a: StartedAttempt) => Promise<void>): number {
+    let n = 0;
+    for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency; n++) {
+      const r = this.ready.shift()!;
+      this.inFlight.add(send(r.token, r.attempt));
+    }
+    return n;
+  }
+
+  /** Abort every ready attempt: none is sent, each is recorded aborted under its epoch (never charged as sent) and
+   *  its permit goes back to `guard`. Returns how many. */
+  abortReady(reason: string, guard: Pick<ProviderPermits, 'release'> | null): number {
+    const dropped = this.ready.splice(0);
+    for (const r of dropped) this.record({ ...aborted(r.attempt, `${reason} before the provider call`), attemptEpoch: r.token.leaseEpoch });
+    guard?.release(dropped.length);
+    return dropped.length;
+  }
+
   // --- completions ---
 
   /** A completion (provider result or abort) to write under the fence; kept until written. */
@@ -80,9 +119,9 @@ export class ExecutionState {
     return this.completions.size;
   }
 
-  /** Results not yet written: calls in flight or completions waiting for the fence. */
+  /** Results not yet written: ready attempts, calls in flight or completions waiting for the fence. */
   get unwritten(): boolean {
-    return this.inFlight.size > 0 || this.completions.size > 0;
+    return this.ready.length > 0 || this.inFlight.size > 0 || this.completions.size > 0;
   }
 
   /** A batch should write now: a full completion batch waits, or some wait and no call is out to add to them. */

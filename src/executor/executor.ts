@@ -147,6 +147,7 @@ export class Executor {
     };
     await bounded(this.running);
     await bounded(this.bridge.ended()); // a bridge sees the stop request and closes like a tick
+    this.state.abortReady('draining', this.guard); // (already aborted by a batch that closed: no batch sends them now)
     await bounded(this.state.settled()); // calls carried past the last tick
     await bounded(this.settler.settleNewest()); // … and the writes of their completions
     await bounded(this.ops.maintenance?.settled()); // a maintenance statement the last tick did not wait for
@@ -168,6 +169,7 @@ export class Executor {
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
     const token = await this.acquire(t0, budgetEnd);
+    if (!token) this.state.abortReady('not leading', this.guard); // what the bridge carried: no batch of that epoch follows
     if (!token) return this.finish(sum, t0, 'follower');
     sum.role = 'leader';
     sum.leaseEpoch = token.leaseEpoch;
@@ -183,7 +185,10 @@ export class Executor {
       // and completions it could not write.
       if (nextTickInMs !== null && reason === 'deadline' && !this.draining && this.epoch === token.leaseEpoch
         && this.lease.ensureEpoch(token.leaseEpoch)) this.startBridge(token, called + nextTickInMs);
-      else if (this.state.unwritten) this.settler.settle(token);
+      else {
+        this.state.abortReady('no batch follows', this.guard); // carried ready attempts: only a batch sends them
+        if (this.state.unwritten) this.settler.settle(token);
+      }
       await releaseDeferred();
     }
   }
@@ -204,6 +209,7 @@ export class Executor {
     this.batch = batch;
     this.bridge.start(token, batch, () => {
       if (this.batch === batch) this.batch = null;
+      if (this.bridge.stopRequest() !== 'next_tick') this.state.abortReady('the bridge ended', this.guard); // else the tick sends them
       if (this.state.unwritten) this.settler.settle(token);
     });
   }

@@ -7,7 +7,7 @@ export interface ExecutorSettings {
   providerTimeoutMs: number;
   reconcileIntervalMs: number;
   refresh: { intervalMs: number; pageSize: number; commitGraceMs: number };
-  /** Start attempts when at least this many slots are free (batched fenced starts). */
+  /** How many attempts a START may start beyond the free slots: they wait ready, so a freed slot sends at once. */
   startBatch: number;
   /** Flush completions once this many are pending (batched fenced completions). */
   completionBatch: number;

@@ -65,7 +65,10 @@ describe.each(dialects)('review: executor findings: $name', (dialect) => {
     inst.lease.renewDue = () => { iterations++; return orig(); }; // called once per loop iteration
     const t0 = Date.now();
     const sum = await inst.executor.tick(1_500);
-    expect(first.started + sum.started).toBe(2);
+    // Two calls take the two slots; each tick may start startBatch (1) more that waits ready for a slot (a tick with
+    // no bridge after it aborts it, unsent): nothing beyond that is started, and only the two calls are sent.
+    expect(first.started + sum.started).toBeLessThanOrEqual(2 + 2 * 1);
+    expect(provider.calls.length).toBe(2);
     // With a 100 ms refresh interval a sane loop wakes ~15 times in 1.5 s (+ a few for completions).
     // BUG: several hundred iterations (one per ~1-2 ms) once the slots were taken.
     expect(iterations, `${iterations} loop iterations in ${Date.now() - t0} ms`).toBeLessThan(100);

@@ -1,0 +1,206 @@
+// Pre-started attempts (the ready queue of src/executor/executionState.ts, filled and sent by src/executor/batch.ts),
+// judged on a fake clock with a provider of fixed latency and a START that takes a few ms:
+//  - a START may start up to startBatch attempts beyond the free slots; they wait, in START order, and a call that
+//    ends sends the next one at once, before any further START; calls in flight never exceed the concurrency;
+//  - a ready attempt goes through the send gate: a pause read meanwhile aborts it (never sent, permit back);
+//  - a batch that stops other than by running out (drain, handover, lost lease) aborts its ready attempts before its
+//    completions are written, and sends nothing after; one that ends at its deadline still leading carries them,
+//    and the next batch sends them before it starts anything of its own.
+import { describe, expect, it, vi } from 'vitest';
+import { FakeClock } from '../../src/lease/clock.js';
+import type { LeaseManager } from '../../src/lease/leaseManager.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { Batch, type BatchDeps } from '../../src/executor/batch.js';
+import { ExecutionState } from '../../src/executor/executionState.js';
+import { NO_OPS, type ExecutorOps } from '../../src/executor/executorOps.js';
+import { LeaderFaults } from '../../src/executor/leaderFaults.js';
+import { StallWatch } from '../../src/executor/stallWatch.js';
+import { emptySummary, type ExecutorSettings } from '../../src/executor/tickSummary.js';
+import type { ProviderPermits } from '../../src/provider/partitionPermits.js';
+import type { Provider, ProviderRequest } from '../../src/provider/provider.js';
+import { Schedule } from '../../src/schedule/schedule.js';
+import type { ScheduleRefresher } from '../../src/schedule/refresher.js';
+import type { AttemptCompletion, ExecutionStore, StartRequest, StartedAttempt } from '../../src/store/intentPorts.js';
+import type { LeaseToken } from '../../src/store/ports.js';
+
+const TOKEN: LeaseToken = { leaseName: 'p0', holderId: 'h', leaseEpoch: 3 };
+const CALL_MS = 50;
+const START_MS = 2;
+const flush = () => new Promise((r) => setImmediate(r));
+/** Intent i's id (ids sort as their numbers: the schedule breaks ties of due time by id). */
+const id = (i: number) => `i${String(i).padStart(2, '0')}`;
+
+type Event = { kind: 'start'; n: number } | { kind: 'send'; id: string } | { kind: 'end'; id: string };
+
+interface Setup {
+  concurrency: number;
+  startBatch: number;
+  /** Intents i0…i(n-1), due at these database times (ms; the database clock is the fake clock). */
+  dueAt: number[];
+  /** No provider protection (default: a guard that counts permits). */
+  noGuard?: boolean;
+}
+
+/** A leader's batch deps on a fake clock: the START and the provider log what they do; the guard counts permits. */
+function harness({ concurrency, startBatch, dueAt, noGuard = false }: Setup) {
+  const clock = new FakeClock();
+  const ctl = { leading: true, paused: false, handover: false, stop: null as string | null };
+  const events: Event[] = [];
+  const lease = {
+    holderId: 'h', ensureEpoch: () => ctl.leading, remainingMs: () => 60_000, renewDue: () => false, renewDueInMs: () => Infinity,
+    holdReleaseWhile: () => {}, drop: () => {}, release: async () => {},
+  } as unknown as LeaseManager;
+  const schedule = new Schedule();
+  dueAt.forEach((t, i) => schedule.apply({ intentId: id(i), status: 'scheduled', nextAttemptAt: new Date(t), attemptCount: 0,
+    maxAttempts: 5, version: 'v1' }));
+  const refresher = {
+    schedule, dbNowMs: () => clock.nowMs(), reconciling: false, lastReadAt: null,
+    refresh: async () => ({ rows: 0, pages: 1, applied: 0 }), refreshTail: async () => ({ rows: 0, pages: 1, applied: 0 }),
+  } as unknown as ScheduleRefresher;
+  const attempt = (intentId: string): StartedAttempt => ({ intentId, attemptNo: 1, maxAttempts: 5, abortedBefore: 0, version: 'v1',
+    contract: { provider: { url: null }, payload: {}, retry: { maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000 } } });
+  const fencedStartAttempts = vi.fn(async (_t: LeaseToken, requests: StartRequest[]) => {
+    events.push({ kind: 'start', n: requests.length });
+    await clock.sleep(START_MS);
+    return { kind: 'ok' as const, value: requests.map((r) => attempt(r.intentId)) };
+  });
+  const store = {
+    fencedStartAttempts,
+    fencedCompleteAttempts: vi.fn(async (_t: LeaseToken, cs: AttemptCompletion[]) =>
+      ({ kind: 'ok' as const, value: cs.map((c) => ({ intentId: c.intentId, applied: true, row: null })) })),
+  } as unknown as ExecutionStore;
+  let inFlight = 0;
+  const calls = { max: 0 };
+  const provider = {
+    submit: vi.fn(async (req: ProviderRequest) => {
+      events.push({ kind: 'send', id: req.intentId });
+      calls.max = Math.max(calls.max, ++inFlight);
+      await clock.sleep(CALL_MS);
+      inFlight--;
+      events.push({ kind: 'end', id: req.intentId });
+      return { kind: 'success' as const, httpStatus: 200 };
+    }),
+  } as unknown as Provider & { submit: ReturnType<typeof vi.fn> };
+  const permits = { out: 0 };
+  const guard = noGuard ? null : {
+    acquire: (n: number) => ((permits.out += n), { granted: n, heldBy: null, retryAtMs: null }),
+    release: (n: number) => void (permits.out -= n), onResult: () => void permits.out--, onInconclusive: () => void permits.out--,
+    shareChanged: () => {},
+  } as unknown as ProviderPermits;
+  const ops: ExecutorOps = { ...NO_OPS, mayStart: () => !ctl.paused,
+    handoverRequest: () => (ctl.handover ? { requestId: 'r1' } as ReturnType<ExecutorOps['handoverRequest']> : null) };
+  const settings: ExecutorSettings = {
+    tickBudgetMs: 1_000, concurrency, providerTimeoutMs: 1_000, reconcileIntervalMs: 3_600_000,
+    refresh: { intervalMs: 100, pageSize: 100, commitGraceMs: 500 }, startBatch, completionBatch: 1, minLeaderWorkMs: 100,
+  };
+  const state = new ExecutionState(lease, store, refresher, settings, silentLogger, ops);
+  state.loaded(clock.nowMs());
+  const recorded: AttemptCompletion[] = [];
+  const record = state.record.bind(state);
+  state.record = (c) => { recorded.push(c); record(c); };
+  const deps: BatchDeps = {
+    lease, store, settings, clock, ops, refresher, guard, state, faults: new LeaderFaults(lease, silentLogger),
+    calls: { provider, settings, clock, random: () => 0.5, lease, guard, stalls: new StallWatch(clock), ops, state },
+  };
+  const batch = (budgetEnd: number) => new Batch(deps, { token: TOKEN, budgetEnd, sum: emptySummary('h'),
+    stopRequested: () => ctl.stop, renewsUntilMs: Infinity });
+  /** Advance the fake clock 1 ms at a time until `untilMs` (each step lets everything due run first). */
+  const runUntil = async (untilMs: number) => {
+    while (clock.nowMs() < untilMs) {
+      await flush();
+      clock.advance(1);
+    }
+    await flush();
+  };
+  const sent = () => events.filter((e) => e.kind === 'send').map((e) => (e as { id: string }).id);
+  const aborted = () => recorded.filter((c) => c.outcome === 'aborted').map((c) => c.intentId);
+  return { clock, ctl, events, fencedStartAttempts, provider, permits, calls, state, recorded, batch, runUntil, sent, aborted };
+}
+
+describe('ready attempts: a freed slot sends the next started attempt at once', () => {
+  it('c=4, startBatch 1, fixed latency: after warm-up every call that ends is followed by a send before any START', async () => {
+    // Intents fall due faster (one per 10 ms) than four 50 ms calls take them (one per 12.5 ms): a backlog forms.
+    const h = harness({ concurrency: 4, startBatch: 1, dueAt: Array.from({ length: 40 }, (_, i) => i * 10) });
+    const run = h.batch(450).run();
+    await h.runUntil(450);
+    expect(await run).toBe('deadline');
+    const warm = h.events.findIndex((e) => e.kind === 'end'); // from the first call that ends
+    const after = h.events.slice(warm);
+    const ends = after.flatMap((e, i) => (e.kind === 'end' ? [i] : []));
+    expect(ends.length).toBeGreaterThan(20);
+    for (const i of ends) {
+      const next = after.slice(i + 1).find((e) => e.kind !== 'end');
+      if (next) expect(next.kind, `after the end of ${(after[i] as { id: string }).id}`).toBe('send');
+    }
+    // Sends keep START order (due order here), and no more STARTs than sends were needed.
+    expect(h.sent()).toEqual(h.sent().slice().sort());
+    const starts = after.filter((e) => e.kind === 'start').length;
+    expect(starts).toBeLessThanOrEqual(after.filter((e) => e.kind === 'send').length);
+  });
+
+  it.each([
+    { concurrency: 4, startBatch: 1 },
+    { concurrency: 4, startBatch: 2 },
+    { concurrency: 3, startBatch: 3 },
+  ])('c=$concurrency, startBatch $startBatch: a START takes up to startBatch beyond the free slots; calls in flight never exceed c',
+    async ({ concurrency, startBatch }) => {
+      const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 30 }, () => 0) });
+      const run = h.batch(600).run();
+      await h.runUntil(600);
+      expect(await run).toBe('deadline');
+      expect(h.fencedStartAttempts.mock.calls[0]![1]).toHaveLength(concurrency + startBatch); // nothing in flight yet
+      expect(h.calls.max).toBe(concurrency);
+      expect(h.sent()).toEqual(Array.from({ length: 30 }, (_, i) => id(i)));
+    });
+
+  it('a pause read while attempts wait: none of them is sent, each is recorded aborted, its permit back', async () => {
+    const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0, 0, 0] });
+    const run = h.batch(400).run();
+    await h.runUntil(10); // i0, i1 in flight; i2, i3 ready
+    expect(h.sent()).toEqual(['i00', 'i01']);
+    h.ctl.paused = true;
+    await h.runUntil(400);
+    expect(await run).toBe('deadline');
+    expect(h.sent()).toEqual(['i00', 'i01']);
+    expect(h.aborted()).toEqual(['i02', 'i03']);
+    expect(h.recorded.filter((c) => c.outcome === 'aborted').map((c) => c.error))
+      .toEqual(Array(2).fill('aborted before the provider call: execution paused before the provider call'));
+    expect(h.permits.out).toBe(0);
+    expect(h.state.pending).toBe(0); // written under the fence
+  });
+
+  it.each([
+    { name: 'drain', stop: (c: { stop: string | null }) => void (c.stop = 'draining'), reason: 'draining' },
+    { name: 'handover', stop: (c: { handover: boolean }) => void (c.handover = true), reason: 'handover' },
+    { name: 'lease lost', stop: (c: { leading: boolean }) => void (c.leading = false), reason: 'lease_lost' },
+    { name: 'drain, no guard', stop: (c: { stop: string | null }) => void (c.stop = 'draining'), reason: 'draining', noGuard: true },
+  ])('$name: the ready attempts are aborted before the completions are written; nothing is sent after', async ({ stop, reason, noGuard }) => {
+    const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0, 0, 0], noGuard });
+    const run = h.batch(1_000).run();
+    await h.runUntil(10);
+    expect(h.sent()).toEqual(['i00', 'i01']);
+    stop(h.ctl as never);
+    await h.runUntil(300);
+    expect(await run).toBe(reason);
+    expect(h.sent()).toEqual(['i00', 'i01']);
+    expect(h.aborted()).toEqual(['i02', 'i03']);
+    expect(h.permits.out).toBe(0);
+    expect(h.state.readyAttempts).toBe(0);
+    expect(h.state.unwritten).toBe(false);
+  });
+
+  it('a batch ending at its deadline still leading carries its ready attempts; the next batch sends them first', async () => {
+    const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0] });
+    expect(await Promise.all([h.batch(20).run(), h.runUntil(20)]).then(([r]) => r)).toBe('deadline');
+    expect(h.sent()).toEqual(['i00', 'i01']);
+    expect(h.state.readyAttempts).toBe(2);
+    const startsBefore = h.fencedStartAttempts.mock.calls.length;
+    const run = h.batch(300).run();
+    await h.runUntil(300);
+    expect(await run).toBe('deadline');
+    expect(h.sent()).toEqual(['i00', 'i01', 'i02', 'i03']);
+    expect(h.fencedStartAttempts.mock.calls.length).toBe(startsBefore); // sent from the queue, no START of its own
+    expect(h.aborted()).toEqual([]);
+    expect(h.permits.out).toBe(0);
+  });
+});
