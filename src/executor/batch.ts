@@ -9,9 +9,9 @@
 //  - a completion is never dropped: what cannot be written now stays in the ExecutionState's completion buffer, and
 //    the settler (settler.ts) keeps writing it under the same token after the tick; a START whose outcome is unknown
 //    records its attempts as aborted there (never sent, so never charged as sent);
-//  - a START may start up to startBatch attempts beyond the free slots: they wait in the ExecutionState's ready
-//    queue (START order) and a freed slot sends the next at once, through the same gate; carried with the calls,
-//    otherwise aborted at close before the completions are written (nothing is sent after the batch stops);
+//  - a START may start up to startBatch attempts beyond the free slots: they wait ready (ExecutionState, START order)
+//    and a freed slot sends the next at once, through the same gate, unless a provider hold aborts them; carried
+//    with the calls, otherwise aborted at close before the completions are written (nothing is sent after the stop);
 //  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
 //    clipped to the lease deadline; closing retries the completion write only within a bounded window.
 import type { Clock } from '../lease/clock.js';
@@ -146,7 +146,7 @@ export class Batch {
   }
 
   private async iteration(): Promise<void> {
-    const { lease, settings: s, refresher, ops } = this.d;
+    const { lease, refresher, ops } = this.d;
     const now = this.d.clock.nowMs();
     const requested = this.r.stopRequested();
     if (now >= this.deadline()) this.stop = 'deadline';
@@ -167,18 +167,16 @@ export class Batch {
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    // Up to startBatch attempts beyond the free slots: they wait ready, so a freed slot need not wait for a START.
-    const free = s.concurrency + s.startBatch - state.callsInFlight - state.readyAttempts;
-    const room = free > 0;
+    const free = state.startRoom; // up to startBatch beyond the free slots, so a freed slot need not wait for a START
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
     let fresh: boolean | null = null;
-    if (room && this.startIsDue()) {
+    if (free > 0 && this.startIsDue()) {
       fresh = await ops.freshControl();
       if (this.stop !== null) return;
     }
     // (re-checked after that read: a handover or hand-back it brought, or the deadline it ran into, starts nothing)
-    const canStart = room && ops.mayStart() && !ops.handoverRequest() && this.d.clock.nowMs() < this.deadline();
+    const canStart = free > 0 && ops.mayStart() && !ops.handoverRequest() && this.d.clock.nowMs() < this.deadline();
     const due = canStart && this.leading && this.startIsDue();
     // Due, but no control read was answered within one interval (control_read_late): held, and idle below as if
     // nothing could start (the next refresh step reads again), not read again at once (two reads per 1 ms spin).
@@ -229,13 +227,14 @@ export class Batch {
     if (calls > 0) state.startTook(clock.nowMs() - t0); // part of the pickup overhead the refresh cadence covers
   }
 
-  /** Ready attempts into the free slots, each through the gate just before its call (providerCall.ts), under the
-   *  epoch it was started in: while running or ending with its calls carried, never once another stop is due. */
+  /** Ready attempts into the free slots (ExecutionState.sendReady), each through the gate just before its call, under
+   *  its epoch: while running or ending with its calls carried, never once another stop is due (asked first: a drain
+   *  or handover requested after the deadline counts too). */
   private sendReady(): void {
-    const { calls, lease, ops } = this.d;
-    const stop = this.stop ?? this.r.stopRequested() ?? (ops.handoverRequest() ? 'handover' : null);
+    const { calls, lease, ops, guard } = this.d;
+    const stop = this.r.stopRequested() ?? (ops.handoverRequest() ? 'handover' : null) ?? this.stop;
     if ((stop !== null && stop !== 'deadline' && stop !== 'next_tick') || this.failure !== null || this.fenceRefused || !this.leading) return;
-    this.d.state.sendReady((t, a) => callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch)));
+    this.d.state.sendReady((t, a) => callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch)), guard);
   }
 
   /** Await `work` (in-flight calls, the last writes) while still renewing the lease when due, so a long close

@@ -2,7 +2,8 @@
 // operations (its parts are private): provider calls in flight, started attempts waiting for a free slot (ready),
 // completions not yet written, the refresh cadence, and the counts of work between ticks. Guarantees:
 //  - calls in flight never exceed the concurrency; ready attempts are sent oldest first (START order) or aborted
-//    (recorded here, never sent); one holds its guard permit until its call's result or its abort;
+//    (recorded here, never sent; a provider hold aborts them all); one holds its guard permit until its call's
+//    result or its abort;
 //  - every completion is recorded here (record) and every completion write goes through write(): one fenced road,
 //    whose written rows return to the schedule in releaseWritten() (a schedule dropped with leadership ignores
 //    them) and whose counts go to the summary given;
@@ -87,9 +88,23 @@ export class ExecutionState {
     return this.ready.length;
   }
 
+  /** How many attempts a START may start now (0: none): up to startBatch beyond the free slots, refilled once less
+   *  than half of that is left (or nothing is in flight), so about one START per startBatch sends, not per freed slot. */
+  get startRoom(): number {
+    const { concurrency, startBatch } = this.settings;
+    const free = concurrency + startBatch - this.inFlight.size - this.ready.length;
+    return free > Math.floor(startBatch / 2) || (free > 0 && this.inFlight.size === 0) ? free : 0;
+  }
+
   /** Send ready attempts, oldest first, while fewer than `concurrency` calls are in flight (never more); `send` is
-   *  the call with its gate (callProvider). Returns how many were sent. */
-  sendReady(send: (token: LeaseToken, a: StartedAttempt) => Promise<void>): number {
+   *  the call with its gate (callProvider). A provider hold now (Retry-After, a breaker: guard.holdNow) aborts them
+   *  all instead: their permits were taken before it. Returns how many were sent. */
+  sendReady(send: (token: LeaseToken, a: StartedAttempt) => Promise<void>, guard: ProviderPermits | null): number {
+    const hold = this.ready.length > 0 ? guard?.holdNow() : null;
+    if (hold) {
+      this.abortReady(`provider calls held (${hold})`, guard);
+      return 0;
+    }
     let n = 0;
     for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency; n++) {
       const r = this.ready.shift()!;
@@ -98,11 +113,12 @@ export class ExecutionState {
     return n;
   }
 
-  /** Abort every ready attempt: none is sent, each is recorded aborted under its epoch (never charged as sent) and
-   *  its permit goes back to `guard`. Returns how many. */
-  abortReady(reason: string, guard: Pick<ProviderPermits, 'release'> | null): number {
-    const dropped = this.ready.splice(0);
-    for (const r of dropped) this.record({ ...aborted(r.attempt, `${reason} before the provider call`), attemptEpoch: r.token.leaseEpoch });
+  /** Abort the ready attempts (all, or those started under an epoch other than `keepEpoch`): none is sent, each is
+   *  recorded aborted under its epoch (never charged as sent) and its permit goes back to `guard`. Returns how many. */
+  abortReady(reason: string, guard: Pick<ProviderPermits, 'release'> | null, keepEpoch?: number): number {
+    const dropped = this.ready.filter((r) => r.token.leaseEpoch !== keepEpoch);
+    this.ready.splice(0, this.ready.length, ...this.ready.filter((r) => r.token.leaseEpoch === keepEpoch));
+    for (const r of dropped) this.record({ ...aborted(r.attempt, reason), attemptEpoch: r.token.leaseEpoch });
     guard?.release(dropped.length);
     return dropped.length;
   }

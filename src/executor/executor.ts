@@ -169,8 +169,10 @@ export class Executor {
     const budgetEnd = t0 + budgetMs;
     const sum = emptySummary(this.lease.holderId);
     const token = await this.acquire(t0, budgetEnd);
-    if (!token) this.state.abortReady('not leading', this.guard); // what the bridge carried: no batch of that epoch follows
+    // Carried ready attempts with no batch of their epoch next: aborted, written by the settler (its last run may be over) or CARRY.
+    if (!token && this.state.abortReady('not leading', this.guard) > 0) void this.settler.settleNewest();
     if (!token) return this.finish(sum, t0, 'follower');
+    this.state.abortReady('a new epoch began', this.guard, token.leaseEpoch); // before CARRY, so before orphan recovery
     sum.role = 'leader';
     sum.leaseEpoch = token.leaseEpoch;
     this.notices?.ensureListening();

@@ -148,6 +148,16 @@ export class ProviderGuard {
     return n === wanted ? { granted: n, heldBy: null, retryAtMs: null } : hold(limit!.by, limit!.at, n);
   }
 
+  /** What holds every call now, without taking or counting anything: a Retry-After pause, a breaker another process
+   *  recorded, or this process's own breaker open (its cool-down over too: the next acquire lets one probe through).
+   *  Permits taken earlier (attempts started, call not sent yet) are not sent while it holds. Not the rate or the
+   *  in-flight cap (permits already account for those), nor a half-open breaker (its one permit is the probe). */
+  holdNow(): HoldReason | null {
+    const now = this.clock.nowMs();
+    if (now < this.pausedUntil) return 'retry_after';
+    return now < this.remoteOpenUntil || this.breaker === 'open' ? 'breaker_open' : null;
+  }
+
   /** Give back permits that were not used (the fenced start started fewer intents than granted). */
   release(unused: number): void {
     if (unused <= 0) return;

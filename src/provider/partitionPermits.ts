@@ -5,7 +5,7 @@
 // killed instance's partition started nothing for over a lease. With it, each partition sends at most its own part
 // (at least 1; 0 = no cap of its own), and the process's total stays within its share as before.
 import type { ProviderResult } from './provider.js';
-import type { Grant, ProviderGuard } from './guard.js';
+import type { Grant, HoldReason, ProviderGuard } from './guard.js';
 
 /** What an executor asks of the provider limits (the guard itself, or one partition's permits of it). */
 export interface ProviderPermits {
@@ -19,6 +19,8 @@ export interface ProviderPermits {
   onResult(r: ProviderResult): void;
   /** Leadership changed: take the share in force now. */
   shareChanged(): void;
+  /** What holds every call now (ProviderGuard.holdNow), asked without taking anything. */
+  holdNow(): HoldReason | null;
 }
 
 /** Partition permits of `guard`: at most `cap()` of this partition's calls in flight at once (0: no cap of its own). */
@@ -55,5 +57,6 @@ export function partitionPermits(guard: ProviderGuard, cap: () => number): Provi
       guard.onResult(r);
     },
     shareChanged: () => guard.shareChanged(),
+    holdNow: () => guard.holdNow(),
   };
 }

@@ -2,7 +2,8 @@
 // refresh (the guarantee), a due-intent notice's tail read and the periodic reconcile are due, and how long an
 // idle batch may sleep. Only the batch loop takes steps; a notice only marks one (noticed()). Monotonic ms.
 //
-// The interval refresh bounds pickup (commit → fenced START done, the call then leaving) by the interval itself,
+// The interval refresh bounds pickup (commit → fenced START done; the call then leaves, or, all slots busy, waits
+// ready for the next freed one, as it would have waited for a slot before its START) by the interval itself,
 // not the interval plus the leader's own overhead. An intent committed just after a refresh's snapshot (taken
 // after that refresh began) is read by the next refresh and then started: it waits at most (next begin − this
 // begin) + the next read + one fenced START. So each interval refresh begins early by the overhead this leader

@@ -22,6 +22,26 @@ function guard(s: Partial<GuardSettings>, clock: Clock = new FakeClock()) {
 }
 
 describe('ProviderGuard (fake clock)', () => {
+  it.each([
+    { name: 'nothing', stage: () => {}, hold: null },
+    { name: 'the rate and the in-flight cap used up (permits account for them)', s: { ratePerSec: 1, maxInFlight: 1 },
+      stage: (g: ProviderGuard) => void g.acquire(5), hold: null },
+    { name: 'a 429 Retry-After pause', stage: (g: ProviderGuard) => { g.acquire(1); g.onResult(busy(5_000)); }, hold: 'retry_after' },
+    { name: 'own breaker open', s: { breakerThreshold: 1 }, stage: (g: ProviderGuard) => { g.acquire(1); g.onResult(fail); }, hold: 'breaker_open' },
+    { name: 'own breaker open, cool-down over (no probe sent yet)', s: { breakerThreshold: 1 },
+      stage: (g: ProviderGuard, c: FakeClock) => { g.acquire(1); g.onResult(fail); c.advance(1_000); }, hold: 'breaker_open' },
+    { name: 'half-open, the probe granted', s: { breakerThreshold: 1 },
+      stage: (g: ProviderGuard, c: FakeClock) => { g.acquire(1); g.onResult(fail); c.advance(1_000); g.acquire(1); }, hold: null },
+    { name: "another process's breaker", stage: (g: ProviderGuard, c: FakeClock) => g.holdFor('breaker_open', c.nowMs() + 5_000), hold: 'breaker_open' },
+    { name: "another process's Retry-After", stage: (g: ProviderGuard, c: FakeClock) => g.holdFor('retry_after', c.nowMs() + 5_000), hold: 'retry_after' },
+  ])('holdNow, $name: $hold, asked without taking or counting anything', ({ s = {}, stage, hold }) => {
+    const { g, clock } = guard(s);
+    stage(g, clock);
+    const before = g.state();
+    expect([g.holdNow(), g.holdNow()]).toEqual([hold, hold]);
+    expect(g.state()).toEqual(before); // breaker, permits in flight and counts held back as they were
+  });
+
   it.each([[1], [20], [250], [2.5]])('rate %s/s: over 10 s at most rate × 10 + burst calls, and every 1 s window within 10 %% + 1', (rate) => {
     const { g, clock } = guard({ ratePerSec: rate });
     const grants: number[] = [];

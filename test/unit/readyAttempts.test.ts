@@ -2,7 +2,9 @@
 // judged on a fake clock with a provider of fixed latency and a START that takes a few ms:
 //  - a START may start up to startBatch attempts beyond the free slots; they wait, in START order, and a call that
 //    ends sends the next one at once, before any further START; calls in flight never exceed the concurrency;
-//  - a ready attempt goes through the send gate: a pause read meanwhile aborts it (never sent, permit back);
+//  - a ready attempt goes through the send gate: a pause read meanwhile aborts it (never sent, permit back), and so
+//    does a provider hold (Retry-After, a breaker open here or recorded by another process);
+//  - a START refills the queue once less than half of startBatch is left: about one START per startBatch sends;
 //  - a batch that stops other than by running out (drain, handover, lost lease) aborts its ready attempts before its
 //    completions are written, and sends nothing after; one that ends at its deadline still leading carries them,
 //    and the next batch sends them before it starts anything of its own.
@@ -16,8 +18,10 @@ import { NO_OPS, type ExecutorOps } from '../../src/executor/executorOps.js';
 import { LeaderFaults } from '../../src/executor/leaderFaults.js';
 import { StallWatch } from '../../src/executor/stallWatch.js';
 import { emptySummary, type ExecutorSettings } from '../../src/executor/tickSummary.js';
-import type { ProviderPermits } from '../../src/provider/partitionPermits.js';
-import type { Provider, ProviderRequest } from '../../src/provider/provider.js';
+import { ProviderGuard } from '../../src/provider/guard.js';
+import { partitionPermits, type ProviderPermits } from '../../src/provider/partitionPermits.js';
+import type { Provider, ProviderRequest, ProviderResult } from '../../src/provider/provider.js';
+import type { GuardSettings } from '../../src/limits.js';
 import { Schedule } from '../../src/schedule/schedule.js';
 import type { ScheduleRefresher } from '../../src/schedule/refresher.js';
 import type { AttemptCompletion, ExecutionStore, StartRequest, StartedAttempt } from '../../src/store/intentPorts.js';
@@ -39,10 +43,14 @@ interface Setup {
   dueAt: number[];
   /** No provider protection (default: a guard that counts permits). */
   noGuard?: boolean;
+  /** A real ProviderGuard with these settings (through partitionPermits, no cap of its own). */
+  guarded?: GuardSettings;
+  /** The answer to intent `id`'s call (default: success). */
+  answer?: (id: string) => ProviderResult;
 }
 
 /** A leader's batch deps on a fake clock: the START and the provider log what they do; the guard counts permits. */
-function harness({ concurrency, startBatch, dueAt, noGuard = false }: Setup) {
+function harness({ concurrency, startBatch, dueAt, noGuard = false, guarded, answer }: Setup) {
   const clock = new FakeClock();
   const ctl = { leading: true, paused: false, handover: false, stop: null as string | null };
   const events: Event[] = [];
@@ -78,14 +86,15 @@ function harness({ concurrency, startBatch, dueAt, noGuard = false }: Setup) {
       await clock.sleep(CALL_MS);
       inFlight--;
       events.push({ kind: 'end', id: req.intentId });
-      return { kind: 'success' as const, httpStatus: 200 };
+      return answer?.(req.intentId) ?? { kind: 'success' as const, httpStatus: 200 };
     }),
   } as unknown as Provider & { submit: ReturnType<typeof vi.fn> };
   const permits = { out: 0 };
-  const guard = noGuard ? null : {
+  const real = guarded ? new ProviderGuard(guarded, clock) : null;
+  const guard = real ? partitionPermits(real, () => 0) : noGuard ? null : {
     acquire: (n: number) => ((permits.out += n), { granted: n, heldBy: null, retryAtMs: null }),
     release: (n: number) => void (permits.out -= n), onResult: () => void permits.out--, onInconclusive: () => void permits.out--,
-    shareChanged: () => {},
+    shareChanged: () => {}, holdNow: () => null,
   } as unknown as ProviderPermits;
   const ops: ExecutorOps = { ...NO_OPS, mayStart: () => !ctl.paused,
     handoverRequest: () => (ctl.handover ? { requestId: 'r1' } as ReturnType<ExecutorOps['handoverRequest']> : null) };
@@ -114,7 +123,7 @@ function harness({ concurrency, startBatch, dueAt, noGuard = false }: Setup) {
   };
   const sent = () => events.filter((e) => e.kind === 'send').map((e) => (e as { id: string }).id);
   const aborted = () => recorded.filter((c) => c.outcome === 'aborted').map((c) => c.intentId);
-  return { clock, ctl, events, fencedStartAttempts, provider, permits, calls, state, recorded, batch, runUntil, sent, aborted };
+  return { clock, ctl, events, fencedStartAttempts, provider, permits, calls, state, recorded, batch, runUntil, sent, aborted, real };
 }
 
 describe('ready attempts: a freed slot sends the next started attempt at once', () => {
@@ -184,6 +193,8 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
     expect(await run).toBe(reason);
     expect(h.sent()).toEqual(['i00', 'i01']);
     expect(h.aborted()).toEqual(['i02', 'i03']);
+    expect(h.recorded.filter((c) => c.outcome === 'aborted').map((c) => c.error))
+      .toEqual(Array(2).fill(`aborted before the provider call: the batch stopped (${reason})`));
     expect(h.permits.out).toBe(0);
     expect(h.state.readyAttempts).toBe(0);
     expect(h.state.unwritten).toBe(false);
@@ -202,5 +213,67 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
     expect(h.fencedStartAttempts.mock.calls.length).toBe(startsBefore); // sent from the queue, no START of its own
     expect(h.aborted()).toEqual([]);
     expect(h.permits.out).toBe(0);
+  });
+});
+
+describe('ready attempts: a provider hold keeps them from the provider', () => {
+  const limits: GuardSettings = { ratePerSec: 0, maxInFlight: 0, breakerThreshold: 0, breakerCooldownMs: 10_000, retryAfterMaxMs: 30_000 };
+  const failed = (httpStatus: number, retryAfterMs: number | null): ProviderResult => ({ kind: 'retryable', httpStatus, error: `${httpStatus}`, retryAfterMs });
+  it.each([
+    { name: '429 with Retry-After', hold: 'retry_after', answer: failed(429, 10_000) },
+    { name: 'own breaker opened', hold: 'breaker_open', answer: failed(500, null), breakerThreshold: 1 },
+    { name: "another process's breaker", hold: 'breaker_open', remote: 'breaker_open' as const },
+    { name: "another process's Retry-After", hold: 'retry_after', remote: 'retry_after' as const },
+  ])('$name while attempts wait ready: none of them is sent, each is recorded aborted, its permit back',
+    async ({ hold, answer, breakerThreshold = 0, remote }) => {
+      const h = harness({ concurrency: 1, startBatch: 2, dueAt: [0, 0, 0, 0], guarded: { ...limits, breakerThreshold },
+        answer: (i) => (i === id(0) && answer) || { kind: 'success', httpStatus: 200 } });
+      const run = h.batch(400).run();
+      await h.runUntil(10); // i00 in flight; i01, i02 ready
+      expect([h.sent(), h.state.readyAttempts]).toEqual([['i00'], 2]);
+      if (remote) h.real!.holdFor(remote, h.clock.nowMs() + 10_000);
+      await h.runUntil(400);
+      expect(await run).toBe('deadline');
+      expect(h.sent()).toEqual(['i00']);
+      expect(h.aborted()).toEqual(['i01', 'i02']);
+      expect(h.recorded.filter((c) => c.outcome === 'aborted').map((c) => c.error))
+        .toEqual(Array(2).fill(`aborted before the provider call: provider calls held (${hold})`));
+      expect([h.real!.state().inFlight, h.state.readyAttempts, h.state.unwritten]).toEqual([0, 0, false]);
+    });
+});
+
+describe('ready attempts: START batching', () => {
+  it.each([
+    { concurrency: 8, startBatch: 2 },
+    { concurrency: 8, startBatch: 4 },
+    { concurrency: 12, startBatch: 3 },
+  ])('c=$concurrency, startBatch $startBatch, a backlog: after warm-up, one START per ⌊startBatch/2⌋+1 sends at most, none waited for',
+    async ({ concurrency, startBatch }) => {
+      // One falls due every 2 ms, faster than the calls take them (c per 50 ms): calls end one at a time, a backlog forms.
+      const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 300 }, (_, i) => i * 2) });
+      const run = h.batch(600).run();
+      await h.runUntil(600);
+      expect(await run).toBe('deadline');
+      expect(h.sent()).toHaveLength(Math.floor(600 / CALL_MS) * concurrency); // every slot busy all along
+      const after = h.events.slice(h.events.findIndex((e) => e.kind === 'end')); // from the first call that ends
+      const sends = after.filter((e) => e.kind === 'send').length;
+      const starts = after.filter((e) => e.kind === 'start').length;
+      expect(starts).toBeLessThanOrEqual(Math.ceil(sends / (Math.floor(startBatch / 2) + 1)));
+      // … and still, every call that ends is followed by a send from the queue before any START.
+      const waited = after.flatMap((e, i) => (e.kind === 'end' && after.slice(i + 1).find((n) => n.kind !== 'end')?.kind === 'start' ? [e.id] : []));
+      expect(waited).toEqual([]);
+    });
+
+  it('a drain requested once the batch ran into its deadline: a START that returns then sends nothing', async () => {
+    const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0, 0, 0] });
+    const run = h.batch(1).run(); // the first START (2 ms) returns after the deadline
+    await flush();
+    h.clock.advance(1);
+    await flush(); // stop: 'deadline'; the START is still out
+    h.ctl.stop = 'draining';
+    await h.runUntil(10);
+    expect(await run).toBe('deadline');
+    expect(h.sent()).toEqual([]);
+    expect(h.state.readyAttempts).toBe(4); // carried: the executor's drain aborts them
   });
 });
