@@ -232,8 +232,9 @@ export class Batch {
    *  or handover requested after the deadline counts too). */
   private sendReady(): void {
     const { calls, lease, ops, guard } = this.d;
-    const stop = this.r.stopRequested() ?? (ops.handoverRequest() ? 'handover' : null) ?? this.stop;
-    if ((stop !== null && stop !== 'deadline' && stop !== 'next_tick') || this.failure !== null || this.fenceRefused || !this.leading) return;
+    const carried = (x: string | null) => x === null || x === 'deadline' || x === 'next_tick';
+    if (!carried(this.r.stopRequested()) || ops.handoverRequest() || !carried(this.stop)) return;
+    if (this.failure !== null || this.fenceRefused || !this.leading) return;
     this.d.state.sendReady((t, a) => callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch)), guard);
   }
 

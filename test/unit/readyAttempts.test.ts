@@ -264,6 +264,18 @@ describe('ready attempts: START batching', () => {
       expect(waited).toEqual([]);
     });
 
+  it('a handover request read while the tick takes the bridge over (next_tick): no ready attempt is sent after it', async () => {
+    const h = harness({ concurrency: 1, startBatch: 2, dueAt: [0, 0, 0] });
+    const run = h.batch(10_000).run();
+    await h.runUntil(10); // i00 in flight; i01, i02 ready
+    expect([h.sent(), h.state.readyAttempts]).toEqual([['i00'], 2]);
+    h.ctl.handover = true;
+    h.ctl.stop = 'next_tick';
+    await h.runUntil(200);
+    await run;
+    expect(h.sent()).toEqual(['i00']);
+  });
+
   it('a drain requested once the batch ran into its deadline: a START that returns then sends nothing', async () => {
     const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0, 0, 0] });
     const run = h.batch(1).run(); // the first START (2 ms) returns after the deadline
