@@ -9,7 +9,7 @@
 //  - a completion is never dropped: what cannot be written now stays in the ExecutionState's completion buffer, and
 //    the settler (settler.ts) keeps writing it under the same token after the tick; a START whose outcome is unknown
 //    records its attempts as aborted there (never sent, so never charged as sent);
-//  - a START may start up to startBatch attempts beyond the free slots: they wait ready (ExecutionState, START order)
+//  - a START may start up to startBatch attempts beyond the free slots when a later batch carries them: they wait ready (ExecutionState, START order)
 //    and a freed slot sends the next at once, through the same gate, unless a provider hold aborts them; carried
 //    with the calls, otherwise aborted at close before the completions are written (nothing is sent after the stop);
 //  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
@@ -61,6 +61,9 @@ export interface BatchRun {
    *  timer's next occurrence. Past it the bridge runs under the lease it has, so a leader whose ticks stop coming
    *  steps down at its local deadline: at most one timer period + LEASE_DURATION_MS after its last tick began. */
   renewsUntilMs: number;
+  /** A later batch sends what this one leaves ready at its deadline (a bridge, or the tick after a bridge): it may start
+   *  beyond the free slots. Otherwise it starts only into free slots (a tick with no next occurrence). */
+  startsAhead: boolean;
 }
 
 export class Batch {
@@ -167,7 +170,7 @@ export class Batch {
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const free = state.startRoom; // up to startBatch beyond the free slots, so a freed slot need not wait for a START
+    const free = state.startRoom(this.r.startsAhead); // beyond the free slots when a later batch carries the ready ones
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
     let fresh: boolean | null = null;

@@ -88,11 +88,18 @@ export class ExecutionState {
     return this.ready.length;
   }
 
-  /** How many attempts a START may start now (0: none): up to startBatch beyond the free slots, refilled once less
-   *  than half of that is left (or nothing is in flight), so about one START per startBatch sends, not per freed slot. */
-  get startRoom(): number {
+  /** How many attempts a START may start now (0: none). `ahead` (a later batch sends what this one leaves ready): up to
+   *  startBatch beyond the free slots, refilled once less than half of that is left (or nothing is in flight), so about
+   *  one START per startBatch sends, not per freed slot. Otherwise only into free slots, once startBatch of them are
+   *  free (or nothing is in flight): nothing is started that the batch's end would abort unsent. */
+  startRoom(ahead: boolean): number {
     const { concurrency, startBatch } = this.settings;
-    const free = concurrency + startBatch - this.inFlight.size - this.ready.length;
+    const busy = this.inFlight.size + this.ready.length;
+    if (!ahead) {
+      const free = concurrency - busy;
+      return free > 0 && (free >= startBatch || busy === 0) ? free : 0;
+    }
+    const free = concurrency + startBatch - busy;
     return free > Math.floor(startBatch / 2) || (free > 0 && this.inFlight.size === 0) ? free : 0;
   }
 

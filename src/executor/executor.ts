@@ -180,7 +180,7 @@ export class Executor {
     const releaseDeferred = this.lease.deferRelease(); // a step-down's release waits for our completions
     let reason = 'sql_error';
     try {
-      reason = await this.lead(token, budgetEnd, sum);
+      reason = await this.lead(token, budgetEnd, sum, nextTickInMs !== null);
       return this.finish(sum, t0, reason);
     } finally {
       // Before our deferral ends (no gap in the cover): the bridge, or the settler for calls carried past the tick
@@ -196,10 +196,10 @@ export class Executor {
   }
 
   /** `bridgeRenewsUntilMs`: null for a tick's batch; a bridge's renew horizon (the timer's next occurrence). */
-  private newBatch(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridgeRenewsUntilMs: number | null): Batch {
+  private newBatch(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridgeRenewsUntilMs: number | null, startsAhead: boolean): Batch {
     const bridge = bridgeRenewsUntilMs !== null;
     return new Batch(this.deps, {
-      token, budgetEnd, sum, renewsUntilMs: bridgeRenewsUntilMs ?? Number.POSITIVE_INFINITY,
+      token, budgetEnd, sum, renewsUntilMs: bridgeRenewsUntilMs ?? Number.POSITIVE_INFINITY, startsAhead,
       stopRequested: () => (this.draining ? 'draining' : bridge ? this.bridge.stopRequest() : null),
     });
   }
@@ -207,7 +207,7 @@ export class Executor {
   /** BRIDGE (tickBridge.ts): between two timer ticks the leader goes on refreshing and executing; its counts go to
    *  the counts between ticks, the next tick's summary. */
   private startBridge(token: LeaseToken, renewsUntilMs: number): void {
-    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.state.betweenTicks, renewsUntilMs);
+    const batch = this.newBatch(token, Number.POSITIVE_INFINITY, this.state.betweenTicks, renewsUntilMs, true); // the next tick sends what it leaves
     this.batch = batch;
     this.bridge.start(token, batch, () => {
       if (this.batch === batch) this.batch = null;
@@ -232,7 +232,8 @@ export class Executor {
     return Math.min(budgetEnd, this.clock.nowMs() + this.lease.remainingMs());
   }
 
-  private async lead(token: LeaseToken, budgetEnd: number, sum: TickSummary): Promise<string> {
+  /** `bridged`: a bridge may follow this tick (the timer has a next occurrence), to send what its batch leaves ready. */
+  private async lead(token: LeaseToken, budgetEnd: number, sum: TickSummary, bridged: boolean): Promise<string> {
     try {
       if ((await this.carry(token, sum)) === 'leaseLost') return this.faults.fenceRefusedLeading(token, sum);
       if (this.epoch !== token.leaseEpoch || this.refresher.rebuilding) {
@@ -243,7 +244,8 @@ export class Executor {
       // MAINTENANCE (maintenance.ts): when a task is due, the batch leaves a slice at the tick's end for it.
       const maintenance = this.ops.maintenance;
       const slice = maintenance?.sliceMs(budgetEnd - this.clock.nowMs(), !this.ops.mayStart()) ?? 0;
-      this.batch = this.newBatch(token, budgetEnd - slice, sum, null);
+      // Started ahead only when a bridge can send them at once: not before a maintenance slice (they would wait through it).
+      this.batch = this.newBatch(token, budgetEnd - slice, sum, null, bridged && slice === 0);
       let reason: string;
       try {
         reason = await this.batch.run();

@@ -62,7 +62,7 @@ function batchWith(ops: ExecutorOps) {
     calls: {} as ProviderCallDeps, faults: new LeaderFaults(lease, silentLogger),
   };
   const sum = emptySummary('h');
-  const batch = new Batch(deps, { token: TOKEN, budgetEnd: 1_000, sum, stopRequested: () => null, renewsUntilMs: Infinity });
+  const batch = new Batch(deps, { token: TOKEN, budgetEnd: 1_000, sum, stopRequested: () => null, renewsUntilMs: Infinity, startsAhead: false });
   return { clock, batch, fencedStartAttempts, sum };
 }
 

@@ -111,8 +111,8 @@ function harness({ concurrency, startBatch, dueAt, noGuard = false, guarded, ans
     lease, store, settings, clock, ops, refresher, guard, state, faults: new LeaderFaults(lease, silentLogger),
     calls: { provider, settings, clock, random: () => 0.5, lease, guard, stalls: new StallWatch(clock), ops, state },
   };
-  const batch = (budgetEnd: number) => new Batch(deps, { token: TOKEN, budgetEnd, sum: emptySummary('h'),
-    stopRequested: () => ctl.stop, renewsUntilMs: Infinity });
+  const batch = (budgetEnd: number, startsAhead = true) => new Batch(deps, { token: TOKEN, budgetEnd, sum: emptySummary('h'),
+    stopRequested: () => ctl.stop, renewsUntilMs: Infinity, startsAhead });
   /** Advance the fake clock 1 ms at a time until `untilMs` (each step lets everything due run first). */
   const runUntil = async (untilMs: number) => {
     while (clock.nowMs() < untilMs) {
@@ -214,6 +214,26 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
     expect(h.aborted()).toEqual([]);
     expect(h.permits.out).toBe(0);
   });
+});
+
+describe('ready attempts: only where a later batch sends them', () => {
+  it.each([
+    { concurrency: 4, startBatch: 1 },
+    { concurrency: 4, startBatch: 2 },
+    { concurrency: 3, startBatch: 3 },
+  ])('no later batch (startsAhead false), c=$concurrency, startBatch $startBatch: STARTs fill free slots only, none left ready, none aborted',
+    async ({ concurrency, startBatch }) => {
+      const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 30 }, () => 0) });
+      const run = h.batch(170, false).run();
+      await h.runUntil(400);
+      expect(await run).toBe('deadline');
+      expect(h.fencedStartAttempts.mock.calls[0]![1]).toHaveLength(concurrency);
+      for (const [, requests] of h.fencedStartAttempts.mock.calls) expect(requests.length).toBeLessThanOrEqual(concurrency);
+      expect(h.state.readyAttempts).toBe(0);
+      expect(h.aborted()).toEqual([]);
+      expect(h.sent().length).toBeGreaterThan(concurrency);
+      expect(h.permits.out).toBe(0);
+    });
 });
 
 describe('ready attempts: a provider hold keeps them from the provider', () => {
