@@ -170,7 +170,8 @@ export class Batch {
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const free = state.startRoom(this.r.startsAhead); // beyond the free slots when a later batch carries the ready ones
+    // Beyond the free slots when a later batch carries the ready ones (a bridge: only while the next tick may come).
+    const free = state.startRoom(this.r.startsAhead && now < this.r.renewsUntilMs);
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
     let fresh: boolean | null = null;
@@ -188,8 +189,9 @@ export class Batch {
     let held = false;
     if (due && fresh === true) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
+      const grantedAt = this.d.clock.nowMs();
       const grant = this.d.guard ? this.d.guard.acquire(free) : { granted: free, retryAtMs: null };
-      if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted), () => (this.starting = null));
+      if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted, grantedAt), () => (this.starting = null));
       held = grant.granted === 0;
       this.heldUntilMs = held ? grant.retryAtMs : null;
     }
@@ -219,12 +221,12 @@ export class Batch {
   }
 
   /** Fenced start (starts.ts): a started attempt's call joins the calls in flight (a finished one wakes us). */
-  private async start(granted: number): Promise<void> {
+  private async start(granted: number, grantedAtMs: number): Promise<void> {
     const { state, clock } = this.d;
     const t0 = clock.nowMs();
     let calls = 0;
     let held: Promise<void> | null = null;
-    await startDue(this.d, this.token, granted, this.sum, { call: (a) => { calls++; state.queueReady(this.token, a); this.sendReady(); },
+    await startDue(this.d, this.token, granted, this.sum, { call: (a) => { calls++; state.queueReady(this.token, a, grantedAtMs); this.sendReady(); },
       refused: () => this.fenceLost(), held: (by, n) => (held = this.d.ops.startHeld(by, n)) });
     await held; // the flags read now: the next iteration drains or holds (no START every few ms meanwhile)
     if (calls > 0) state.startTook(clock.nowMs() - t0); // part of the pickup overhead the refresh cadence covers
@@ -234,11 +236,21 @@ export class Batch {
    *  its epoch: while running or ending with its calls carried, never once another stop is due (asked first: a drain
    *  or handover requested after the deadline counts too). */
   private sendReady(): void {
-    const { calls, lease, ops, guard } = this.d;
+    const { calls, lease, guard } = this.d;
+    if (this.sendStopped() !== null) return;
+    this.d.state.sendReady((t, a) => callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch), () => this.sendStopped()), guard);
+  }
+
+  /** Why nothing may be sent now (null: it may): a stop other than the deadline or the next tick's hand-over, a
+   *  handover request, a failure or refused fence, leadership lost. Asked again by the gate after its control read. */
+  private sendStopped(): string | null {
     const carried = (x: string | null) => x === null || x === 'deadline' || x === 'next_tick';
-    if (!carried(this.r.stopRequested()) || ops.handoverRequest() || !carried(this.stop)) return;
-    if (this.failure !== null || this.fenceRefused || !this.leading) return;
-    this.d.state.sendReady((t, a) => callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch)), guard);
+    const requested = this.r.stopRequested();
+    if (!carried(requested)) return `stop requested (${requested})`;
+    if (this.d.ops.handoverRequest()) return 'handover requested';
+    if (!carried(this.stop)) return `the batch stopped (${this.stop})`;
+    if (this.failure !== null || this.fenceRefused || !this.leading) return 'leadership lost';
+    return null;
   }
 
   /** Await `work` (in-flight calls, the last writes) while still renewing the lease when due, so a long close

@@ -26,13 +26,16 @@ import type { ExecutorOps } from './executorOps.js';
 import { InFlightCalls } from './inFlight.js';
 import { emptySummary, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 
+/** A started attempt waiting for a free slot: its epoch, and when its provider permit was taken (monotonic). */
+interface Ready { token: LeaseToken; attempt: StartedAttempt; grantedAtMs: number }
+
 export class ExecutionState {
   /** Completions not yet written, kept across ticks and epochs of this process. */
   private readonly completions: CompletionBuffer;
   /** Provider calls in flight, kept across ticks (counted against concurrency, awaited on a step-down). */
   private readonly inFlight = new InFlightCalls();
   /** Started attempts whose call is not sent yet, in the order their STARTs returned them. */
-  private readonly ready: { token: LeaseToken; attempt: StartedAttempt }[] = [];
+  private readonly ready: Ready[] = [];
   /** Refresh, notice tail reads and reconcile (a notice between ticks is read at the next step). */
   private readonly cadence: RefreshCadence;
   /** Counts of the work done between ticks (bridge, settler), added to the next tick's summary. */
@@ -79,8 +82,8 @@ export class ExecutionState {
 
   /** A started attempt waits behind those queued before it (START order, so one partition key's intents are sent
    *  in submission order) until sendReady() finds a free slot. */
-  queueReady(token: LeaseToken, a: StartedAttempt): void {
-    this.ready.push({ token, attempt: a });
+  queueReady(token: LeaseToken, a: StartedAttempt, grantedAtMs: number): void {
+    this.ready.push({ token, attempt: a, grantedAtMs });
   }
 
   /** Started attempts waiting for a free slot. */
@@ -104,13 +107,12 @@ export class ExecutionState {
   }
 
   /** Send ready attempts, oldest first, while fewer than `concurrency` calls are in flight (never more); `send` is
-   *  the call with its gate (callProvider). A provider hold now (Retry-After, a breaker: guard.holdNow) aborts them
-   *  all instead: their permits were taken before it. Returns how many were sent. */
+   *  the call with its gate (callProvider). Those a provider hold keeps back (Retry-After, a breaker, now or begun
+   *  since their permit was taken: guard.holdNow) are aborted instead. Returns how many were sent. */
   sendReady(send: (token: LeaseToken, a: StartedAttempt) => Promise<void>, guard: ProviderPermits | null): number {
-    const hold = this.ready.length > 0 ? guard?.holdNow() : null;
-    if (hold) {
-      this.abortReady(`provider calls held (${hold})`, guard);
-      return 0;
+    if (guard && this.ready.length > 0) {
+      const held = this.ready.filter((r) => guard.holdNow(r.grantedAtMs) !== null);
+      if (held.length > 0) this.abortWhere((r) => held.includes(r), `provider calls held (${guard.holdNow(held[0]!.grantedAtMs)})`, guard);
     }
     let n = 0;
     for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency; n++) {
@@ -123,10 +125,16 @@ export class ExecutionState {
   /** Abort the ready attempts (all, or those started under an epoch other than `keepEpoch`): none is sent, each is
    *  recorded aborted under its epoch (never charged as sent) and its permit goes back to `guard`. Returns how many. */
   abortReady(reason: string, guard: Pick<ProviderPermits, 'release'> | null, keepEpoch?: number): number {
-    const dropped = this.ready.filter((r) => r.token.leaseEpoch !== keepEpoch);
-    this.ready.splice(0, this.ready.length, ...this.ready.filter((r) => r.token.leaseEpoch === keepEpoch));
-    for (const r of dropped) this.record({ ...aborted(r.attempt, reason), attemptEpoch: r.token.leaseEpoch });
-    guard?.release(dropped.length);
+    return this.abortWhere((r) => r.token.leaseEpoch !== keepEpoch, reason, guard);
+  }
+
+  private abortWhere(drop: (r: Ready) => boolean, reason: string, guard: Pick<ProviderPermits, 'release'> | null): number {
+    const dropped = this.ready.filter(drop);
+    this.ready.splice(0, this.ready.length, ...this.ready.filter((r) => !drop(r)));
+    for (const r of dropped) {
+      this.record({ ...aborted(r.attempt, reason), attemptEpoch: r.token.leaseEpoch });
+      guard?.release(1, r.grantedAtMs);
+    }
     return dropped.length;
   }
 

@@ -40,7 +40,9 @@ export interface ProviderCallDeps {
   layout?: Pick<EpochLayout, 'generationOf'>;
 }
 
-export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean): Promise<void> {
+/** `stopped`: why the caller's batch sends nothing more (null: it may), asked after the control read too. */
+export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean,
+  stopped: () => string | null = () => null): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
   // Without fresh flags a pause recorded since may be unread: not sent (aborted, no attempt used), the permit goes back.
@@ -66,6 +68,11 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   if (!d.ops.mayStart()) { // paused since this attempt was started: nothing goes out after the pause is read
     d.guard?.release(1);
     return record(aborted(a, 'execution paused before the provider call'));
+  }
+  const stop = stopped(); // a drain or handover the control read just brought: nothing goes out after it is read
+  if (stop !== null) {
+    d.guard?.release(1);
+    return record(aborted(a, stop));
   }
   const t = clock.nowMs();
   const unwatch = d.stalls.watch();

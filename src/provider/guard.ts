@@ -68,6 +68,10 @@ export class ProviderGuard {
   private openUntil = 0;
   private pausedUntil = 0;
   private probeOut = false;
+  /** When the latest hold began (monotonic) and what it was: permits taken before it (attempts started, call not sent)
+   *  are not sent after it, even once it is over (holdNow), nor do they count as the half-open probe (release). */
+  private holdBegan = Number.NEGATIVE_INFINITY;
+  private holdBeganBy: HoldReason | null = null;
   private readonly held: Record<HoldReason, number> = { rate: 0, in_flight: 0, retry_after: 0, breaker_open: 0, probe_in_flight: 0 };
 
   constructor(private readonly s: GuardSettings, private readonly clock: Clock, private readonly onChange: (state: BreakerState) => void = () => {},
@@ -98,8 +102,14 @@ export class ProviderGuard {
    *  reading replaces the last, so a breaker recorded closed again lifts it: 0 = none). This process's own breaker is
    *  untouched: it opens only on its own failures, so the others never all probe at once as if each had failed. */
   holdFor(reason: 'breaker_open' | 'retry_after', untilMs: number): void {
-    if (reason === 'retry_after') this.pausedUntil = Math.max(this.pausedUntil, untilMs);
-    else this.remoteOpenUntil = untilMs;
+    const now = this.clock.nowMs();
+    if (reason === 'retry_after') {
+      if (untilMs > now && now >= this.pausedUntil) this.began('retry_after', now);
+      this.pausedUntil = Math.max(this.pausedUntil, untilMs);
+    } else {
+      if (untilMs > now && now >= this.remoteOpenUntil) this.began('breaker_open', now);
+      this.remoteOpenUntil = untilMs;
+    }
   }
 
   /** Grant nothing of `wanted` (a partition's own part is used up: partitionPermits.ts), counted as held back. */
@@ -148,22 +158,25 @@ export class ProviderGuard {
     return n === wanted ? { granted: n, heldBy: null, retryAtMs: null } : hold(limit!.by, limit!.at, n);
   }
 
-  /** What holds every call now, without taking or counting anything: a Retry-After pause, a breaker another process
-   *  recorded, or this process's own breaker open (its cool-down over too: the next acquire lets one probe through).
-   *  Permits taken earlier (attempts started, call not sent yet) are not sent while it holds. Not the rate or the
-   *  in-flight cap (permits already account for those), nor a half-open breaker (its one permit is the probe). */
-  holdNow(): HoldReason | null {
+  /** What holds a permit taken at `grantedAtMs` (monotonic; attempts started, call not sent yet) from being used now,
+   *  without taking or counting anything: a Retry-After pause, a breaker another process recorded, or this process's
+   *  own breaker open (its cool-down over too: the next acquire lets one probe through); or any of these begun since
+   *  the grant, over or not (the half-open probe is a later grant). Not the rate or the in-flight cap (permits
+   *  already account for those). */
+  holdNow(grantedAtMs?: number): HoldReason | null {
     const now = this.clock.nowMs();
     if (now < this.pausedUntil) return 'retry_after';
-    return now < this.remoteOpenUntil || this.breaker === 'open' ? 'breaker_open' : null;
+    if (now < this.remoteOpenUntil || this.breaker === 'open') return 'breaker_open';
+    return grantedAtMs !== undefined && this.holdBegan >= grantedAtMs ? this.holdBeganBy : null;
   }
 
-  /** Give back permits that were not used (the fenced start started fewer intents than granted). */
-  release(unused: number): void {
+  /** Give back permits that were not used (the fenced start started fewer intents than granted, an attempt not sent).
+   *  Permits taken before the latest hold began (`grantedAtMs`) were not the half-open probe: the probe stays out. */
+  release(unused: number, grantedAtMs?: number): void {
     if (unused <= 0) return;
     this.inFlight = Math.max(0, this.inFlight - unused);
     if (this.rate > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
-    if (this.breaker === 'half_open') this.probeOut = false;
+    if (this.breaker === 'half_open' && (grantedAtMs === undefined || grantedAtMs > this.holdBegan)) this.probeOut = false;
   }
 
   /** A sent call whose failure says nothing about the provider: this process stalled (a GC pause, SIGSTOP, a
@@ -181,6 +194,7 @@ export class ProviderGuard {
     if (r.kind === 'retryable' && (r.httpStatus === 429 || r.httpStatus === 503) && r.retryAfterMs !== null && r.retryAfterMs > 0) {
       const pauseMs = Math.min(r.retryAfterMs, this.s.retryAfterMaxMs);
       if (now + pauseMs > this.pausedUntil) {
+        if (now >= this.pausedUntil) this.began('retry_after', now);
         this.pausedUntil = now + pauseMs;
         if (pauseMs > 0) this.opts.onPause?.(pauseMs);
       }
@@ -191,6 +205,7 @@ export class ProviderGuard {
       if (this.s.breakerThreshold > 0 && (probe || (this.breaker === 'closed' && this.failures >= this.s.breakerThreshold))) {
         this.openUntil = now + this.s.breakerCooldownMs;
         this.probeOut = false;
+        this.began('breaker_open', now);
         this.setBreaker('open');
       }
     } else {
@@ -237,6 +252,11 @@ export class ProviderGuard {
       this.lastRefill = now;
     }
     this.leading = leading;
+  }
+
+  private began(by: HoldReason, now: number): void {
+    this.holdBegan = now;
+    this.holdBeganBy = by;
   }
 
   private setBreaker(b: BreakerState): void {

@@ -11,16 +11,16 @@ import type { Grant, HoldReason, ProviderGuard } from './guard.js';
 export interface ProviderPermits {
   /** Take up to `wanted` permits now (each = one call the caller may send). */
   acquire(wanted: number): Grant;
-  /** Give back permits that were not used. */
-  release(unused: number): void;
+  /** Give back permits that were not used (taken at `grantedAtMs`, monotonic, when known: ProviderGuard.release). */
+  release(unused: number, grantedAtMs?: number): void;
   /** A sent call whose failure says nothing about the provider (this process stalled past its timeout). */
   onInconclusive(): void;
   /** The outcome of a call that was sent. */
   onResult(r: ProviderResult): void;
   /** Leadership changed: take the share in force now. */
   shareChanged(): void;
-  /** What holds every call now (ProviderGuard.holdNow), asked without taking anything. */
-  holdNow(): HoldReason | null;
+  /** What holds a permit taken at `grantedAtMs` from being used now (ProviderGuard.holdNow), asked without taking anything. */
+  holdNow(grantedAtMs?: number): HoldReason | null;
 }
 
 /** Partition permits of `guard`: at most `cap()` of this partition's calls in flight at once (0: no cap of its own). */
@@ -43,10 +43,10 @@ export function partitionPermits(guard: ProviderGuard, cap: () => number): Provi
       out += g.granted;
       return g.heldBy !== null ? g : { granted: g.granted, heldBy: 'in_flight', retryAtMs: null };
     },
-    release(unused) {
+    release(unused, grantedAtMs) {
       if (unused <= 0) return;
       out = Math.max(0, out - unused);
-      guard.release(unused);
+      guard.release(unused, grantedAtMs);
     },
     onInconclusive() {
       out = Math.max(0, out - 1);
@@ -57,6 +57,6 @@ export function partitionPermits(guard: ProviderGuard, cap: () => number): Provi
       guard.onResult(r);
     },
     shareChanged: () => guard.shareChanged(),
-    holdNow: () => guard.holdNow(),
+    holdNow: (grantedAtMs) => guard.holdNow(grantedAtMs),
   };
 }

@@ -73,4 +73,24 @@ describe.each(dialects)('ready attempts carried by a bridge: $name', (dialect) =
     expect(rows.filter((r) => r.outcome === 'abandoned'), JSON.stringify(rows)).toEqual([]);
     expect(rows.filter((r) => Number(r.lease_epoch) === 1 && r.outcome === 'aborted')).toHaveLength(ready);
   });
+
+  it('a drain while a bridge carries ready attempts: they are aborted, never sent, nothing left started', async () => {
+    const { b, ready } = await carrying();
+    const sentBefore = t.provider.calls.length;
+    expect(await b.executor.drain()).toBe(true);
+    const rows = await attempts();
+    expect(rows.filter((r) => r.outcome === 'aborted')).toHaveLength(ready);
+    expect(rows.filter((r) => r.outcome === null || r.outcome === 'started'), JSON.stringify(rows)).toEqual([]);
+    expect(t.provider.calls.length).toBe(sentBefore); // the call in flight finished; nothing more went out
+  });
+
+  it('a tick with no next occurrence after a bridge: it sends the carried attempts and aborts none', async () => {
+    const { b } = await carrying();
+    for (let k = 4; k < 12; k++) await submit(b.stores, { k }); // a backlog longer than one tick
+    for (let k = 0; k < 12 && (await t.ctx.countIntents('succeeded')) < 12; k++) await b.executor.tick(500, null);
+    expect(await t.ctx.countIntents('succeeded')).toBe(12);
+    const rows = await attempts();
+    expect(rows.filter((r) => r.outcome !== 'succeeded'), JSON.stringify(rows)).toEqual([]);
+    expect(t.provider.calls).toHaveLength(12);
+  });
 });

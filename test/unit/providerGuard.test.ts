@@ -42,6 +42,37 @@ describe('ProviderGuard (fake clock)', () => {
     expect(g.state()).toEqual(before); // breaker, permits in flight and counts held back as they were
   });
 
+  it.each([
+    { name: 'own breaker opened and half-open again', s: { breakerThreshold: 1 },
+      stage: (g: ProviderGuard, c: FakeClock) => { g.acquire(1); c.advance(10); g.onResult(fail); c.advance(1_000); g.acquire(1); }, hold: 'breaker_open' },
+    { name: 'a Retry-After pause begun and over', stage: (g: ProviderGuard, c: FakeClock) => { g.acquire(1); c.advance(10); g.onResult(busy(500)); c.advance(1_000); },
+      hold: 'retry_after' },
+    { name: "another process's breaker recorded and lifted",
+      stage: (g: ProviderGuard, c: FakeClock) => { c.advance(10); g.holdFor('breaker_open', c.nowMs() + 500); c.advance(1_000); g.holdFor('breaker_open', 0); },
+      hold: 'breaker_open' },
+    { name: 'a hold over before the grant', stage: (g: ProviderGuard, c: FakeClock) => { g.acquire(1); g.onResult(busy(5)); c.advance(10); }, hold: null },
+  ])('holdNow(grantedAt), $name: $hold for a permit taken before it began, whether or not it still holds', ({ s = {}, stage, hold }) => {
+    const { g, clock } = guard({ breakerCooldownMs: 1_000, ...s });
+    const grantedAt = clock.nowMs();
+    stage(g, clock);
+    expect(g.holdNow(hold === null ? grantedAt + 10 : grantedAt)).toBe(hold);
+    expect(g.holdNow(clock.nowMs() + 1)).toBeNull(); // a permit taken now is not held by it
+  });
+
+  it('half-open: a permit taken before the breaker opened, given back, does not let a second probe out', () => {
+    const { g, clock } = guard({ breakerThreshold: 1, breakerCooldownMs: 1_000 });
+    const staleAt = clock.nowMs();
+    expect(g.acquire(2).granted).toBe(2); // one call, one attempt waiting ready
+    clock.advance(10);
+    g.onResult(fail); // the breaker opens
+    clock.advance(1_000);
+    expect(g.acquire(1)).toMatchObject({ granted: 1 }); // the probe
+    g.release(1, staleAt); // the waiting attempt is aborted, its permit back
+    expect(g.acquire(1)).toMatchObject({ granted: 0, heldBy: 'probe_in_flight' });
+    g.release(1, clock.nowMs()); // the probe itself given back unsent: the next may probe
+    expect(g.acquire(1)).toMatchObject({ granted: 1 });
+  });
+
   it.each([[1], [20], [250], [2.5]])('rate %s/s: over 10 s at most rate × 10 + burst calls, and every 1 s window within 10 %% + 1', (rate) => {
     const { g, clock } = guard({ ratePerSec: rate });
     const grants: number[] = [];

@@ -52,7 +52,7 @@ interface Setup {
 /** A leader's batch deps on a fake clock: the START and the provider log what they do; the guard counts permits. */
 function harness({ concurrency, startBatch, dueAt, noGuard = false, guarded, answer }: Setup) {
   const clock = new FakeClock();
-  const ctl = { leading: true, paused: false, handover: false, stop: null as string | null };
+  const ctl = { leading: true, paused: false, handover: false, stop: null as string | null, onFreshRead: null as (() => void) | null };
   const events: Event[] = [];
   const lease = {
     holderId: 'h', ensureEpoch: () => ctl.leading, remainingMs: () => 60_000, renewDue: () => false, renewDueInMs: () => Infinity,
@@ -96,7 +96,7 @@ function harness({ concurrency, startBatch, dueAt, noGuard = false, guarded, ans
     release: (n: number) => void (permits.out -= n), onResult: () => void permits.out--, onInconclusive: () => void permits.out--,
     shareChanged: () => {}, holdNow: () => null,
   } as unknown as ProviderPermits;
-  const ops: ExecutorOps = { ...NO_OPS, mayStart: () => !ctl.paused,
+  const ops: ExecutorOps = { ...NO_OPS, mayStart: () => !ctl.paused, freshControl: async () => (ctl.onFreshRead?.(), true),
     handoverRequest: () => (ctl.handover ? { requestId: 'r1' } as ReturnType<ExecutorOps['handoverRequest']> : null) };
   const settings: ExecutorSettings = {
     tickBudgetMs: 1_000, concurrency, providerTimeoutMs: 1_000, reconcileIntervalMs: 3_600_000,
@@ -111,8 +111,8 @@ function harness({ concurrency, startBatch, dueAt, noGuard = false, guarded, ans
     lease, store, settings, clock, ops, refresher, guard, state, faults: new LeaderFaults(lease, silentLogger),
     calls: { provider, settings, clock, random: () => 0.5, lease, guard, stalls: new StallWatch(clock), ops, state },
   };
-  const batch = (budgetEnd: number, startsAhead = true) => new Batch(deps, { token: TOKEN, budgetEnd, sum: emptySummary('h'),
-    stopRequested: () => ctl.stop, renewsUntilMs: Infinity, startsAhead });
+  const batch = (budgetEnd: number, startsAhead = true, renewsUntilMs = Infinity) => new Batch(deps, { token: TOKEN, budgetEnd,
+    sum: emptySummary('h'), stopRequested: () => ctl.stop, renewsUntilMs, startsAhead });
   /** Advance the fake clock 1 ms at a time until `untilMs` (each step lets everything due run first). */
   const runUntil = async (untilMs: number) => {
     while (clock.nowMs() < untilMs) {
@@ -200,6 +200,22 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
     expect(h.state.unwritten).toBe(false);
   });
 
+  it.each([
+    { name: 'handover', request: (c: { handover: boolean }) => void (c.handover = true), reason: 'handover requested' },
+    { name: 'drain', request: (c: { stop: string | null }) => void (c.stop = 'draining'), reason: 'stop requested (draining)' },
+  ])('a $name the send gate\'s own control read brings: that ready attempt is aborted, not sent', async ({ request, reason }) => {
+    const h = harness({ concurrency: 1, startBatch: 1, dueAt: [0, 0, 0] });
+    const run = h.batch(1_000).run();
+    await h.runUntil(10); // i00 in flight, i01 ready
+    expect([h.sent(), h.state.readyAttempts]).toEqual([['i00'], 1]);
+    h.ctl.onFreshRead = () => request(h.ctl as never); // the next control read (i01's gate, when i00 ends) brings it
+    await h.runUntil(400);
+    await run;
+    expect(h.sent()).toEqual(['i00']);
+    expect(h.recorded.filter((c) => c.intentId === 'i01').map((c) => c.error)).toEqual([`aborted before the provider call: ${reason}`]);
+    expect(h.permits.out).toBe(0);
+  });
+
   it('a batch ending at its deadline still leading carries its ready attempts; the next batch sends them first', async () => {
     const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0] });
     expect(await Promise.all([h.batch(20).run(), h.runUntil(20)]).then(([r]) => r)).toBe('deadline');
@@ -218,13 +234,14 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
 
 describe('ready attempts: only where a later batch sends them', () => {
   it.each([
-    { concurrency: 4, startBatch: 1 },
-    { concurrency: 4, startBatch: 2 },
-    { concurrency: 3, startBatch: 3 },
-  ])('no later batch (startsAhead false), c=$concurrency, startBatch $startBatch: STARTs fill free slots only, none left ready, none aborted',
-    async ({ concurrency, startBatch }) => {
+    { concurrency: 4, startBatch: 1, ahead: false, renewsUntil: Infinity, name: 'a tick with no next occurrence' },
+    { concurrency: 4, startBatch: 2, ahead: false, renewsUntil: Infinity, name: 'a tick with no next occurrence' },
+    { concurrency: 3, startBatch: 3, ahead: false, renewsUntil: Infinity, name: 'a tick with no next occurrence' },
+    { concurrency: 4, startBatch: 2, ahead: true, renewsUntil: 0, name: 'a bridge past its renew window (no tick came)' },
+  ])('$name, c=$concurrency, startBatch $startBatch: STARTs fill free slots only, none left ready, none aborted',
+    async ({ concurrency, startBatch, ahead, renewsUntil }) => {
       const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 30 }, () => 0) });
-      const run = h.batch(170, false).run();
+      const run = h.batch(170, ahead, renewsUntil).run();
       await h.runUntil(400);
       expect(await run).toBe('deadline');
       expect(h.fencedStartAttempts.mock.calls[0]![1]).toHaveLength(concurrency);
