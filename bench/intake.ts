@@ -70,7 +70,10 @@ export async function benchIntake(n = Number(process.env.BENCH_INTAKE_N ?? 3_000
   const rows: Record<string, string | number>[] = [];
   // PostgreSQL server
   const schema = await freshSchema();
-  const host = await startHost({ ...QUIET, DATABASE_URL: schemaUrl(PG_URL, schema.schema) }, undefined, [], process.env.BENCH_INTAKE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_INTAKE_PROF}`] : []);
+  // BENCH_INTAKE_NODE_ARGS: extra node flags for the host (space-separated), e.g. GC settings to compare.
+  const hostArgs = [...(process.env.BENCH_INTAKE_NODE_ARGS ?? '').split(' ').filter(Boolean),
+    ...(process.env.BENCH_INTAKE_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_INTAKE_PROF}`] : [])];
+  const host = await startHost({ ...QUIET, DATABASE_URL: schemaUrl(PG_URL, schema.schema) }, undefined, [], hostArgs);
   const bare = await startHost({}, BARE, [PG_URL, schema.schema, String(POOL)]);
   const handler = await startHost({ ...QUIET, DATABASE_URL: schemaUrl(PG_URL, schema.schema) }, HANDLER);
   const servers = [host, handler, bare];
