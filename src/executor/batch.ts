@@ -9,9 +9,10 @@
 //  - a completion is never dropped: what cannot be written now stays in the ExecutionState's completion buffer, and
 //    the settler (settler.ts) keeps writing it under the same token after the tick; a START whose outcome is unknown
 //    records its attempts as aborted there (never sent, so never charged as sent);
-//  - a START may start up to startBatch attempts beyond the free slots when a later batch carries them: they wait ready (ExecutionState, START order)
-//    and a freed slot sends the next at once, through the same gate, unless a provider hold aborts them; carried
-//    with the calls, otherwise aborted at close before the completions are written (nothing is sent after the stop);
+//  - a START may start up to startBatch attempts beyond the free slots when a later batch carries them: they wait
+//    ready (ExecutionState, START order) and a freed slot sends the next at once, through the same gate, unless a
+//    provider hold aborts them; carried with the calls, otherwise aborted at close before the completions are written
+//    (nothing is sent after the stop);
 //  - the batch stops starting at the tick deadline (min(budget, local lease deadline)); provider calls are
 //    clipped to the lease deadline; closing retries the completion write only within a bounded window.
 import type { Clock } from '../lease/clock.js';
