@@ -239,7 +239,8 @@ export class Batch {
   private sendReady(): void {
     const { calls, lease, guard } = this.d;
     if (this.sendStopped() !== null) return;
-    this.d.state.sendReady((t, a) => callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch), () => this.sendStopped()), guard);
+    this.d.state.sendReady((t, a, grantedAtMs) =>
+      callProvider(calls, t, a, () => lease.ensureEpoch(t.leaseEpoch), () => this.sendStopped(), grantedAtMs), guard);
   }
 
   /** Why nothing may be sent now (null: it may): a stop other than the deadline or the next tick's hand-over, a

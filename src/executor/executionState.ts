@@ -109,15 +109,14 @@ export class ExecutionState {
   /** Send ready attempts, oldest first, while fewer than `concurrency` calls are in flight (never more); `send` is
    *  the call with its gate (callProvider). Those a provider hold keeps back (Retry-After, a breaker, now or begun
    *  since their permit was taken: guard.holdNow) are aborted instead. Returns how many were sent. */
-  sendReady(send: (token: LeaseToken, a: StartedAttempt) => Promise<void>, guard: ProviderPermits | null): number {
-    if (guard && this.ready.length > 0) {
-      const held = this.ready.filter((r) => guard.holdNow(r.grantedAtMs) !== null);
-      if (held.length > 0) this.abortWhere((r) => held.includes(r), `provider calls held (${guard.holdNow(held[0]!.grantedAtMs)})`, guard);
-    }
+  sendReady(send: (token: LeaseToken, a: StartedAttempt, grantedAtMs: number) => Promise<void>, guard: ProviderPermits | null): number {
+    const hold = (r: Ready) => guard?.holdNow(r.grantedAtMs) ?? null;
+    const first = this.ready.find((r) => hold(r) !== null);
+    if (first) this.abortWhere((r) => hold(r) !== null, `provider calls held (${hold(first)})`, guard);
     let n = 0;
     for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency; n++) {
       const r = this.ready.shift()!;
-      this.inFlight.add(send(r.token, r.attempt));
+      this.inFlight.add(send(r.token, r.attempt, r.grantedAtMs));
     }
     return n;
   }
@@ -129,8 +128,10 @@ export class ExecutionState {
   }
 
   private abortWhere(drop: (r: Ready) => boolean, reason: string, guard: Pick<ProviderPermits, 'release'> | null): number {
-    const dropped = this.ready.filter(drop);
-    this.ready.splice(0, this.ready.length, ...this.ready.filter((r) => !drop(r)));
+    const kept: Ready[] = [];
+    const dropped: Ready[] = [];
+    for (const r of this.ready) (drop(r) ? dropped : kept).push(r); // one pass: each entry either kept or recorded
+    this.ready.splice(0, this.ready.length, ...kept);
     for (const r of dropped) {
       this.record({ ...aborted(r.attempt, reason), attemptEpoch: r.token.leaseEpoch });
       guard?.release(1, r.grantedAtMs);

@@ -40,15 +40,17 @@ export interface ProviderCallDeps {
   layout?: Pick<EpochLayout, 'generationOf'>;
 }
 
-/** `stopped`: why the caller's batch sends nothing more (null: it may), asked after the control read too. */
+/** `stopped`: why the caller's batch sends nothing more (null: it may), asked after the control read too.
+ *  `grantedAtMs`: when its guard permit was taken (a provider hold begun since then keeps it unsent; ProviderGuard). */
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean,
-  stopped: () => string | null = () => null): Promise<void> {
+  stopped: () => string | null = () => null, grantedAtMs?: number): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
+  const release = () => d.guard?.release(1, grantedAtMs); // a permit not used goes back
   // Without fresh flags a pause recorded since may be unread: not sent (aborted, no attempt used), the permit goes back.
   const stale = (reason: string) => {
     d.ops.staleControlHeld('send');
-    d.guard?.release(1);
+    release();
     return record(aborted(a, reason));
   };
   let fresh: boolean;
@@ -62,16 +64,18 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   const timeoutMs = Math.min(s.providerTimeoutMs, leaseLeftMs);
   if (!leading() || timeoutMs < MIN_CALL_MS) {
     d.ops.blockedNotLeader();
-    d.guard?.release(1); // not sent: the permit goes back
+    release(); // not sent: the permit goes back
     return record(aborted(a, 'leadership lost before the provider call'));
   }
   if (!d.ops.mayStart()) { // paused since this attempt was started: nothing goes out after the pause is read
-    d.guard?.release(1);
+    release();
     return record(aborted(a, 'execution paused before the provider call'));
   }
-  const stop = stopped(); // a drain or handover the control read just brought: nothing goes out after it is read
+  // A drain or handover the control read just brought, or a provider hold begun while it ran: nothing goes out.
+  const hold = grantedAtMs === undefined ? null : d.guard?.holdNow(grantedAtMs) ?? null;
+  const stop = stopped() ?? (hold === null ? null : `provider calls held (${hold})`);
   if (stop !== null) {
-    d.guard?.release(1);
+    release();
     return record(aborted(a, stop));
   }
   const t = clock.nowMs();
@@ -99,7 +103,7 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   unwatch();
   if (result.kind === 'notSent') { // not written: the permit goes back, and decide() records it as aborted
     d.ops.blockedNotLeader();
-    d.guard?.release(1);
+    release();
     return record(decide(result, { ...a, durationMs: 0 }, a.contract.retry, random));
   }
   const stalled = result.kind === 'retryable' && result.httpStatus === null

@@ -72,6 +72,8 @@ export class ProviderGuard {
    *  are not sent after it, even once it is over (holdNow), nor do they count as the half-open probe (release). */
   private holdBegan = Number.NEGATIVE_INFINITY;
   private holdBeganBy: HoldReason | null = null;
+  /** When this process's own breaker last opened: a permit taken since then, while it is half-open, is the probe. */
+  private openedAt = Number.NEGATIVE_INFINITY;
   private readonly held: Record<HoldReason, number> = { rate: 0, in_flight: 0, retry_after: 0, breaker_open: 0, probe_in_flight: 0 };
 
   constructor(private readonly s: GuardSettings, private readonly clock: Clock, private readonly onChange: (state: BreakerState) => void = () => {},
@@ -171,12 +173,12 @@ export class ProviderGuard {
   }
 
   /** Give back permits that were not used (the fenced start started fewer intents than granted, an attempt not sent).
-   *  Permits taken before the latest hold began (`grantedAtMs`) were not the half-open probe: the probe stays out. */
+   *  Permits taken before this process's breaker opened (`grantedAtMs`) were not the half-open probe: it stays out. */
   release(unused: number, grantedAtMs?: number): void {
     if (unused <= 0) return;
     this.inFlight = Math.max(0, this.inFlight - unused);
     if (this.rate > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
-    if (this.breaker === 'half_open' && (grantedAtMs === undefined || grantedAtMs > this.holdBegan)) this.probeOut = false;
+    if (this.breaker === 'half_open' && (grantedAtMs === undefined || grantedAtMs >= this.openedAt)) this.probeOut = false;
   }
 
   /** A sent call whose failure says nothing about the provider: this process stalled (a GC pause, SIGSTOP, a
@@ -194,7 +196,7 @@ export class ProviderGuard {
     if (r.kind === 'retryable' && (r.httpStatus === 429 || r.httpStatus === 503) && r.retryAfterMs !== null && r.retryAfterMs > 0) {
       const pauseMs = Math.min(r.retryAfterMs, this.s.retryAfterMaxMs);
       if (now + pauseMs > this.pausedUntil) {
-        if (now >= this.pausedUntil) this.began('retry_after', now);
+        if (pauseMs > 0 && now >= this.pausedUntil) this.began('retry_after', now);
         this.pausedUntil = now + pauseMs;
         if (pauseMs > 0) this.opts.onPause?.(pauseMs);
       }
@@ -206,6 +208,7 @@ export class ProviderGuard {
         this.openUntil = now + this.s.breakerCooldownMs;
         this.probeOut = false;
         this.began('breaker_open', now);
+        this.openedAt = now;
         this.setBreaker('open');
       }
     } else {

@@ -59,6 +59,35 @@ describe('ProviderGuard (fake clock)', () => {
     expect(g.holdNow(clock.nowMs() + 1)).toBeNull(); // a permit taken now is not held by it
   });
 
+  it.each([
+    { name: "another process's breaker", stage: (g: ProviderGuard, c: FakeClock) => g.holdFor('breaker_open', c.nowMs() + 500) },
+    { name: "another process's Retry-After", stage: (g: ProviderGuard, c: FakeClock) => g.holdFor('retry_after', c.nowMs() + 500) },
+  ])('half-open: the probe aborted by a hold begun after its grant ($name), given back, lets the next probe out once the hold ends',
+    ({ stage }) => {
+      const { g, clock } = guard({ breakerThreshold: 1, breakerCooldownMs: 1_000 });
+      g.acquire(1);
+      clock.advance(10);
+      g.onResult(fail); // the breaker opens
+      clock.advance(1_000);
+      const probeAt = clock.nowMs();
+      expect(g.acquire(1)).toMatchObject({ granted: 1 }); // the probe, its START on the wire …
+      clock.advance(1);
+      stage(g, clock); // … when another process's hold is read
+      expect(g.holdNow(probeAt)).not.toBeNull(); // so the probe is not sent
+      g.release(1, probeAt);
+      clock.advance(600); // the hold is over
+      expect(g.acquire(1)).toMatchObject({ granted: 1 }); // the next probe (not held for good as probe_in_flight)
+    });
+
+  it('a 429 whose Retry-After is capped to 0 (PROVIDER_RETRY_AFTER_MAX_MS 0) begins no hold: permits taken before it are sent', () => {
+    const { g, clock } = guard({ retryAfterMaxMs: 0 });
+    const grantedAt = clock.nowMs();
+    g.acquire(2);
+    clock.advance(5);
+    g.onResult(busy(5_000));
+    expect(g.holdNow(grantedAt)).toBeNull();
+  });
+
   it('half-open: a permit taken before the breaker opened, given back, does not let a second probe out', () => {
     const { g, clock } = guard({ breakerThreshold: 1, breakerCooldownMs: 1_000 });
     const staleAt = clock.nowMs();

@@ -277,6 +277,23 @@ describe('ready attempts: a provider hold keeps them from the provider', () => {
         .toEqual(Array(2).fill(`aborted before the provider call: provider calls held (${hold})`));
       expect([h.real!.state().inFlight, h.state.readyAttempts, h.state.unwritten]).toEqual([0, 0, false]);
     });
+
+  it.each([
+    { name: "another process's Retry-After", hold: 'retry_after', remote: 'retry_after' as const },
+    { name: "another process's breaker", hold: 'breaker_open', remote: 'breaker_open' as const },
+  ])('$name read while the send gate reads the flags: that attempt is aborted, its permit back', async ({ hold, remote }) => {
+    const h = harness({ concurrency: 1, startBatch: 1, dueAt: [0, 0, 0], guarded: limits });
+    const run = h.batch(400).run();
+    await h.runUntil(10); // i00 in flight, i01 ready
+    expect([h.sent(), h.state.readyAttempts]).toEqual([['i00'], 1]);
+    h.ctl.onFreshRead = () => h.real!.holdFor(remote, h.clock.nowMs() + 10_000); // i01's gate, when i00 ends
+    await h.runUntil(400);
+    await run;
+    expect(h.sent()).toEqual(['i00']);
+    expect(h.recorded.filter((c) => c.intentId === 'i01').map((c) => c.error))
+      .toEqual([`aborted before the provider call: provider calls held (${hold})`]);
+    expect(h.real!.state().inFlight).toBe(0);
+  });
 });
 
 describe('ready attempts: START batching', () => {
