@@ -228,7 +228,7 @@ export class Batch {
     let calls = 0;
     let held: Promise<void> | null = null;
     await startDue(this.d, this.token, granted, this.sum, { call: (a) => { calls++; state.queueReady(this.token, a, grantedAtMs); this.sendReady(); },
-      refused: () => this.fenceLost(), held: (by, n) => (held = this.d.ops.startHeld(by, n)) });
+      refused: () => this.fenceLost(), held: (by, n) => (held = this.d.ops.startHeld(by, n)) }, grantedAtMs);
     await held; // the flags read now: the next iteration drains or holds (no START every few ms meanwhile)
     if (calls > 0) state.startTook(clock.nowMs() - t0); // part of the pickup overhead the refresh cadence covers
   }

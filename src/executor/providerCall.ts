@@ -108,7 +108,7 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   }
   const stalled = result.kind === 'retryable' && result.httpStatus === null
     && (elapsed > timeoutMs + STALL_MS || (lost > 0 && elapsed - lost < timeoutMs));
-  if (stalled) d.guard?.onInconclusive();
-  else d.guard?.onResult(result);
+  if (stalled) d.guard?.onInconclusive(grantedAtMs);
+  else d.guard?.onResult(result, grantedAtMs);
   record(decide(result, { ...a, durationMs }, a.contract.retry, random));
 }

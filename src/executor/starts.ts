@@ -31,8 +31,10 @@ export interface StartOutlets {
   held(by: StartHold, intents: number): void;
 }
 
-/** Fenced start of up to `granted` due intents. Throws on an SQL error (its attempts recorded as aborted first). */
-export async function startDue(d: StartDeps, token: LeaseToken, granted: number, sum: TickSummary, out: StartOutlets): Promise<void> {
+/** Fenced start of up to `granted` due intents, their permits taken at `grantedAtMs` (monotonic; given back with it).
+ *  Throws on an SQL error (its attempts recorded as aborted first). */
+export async function startDue(d: StartDeps, token: LeaseToken, granted: number, sum: TickSummary, out: StartOutlets,
+  grantedAtMs?: number): Promise<void> {
   const due = d.refresher.schedule.takeDue(d.refresher.dbNowMs(), granted);
   let unused = granted;
   try {
@@ -54,7 +56,7 @@ export async function startDue(d: StartDeps, token: LeaseToken, granted: number,
     unused = granted - res.value.length;
     started(d, due, res.value, sum, out);
   } finally {
-    d.guard?.release(unused);
+    d.guard?.release(unused, grantedAtMs);
   }
 }
 

@@ -178,19 +178,27 @@ export class ProviderGuard {
     if (unused <= 0) return;
     this.inFlight = Math.max(0, this.inFlight - unused);
     if (this.rate > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
-    if (this.breaker === 'half_open' && (grantedAtMs === undefined || grantedAtMs >= this.openedAt)) this.probeOut = false;
+    if (this.probe(grantedAtMs)) this.probeOut = false;
+  }
+
+  /** Whether a permit taken at `grantedAtMs` (unknown: assumed so) is the half-open probe that is out: the only
+   *  permit granted since this process's own breaker opened. */
+  private probe(grantedAtMs: number | undefined): boolean {
+    return this.breaker === 'half_open' && this.probeOut && (grantedAtMs === undefined || grantedAtMs >= this.openedAt);
   }
 
   /** A sent call whose failure says nothing about the provider: this process stalled (a GC pause, SIGSTOP, a
    *  starved event loop) past the call's timeout, so the timeout is ours. Frees its slot; counts as neither a
-   *  failure nor a success (a probe left this way lets the next call probe). */
-  onInconclusive(): void {
+   *  failure nor a success (a probe left this way lets the next call probe; a call sent before the breaker opened
+   *  is not the probe: `grantedAtMs`, when its permit was taken). */
+  onInconclusive(grantedAtMs?: number): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
-    if (this.breaker === 'half_open') this.probeOut = false;
+    if (this.probe(grantedAtMs)) this.probeOut = false;
   }
 
-  /** The outcome of a call that was sent. Permanent errors (4xx) say nothing about the provider's health. */
-  onResult(r: ProviderResult): void {
+  /** The outcome of a call that was sent (its permit taken at `grantedAtMs`: only the probe's decides a half-open
+   *  breaker). Permanent errors (4xx) say nothing about the provider's health. */
+  onResult(r: ProviderResult, grantedAtMs?: number): void {
     const now = this.clock.nowMs();
     this.inFlight = Math.max(0, this.inFlight - 1);
     if (r.kind === 'retryable' && (r.httpStatus === 429 || r.httpStatus === 503) && r.retryAfterMs !== null && r.retryAfterMs > 0) {
@@ -201,7 +209,7 @@ export class ProviderGuard {
         if (pauseMs > 0) this.opts.onPause?.(pauseMs);
       }
     }
-    const probe = this.breaker === 'half_open' && this.probeOut;
+    const probe = this.probe(grantedAtMs);
     if (r.kind === 'retryable') {
       this.failures += 1;
       if (this.s.breakerThreshold > 0 && (probe || (this.breaker === 'closed' && this.failures >= this.s.breakerThreshold))) {

@@ -14,9 +14,9 @@ export interface ProviderPermits {
   /** Give back permits that were not used (taken at `grantedAtMs`, monotonic, when known: ProviderGuard.release). */
   release(unused: number, grantedAtMs?: number): void;
   /** A sent call whose failure says nothing about the provider (this process stalled past its timeout). */
-  onInconclusive(): void;
+  onInconclusive(grantedAtMs?: number): void;
   /** The outcome of a call that was sent. */
-  onResult(r: ProviderResult): void;
+  onResult(r: ProviderResult, grantedAtMs?: number): void;
   /** Leadership changed: take the share in force now. */
   shareChanged(): void;
   /** What holds a permit taken at `grantedAtMs` from being used now (ProviderGuard.holdNow), asked without taking anything. */
@@ -48,13 +48,13 @@ export function partitionPermits(guard: ProviderGuard, cap: () => number): Provi
       out = Math.max(0, out - unused);
       guard.release(unused, grantedAtMs);
     },
-    onInconclusive() {
+    onInconclusive(grantedAtMs) {
       out = Math.max(0, out - 1);
-      guard.onInconclusive();
+      guard.onInconclusive(grantedAtMs);
     },
-    onResult(r) {
+    onResult(r, grantedAtMs) {
       out = Math.max(0, out - 1);
-      guard.onResult(r);
+      guard.onResult(r, grantedAtMs);
     },
     shareChanged: () => guard.shareChanged(),
     holdNow: (grantedAtMs) => guard.holdNow(grantedAtMs),

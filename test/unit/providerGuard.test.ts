@@ -88,6 +88,26 @@ describe('ProviderGuard (fake clock)', () => {
     expect(g.holdNow(grantedAt)).toBeNull();
   });
 
+  it.each([
+    { name: 'answered 200', end: (g: ProviderGuard, at: number) => g.onResult({ kind: 'success', httpStatus: 200 }, at) },
+    { name: 'failed', end: (g: ProviderGuard, at: number) => g.onResult(fail, at) },
+    { name: 'inconclusive (a stall of ours)', end: (g: ProviderGuard, at: number) => g.onInconclusive(at) },
+  ])('half-open: a call sent before the breaker opened, $name after the probe went out, decides nothing; the probe does', ({ end }) => {
+    const { g, clock } = guard({ breakerThreshold: 1, breakerCooldownMs: 1_000 });
+    const staleAt = clock.nowMs();
+    g.acquire(2); // two calls out
+    clock.advance(10);
+    g.onResult(fail); // one fails: the breaker opens; the other is still out
+    clock.advance(1_000);
+    const probeAt = clock.nowMs();
+    expect(g.acquire(1)).toMatchObject({ granted: 1 }); // the probe
+    end(g, staleAt);
+    expect(g.state().breaker).toBe('half_open');
+    expect(g.acquire(1)).toMatchObject({ granted: 0, heldBy: 'probe_in_flight' }); // still one probe
+    g.onResult({ kind: 'success', httpStatus: 200 }, probeAt);
+    expect(g.state().breaker).toBe('closed');
+  });
+
   it('half-open: a permit taken before the breaker opened, given back, does not let a second probe out', () => {
     const { g, clock } = guard({ breakerThreshold: 1, breakerCooldownMs: 1_000 });
     const staleAt = clock.nowMs();

@@ -25,15 +25,17 @@ describe('startDue: a START the database held', () => {
     const refresher = new ScheduleRefresher(store, { pageSize: 10, commitGraceMs: 1_000 }, new FakeClock());
     await refresher.rebuild();
     const released: number[] = [];
-    const guard = { release: (n: number) => released.push(n) } as unknown as Parameters<typeof startDue>[0]['guard'];
+    const grantTimes: (number | undefined)[] = [];
+    const guard = { release: (n: number, at?: number) => { released.push(n); grantTimes.push(at); } } as unknown as Parameters<typeof startDue>[0]['guard'];
     const held: [string, number][] = [];
     const sum = emptySummary('h');
     const outlets = { call: () => { throw new Error('nothing starts'); }, refused: () => { throw new Error('not refused'); },
       held: (by: string, n: number) => void held.push([by, n]) };
 
-    await startDue({ store, refresher, guard, state: { record: () => {} } }, token, 1, sum, outlets); // takes A only
+    await startDue({ store, refresher, guard, state: { record: () => {} } }, token, 1, sum, outlets, 42); // takes A only
     expect(held).toEqual([['paused', 1]]);
     expect(released).toEqual([1]);
+    expect(grantTimes).toEqual([42]); // given back with the time it was taken (a stale permit is not the half-open probe)
     expect([sum.started, sum.skipped]).toEqual([0, 0]);
     // Both due now; A first, as before the held START (not behind B, requeued after it).
     expect(refresher.schedule.takeDue(refresher.dbNowMs(), 2).map((e) => e.intentId)).toEqual([id(1), id(2)]);
