@@ -9,7 +9,7 @@
 //  - a completion is never dropped: what cannot be written now stays in the ExecutionState's completion buffer, and
 //    the settler (settler.ts) keeps writing it under the same token after the tick; a START whose outcome is unknown
 //    records its attempts as aborted there (never sent, so never charged as sent);
-//  - a START may start up to startBatch attempts beyond the free slots when a later batch carries them: they wait
+//  - a START may start up to 2 × startBatch attempts beyond the free slots when a later batch carries them: they wait
 //    ready (ExecutionState, START order) and a freed slot sends the next at once, through the same gate, unless a
 //    provider hold aborts them; carried with the calls, otherwise aborted at close before the completions are written
 //    (nothing is sent after the stop);
@@ -118,6 +118,12 @@ export class Batch {
     return this.d.clock.nowMs() < this.r.renewsUntilMs;
   }
 
+  /** A START may start beyond the free slots: a later batch sends what this one leaves ready (BatchRun.startsAhead)
+   *  and, in a bridge, only while the next tick may still come (renewing). */
+  private get startsAhead(): boolean {
+    return this.r.startsAhead && this.renewing;
+  }
+
   private signal = (): void => {
     this.woken = true;
     this.wake();
@@ -171,8 +177,7 @@ export class Batch {
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    // Beyond the free slots when a later batch carries the ready ones (a bridge: only while the next tick may come).
-    const free = state.startRoom(this.r.startsAhead && now < this.r.renewsUntilMs);
+    const free = state.startRoom(this.startsAhead);
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
     let fresh: boolean | null = null;

@@ -2,8 +2,8 @@
 // operations (its parts are private): provider calls in flight, started attempts waiting for a free slot (ready),
 // completions not yet written, the refresh cadence, and the counts of work between ticks. Guarantees:
 //  - calls in flight never exceed the concurrency; ready attempts are sent oldest first (START order) or aborted
-//    (recorded here, never sent; a provider hold aborts them all); one holds its guard permit until its call's
-//    result or its abort;
+//    (recorded here, never sent; a provider hold begun since its permit was taken aborts it); one holds its guard
+//    permit until its call's result or its abort;
 //  - every completion is recorded here (record) and every completion write goes through write(): one fenced road,
 //    whose written rows return to the schedule in releaseWritten() (a schedule dropped with leadership ignores
 //    them) and whose counts go to the summary given;
@@ -92,9 +92,10 @@ export class ExecutionState {
   }
 
   /** How many attempts a START may start now (0: none). `ahead` (a later batch sends what this one leaves ready): up to
-   *  startBatch beyond the free slots, refilled once less than half of that is left (or nothing is in flight), so about
-   *  one START per startBatch sends, not per freed slot. Otherwise only into free slots, once startBatch of them are
-   *  free (or nothing is in flight): nothing is started that the batch's end would abort unsent. */
+   *  2 × startBatch beyond the free slots, refilled once fewer than startBatch are left (or nothing is in flight): a
+   *  START of at least startBatch goes out while startBatch sends remain to cover its round trip, so a freed slot
+   *  seldom waits for it. Otherwise only into free slots, once startBatch of them are free (or nothing is in flight):
+   *  nothing is started that the batch's end would abort unsent. */
   startRoom(ahead: boolean): number {
     const { concurrency, startBatch } = this.settings;
     const busy = this.inFlight.size + this.ready.length;
@@ -102,8 +103,8 @@ export class ExecutionState {
       const free = concurrency - busy;
       return free > 0 && (free >= startBatch || busy === 0) ? free : 0;
     }
-    const free = concurrency + startBatch - busy;
-    return free > Math.floor(startBatch / 2) || (free > 0 && this.inFlight.size === 0) ? free : 0;
+    const free = concurrency + 2 * startBatch - busy;
+    return free > startBatch || (free > 0 && this.inFlight.size === 0) ? free : 0;
   }
 
   /** Send ready attempts, oldest first, while fewer than `concurrency` calls are in flight (never more); `send` is

@@ -43,7 +43,7 @@ export interface ProviderCallDeps {
 /** `stopped`: why the caller's batch sends nothing more (null: it may), asked after the control read too.
  *  `grantedAtMs`: when its guard permit was taken (a provider hold begun since then keeps it unsent; ProviderGuard). */
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean,
-  stopped: () => string | null = () => null, grantedAtMs?: number): Promise<void> {
+  stopped: () => string | null, grantedAtMs: number): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
   const release = () => d.guard?.release(1, grantedAtMs); // a permit not used goes back
@@ -72,7 +72,7 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
     return record(aborted(a, 'execution paused before the provider call'));
   }
   // A drain or handover the control read just brought, or a provider hold begun while it ran: nothing goes out.
-  const hold = grantedAtMs === undefined ? null : d.guard?.holdNow(grantedAtMs) ?? null;
+  const hold = d.guard?.holdNow(grantedAtMs) ?? null;
   const stop = stopped() ?? (hold === null ? null : `provider calls held (${hold})`);
   if (stop !== null) {
     release();

@@ -34,7 +34,7 @@ export interface StartOutlets {
 /** Fenced start of up to `granted` due intents, their permits taken at `grantedAtMs` (monotonic; given back with it).
  *  Throws on an SQL error (its attempts recorded as aborted first). */
 export async function startDue(d: StartDeps, token: LeaseToken, granted: number, sum: TickSummary, out: StartOutlets,
-  grantedAtMs?: number): Promise<void> {
+  grantedAtMs: number): Promise<void> {
   const due = d.refresher.schedule.takeDue(d.refresher.dbNowMs(), granted);
   let unused = granted;
   try {

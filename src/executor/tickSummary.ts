@@ -7,7 +7,8 @@ export interface ExecutorSettings {
   providerTimeoutMs: number;
   reconcileIntervalMs: number;
   refresh: { intervalMs: number; pageSize: number; commitGraceMs: number };
-  /** How many attempts a START may start beyond the free slots: they wait ready, so a freed slot sends at once. */
+  /** The size a START waits for: that many free slots, or (where a later batch sends what waits ready) fewer than
+   *  that many attempts left ready, with up to twice it started beyond the free slots (ExecutionState.startRoom). */
   startBatch: number;
   /** Flush completions once this many are pending (batched fenced completions). */
   completionBatch: number;

@@ -104,7 +104,7 @@ describe('batch: a START rests on fresh control flags', () => {
 function callWith(ops: ExecutorOps) {
   const clock = new FakeClock();
   const submit = vi.fn(async () => ({ kind: 'success' as const, httpStatus: 200 }));
-  const guard = { release: vi.fn(), onResult: vi.fn(), onInconclusive: vi.fn() };
+  const guard = { release: vi.fn(), onResult: vi.fn(), onInconclusive: vi.fn(), holdNow: vi.fn(() => null) };
   const recorded: AttemptCompletion[] = [];
   const deps: ProviderCallDeps = {
     provider: { submit } as unknown as Provider, settings: { providerTimeoutMs: 1_000 }, clock, random: () => 0.5,
@@ -126,10 +126,10 @@ describe('provider call: a send rests on fresh control flags', () => {
   ])('$name: aborted, one permit back, the provider not called', async ({ fresh, reason }) => {
     const { ops, held } = stubOps(fresh);
     const { deps, submit, guard, recorded } = callWith(ops);
-    await callProvider(deps, TOKEN, ATTEMPT, () => true);
+    await callProvider(deps, TOKEN, ATTEMPT, () => true, () => null, 7);
     expect(submit).not.toHaveBeenCalled();
     expect(guard.release).toHaveBeenCalledTimes(1);
-    expect(guard.release).toHaveBeenCalledWith(1, undefined);
+    expect(guard.release).toHaveBeenCalledWith(1, 7); // given back with its grant time
     expect(recorded).toHaveLength(1);
     expect(recorded[0]).toMatchObject({ intentId: 'i1', attemptNo: 1, outcome: 'aborted', attemptEpoch: TOKEN.leaseEpoch,
       error: `aborted before the provider call: ${reason}` });
@@ -139,9 +139,10 @@ describe('provider call: a send rests on fresh control flags', () => {
   it('freshControl true: the provider is called, no permit goes back unused', async () => {
     const { ops, held } = stubOps(async () => true);
     const { deps, submit, guard, recorded } = callWith(ops);
-    await callProvider(deps, TOKEN, ATTEMPT, () => true);
+    await callProvider(deps, TOKEN, ATTEMPT, () => true, () => null, 7);
     expect(submit).toHaveBeenCalledTimes(1);
     expect(guard.release).not.toHaveBeenCalled();
+    expect(guard.holdNow).toHaveBeenCalledWith(7); // a hold begun since the permit's grant is asked for after the read
     expect(recorded.map((c) => c.outcome)).toEqual(['succeeded']);
     expect(held).toEqual([]);
   });

@@ -1,10 +1,10 @@
 // Pre-started attempts (the ready queue of src/executor/executionState.ts, filled and sent by src/executor/batch.ts),
 // judged on a fake clock with a provider of fixed latency and a START that takes a few ms:
-//  - a START may start up to startBatch attempts beyond the free slots; they wait, in START order, and a call that
+//  - a START may start up to 2 × startBatch attempts beyond the free slots; they wait, in START order, and a call that
 //    ends sends the next one at once, before any further START; calls in flight never exceed the concurrency;
 //  - a ready attempt goes through the send gate: a pause read meanwhile aborts it (never sent, permit back), and so
 //    does a provider hold (Retry-After, a breaker open here or recorded by another process);
-//  - a START refills the queue once less than half of startBatch is left: about one START per startBatch sends;
+//  - a START refills the queue once fewer than startBatch are left: one START per startBatch + 1 sends at most;
 //  - a batch that stops other than by running out (drain, handover, lost lease) aborts its ready attempts before its
 //    completions are written, and sends nothing after; one that ends at its deadline still leading carries them,
 //    and the next batch sends them before it starts anything of its own.
@@ -30,6 +30,8 @@ import type { LeaseToken } from '../../src/store/ports.js';
 const TOKEN: LeaseToken = { leaseName: 'p0', holderId: 'h', leaseEpoch: 3 };
 const CALL_MS = 50;
 const START_MS = 2;
+/** How far beyond the free slots a START may start (ExecutionState.startRoom). */
+const ahead = (startBatch: number) => 2 * startBatch;
 const flush = () => new Promise((r) => setImmediate(r));
 /** Intent i's id (ids sort as their numbers: the schedule breaks ties of due time by id). */
 const id = (i: number) => `i${String(i).padStart(2, '0')}`;
@@ -151,13 +153,13 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
     { concurrency: 4, startBatch: 1 },
     { concurrency: 4, startBatch: 2 },
     { concurrency: 3, startBatch: 3 },
-  ])('c=$concurrency, startBatch $startBatch: a START takes up to startBatch beyond the free slots; calls in flight never exceed c',
+  ])('c=$concurrency, startBatch $startBatch: a START takes up to 2 × startBatch beyond the free slots; calls in flight never exceed c',
     async ({ concurrency, startBatch }) => {
       const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 30 }, () => 0) });
       const run = h.batch(600).run();
       await h.runUntil(600);
       expect(await run).toBe('deadline');
-      expect(h.fencedStartAttempts.mock.calls[0]![1]).toHaveLength(concurrency + startBatch); // nothing in flight yet
+      expect(h.fencedStartAttempts.mock.calls[0]![1]).toHaveLength(concurrency + ahead(startBatch)); // nothing in flight yet
       expect(h.calls.max).toBe(concurrency);
       expect(h.sent()).toEqual(Array.from({ length: 30 }, (_, i) => id(i)));
     });
@@ -165,15 +167,15 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
   it('a pause read while attempts wait: none of them is sent, each is recorded aborted, its permit back', async () => {
     const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0, 0, 0] });
     const run = h.batch(400).run();
-    await h.runUntil(10); // i0, i1 in flight; i2, i3 ready
+    await h.runUntil(10); // i0, i1 in flight; i2…i5 ready
     expect(h.sent()).toEqual(['i00', 'i01']);
     h.ctl.paused = true;
     await h.runUntil(400);
     expect(await run).toBe('deadline');
     expect(h.sent()).toEqual(['i00', 'i01']);
-    expect(h.aborted()).toEqual(['i02', 'i03']);
+    expect(h.aborted()).toEqual(['i02', 'i03', 'i04', 'i05']);
     expect(h.recorded.filter((c) => c.outcome === 'aborted').map((c) => c.error))
-      .toEqual(Array(2).fill('aborted before the provider call: execution paused before the provider call'));
+      .toEqual(Array(4).fill('aborted before the provider call: execution paused before the provider call'));
     expect(h.permits.out).toBe(0);
     expect(h.state.pending).toBe(0); // written under the fence
   });
@@ -192,9 +194,9 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
     await h.runUntil(300);
     expect(await run).toBe(reason);
     expect(h.sent()).toEqual(['i00', 'i01']);
-    expect(h.aborted()).toEqual(['i02', 'i03']);
+    expect(h.aborted()).toEqual(['i02', 'i03', 'i04', 'i05']);
     expect(h.recorded.filter((c) => c.outcome === 'aborted').map((c) => c.error))
-      .toEqual(Array(2).fill(`aborted before the provider call: the batch stopped (${reason})`));
+      .toEqual(Array(4).fill(`aborted before the provider call: the batch stopped (${reason})`));
     expect(h.permits.out).toBe(0);
     expect(h.state.readyAttempts).toBe(0);
     expect(h.state.unwritten).toBe(false);
@@ -204,7 +206,7 @@ describe('ready attempts: a freed slot sends the next started attempt at once', 
     { name: 'handover', request: (c: { handover: boolean }) => void (c.handover = true), reason: 'handover requested' },
     { name: 'drain', request: (c: { stop: string | null }) => void (c.stop = 'draining'), reason: 'stop requested (draining)' },
   ])('a $name the send gate\'s own control read brings: that ready attempt is aborted, not sent', async ({ request, reason }) => {
-    const h = harness({ concurrency: 1, startBatch: 1, dueAt: [0, 0, 0] });
+    const h = harness({ concurrency: 1, startBatch: 1, dueAt: [0, 0] });
     const run = h.batch(1_000).run();
     await h.runUntil(10); // i00 in flight, i01 ready
     expect([h.sent(), h.state.readyAttempts]).toEqual([['i00'], 1]);
@@ -263,7 +265,7 @@ describe('ready attempts: a provider hold keeps them from the provider', () => {
     { name: "another process's Retry-After", hold: 'retry_after', remote: 'retry_after' as const },
   ])('$name while attempts wait ready: none of them is sent, each is recorded aborted, its permit back',
     async ({ hold, answer, breakerThreshold = 0, remote }) => {
-      const h = harness({ concurrency: 1, startBatch: 2, dueAt: [0, 0, 0, 0], guarded: { ...limits, breakerThreshold },
+      const h = harness({ concurrency: 1, startBatch: 2, dueAt: [0, 0, 0], guarded: { ...limits, breakerThreshold },
         answer: (i) => (i === id(0) && answer) || { kind: 'success', httpStatus: 200 } });
       const run = h.batch(400).run();
       await h.runUntil(10); // i00 in flight; i01, i02 ready
@@ -282,7 +284,7 @@ describe('ready attempts: a provider hold keeps them from the provider', () => {
     { name: "another process's Retry-After", hold: 'retry_after', remote: 'retry_after' as const },
     { name: "another process's breaker", hold: 'breaker_open', remote: 'breaker_open' as const },
   ])('$name read while the send gate reads the flags: that attempt is aborted, its permit back', async ({ hold, remote }) => {
-    const h = harness({ concurrency: 1, startBatch: 1, dueAt: [0, 0, 0], guarded: limits });
+    const h = harness({ concurrency: 1, startBatch: 1, dueAt: [0, 0], guarded: limits });
     const run = h.batch(400).run();
     await h.runUntil(10); // i00 in flight, i01 ready
     expect([h.sent(), h.state.readyAttempts]).toEqual([['i00'], 1]);
@@ -301,7 +303,7 @@ describe('ready attempts: START batching', () => {
     { concurrency: 8, startBatch: 2 },
     { concurrency: 8, startBatch: 4 },
     { concurrency: 12, startBatch: 3 },
-  ])('c=$concurrency, startBatch $startBatch, a backlog: after warm-up, one START per ⌊startBatch/2⌋+1 sends at most, none waited for',
+  ])('c=$concurrency, startBatch $startBatch, a backlog: after warm-up, one START per startBatch + 1 sends at most, none waited for',
     async ({ concurrency, startBatch }) => {
       // One falls due every 2 ms, faster than the calls take them (c per 50 ms): calls end one at a time, a backlog forms.
       const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 300 }, (_, i) => i * 2) });
@@ -312,7 +314,7 @@ describe('ready attempts: START batching', () => {
       const after = h.events.slice(h.events.findIndex((e) => e.kind === 'end')); // from the first call that ends
       const sends = after.filter((e) => e.kind === 'send').length;
       const starts = after.filter((e) => e.kind === 'start').length;
-      expect(starts).toBeLessThanOrEqual(Math.ceil(sends / (Math.floor(startBatch / 2) + 1)));
+      expect(starts).toBeLessThanOrEqual(Math.ceil(sends / (startBatch + 1)));
       // … and still, every call that ends is followed by a send from the queue before any START.
       const waited = after.flatMap((e, i) => (e.kind === 'end' && after.slice(i + 1).find((n) => n.kind !== 'end')?.kind === 'start' ? [e.id] : []));
       expect(waited).toEqual([]);
@@ -340,6 +342,6 @@ describe('ready attempts: START batching', () => {
     await h.runUntil(10);
     expect(await run).toBe('deadline');
     expect(h.sent()).toEqual([]);
-    expect(h.state.readyAttempts).toBe(4); // carried: the executor's drain aborts them
+    expect(h.state.readyAttempts).toBe(6); // carried: the executor's drain aborts them
   });
 });

@@ -42,7 +42,7 @@ describe('startDue: a START the database held', () => {
 
     answer = { kind: 'ok', value: [] };
     for (const n of [1, 2]) refresher.schedule.release(id(n), row(n, n === 1 ? 0 : 1_000));
-    await startDue({ store, refresher, guard, state: { record: () => {} } }, token, 2, sum, outlets);
+    await startDue({ store, refresher, guard, state: { record: () => {} } }, token, 2, sum, outlets, 43);
     expect(sum.skipped).toBe(2); // a START that found nothing to start (no hold) skips them, as before
   });
 });
