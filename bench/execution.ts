@@ -4,7 +4,8 @@
 // statements the leader sent per attempt and the CPU each process spent per attempt (leader, provider,
 // PostgreSQL backends; /proc, same machine), against the baseline's client and backends per row — on a
 // shared 2-core box, throughput is roughly the CPU left over divided by the CPU per attempt.
-// Executor settings: tick budget 2 s, batches derived from
+// Executor settings: tick budget 2 s, the provider guard production builds with no limits set (in-flight cap =
+// concurrency; BENCH_EXEC_GUARD=0: none), batches derived from
 // the concurrency as in production (start = c/4, completion = c/2; BENCH_EXEC_START_BATCH /
 // BENCH_EXEC_COMPLETION_BATCH override), refresh 1 s (BENCH_EXEC_REFRESH_MS overrides it: what the refresh
 // costs). The headline is 0 ms at c = 256 (batches of 64 / 128): with a no-op provider the calls take no
@@ -12,6 +13,9 @@
 import { LeaseManager } from '../src/lease/leaseManager.js';
 import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
+import { NO_OPS } from '../src/executor/executorOps.js';
+import { readyAhead } from '../src/executor/tickSummary.js';
+import { ProviderGuard } from '../src/provider/guard.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
 import type { Provider } from '../src/provider/provider.js';
@@ -45,12 +49,18 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
     const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
     const http = new HttpProvider(provider.url);
-    const ex = new Executor(lease, s.execution, opts.provider === 'none' ? NO_HTTP : http, {
+    const settings = {
       tickBudgetMs: 2_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
       refresh: { intervalMs: Number(process.env.BENCH_EXEC_REFRESH_MS ?? 1_000), pageSize: 500, commitGraceMs: 1_000 },
       startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? Math.max(1, Math.floor(concurrency / 4))),
       completionBatch: Number(process.env.BENCH_EXEC_COMPLETION_BATCH ?? Math.max(1, Math.floor(concurrency / 2))), minLeaderWorkMs: 100,
-    }, systemClock, silentLogger);
+    };
+    // The provider guard as production builds it with no limits set: the in-flight cap at the concurrency
+    // (PROVIDER_MAX_IN_FLIGHT's default, one partition); BENCH_EXEC_GUARD=0 runs without one.
+    const guard = process.env.BENCH_EXEC_GUARD === '0' ? null : new ProviderGuard({ ratePerSec: 0, maxInFlight: concurrency,
+      breakerThreshold: 0, breakerCooldownMs: 30_000, retryAfterMaxMs: 60_000 }, systemClock, () => {}, { aheadPerPartition: readyAhead(settings) });
+    const ex = new Executor(lease, s.execution, opts.provider === 'none' ? NO_HTTP : http, settings, systemClock, silentLogger,
+      Math.random, NO_OPS, guard);
     await opts.probe?.begin(schema.schema);
     const cpu0 = { leader: cpuMs(), provider: procCpuMs(provider.pid), pg: await backendCpuMs(db, schema.schema) };
     for (;;) {
@@ -111,7 +121,14 @@ function scenarios(n: number): { count: number; latency: number; conc: number; p
 
 export async function benchExecution(n = Number(process.env.BENCH_EXEC_N ?? 10_000)): Promise<string> {
   const rows = [];
-  for (const { count, latency, conc, provider } of scenarios(n)) {
+  const list = scenarios(n);
+  // A warm-up run of the first scenario (at most 2 000 intents, not printed; BENCH_EXEC_WARMUP=0 skips it): the
+  // first run of a process otherwise pays for compiling the executor's hot paths (1–3 points of the bound at 50 ms).
+  const first = list[0];
+  if (first && process.env.BENCH_EXEC_WARMUP !== '0') {
+    await runLeader(Math.min(first.count, 2_000), first.latency, first.conc, { provider: first.provider, baseline: false });
+  }
+  for (const { count, latency, conc, provider } of list) {
     const r = await runLeader(count, latency, conc, { provider });
     rows.push({ intents: count, 'provider ms': latency, 'provider server': provider === 'raw' ? 'net (minimal)' : 'node:http',
       concurrency: conc, 'attempts/s': fmt(r.attemptsPerS),

@@ -16,6 +16,7 @@ import type { PartitionChanger } from './lease/partitionChanger.js';
 import { buildPartition, createPartitionChanger, executorGauges, type PartitionRuntime } from './appPartitions.js';
 import type { Executor } from './executor/executor.js';
 import { TickBudget } from './executor/tickBudget.js';
+import { executorSettingsFrom, readyAhead } from './executor/tickSummary.js';
 import { runTimerInvocation } from './executor/timerInvocation.js';
 import type { ExecutionOps } from './executor/executorOps.js';
 import { createIntentHandlers, type IntentHandlers } from './http/intents.js';
@@ -128,7 +129,8 @@ export async function createApp(opts: CreateAppOptions = {}): Promise<App> {
   const counted = () => partitions.flatMap((p) => (p.partition < layout.count() && p.lease.requireLeader() && !p.lease.releasing
     && !p.executor.handingBack ? [p.partition] : []));
   const { guard, permitsFor, fits, stop: stopClusterGuard } = createClusterGuard({ guard: config.providerGuard, partitionCount: () => layout.count(),
-    leaseName: config.lease.name, holderId: config.lease.holderId, syncMs: config.schedule.refreshIntervalMs }, stores.ops, clock, logger, metrics, counted);
+    leaseName: config.lease.name, holderId: config.lease.holderId, syncMs: config.schedule.refreshIntervalMs,
+    aheadPerPartition: readyAhead(executorSettingsFrom(config)) }, stores.ops, clock, logger, metrics, counted);
   // every-instance mode with several partitions: each instance takes at most its fair share (set below, once the
   // partitions' lease managers exist; they ask it only to acquire).
   let share: PartitionShare | null = null;

@@ -177,7 +177,7 @@ export class Batch {
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const free = state.startRoom(this.startsAhead);
+    const free = state.startRoom(this.startsAhead, this.d.guard?.callLimit() ?? 0);
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
     let fresh: boolean | null = null;
@@ -196,7 +196,7 @@ export class Batch {
     if (due && fresh === true) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
       const grantedAt = this.d.clock.nowMs();
-      const grant = this.d.guard ? this.d.guard.acquire(free) : { granted: free, retryAtMs: null };
+      const grant = this.d.guard ? this.d.guard.acquire(free, state.aheadOfCap(this.startsAhead)) : { granted: free, retryAtMs: null };
       if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted, grantedAt), () => (this.starting = null));
       held = grant.granted === 0;
       this.heldUntilMs = held ? grant.retryAtMs : null;

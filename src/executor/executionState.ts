@@ -24,7 +24,7 @@ import type { LeaseToken } from '../store/ports.js';
 import { CompletionBuffer, countCompleted, type FlushOutcome } from './completions.js';
 import type { ExecutorOps } from './executorOps.js';
 import { InFlightCalls } from './inFlight.js';
-import { emptySummary, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
+import { emptySummary, readyAhead, takeBetweenTicks, type ExecutorSettings, type TickSummary } from './tickSummary.js';
 
 /** A started attempt waiting for a free slot: its epoch, and when its provider permit was taken (monotonic). */
 interface Ready { token: LeaseToken; attempt: StartedAttempt; grantedAtMs: number }
@@ -91,31 +91,40 @@ export class ExecutionState {
     return this.ready.length;
   }
 
+  /** How many permits a START may take beyond the provider's in-flight cap (`ahead`: ExecutionState.startRoom's). */
+  aheadOfCap(ahead: boolean): number {
+    return ahead ? readyAhead(this.settings) : 0;
+  }
+
   /** How many attempts a START may start now (0: none). `ahead` (a later batch sends what this one leaves ready): up to
    *  2 × startBatch beyond the free slots, refilled once fewer than startBatch are left (or nothing is in flight): a
    *  START of at least startBatch goes out while startBatch sends remain to cover its round trip, so a freed slot
    *  seldom waits for it. Otherwise only into free slots, once startBatch of them are free (or nothing is in flight):
-   *  nothing is started that the batch's end would abort unsent. */
-  startRoom(ahead: boolean): number {
-    const { concurrency, startBatch } = this.settings;
+   *  nothing is started that the batch's end would abort unsent. Slots: the concurrency, or the provider's in-flight
+   *  cap where that is lower (`callLimit`, 0: none), so a cap does not turn every freed call into a START. */
+  startRoom(ahead: boolean, callLimit = 0): number {
+    const { startBatch } = this.settings;
+    const concurrency = callLimit > 0 ? Math.min(this.settings.concurrency, callLimit) : this.settings.concurrency;
     const busy = this.inFlight.size + this.ready.length;
     if (!ahead) {
       const free = concurrency - busy;
       return free > 0 && (free >= startBatch || busy === 0) ? free : 0;
     }
-    const free = concurrency + 2 * startBatch - busy;
+    const free = concurrency + this.aheadOfCap(true) - busy;
     return free > startBatch || (free > 0 && this.inFlight.size === 0) ? free : 0;
   }
 
-  /** Send ready attempts, oldest first, while fewer than `concurrency` calls are in flight (never more); `send` is
-   *  the call with its gate (callProvider). Those a provider hold keeps back (Retry-After, a breaker, now or begun
-   *  since their permit was taken: guard.holdNow) are aborted instead. Returns how many were sent. */
+  /** Send ready attempts, oldest first, while fewer than `concurrency` calls are in flight and the guard lets another
+   *  call out (guard.beginCall: its in-flight cap bounds calls sent; never more); `send` is the call with its gate
+   *  (callProvider, which gives the permit back as begun if it stops it). Those a provider hold keeps back
+   *  (Retry-After, a breaker, now or begun since their permit was taken: guard.holdNow) are aborted instead.
+   *  Returns how many were sent. */
   sendReady(send: (token: LeaseToken, a: StartedAttempt, grantedAtMs: number) => Promise<void>, guard: ProviderPermits | null): number {
     const hold = (r: Ready) => guard?.holdNow(r.grantedAtMs) ?? null;
     const first = this.ready.find((r) => hold(r) !== null);
     if (first) this.abortWhere((r) => hold(r) !== null, `provider calls held (${hold(first)})`, guard);
     let n = 0;
-    for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency; n++) {
+    for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency && (guard?.beginCall() ?? true); n++) {
       const r = this.ready.shift()!;
       this.inFlight.add(send(r.token, r.attempt, r.grantedAtMs));
     }

@@ -40,13 +40,15 @@ export interface ProviderCallDeps {
   layout?: Pick<EpochLayout, 'generationOf'>;
 }
 
-/** `stopped`: why the caller's batch sends nothing more (null: it may), asked after the control read too.
+/** A ready attempt's call, which the guard's beginCall let out (ExecutionState.sendReady): stopped at its gate, its
+ *  permit goes back as begun. `stopped`: why the caller's batch sends nothing more (null: it may), asked after the
+ *  control read too.
  *  `grantedAtMs`: when its guard permit was taken (a provider hold begun since then keeps it unsent; ProviderGuard). */
 export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: StartedAttempt, leading: () => boolean,
   stopped: () => string | null, grantedAtMs: number): Promise<void> {
   const { lease, settings: s, clock, random } = d;
   const record = (c: AttemptCompletion) => d.state.record({ ...c, attemptEpoch: token.leaseEpoch });
-  const release = () => d.guard?.release(1, grantedAtMs); // a permit not used goes back
+  const release = () => d.guard?.release(1, grantedAtMs, true); // not sent after all: the permit and its call's place go back
   // Without fresh flags a pause recorded since may be unread: not sent (aborted, no attempt used), the permit goes back.
   const stale = (reason: string) => {
     d.ops.staleControlHeld('send');

@@ -73,6 +73,10 @@ export function takeBetweenTicks(into: TickSummary, from: TickSummary): void {
   }
 }
 
+/** How many started attempts may wait beyond the free call slots (and the provider's in-flight cap) where a later
+ *  batch sends them: twice the start batch (ExecutionState.startRoom). */
+export const readyAhead = (s: Pick<ExecutorSettings, 'startBatch'>): number => 2 * s.startBatch;
+
 /** Executor settings from the resolved configuration, with batch sizes derived from concurrency. */
 export function executorSettingsFrom(c: {
   executor: { tickBudgetMs: number; concurrency: number };

@@ -44,7 +44,8 @@ export interface GaugeSource {
 export interface GuardGauges {
   breaker: 'closed' | 'half_open' | 'open';
   pausedForMs: number;
-  inFlight: number;
+  /** Calls sent, not answered yet. */
+  sent: number;
 }
 
 const MS_BUCKETS = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000];
@@ -115,7 +116,7 @@ export class MetricsRegistry {
     gauge('provider_breaker_state', 'Provider circuit breaker: 0 closed, 1 half-open (one probe), 2 open (sending nothing)',
       (s) => (s.providerGuard ? BREAKER[s.providerGuard().breaker] : null));
     gauge('provider_paused_ms', 'Milliseconds left of a provider-wide Retry-After pause (0 when none)', (s) => s.providerGuard?.().pausedForMs ?? null);
-    gauge('provider_calls_in_flight', 'Provider calls in flight (permits held) on this instance', (s) => s.providerGuard?.().inFlight ?? null);
+    gauge('provider_calls_in_flight', 'Provider calls in flight (sent, not answered yet) on this instance', (s) => s.providerGuard?.().sent ?? null);
     gauge('execution_paused', '1 when a pause (the cluster\'s or the partition\'s own) held at the last read (leaders read it)', (s) => {
       const p = s.paused?.() ?? null;
       return p === null ? null : p ? 1 : 0;

@@ -32,6 +32,8 @@ export interface ClusterGuardSettings {
   holderId: string;
   /** How often a leading process reads the holds others recorded (SCHEDULE_REFRESH_INTERVAL_MS). */
   syncMs: number;
+  /** Permits each partition's executor may hold beyond its part of the in-flight cap (GuardOptions). */
+  aheadPerPartition: number;
 }
 
 export interface ClusterGuard {
@@ -39,7 +41,7 @@ export interface ClusterGuard {
   /** Partition k's permits of the guard: with a recorded count above 1, at most its own part of the in-flight cap
    *  (partitionInFlightQuota, at least 1) of its calls at once, so no partition of this process starves another. */
   permitsFor(k: number): ProviderPermits;
-  /** The release condition: this process's calls in flight fit the share of the partitions `counted()` gives now
+  /** The release condition: this process's calls sent (not its attempts waiting to be sent) fit the share of the partitions `counted()` gives now
    *  (those it keeps); nothing kept, none in flight. */
   fits(): boolean;
   /** Stop reading the holds (close). */
@@ -71,8 +73,9 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
   }, {
     share: () => {
       const kept = counted();
-      return { ...shareOf(s.guard, s.partitionCount(), kept), leading: kept.length > 0 };
+      return { ...shareOf(s.guard, s.partitionCount(), kept), leading: kept.length > 0, led: kept.length };
     },
+    aheadPerPartition: s.aheadPerPartition,
     onPause: (pauseMs) => {
       if (shared()) void store.recordProviderPause(s.leaseName, pauseMs, s.holderId).catch(warnRecordFailed('Retry-After pause'));
     },
@@ -80,7 +83,7 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
   const sync = new HoldSync(guard, store, s, clock, logger, () => shared() && counted().length > 0);
   const ownPart = (k: number) => (shared() && s.guard.maxInFlight > 0 ? Math.max(1, partitionInFlightQuota(s.guard.maxInFlight, s.partitionCount(), k)) : 0);
   return { guard, permitsFor: (k) => partitionPermits(guard, () => ownPart(k)),
-    fits: () => fitsShare(guard.state().inFlight, s.guard, s.partitionCount(), counted()), stop: () => sync.stop() };
+    fits: () => fitsShare(guard.state().sent, s.guard, s.partitionCount(), counted()), stop: () => sync.stop() };
 }
 
 /** Reads the holds recorded by any process every syncMs while this process leads a partition; never throws. */

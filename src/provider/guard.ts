@@ -6,6 +6,9 @@
 // The executor asks `acquire(n)` BEFORE its fenced start and starts at most the granted number: holding back
 // never creates an attempt row, so it never uses up an attempt and never fails an intent. Permits it did not
 // use go back with `release(n)`; every call that was sent reports its result with `onResult`.
+// The in-flight cap bounds calls sent: a permit's call goes out only through `beginCall()`, which keeps the calls
+// sent within the cap; `acquire(n, ahead)` may grant up to `ahead` permits beyond it (attempts started to wait for
+// a call to end, the executor's ready attempts), so a cap equal to the executor's concurrency leaves them room.
 // Across processes (a recorded partition count above 1, whatever EXECUTOR_PARTITIONS is): `share` gives the part of
 // the cluster-wide rate and in-flight cap this process may use now (guardShare.ts; re-read at every acquire and at
 // every leadership change, shareChanged), and
@@ -36,17 +39,24 @@ export interface GuardState {
   pausedForMs: number;
   /** Remaining ms of a breaker another process opened (0 when none; a recorded partition count above 1). */
   remoteOpenForMs: number;
+  /** Permits held: calls sent, and attempts started whose call is not sent yet. */
   inFlight: number;
+  /** Calls sent and not answered yet (at most the cap when they went out: beginCall). */
+  sent: number;
   /** Calls held back (asked but not granted) since start, by reason. */
   heldBack: Record<HoldReason, number>;
 }
 
-/** A process's share: its limits now, and whether it leads any partition that counts (default true). */
-export type ShareNow = Limits & { leading?: boolean };
+/** A process's share: its limits now, whether it leads any partition that counts (default true), and how many (each
+ *  may hold its own `ahead` permits beyond the cap; default 1). */
+export type ShareNow = Limits & { leading?: boolean; led?: number };
 
 export interface GuardOptions {
   /** The limits this process may use now (default: the settings' own, fixed). */
   share?: () => ShareNow;
+  /** Permits a partition's executor may hold beyond its part of the in-flight cap (attempts started to wait for a
+   *  call to end: readyAhead); the process allows that many per partition it leads (default 0). */
+  aheadPerPartition?: number;
   /** A 429/503 Retry-After paused every call for `pauseMs` from now (called when it extends the pause; to record it
    *  for the other processes). */
   onPause?: (pauseMs: number) => void;
@@ -59,10 +69,14 @@ export class ProviderGuard {
   private burst: number;
   /** The share as last applied says this process leads something (false: the bucket is kept empty). */
   private leading: boolean;
+  /** The partitions it leads, as last applied (at least 1): each may hold aheadPerPartition permits beyond the cap. */
+  private led = 1;
   /** A breaker another process opened (recorded in SQL): nothing is sent before this monotonic time. */
   private remoteOpenUntil = 0;
   private lastRefill: number;
+  /** Permits out (sent or waiting to be sent) and, of them, calls sent. */
   private inFlight = 0;
+  private sent = 0;
   private failures = 0;
   private breaker: BreakerState = 'closed';
   private openUntil = 0;
@@ -120,8 +134,11 @@ export class ProviderGuard {
     return { granted: 0, heldBy, retryAtMs: null };
   }
 
-  /** Take up to `wanted` permits now (each = one call the caller may send). */
-  acquire(wanted: number): Grant {
+  /** Take up to `wanted` permits now (each = one call the caller may send, through beginCall); up to `ahead` beyond
+   *  the in-flight cap (their calls wait for sent ones to end). With partitions, each partition's own part bounds its
+   *  own (partitionPermits.ts) and the process allows `aheadPerPartition` per partition led, whatever this caller
+   *  asks: one partition's waiting attempts never take the permits of another's own part. */
+  acquire(wanted: number, ahead = 0): Grant {
     const now = this.clock.nowMs();
     if (wanted <= 0) return { granted: 0, heldBy: null, retryAtMs: null };
     const hold = (heldBy: HoldReason, retryAtMs: number | null, granted = 0): Grant => {
@@ -142,8 +159,9 @@ export class ProviderGuard {
       if (n > 1) limit = { by: 'probe_in_flight', at: null };
       n = 1;
     }
-    if (this.maxInFlight > 0 && this.inFlight + n > this.maxInFlight) {
-      n = Math.max(0, this.maxInFlight - this.inFlight);
+    const cap = this.maxInFlight + Math.max(ahead, (this.opts.aheadPerPartition ?? 0) * this.led);
+    if (this.maxInFlight > 0 && this.inFlight + n > cap) {
+      n = Math.max(0, cap - this.inFlight);
       limit = { by: 'in_flight', at: null };
     }
     if (this.rate > 0) {
@@ -172,11 +190,26 @@ export class ProviderGuard {
     return grantedAtMs !== undefined && this.holdBegan >= grantedAtMs ? this.holdBeganBy : null;
   }
 
-  /** Give back permits that were not used (the fenced start started fewer intents than granted, an attempt not sent).
+  /** How many calls the in-flight cap lets out at once (as of the last share applied; 0: no cap). */
+  callLimit(): number {
+    return this.maxInFlight;
+  }
+
+  /** A permit's call goes out now: true when the calls sent are below the in-flight cap (then it counts as sent until
+   *  its onResult, onInconclusive or release with `begun`); false: not now, a sent call must end first. */
+  beginCall(): boolean {
+    if (this.maxInFlight > 0 && this.sent >= this.maxInFlight) return false;
+    this.sent += 1;
+    return true;
+  }
+
+  /** Give back permits that were not used (the fenced start started fewer intents than granted, an attempt not sent;
+   *  `begun`: beginCall had let them go out, and the send gate stopped them).
    *  Permits taken before this process's breaker opened (`grantedAtMs`) were not the half-open probe: it stays out. */
-  release(unused: number, grantedAtMs?: number): void {
+  release(unused: number, grantedAtMs?: number, begun = false): void {
     if (unused <= 0) return;
     this.inFlight = Math.max(0, this.inFlight - unused);
+    if (begun) this.sent = Math.max(0, this.sent - unused);
     if (this.rate > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
     if (this.probe(grantedAtMs)) this.probeOut = false;
   }
@@ -193,6 +226,7 @@ export class ProviderGuard {
    *  is not the probe: `grantedAtMs`, when its permit was taken). */
   onInconclusive(grantedAtMs?: number): void {
     this.inFlight = Math.max(0, this.inFlight - 1);
+    this.sent = Math.max(0, this.sent - 1);
     if (this.probe(grantedAtMs)) this.probeOut = false;
   }
 
@@ -201,6 +235,7 @@ export class ProviderGuard {
   onResult(r: ProviderResult, grantedAtMs?: number): void {
     const now = this.clock.nowMs();
     this.inFlight = Math.max(0, this.inFlight - 1);
+    this.sent = Math.max(0, this.sent - 1);
     if (r.kind === 'retryable' && (r.httpStatus === 429 || r.httpStatus === 503) && r.retryAfterMs !== null && r.retryAfterMs > 0) {
       const pauseMs = Math.min(r.retryAfterMs, this.s.retryAfterMaxMs);
       if (now + pauseMs > this.pausedUntil) {
@@ -232,7 +267,7 @@ export class ProviderGuard {
     const now = this.clock.nowMs();
     const breaker = this.breaker === 'open' && now >= this.openUntil ? 'half_open' : this.breaker;
     return {
-      breaker, consecutiveFailures: this.failures, inFlight: this.inFlight, heldBack: { ...this.held },
+      breaker, consecutiveFailures: this.failures, inFlight: this.inFlight, sent: this.sent, heldBack: { ...this.held },
       openForMs: breaker === 'open' ? this.openUntil - now : 0, pausedForMs: Math.max(0, this.pausedUntil - now),
       remoteOpenForMs: Math.max(0, this.remoteOpenUntil - now),
     };
@@ -244,8 +279,8 @@ export class ProviderGuard {
   }
 
   /** Take the share in force now: the bucket fills at the old rate up to now, then at the new one (its burst
-   *  follows the rate; tokens above the new burst go); the in-flight cap applies to the next grant (calls already
-   *  out above a lowered cap finish; nothing more is granted until they did). Leading nothing: empty, as above. */
+   *  follows the rate; tokens above the new burst go); the in-flight cap applies to the next grant and the next
+   *  call sent (calls already out above a lowered cap finish; nothing more is sent until they did). Leading nothing: empty, as above. */
   private applyShare(now: number): void {
     const l = this.opts.share!();
     if (l.ratePerSec !== this.rate) {
@@ -256,6 +291,7 @@ export class ProviderGuard {
       this.tokens = Math.min(this.tokens, this.burst);
     }
     this.maxInFlight = l.maxInFlight;
+    this.led = Math.max(1, l.led ?? 1);
     const leading = l.leading ?? true;
     if (!leading || !this.leading) {
       // Leading nothing: nothing is saved up; a share that begins now starts with an empty bucket.

@@ -9,10 +9,15 @@ import type { Grant, HoldReason, ProviderGuard } from './guard.js';
 
 /** What an executor asks of the provider limits (the guard itself, or one partition's permits of it). */
 export interface ProviderPermits {
-  /** Take up to `wanted` permits now (each = one call the caller may send). */
-  acquire(wanted: number): Grant;
-  /** Give back permits that were not used (taken at `grantedAtMs`, monotonic, when known: ProviderGuard.release). */
-  release(unused: number, grantedAtMs?: number): void;
+  /** Take up to `wanted` permits now (each = one call the caller may send), up to `ahead` beyond the in-flight cap
+   *  (ProviderGuard.acquire: their calls wait, beginCall). */
+  acquire(wanted: number, ahead?: number): Grant;
+  /** A permit's call goes out now, if the calls sent are within the caps (false: wait for one to end). */
+  beginCall(): boolean;
+  /** How many calls the caps let out at once now (the partition's own part, else the process's; 0: no cap). */
+  callLimit(): number;
+  /** Give back permits that were not used (taken at `grantedAtMs`, monotonic, when known; `begun`: after beginCall). */
+  release(unused: number, grantedAtMs?: number, begun?: boolean): void;
   /** A sent call whose failure says nothing about the provider (this process stalled past its timeout). */
   onInconclusive(grantedAtMs?: number): void;
   /** The outcome of a call that was sent. */
@@ -25,35 +30,49 @@ export interface ProviderPermits {
 
 /** Partition permits of `guard`: at most `cap()` of this partition's calls in flight at once (0: no cap of its own). */
 export function partitionPermits(guard: ProviderGuard, cap: () => number): ProviderPermits & { readonly inFlight: number } {
-  let out = 0;
+  let out = 0; // permits held (sent or waiting)
+  let sent = 0; // of them, calls sent
   return {
     get inFlight() { return out; },
-    acquire(wanted) {
+    acquire(wanted, ahead = 0) {
       const c = cap();
-      const room = c > 0 ? Math.max(0, c - out) : wanted;
+      const room = c > 0 ? Math.max(0, c + ahead - out) : wanted;
       if (room >= wanted) {
-        const g = guard.acquire(wanted);
+        const g = guard.acquire(wanted, ahead);
         out += g.granted;
         return g;
       }
       // Its own part is the limit: the rest is held back until one of its own calls ends (that wakes its batch).
       const held = guard.holdBack(wanted - room, 'in_flight');
       if (room === 0) return held;
-      const g = guard.acquire(room);
+      const g = guard.acquire(room, ahead);
       out += g.granted;
       return g.heldBy !== null ? g : { granted: g.granted, heldBy: 'in_flight', retryAtMs: null };
     },
-    release(unused, grantedAtMs) {
+    callLimit() {
+      const c = cap();
+      return c > 0 ? c : guard.callLimit();
+    },
+    beginCall() {
+      const c = cap();
+      if ((c > 0 && sent >= c) || !guard.beginCall()) return false;
+      sent += 1;
+      return true;
+    },
+    release(unused, grantedAtMs, begun = false) {
       if (unused <= 0) return;
       out = Math.max(0, out - unused);
-      guard.release(unused, grantedAtMs);
+      if (begun) sent = Math.max(0, sent - unused);
+      guard.release(unused, grantedAtMs, begun);
     },
     onInconclusive(grantedAtMs) {
       out = Math.max(0, out - 1);
+      sent = Math.max(0, sent - 1);
       guard.onInconclusive(grantedAtMs);
     },
     onResult(r, grantedAtMs) {
       out = Math.max(0, out - 1);
+      sent = Math.max(0, sent - 1);
       guard.onResult(r, grantedAtMs);
     },
     shareChanged: () => guard.shareChanged(),

@@ -129,7 +129,7 @@ describe('provider call: a send rests on fresh control flags', () => {
     await callProvider(deps, TOKEN, ATTEMPT, () => true, () => null, 7);
     expect(submit).not.toHaveBeenCalled();
     expect(guard.release).toHaveBeenCalledTimes(1);
-    expect(guard.release).toHaveBeenCalledWith(1, 7); // given back with its grant time
+    expect(guard.release).toHaveBeenCalledWith(1, 7, true); // given back with its grant time, as begun
     expect(recorded).toHaveLength(1);
     expect(recorded[0]).toMatchObject({ intentId: 'i1', attemptNo: 1, outcome: 'aborted', attemptEpoch: TOKEN.leaseEpoch,
       error: `aborted before the provider call: ${reason}` });

@@ -14,10 +14,11 @@ const ok = { kind: 'success', httpStatus: 200 } as const;
 const settings = (maxInFlight: number): GuardSettings =>
   ({ ratePerSec: 0, maxInFlight, breakerThreshold: 0, breakerCooldownMs: 1_000, retryAfterMaxMs: 60_000 });
 
-/** A process leading `led` of 4 partitions under cap M: the guard with its share, and each led partition's permits. */
-function processOf(m: number, led: number[]) {
+/** A process leading `led` of 4 partitions under cap M: the guard with its share, and each led partition's permits
+ *  (each may hold `ahead` permits beyond its part, as the executor's ready attempts do). */
+function processOf(m: number, led: number[], ahead = 0) {
   const s = settings(m);
-  const guard = new ProviderGuard(s, new FakeClock(), () => {}, { share: () => ({ ...shareOf(s, 4, led), leading: led.length > 0 }) });
+  const guard = new ProviderGuard(s, new FakeClock(), () => {}, { share: () => ({ ...shareOf(s, 4, led), leading: led.length > 0, led: led.length }), aheadPerPartition: ahead });
   const part = (k: number) => partitionPermits(guard, () => Math.max(1, partitionInFlightQuota(m, 4, k)));
   return { guard, permits: new Map(led.map((k) => [k, part(k)])) };
 }
@@ -49,6 +50,20 @@ describe('partition permits', () => {
     expect(p1.inFlight).toBe(0);
     expect(guard.state().inFlight).toBe(1);
     expect(guard.state().heldBack.in_flight).toBeGreaterThan(0);
+  });
+
+  it('a partition\'s own part bounds its calls sent; up to `ahead` permits beyond it wait for one of its own to end', () => {
+    const { guard, permits } = processOf(8, [0, 2], 1); // two each, one more waiting
+    const [p0, p2] = [permits.get(0)!, permits.get(2)!];
+    expect(p0.acquire(5, 1).granted).toBe(3);
+    expect([p0.beginCall(), p0.beginCall(), p0.beginCall(), p0.callLimit()]).toEqual([true, true, false, 2]);
+    expect(p2.acquire(2).granted).toBe(2); // partition 2's part is its own (a batch not starting ahead: no waiting ones)
+    expect([p2.beginCall(), p2.beginCall()]).toEqual([true, true]);
+    p2.onResult(ok); // not partition 0's call: its waiting one stays
+    expect(p0.beginCall()).toBe(false);
+    p0.onResult(ok);
+    expect(p0.beginCall()).toBe(true);
+    expect([p0.inFlight, guard.state().sent]).toEqual([2, 3]);
   });
 
   it('no part of its own (cap 0): the guard\'s grant as it is', () => {

@@ -159,6 +159,23 @@ describe('ProviderGuard (fake clock)', () => {
     expect(g.state().inFlight).toBe(3);
   });
 
+  it('the cap bounds calls sent: up to `ahead` permits beyond it wait; beginCall lets one out as a sent call ends', () => {
+    const { g } = guard({ maxInFlight: 3 });
+    expect(g.acquire(10, 2)).toEqual({ granted: 5, heldBy: 'in_flight', retryAtMs: null }); // 3 + 2 waiting
+    expect([g.beginCall(), g.beginCall(), g.beginCall(), g.beginCall()]).toEqual([true, true, true, false]);
+    expect([g.state().inFlight, g.state().sent, g.callLimit()]).toEqual([5, 3, 3]);
+    g.onResult(ok); // a sent call ended: one waiting may go
+    expect([g.beginCall(), g.beginCall()]).toEqual([true, false]);
+    g.release(1, undefined, true); // let out, then stopped at its gate: its place goes back
+    expect(g.beginCall()).toBe(true);
+    g.onInconclusive();
+    expect([g.state().inFlight, g.state().sent]).toEqual([2, 2]);
+    expect(g.acquire(10).granted).toBe(1); // without `ahead`, the cap counts every permit
+    const unlimited = guard({}).g;
+    expect(unlimited.acquire(4).granted).toBe(4);
+    expect([unlimited.beginCall(), unlimited.beginCall(), unlimited.callLimit()]).toEqual([true, true, 0]);
+  });
+
   it('Retry-After on a 429/503 pauses every call until then, capped; a 500 with Retry-After does not', () => {
     const { g, clock } = guard({ retryAfterMaxMs: 5_000 });
     g.acquire(1);

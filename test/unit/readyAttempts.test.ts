@@ -96,7 +96,7 @@ function harness({ concurrency, startBatch, dueAt, noGuard = false, guarded, ans
   const guard = real ? partitionPermits(real, () => 0) : noGuard ? null : {
     acquire: (n: number) => ((permits.out += n), { granted: n, heldBy: null, retryAtMs: null }),
     release: (n: number) => void (permits.out -= n), onResult: () => void permits.out--, onInconclusive: () => void permits.out--,
-    shareChanged: () => {}, holdNow: () => null,
+    shareChanged: () => {}, holdNow: () => null, beginCall: () => true, callLimit: () => 0,
   } as unknown as ProviderPermits;
   const ops: ExecutorOps = { ...NO_OPS, mayStart: () => !ctl.paused, freshControl: async () => (ctl.onFreshRead?.(), true),
     handoverRequest: () => (ctl.handover ? { requestId: 'r1' } as ReturnType<ExecutorOps['handoverRequest']> : null) };
@@ -318,6 +318,32 @@ describe('ready attempts: START batching', () => {
       // … and still, every call that ends is followed by a send from the queue before any START.
       const waited = after.flatMap((e, i) => (e.kind === 'end' && after.slice(i + 1).find((n) => n.kind !== 'end')?.kind === 'start' ? [e.id] : []));
       expect(waited).toEqual([]);
+    });
+
+  it.each([
+    { concurrency: 8, startBatch: 2, cap: 8, name: 'the default cap (= concurrency)' },
+    { concurrency: 16, startBatch: 4, cap: 16, name: 'the default cap (= concurrency)' },
+    { concurrency: 8, startBatch: 2, cap: 5, name: 'a cap below the concurrency' },
+  ])('c=$concurrency, startBatch $startBatch, a provider guard with $name: ready attempts wait beyond the cap, calls sent stay within it, STARTs stay batched',
+    async ({ concurrency, startBatch, cap }) => {
+      const limits: GuardSettings = { ratePerSec: 0, maxInFlight: cap, breakerThreshold: 0, breakerCooldownMs: 10_000, retryAfterMaxMs: 30_000 };
+      const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 300 }, (_, i) => i * 2), guarded: limits });
+      const run = h.batch(600).run();
+      let mostReady = 0;
+      for (let t = 1; t <= 600; t++) {
+        await h.runUntil(t);
+        mostReady = Math.max(mostReady, h.state.readyAttempts);
+        expect(h.real!.state().sent).toBeLessThanOrEqual(cap);
+        expect(h.real!.state().inFlight).toBeLessThanOrEqual(cap + ahead(startBatch));
+      }
+      expect(await run).toBe('deadline');
+      expect(h.calls.max).toBe(cap); // every permitted call out, never more
+      expect(mostReady).toBeGreaterThan(startBatch); // the queue forms under the cap, as without a guard
+      const after = h.events.slice(h.events.findIndex((e) => e.kind === 'end'));
+      const sends = after.filter((e) => e.kind === 'send').length;
+      const starts = after.filter((e) => e.kind === 'start').length;
+      expect(starts).toBeLessThanOrEqual(Math.ceil(sends / (startBatch + 1))); // not one START per freed slot
+      expect(h.sent()).toHaveLength(Math.floor(600 / CALL_MS) * cap); // every permitted slot busy all along
     });
 
   it('a handover request read while the tick takes the bridge over (next_tick): no ready attempt is sent after it', async () => {
