@@ -118,10 +118,11 @@ export class Batch {
     return this.d.clock.nowMs() < this.r.renewsUntilMs;
   }
 
-  /** A START may start beyond the free slots: a later batch sends what this one leaves ready (BatchRun.startsAhead)
-   *  and, in a bridge, only while the next tick may still come (renewing). */
+  /** A START may start beyond the free slots: a later batch sends what this one leaves ready (BatchRun.startsAhead),
+   *  in a bridge only while the next tick may still come (renewing), and no rate limit paces the calls (its tokens
+   *  are taken at the START: started ahead, they could go out faster than the rate). */
   private get startsAhead(): boolean {
-    return this.r.startsAhead && this.renewing;
+    return this.r.startsAhead && this.renewing && !(this.d.guard?.paced() ?? false);
   }
 
   private signal = (): void => {
@@ -177,7 +178,9 @@ export class Batch {
     if (!this.flushing && state.flushDue) {
       this.flushing = this.background(() => this.flush(), () => (this.flushing = null));
     }
-    const free = state.startRoom(this.startsAhead, this.d.guard?.callLimit() ?? 0);
+    const callLimit = this.d.guard?.callLimit() ?? 0;
+    const ahead = this.startsAhead;
+    const free = state.startRoom(ahead, callLimit);
     // A start rests on flags this iteration found fresh (read within one refresh interval of now, none after a stall
     // or a late reply); an intent that fell due after that check waits for the next iteration's (null: not asked).
     let fresh: boolean | null = null;
@@ -196,7 +199,7 @@ export class Batch {
     if (due && fresh === true) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
       const grantedAt = this.d.clock.nowMs();
-      const grant = this.d.guard ? this.d.guard.acquire(free, state.aheadOfCap(this.startsAhead)) : { granted: free, retryAtMs: null };
+      const grant = this.d.guard ? this.d.guard.acquire(free, state.aheadOfCap(ahead, callLimit)) : { granted: free, retryAtMs: null };
       if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted, grantedAt), () => (this.starting = null));
       held = grant.granted === 0;
       this.heldUntilMs = held ? grant.retryAtMs : null;

@@ -91,26 +91,32 @@ export class ExecutionState {
     return this.ready.length;
   }
 
-  /** How many permits a START may take beyond the provider's in-flight cap (`ahead`: ExecutionState.startRoom's). */
-  aheadOfCap(ahead: boolean): number {
-    return ahead ? readyAhead(this.settings) : 0;
+  /** How many permits a START may take beyond the provider's in-flight cap (`ahead`: as startRoom's). */
+  aheadOfCap(ahead: boolean, callLimit = 0): number {
+    return ahead ? readyAhead(this.slots(callLimit)) : 0;
+  }
+
+  /** The call slots a START counts: the concurrency, or the provider's in-flight cap where lower (`callLimit`, 0:
+   *  none), with the start batch scaled to them (so a cap does not turn every freed call into a START). */
+  private slots(callLimit: number): { concurrency: number; startBatch: number } {
+    const { concurrency, startBatch } = this.settings;
+    if (callLimit <= 0 || callLimit >= concurrency) return { concurrency, startBatch };
+    return { concurrency: callLimit, startBatch: Math.min(startBatch, Math.max(1, Math.floor(callLimit / 4))) };
   }
 
   /** How many attempts a START may start now (0: none). `ahead` (a later batch sends what this one leaves ready): up to
    *  2 × startBatch beyond the free slots, refilled once fewer than startBatch are left (or nothing is in flight): a
    *  START of at least startBatch goes out while startBatch sends remain to cover its round trip, so a freed slot
    *  seldom waits for it. Otherwise only into free slots, once startBatch of them are free (or nothing is in flight):
-   *  nothing is started that the batch's end would abort unsent. Slots: the concurrency, or the provider's in-flight
-   *  cap where that is lower (`callLimit`, 0: none), so a cap does not turn every freed call into a START. */
+   *  nothing is started that the batch's end would abort unsent. Slots and start batch: slots(callLimit). */
   startRoom(ahead: boolean, callLimit = 0): number {
-    const { startBatch } = this.settings;
-    const concurrency = callLimit > 0 ? Math.min(this.settings.concurrency, callLimit) : this.settings.concurrency;
+    const { concurrency, startBatch } = this.slots(callLimit);
     const busy = this.inFlight.size + this.ready.length;
     if (!ahead) {
       const free = concurrency - busy;
       return free > 0 && (free >= startBatch || busy === 0) ? free : 0;
     }
-    const free = concurrency + this.aheadOfCap(true) - busy;
+    const free = concurrency + this.aheadOfCap(true, callLimit) - busy;
     return free > startBatch || (free > 0 && this.inFlight.size === 0) ? free : 0;
   }
 
@@ -124,7 +130,8 @@ export class ExecutionState {
     const first = this.ready.find((r) => hold(r) !== null);
     if (first) this.abortWhere((r) => hold(r) !== null, `provider calls held (${hold(first)})`, guard);
     let n = 0;
-    for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency && (guard?.beginCall() ?? true); n++) {
+    const onFree = () => this.inFlight.notify(); // another partition's call ended: the watching batch sends again
+    for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency && (guard?.beginCall(onFree) ?? true); n++) {
       const r = this.ready.shift()!;
       this.inFlight.add(send(r.token, r.attempt, r.grantedAtMs));
     }

@@ -19,6 +19,11 @@ export class InFlightCalls {
     this.calls.add(tracked);
   }
 
+  /** Wake the watching batch (if any), as a call that finishes does. */
+  notify(): void {
+    this.listener?.();
+  }
+
   /** The batch to wake when a call finishes (one at a time; null: none). */
   watch(listener: (() => void) | null): void {
     this.listener = listener;

@@ -7,8 +7,10 @@
 // never creates an attempt row, so it never uses up an attempt and never fails an intent. Permits it did not
 // use go back with `release(n)`; every call that was sent reports its result with `onResult`.
 // The in-flight cap bounds calls sent: a permit's call goes out only through `beginCall()`, which keeps the calls
-// sent within the cap; `acquire(n, ahead)` may grant up to `ahead` permits beyond it (attempts started to wait for
-// a call to end, the executor's ready attempts), so a cap equal to the executor's concurrency leaves them room.
+// sent within the cap (as the share is now) and calls back a refused caller once a sent call ends; `acquire(n,
+// ahead)` may grant up to `ahead` permits beyond it (attempts started to wait for a call to end, the executor's ready
+// attempts), so a cap equal to the executor's concurrency leaves them room. Not under a rate limit (`paced`): rate
+// tokens are taken at the grant, so only calls about to go out are granted.
 // Across processes (a recorded partition count above 1, whatever EXECUTOR_PARTITIONS is): `share` gives the part of
 // the cluster-wide rate and in-flight cap this process may use now (guardShare.ts; re-read at every acquire and at
 // every leadership change, shareChanged), and
@@ -77,6 +79,8 @@ export class ProviderGuard {
   /** Permits out (sent or waiting to be sent) and, of them, calls sent. */
   private inFlight = 0;
   private sent = 0;
+  /** Callers beginCall refused, called back by freed(). */
+  private readonly waiting = new Set<() => void>();
   private failures = 0;
   private breaker: BreakerState = 'closed';
   private openUntil = 0;
@@ -136,8 +140,10 @@ export class ProviderGuard {
 
   /** Take up to `wanted` permits now (each = one call the caller may send, through beginCall); up to `ahead` beyond
    *  the in-flight cap (their calls wait for sent ones to end). With partitions, each partition's own part bounds its
-   *  own (partitionPermits.ts) and the process allows `aheadPerPartition` per partition led, whatever this caller
-   *  asks: one partition's waiting attempts never take the permits of another's own part. */
+   *  own (partitionPermits.ts) and the process allows an asker `aheadPerPartition` per partition led: one partition's
+   *  waiting attempts never take the permits of another's own part when it asks for some too. One asking none gets
+   *  none beyond the cap (all it is granted can go out: a batch with no later batch starts nothing to abort unsent),
+   *  so others' waiting attempts may take part of its room until they are sent. */
   acquire(wanted: number, ahead = 0): Grant {
     const now = this.clock.nowMs();
     if (wanted <= 0) return { granted: 0, heldBy: null, retryAtMs: null };
@@ -159,7 +165,7 @@ export class ProviderGuard {
       if (n > 1) limit = { by: 'probe_in_flight', at: null };
       n = 1;
     }
-    const cap = this.maxInFlight + Math.max(ahead, (this.opts.aheadPerPartition ?? 0) * this.led);
+    const cap = this.maxInFlight + (ahead > 0 ? Math.max(ahead, (this.opts.aheadPerPartition ?? 0) * this.led) : 0);
     if (this.maxInFlight > 0 && this.inFlight + n > cap) {
       n = Math.max(0, cap - this.inFlight);
       limit = { by: 'in_flight', at: null };
@@ -195,12 +201,31 @@ export class ProviderGuard {
     return this.maxInFlight;
   }
 
-  /** A permit's call goes out now: true when the calls sent are below the in-flight cap (then it counts as sent until
-   *  its onResult, onInconclusive or release with `begun`); false: not now, a sent call must end first. */
-  beginCall(): boolean {
-    if (this.maxInFlight > 0 && this.sent >= this.maxInFlight) return false;
+  /** Calls are paced by a rate limit: nothing should be granted ahead of a free call slot (see the header). */
+  paced(): boolean {
+    return this.rate > 0;
+  }
+
+  /** A permit's call goes out now: true when the calls sent are below the in-flight cap as the share is now (then it
+   *  counts as sent until its onResult, onInconclusive or release with `begun`); false: not now, and `onFree` is
+   *  called once a sent call has ended or the cap was raised. */
+  beginCall(onFree?: () => void): boolean {
+    if (this.opts.share) this.applyShare(this.clock.nowMs());
+    if (this.maxInFlight > 0 && this.sent >= this.maxInFlight) {
+      if (onFree) this.waiting.add(onFree);
+      return false;
+    }
     this.sent += 1;
     return true;
+  }
+
+  /** A sent call ended (or the cap grew): those refused by beginCall are called back, once each, in a microtask
+   *  (never inside the caller's own send loop; before the ended call's own batch is woken, so they get their turn). */
+  private freed(): void {
+    if (this.waiting.size === 0) return;
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    queueMicrotask(() => { for (const w of waiting) w(); });
   }
 
   /** Give back permits that were not used (the fenced start started fewer intents than granted, an attempt not sent;
@@ -209,9 +234,12 @@ export class ProviderGuard {
   release(unused: number, grantedAtMs?: number, begun = false): void {
     if (unused <= 0) return;
     this.inFlight = Math.max(0, this.inFlight - unused);
-    if (begun) this.sent = Math.max(0, this.sent - unused);
     if (this.rate > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
     if (this.probe(grantedAtMs)) this.probeOut = false;
+    if (begun) {
+      this.sent = Math.max(0, this.sent - unused);
+      this.freed();
+    }
   }
 
   /** Whether a permit taken at `grantedAtMs` (unknown: assumed so) is the half-open probe that is out: the only
@@ -228,6 +256,7 @@ export class ProviderGuard {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.sent = Math.max(0, this.sent - 1);
     if (this.probe(grantedAtMs)) this.probeOut = false;
+    this.freed();
   }
 
   /** The outcome of a call that was sent (its permit taken at `grantedAtMs`: only the probe's decides a half-open
@@ -261,6 +290,7 @@ export class ProviderGuard {
         this.setBreaker('closed');
       }
     }
+    this.freed();
   }
 
   state(): GuardState {
@@ -290,6 +320,7 @@ export class ProviderGuard {
       this.burst = burstOf(this.rate);
       this.tokens = Math.min(this.tokens, this.burst);
     }
+    const raised = this.maxInFlight > 0 && (l.maxInFlight === 0 || l.maxInFlight > this.maxInFlight);
     this.maxInFlight = l.maxInFlight;
     this.led = Math.max(1, l.led ?? 1);
     const leading = l.leading ?? true;
@@ -299,6 +330,7 @@ export class ProviderGuard {
       this.lastRefill = now;
     }
     this.leading = leading;
+    if (raised) this.freed();
   }
 
   private began(by: HoldReason, now: number): void {

@@ -12,10 +12,13 @@ export interface ProviderPermits {
   /** Take up to `wanted` permits now (each = one call the caller may send), up to `ahead` beyond the in-flight cap
    *  (ProviderGuard.acquire: their calls wait, beginCall). */
   acquire(wanted: number, ahead?: number): Grant;
-  /** A permit's call goes out now, if the calls sent are within the caps (false: wait for one to end). */
-  beginCall(): boolean;
+  /** A permit's call goes out now, if the calls sent are within the caps; false: wait for one to end (one of its
+   *  own wakes the caller's batch; `onFree` is called back when another's did, ProviderGuard.beginCall). */
+  beginCall(onFree?: () => void): boolean;
   /** How many calls the caps let out at once now (the partition's own part, else the process's; 0: no cap). */
   callLimit(): number;
+  /** A rate limit paces the calls: nothing is started ahead of a free call slot (ProviderGuard.paced). */
+  paced(): boolean;
   /** Give back permits that were not used (taken at `grantedAtMs`, monotonic, when known; `begun`: after beginCall). */
   release(unused: number, grantedAtMs?: number, begun?: boolean): void;
   /** A sent call whose failure says nothing about the provider (this process stalled past its timeout). */
@@ -53,12 +56,13 @@ export function partitionPermits(guard: ProviderGuard, cap: () => number): Provi
       const c = cap();
       return c > 0 ? c : guard.callLimit();
     },
-    beginCall() {
+    beginCall(onFree) {
       const c = cap();
-      if ((c > 0 && sent >= c) || !guard.beginCall()) return false;
+      if ((c > 0 && sent >= c) || !guard.beginCall(onFree)) return false;
       sent += 1;
       return true;
     },
+    paced: () => guard.paced(),
     release(unused, grantedAtMs, begun = false) {
       if (unused <= 0) return;
       out = Math.max(0, out - unused);

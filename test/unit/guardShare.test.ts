@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { fitsShare, partitionInFlightQuota, shareOf, type Limits } from '../../src/provider/guardShare.js';
 import { ProviderGuard } from '../../src/provider/guard.js';
 import { FakeClock } from '../../src/lease/clock.js';
+import { createClusterGuard } from '../../src/provider/clusterGuard.js';
+import { silentLogger } from '../../src/observability/logger.js';
 import type { GuardSettings } from '../../src/limits.js';
 
 describe('shareOf', () => {
@@ -191,5 +193,29 @@ describe('ProviderGuard with a share (fake clock)', () => {
     clock.advance(100);
     g.onResult(busy(1_000));
     expect(pauses).toEqual([1_000, 1_000]);
+  });
+});
+
+describe('the cluster guard\'s release condition counts calls sent', () => {
+  it('a kept partition\'s attempts waiting to be sent do not hold a hand-back; its calls sent do', async () => {
+    const led = [0, 2];
+    const store = { recordProviderBreaker: async () => {}, recordProviderPause: async () => {}, getProviderHold: async () => null };
+    const cg = createClusterGuard({ guard: { ratePerSec: 0, maxInFlight: 8, breakerThreshold: 0, breakerCooldownMs: 1_000, retryAfterMaxMs: 60_000 },
+      partitionCount: () => 4, leaseName: 'sm', holderId: 'h', syncMs: 60_000, aheadPerPartition: 2 },
+    store as never, new FakeClock(), silentLogger, { breakerChanged: () => {} } as never, () => led);
+    try {
+      const p0 = cg.permitsFor(0);
+      expect(p0.acquire(4, 2).granted).toBe(4); // its part (2) and 2 waiting
+      expect([p0.beginCall(), p0.beginCall()]).toEqual([true, true]);
+      led.splice(1, 1); // partition 2 handed back: the share is partition 0's part, 2
+      expect(cg.fits()).toBe(true); // 2 sent fit; the 2 waiting are no calls
+      led.splice(0, 1); // nothing kept: only with nothing sent
+      expect(cg.fits()).toBe(false);
+      p0.onResult({ kind: 'success', httpStatus: 200 });
+      p0.onResult({ kind: 'success', httpStatus: 200 });
+      expect(cg.fits()).toBe(true);
+    } finally {
+      await cg.stop();
+    }
   });
 });

@@ -57,13 +57,29 @@ describe('partition permits', () => {
     const [p0, p2] = [permits.get(0)!, permits.get(2)!];
     expect(p0.acquire(5, 1).granted).toBe(3);
     expect([p0.beginCall(), p0.beginCall(), p0.beginCall(), p0.callLimit()]).toEqual([true, true, false, 2]);
-    expect(p2.acquire(2).granted).toBe(2); // partition 2's part is its own (a batch not starting ahead: no waiting ones)
+    expect(p2.acquire(2, 1).granted).toBe(2); // partition 2's part is its own, whatever partition 0 holds waiting
     expect([p2.beginCall(), p2.beginCall()]).toEqual([true, true]);
     p2.onResult(ok); // not partition 0's call: its waiting one stays
     expect(p0.beginCall()).toBe(false);
     p0.onResult(ok);
     expect(p0.beginCall()).toBe(true);
     expect([p0.inFlight, guard.state().sent]).toEqual([2, 3]);
+    p0.release(1, undefined, true); // let out, then stopped at its gate: the partition's place goes back too
+    expect([p0.inFlight, guard.state().sent, p0.beginCall()]).toEqual([1, 2, true]);
+  });
+
+  it('M < P: a partition refused by the process\'s share is called back when another partition\'s call ends', async () => {
+    const { permits } = processOf(2, [2, 3], 1); // permit-less parts (1 each), the process's share 1
+    const [p2, p3] = [permits.get(2)!, permits.get(3)!];
+    expect([p2.acquire(1).granted, p2.beginCall()]).toEqual([1, true]);
+    expect(p3.acquire(1, 1).granted).toBe(1); // waiting beyond the share
+    let woken = 0;
+    expect(p3.beginCall(() => woken++)).toBe(false);
+    p2.onResult(ok);
+    await Promise.resolve();
+    expect(woken).toBe(1); // before partition 2's own batch is woken by its call's end
+    expect(p3.beginCall()).toBe(true);
+    expect(p2.acquire(1).granted).toBe(0); // its turn after partition 3's call
   });
 
   it('no part of its own (cap 0): the guard\'s grant as it is', () => {

@@ -176,6 +176,40 @@ describe('ProviderGuard (fake clock)', () => {
     expect([unlimited.beginCall(), unlimited.beginCall(), unlimited.callLimit()]).toEqual([true, true, 0]);
   });
 
+  it('a refused beginCall is called back once a sent call ends, in a microtask; an asker of no `ahead` gets none beyond the cap', async () => {
+    const g = new ProviderGuard({ ...OFF, maxInFlight: 2 }, new FakeClock(), () => {}, { aheadPerPartition: 3 });
+    expect(g.acquire(5).granted).toBe(2); // no ahead asked: the cap, whatever the process allows
+    expect(g.acquire(5, 1).granted).toBe(3); // ahead asked: the process's allowance per partition (3)
+    expect([g.beginCall(), g.beginCall()]).toEqual([true, true]);
+    let woken = 0;
+    expect(g.beginCall(() => woken++)).toBe(false);
+    g.onResult(ok);
+    expect(woken).toBe(0); // not inside the ender's own call
+    await Promise.resolve();
+    expect(woken).toBe(1);
+    g.onResult(ok);
+    await Promise.resolve();
+    expect(woken).toBe(1); // once per refusal
+  });
+
+  it('beginCall takes the share as it is now: a lowered share lets nothing more out, a raised one calls back the refused', async () => {
+    let share = 4;
+    const g = new ProviderGuard({ ...OFF, maxInFlight: 4 }, new FakeClock(), () => {}, { share: () => ({ ratePerSec: 0, maxInFlight: share }) });
+    expect(g.acquire(4).granted).toBe(4);
+    expect([g.beginCall(), g.beginCall(), g.beginCall()]).toEqual([true, true, true]);
+    share = 2; // a partition handed back, no acquire since
+    let woken = 0;
+    expect(g.beginCall(() => woken++)).toBe(false);
+    g.onResult(ok);
+    await Promise.resolve();
+    expect(woken).toBe(1);
+    expect(g.beginCall(() => woken++)).toBe(false); // 2 still out, the share 2
+    share = 4;
+    g.shareChanged();
+    await Promise.resolve();
+    expect([woken, g.beginCall()]).toEqual([2, true]);
+  });
+
   it('Retry-After on a 429/503 pauses every call until then, capped; a 500 with Retry-After does not', () => {
     const { g, clock } = guard({ retryAfterMaxMs: 5_000 });
     g.acquire(1);

@@ -96,7 +96,7 @@ function harness({ concurrency, startBatch, dueAt, noGuard = false, guarded, ans
   const guard = real ? partitionPermits(real, () => 0) : noGuard ? null : {
     acquire: (n: number) => ((permits.out += n), { granted: n, heldBy: null, retryAtMs: null }),
     release: (n: number) => void (permits.out -= n), onResult: () => void permits.out--, onInconclusive: () => void permits.out--,
-    shareChanged: () => {}, holdNow: () => null, beginCall: () => true, callLimit: () => 0,
+    shareChanged: () => {}, holdNow: () => null, beginCall: () => true, callLimit: () => 0, paced: () => false,
   } as unknown as ProviderPermits;
   const ops: ExecutorOps = { ...NO_OPS, mayStart: () => !ctl.paused, freshControl: async () => (ctl.onFreshRead?.(), true),
     handoverRequest: () => (ctl.handover ? { requestId: 'r1' } as ReturnType<ExecutorOps['handoverRequest']> : null) };
@@ -321,13 +321,13 @@ describe('ready attempts: START batching', () => {
     });
 
   it.each([
-    { concurrency: 8, startBatch: 2, cap: 8, name: 'the default cap (= concurrency)' },
-    { concurrency: 16, startBatch: 4, cap: 16, name: 'the default cap (= concurrency)' },
-    { concurrency: 8, startBatch: 2, cap: 5, name: 'a cap below the concurrency' },
+    { concurrency: 8, startBatch: 2, cap: 8, batchUnderCap: 2, name: 'the default cap (= concurrency)' },
+    { concurrency: 16, startBatch: 4, cap: 16, batchUnderCap: 4, name: 'the default cap (= concurrency)' },
+    { concurrency: 8, startBatch: 2, cap: 5, batchUnderCap: 1, name: 'a cap below the concurrency (start batch ⌊5/4⌋)' },
   ])('c=$concurrency, startBatch $startBatch, a provider guard with $name: ready attempts wait beyond the cap, calls sent stay within it, STARTs stay batched',
-    async ({ concurrency, startBatch, cap }) => {
+    async ({ concurrency, startBatch: configured, cap, batchUnderCap: startBatch }) => {
       const limits: GuardSettings = { ratePerSec: 0, maxInFlight: cap, breakerThreshold: 0, breakerCooldownMs: 10_000, retryAfterMaxMs: 30_000 };
-      const h = harness({ concurrency, startBatch, dueAt: Array.from({ length: 300 }, (_, i) => i * 2), guarded: limits });
+      const h = harness({ concurrency, startBatch: configured, dueAt: Array.from({ length: 300 }, (_, i) => i * 2), guarded: limits });
       const run = h.batch(600).run();
       let mostReady = 0;
       for (let t = 1; t <= 600; t++) {
@@ -345,6 +345,53 @@ describe('ready attempts: START batching', () => {
       expect(starts).toBeLessThanOrEqual(Math.ceil(sends / (startBatch + 1))); // not one START per freed slot
       expect(h.sent()).toHaveLength(Math.floor(600 / CALL_MS) * cap); // every permitted slot busy all along
     });
+
+  it('a drain while calls are out under a provider guard: the ready attempts\' permits go back unsent, the calls still count as sent', async () => {
+    const limits: GuardSettings = { ratePerSec: 0, maxInFlight: 2, breakerThreshold: 0, breakerCooldownMs: 10_000, retryAfterMaxMs: 30_000 };
+    const h = harness({ concurrency: 2, startBatch: 2, dueAt: [0, 0, 0, 0, 0, 0], guarded: limits });
+    const batch = h.batch(1_000);
+    const run = batch.run();
+    await h.runUntil(10); // i00, i01 sent; i02…i05 ready
+    expect([h.real!.state().sent, h.real!.state().inFlight]).toEqual([2, 6]);
+    h.ctl.stop = 'draining';
+    batch.interrupt(); // as the executor's drain does
+    await h.runUntil(20); // the batch closes: its ready attempts aborted, the two calls still out
+    expect(h.aborted()).toEqual(['i02', 'i03', 'i04', 'i05']);
+    expect([h.real!.state().sent, h.real!.state().inFlight]).toEqual([2, 2]);
+    await h.runUntil(300);
+    expect(await run).toBe('draining');
+    expect([h.real!.state().sent, h.real!.state().inFlight]).toEqual([0, 0]);
+  });
+
+  it('a send the process\'s share refuses waits; the guard\'s call-back (another partition\'s call ended) wakes the batch to send it', () => {
+    const h = harness({ concurrency: 2, startBatch: 1, dueAt: [] });
+    let onFree: (() => void) | undefined;
+    let open = false;
+    const guard = { holdNow: () => null, release: () => {}, beginCall: (cb?: () => void) => (open || ((onFree = cb), false)) } as unknown as ProviderPermits;
+    const sends: string[] = [];
+    const send = async (_t: LeaseToken, a: StartedAttempt) => void sends.push(a.intentId);
+    h.state.queueReady(TOKEN, { intentId: 'w1' } as StartedAttempt, 0);
+    expect(h.state.sendReady(send, guard)).toBe(0);
+    let woken = 0;
+    h.state.watchCalls(() => { woken++; h.state.sendReady(send, guard); });
+    open = true;
+    onFree!();
+    expect([woken, sends]).toEqual([1, ['w1']]);
+  });
+
+  it('a rate limit paces the calls: nothing is started ahead of a free slot (its tokens are taken at the START)', async () => {
+    const limits: GuardSettings = { ratePerSec: 1_000, maxInFlight: 0, breakerThreshold: 0, breakerCooldownMs: 10_000, retryAfterMaxMs: 30_000 };
+    const h = harness({ concurrency: 4, startBatch: 1, dueAt: Array.from({ length: 60 }, () => 0), guarded: limits });
+    const run = h.batch(400).run();
+    let mostReady = 0;
+    for (let t = 1; t <= 400; t++) {
+      await h.runUntil(t);
+      mostReady = Math.max(mostReady, h.state.readyAttempts);
+    }
+    expect(await run).toBe('deadline');
+    expect(mostReady).toBe(0);
+    expect(h.sent().length).toBeGreaterThan(20);
+  });
 
   it('a handover request read while the tick takes the bridge over (next_tick): no ready attempt is sent after it', async () => {
     const h = harness({ concurrency: 1, startBatch: 2, dueAt: [0, 0, 0] });
