@@ -6,11 +6,9 @@
 // The executor asks `acquire(n)` BEFORE its fenced start and starts at most the granted number: holding back
 // never creates an attempt row, so it never uses up an attempt and never fails an intent. Permits it did not
 // use go back with `release(n)`; every call that was sent reports its result with `onResult`.
-// The in-flight cap bounds calls sent: a permit's call goes out only through `beginCall()`, which keeps the calls
-// sent within the cap (as the share is now) and calls back a refused caller once a sent call ends; `acquire(n,
-// ahead)` may grant up to `ahead` permits beyond it (attempts started to wait for a call to end, the executor's ready
-// attempts), so a cap equal to the executor's concurrency leaves them room. Not under a rate limit (`paced`): rate
-// tokens are taken at the grant, so only calls about to go out are granted.
+// The in-flight cap bounds calls sent (callSlots.ts): a permit's call goes out only through `beginCall()`;
+// `acquire(n, ahead)` may grant permits beyond the cap for attempts that wait for a call to end (ready attempts).
+// Not under a rate limit (`paced`): its tokens are taken at the grant.
 // Across processes (a recorded partition count above 1, whatever EXECUTOR_PARTITIONS is): `share` gives the part of
 // the cluster-wide rate and in-flight cap this process may use now (guardShare.ts; re-read at every acquire and at
 // every leadership change, shareChanged), and
@@ -18,6 +16,7 @@
 // says this process leads nothing, its bucket stays empty: a new leader starts with no burst saved up, so it never
 // adds a burst to the previous holder's last second.
 import type { Clock } from '../lease/clock.js';
+import { CallSlots } from './callSlots.js';
 import type { Limits } from './guardShare.js';
 import type { ProviderResult } from './provider.js';
 import type { GuardSettings } from '../limits.js';
@@ -67,20 +66,14 @@ export interface GuardOptions {
 export class ProviderGuard {
   private tokens: number;
   private rate: number;
-  private maxInFlight: number;
   private burst: number;
   /** The share as last applied says this process leads something (false: the bucket is kept empty). */
   private leading: boolean;
-  /** The partitions it leads, as last applied (at least 1): each may hold aheadPerPartition permits beyond the cap. */
-  private led = 1;
   /** A breaker another process opened (recorded in SQL): nothing is sent before this monotonic time. */
   private remoteOpenUntil = 0;
   private lastRefill: number;
-  /** Permits out (sent or waiting to be sent) and, of them, calls sent. */
-  private inFlight = 0;
-  private sent = 0;
-  /** Callers beginCall refused, called back by freed(). */
-  private readonly waiting = new Set<() => void>();
+  /** The in-flight cap: permits held and calls sent. */
+  private readonly slots: CallSlots;
   private failures = 0;
   private breaker: BreakerState = 'closed';
   private openUntil = 0;
@@ -98,7 +91,7 @@ export class ProviderGuard {
     private readonly opts: GuardOptions = {}) {
     // The share is first read at the first acquire (the partitions' leases may not exist yet).
     this.rate = s.ratePerSec;
-    this.maxInFlight = s.maxInFlight;
+    this.slots = new CallSlots(s.maxInFlight, opts.aheadPerPartition ?? 0);
     this.burst = burstOf(this.rate);
     // With a share, nothing is saved up before the first partition is led (see applyShare).
     this.leading = !opts.share;
@@ -114,7 +107,7 @@ export class ProviderGuard {
 
   /** The limits in force (the share, as of the last acquire). */
   limits(): Limits {
-    return { ratePerSec: this.rate, maxInFlight: this.maxInFlight };
+    return { ratePerSec: this.rate, maxInFlight: this.slots.limit };
   }
 
   /** Hold every call back until `untilMs` (monotonic), as another process recorded in SQL: a Retry-After pause
@@ -138,12 +131,8 @@ export class ProviderGuard {
     return { granted: 0, heldBy, retryAtMs: null };
   }
 
-  /** Take up to `wanted` permits now (each = one call the caller may send, through beginCall); up to `ahead` beyond
-   *  the in-flight cap (their calls wait for sent ones to end). With partitions, each partition's own part bounds its
-   *  own (partitionPermits.ts) and the process allows an asker `aheadPerPartition` per partition led: one partition's
-   *  waiting attempts never take the permits of another's own part when it asks for some too. One asking none gets
-   *  none beyond the cap (all it is granted can go out: a batch with no later batch starts nothing to abort unsent),
-   *  so others' waiting attempts may take part of its room until they are sent. */
+  /** Take up to `wanted` permits now (each = one call the caller may send, through beginCall); beyond the in-flight
+   *  cap only for an asker of `ahead` room (CallSlots.room): one asking none is granted only what can go out. */
   acquire(wanted: number, ahead = 0): Grant {
     const now = this.clock.nowMs();
     if (wanted <= 0) return { granted: 0, heldBy: null, retryAtMs: null };
@@ -165,9 +154,9 @@ export class ProviderGuard {
       if (n > 1) limit = { by: 'probe_in_flight', at: null };
       n = 1;
     }
-    const cap = this.maxInFlight + (ahead > 0 ? Math.max(ahead, (this.opts.aheadPerPartition ?? 0) * this.led) : 0);
-    if (this.maxInFlight > 0 && this.inFlight + n > cap) {
-      n = Math.max(0, cap - this.inFlight);
+    const room = this.slots.room(n, ahead);
+    if (room < n) {
+      n = room;
       limit = { by: 'in_flight', at: null };
     }
     if (this.rate > 0) {
@@ -179,7 +168,7 @@ export class ProviderGuard {
       }
       this.tokens -= n;
     }
-    this.inFlight += n;
+    this.slots.take(n);
     if (this.breaker === 'half_open' && n > 0) this.probeOut = true;
     return n === wanted ? { granted: n, heldBy: null, retryAtMs: null } : hold(limit!.by, limit!.at, n);
   }
@@ -198,7 +187,7 @@ export class ProviderGuard {
 
   /** How many calls the in-flight cap lets out at once (as of the last share applied; 0: no cap). */
   callLimit(): number {
-    return this.maxInFlight;
+    return this.slots.limit;
   }
 
   /** Calls are paced by a rate limit: nothing should be granted ahead of a free call slot (see the header). */
@@ -211,21 +200,7 @@ export class ProviderGuard {
    *  called once a sent call has ended or the cap was raised. */
   beginCall(onFree?: () => void): boolean {
     if (this.opts.share) this.applyShare(this.clock.nowMs());
-    if (this.maxInFlight > 0 && this.sent >= this.maxInFlight) {
-      if (onFree) this.waiting.add(onFree);
-      return false;
-    }
-    this.sent += 1;
-    return true;
-  }
-
-  /** A sent call ended (or the cap grew): those refused by beginCall are called back, once each, in a microtask
-   *  (never inside the caller's own send loop; before the ended call's own batch is woken, so they get their turn). */
-  private freed(): void {
-    if (this.waiting.size === 0) return;
-    const waiting = [...this.waiting];
-    this.waiting.clear();
-    queueMicrotask(() => { for (const w of waiting) w(); });
+    return this.slots.begin(onFree);
   }
 
   /** Give back permits that were not used (the fenced start started fewer intents than granted, an attempt not sent;
@@ -233,13 +208,9 @@ export class ProviderGuard {
    *  Permits taken before this process's breaker opened (`grantedAtMs`) were not the half-open probe: it stays out. */
   release(unused: number, grantedAtMs?: number, begun = false): void {
     if (unused <= 0) return;
-    this.inFlight = Math.max(0, this.inFlight - unused);
+    this.slots.giveBack(unused, begun);
     if (this.rate > 0) this.tokens = Math.min(this.burst, this.tokens + unused);
     if (this.probe(grantedAtMs)) this.probeOut = false;
-    if (begun) {
-      this.sent = Math.max(0, this.sent - unused);
-      this.freed();
-    }
   }
 
   /** Whether a permit taken at `grantedAtMs` (unknown: assumed so) is the half-open probe that is out: the only
@@ -253,18 +224,15 @@ export class ProviderGuard {
    *  failure nor a success (a probe left this way lets the next call probe; a call sent before the breaker opened
    *  is not the probe: `grantedAtMs`, when its permit was taken). */
   onInconclusive(grantedAtMs?: number): void {
-    this.inFlight = Math.max(0, this.inFlight - 1);
-    this.sent = Math.max(0, this.sent - 1);
+    this.slots.answered();
     if (this.probe(grantedAtMs)) this.probeOut = false;
-    this.freed();
   }
 
   /** The outcome of a call that was sent (its permit taken at `grantedAtMs`: only the probe's decides a half-open
    *  breaker). Permanent errors (4xx) say nothing about the provider's health. */
   onResult(r: ProviderResult, grantedAtMs?: number): void {
     const now = this.clock.nowMs();
-    this.inFlight = Math.max(0, this.inFlight - 1);
-    this.sent = Math.max(0, this.sent - 1);
+    this.slots.answered();
     if (r.kind === 'retryable' && (r.httpStatus === 429 || r.httpStatus === 503) && r.retryAfterMs !== null && r.retryAfterMs > 0) {
       const pauseMs = Math.min(r.retryAfterMs, this.s.retryAfterMaxMs);
       if (now + pauseMs > this.pausedUntil) {
@@ -290,14 +258,13 @@ export class ProviderGuard {
         this.setBreaker('closed');
       }
     }
-    this.freed();
   }
 
   state(): GuardState {
     const now = this.clock.nowMs();
     const breaker = this.breaker === 'open' && now >= this.openUntil ? 'half_open' : this.breaker;
     return {
-      breaker, consecutiveFailures: this.failures, inFlight: this.inFlight, sent: this.sent, heldBack: { ...this.held },
+      breaker, consecutiveFailures: this.failures, inFlight: this.slots.permits, sent: this.slots.sent, heldBack: { ...this.held },
       openForMs: breaker === 'open' ? this.openUntil - now : 0, pausedForMs: Math.max(0, this.pausedUntil - now),
       remoteOpenForMs: Math.max(0, this.remoteOpenUntil - now),
     };
@@ -320,9 +287,7 @@ export class ProviderGuard {
       this.burst = burstOf(this.rate);
       this.tokens = Math.min(this.tokens, this.burst);
     }
-    const raised = this.maxInFlight > 0 && (l.maxInFlight === 0 || l.maxInFlight > this.maxInFlight);
-    this.maxInFlight = l.maxInFlight;
-    this.led = Math.max(1, l.led ?? 1);
+    this.slots.setCap(l.maxInFlight, l.led ?? 1);
     const leading = l.leading ?? true;
     if (!leading || !this.leading) {
       // Leading nothing: nothing is saved up; a share that begins now starts with an empty bucket.
@@ -330,7 +295,6 @@ export class ProviderGuard {
       this.lastRefill = now;
     }
     this.leading = leading;
-    if (raised) this.freed();
   }
 
   private began(by: HoldReason, now: number): void {

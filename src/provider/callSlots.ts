@@ -1,0 +1,80 @@
+// The provider's in-flight cap, as one process's guard keeps it: permits held (attempts started, their calls sent or
+// waiting to be sent) and, of them, calls sent. The cap bounds calls sent (begin); permits may exceed it by the
+// room an asker of `ahead` is given, so that attempts can wait for a call to end (the executor's ready attempts).
+// A sender refused by the cap is called back once a sent call ends or the cap grows, in a microtask.
+// May import: nothing (a leaf).
+
+export class CallSlots {
+  private held = 0;
+  private out = 0;
+  private readonly waiting = new Set<() => void>();
+  /** Calls in flight allowed (0: no cap); partitions led (at least 1), each allowed `aheadPerPartition` beyond it. */
+  private cap: number;
+  private led = 1;
+
+  constructor(cap: number, private readonly aheadPerPartition: number) {
+    this.cap = cap;
+  }
+
+  /** Permits held, and calls sent. */
+  get permits(): number { return this.held; }
+  get sent(): number { return this.out; }
+  /** The cap (0: none). */
+  get limit(): number { return this.cap; }
+
+  /** How many of `n` permits may be taken now: up to the cap, and for an asker of `ahead` room, up to the larger of
+   *  that and `aheadPerPartition` per partition led beyond it (so one partition's waiting attempts never take the
+   *  permits of another's own part when it asks for some too; one asking none gets none beyond the cap). */
+  room(n: number, ahead: number): number {
+    if (this.cap <= 0) return n;
+    const cap = this.cap + (ahead > 0 ? Math.max(ahead, this.aheadPerPartition * this.led) : 0);
+    return Math.min(n, Math.max(0, cap - this.held));
+  }
+
+  take(n: number): void {
+    this.held += n;
+  }
+
+  /** A permit's call goes out: false when the calls sent are at the cap (`onFree` is then called back once). */
+  begin(onFree?: () => void): boolean {
+    if (this.cap > 0 && this.out >= this.cap) {
+      if (onFree) this.waiting.add(onFree);
+      return false;
+    }
+    this.out += 1;
+    return true;
+  }
+
+  /** Permits given back unused (`begun`: their calls had been let out, then stopped before sending). */
+  giveBack(n: number, begun: boolean): void {
+    this.held = Math.max(0, this.held - n);
+    if (begun) this.callsEnded(n);
+  }
+
+  /** A sent call was answered (or ended inconclusive): its permit and its place go. */
+  answered(): void {
+    this.held = Math.max(0, this.held - 1);
+    this.callsEnded(1);
+  }
+
+  /** The share in force: a cap raised (or lifted) calls back the refused. */
+  setCap(cap: number, led: number): void {
+    const raised = this.cap > 0 && (cap === 0 || cap > this.cap);
+    this.cap = cap;
+    this.led = Math.max(1, led);
+    if (raised) this.freed();
+  }
+
+  private callsEnded(n: number): void {
+    this.out = Math.max(0, this.out - n);
+    this.freed();
+  }
+
+  private freed(): void {
+    if (this.waiting.size === 0) return;
+    const waiting = [...this.waiting];
+    this.waiting.clear();
+    // Never inside the caller's own send loop; before the ended call's own batch is woken, so the others get a turn.
+    queueMicrotask(() => { for (const w of waiting) w(); });
+  }
+}
