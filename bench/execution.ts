@@ -14,14 +14,12 @@ import { LeaseManager } from '../src/lease/leaseManager.js';
 import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
 import { NO_OPS } from '../src/executor/executorOps.js';
-import { readyAhead } from '../src/executor/tickSummary.js';
-import { ProviderGuard } from '../src/provider/guard.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
 import type { Provider } from '../src/provider/provider.js';
 import type { PgDatabase } from '../src/store/postgres/db.js';
 import type { RunProbe } from './serverCost.js';
-import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, seedIntents, startProviderProcess, stores,
+import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, productionGuard, seedIntents, startProviderProcess, stores,
   type ProviderKind } from './support.js';
 
 /** Pool of the leader and of the baseline (the reference figure: one-commit-per-row UPDATEs, pool 16). */
@@ -55,12 +53,8 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
       startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? Math.max(1, Math.floor(concurrency / 4))),
       completionBatch: Number(process.env.BENCH_EXEC_COMPLETION_BATCH ?? Math.max(1, Math.floor(concurrency / 2))), minLeaderWorkMs: 100,
     };
-    // The provider guard as production builds it with no limits set: the in-flight cap at the concurrency
-    // (PROVIDER_MAX_IN_FLIGHT's default, one partition); BENCH_EXEC_GUARD=0 runs without one.
-    const guard = process.env.BENCH_EXEC_GUARD === '0' ? null : new ProviderGuard({ ratePerSec: 0, maxInFlight: concurrency,
-      breakerThreshold: 0, breakerCooldownMs: 30_000, retryAfterMaxMs: 60_000 }, systemClock, () => {}, { aheadPerPartition: readyAhead(settings) });
     const ex = new Executor(lease, s.execution, opts.provider === 'none' ? NO_HTTP : http, settings, systemClock, silentLogger,
-      Math.random, NO_OPS, guard);
+      Math.random, NO_OPS, productionGuard(settings));
     await opts.probe?.begin(schema.schema);
     const cpu0 = { leader: cpuMs(), provider: procCpuMs(provider.pid), pg: await backendCpuMs(db, schema.schema) };
     for (;;) {

@@ -1,7 +1,8 @@
 // The MySQL / MariaDB dialect on the local MariaDB (BENCH_MYSQL_URL, default mysql://root@127.0.0.1:3306/test),
 // each figure against a baseline on the same server in the same run:
-//  - execution: one leader, a no-op provider in its own process (c = 64 and 256; batches c/4 and c/2 as in
-//    production), attempts/s from first start to last completion (database time), against one-commit-per-row
+//  - execution: one leader under the provider guard production builds, a no-op provider in its own process (c = 64
+//    and 256; batches c/4 and c/2 as in production), attempts/s from first start to last completion (database
+//    time), against one-commit-per-row
 //    UPDATEs of the same rows through the same pool size (16) at concurrency 16;
 //  - intake: POST /api/intents through the local host (one instance, pool 10) at c = 1, 16, 64, against
 //    single-row INSERTs of the same columns straight through the driver (same pool size and concurrency); to split
@@ -14,12 +15,13 @@ import { randomUUID } from 'node:crypto';
 import { LeaseManager } from '../src/lease/leaseManager.js';
 import { systemClock } from '../src/lease/clock.js';
 import { Executor } from '../src/executor/executor.js';
+import { NO_OPS } from '../src/executor/executorOps.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
 import type { MyDatabase } from '../src/store/mysql/db.js';
 import { createMysqlStores } from '../src/store/mysql/index.js';
 import { freshMysqlDatabase } from './mysqlDatabase.js';
-import { fmt, pool, printTable, startProviderProcess } from './support.js';
+import { fmt, pool, printTable, productionGuard, startProviderProcess } from './support.js';
 import { startHost } from './localHost.js';
 import { BARE, BODY, cpuMs, HANDLER, postAll } from './intake.js';
 import { measure, RATE, REFRESH_MS, SECONDS } from './pickup.js';
@@ -47,11 +49,13 @@ async function execution(n: number, concurrency: number) {
     const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
     const http = new HttpProvider(provider.url);
-    const ex = new Executor(lease, s.execution, http, {
+    const settings = {
       tickBudgetMs: 2_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
       refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 },
       startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)), minLeaderWorkMs: 100,
-    }, systemClock, silentLogger);
+    };
+    // Under the provider guard production builds with no limits set (BENCH_EXEC_GUARD=0: none).
+    const ex = new Executor(lease, s.execution, http, settings, systemClock, silentLogger, Math.random, NO_OPS, productionGuard(settings));
     for (;;) {
       await ex.tick(undefined, 2_000); // as the timer runs it: a next occurrence, so a bridge between ticks
       const left = await db.query<{ n: string }>(`SELECT COUNT(*) AS n FROM submission_intents WHERE status <> 'succeeded'`);

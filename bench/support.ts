@@ -7,6 +7,9 @@ import os from 'node:os';
 import { openPgPool, type PgDatabase, type PgQueryable } from '../src/store/postgres/db.js';
 import { createPostgresStores } from '../src/store/postgres/index.js';
 import type { Stores } from '../src/store/stores.js';
+import { systemClock } from '../src/lease/clock.js';
+import { readyAhead, type ExecutorSettings } from '../src/executor/tickSummary.js';
+import { ProviderGuard } from '../src/provider/guard.js';
 
 export const PG_URL = process.env.BENCH_PG_URL ?? process.env.PG_TEST_URL ?? 'postgres://postgres@127.0.0.1:5432/submission_manager_test';
 
@@ -92,6 +95,14 @@ export async function startProviderProcess(latencyMs: number, kind: ProviderKind
   const child: ChildProcess = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve) => child.stdout!.once('data', (d) => resolve(Number(String(d).trim()))));
   return { url: `http://127.0.0.1:${port}/submit`, pid: child.pid!, stop: () => child.kill('SIGKILL') };
+}
+
+/** The provider guard production builds for one partition with no limits set: its in-flight cap at the concurrency
+ *  (PROVIDER_MAX_IN_FLIGHT's default). BENCH_EXEC_GUARD=0: none (null). */
+export function productionGuard(settings: ExecutorSettings): ProviderGuard | null {
+  if (process.env.BENCH_EXEC_GUARD === '0') return null;
+  return new ProviderGuard({ ratePerSec: 0, maxInFlight: settings.concurrency, breakerThreshold: 0, breakerCooldownMs: 30_000,
+    retryAfterMaxMs: 60_000 }, systemClock, () => {}, { aheadPerPartition: readyAhead(settings) });
 }
 
 export async function pool<T>(items: T[], concurrency: number, fn: (x: T) => Promise<void>): Promise<void> {
