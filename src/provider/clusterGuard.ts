@@ -41,8 +41,8 @@ export interface ClusterGuard {
   /** Partition k's permits of the guard: with a recorded count above 1, at most its own part of the in-flight cap
    *  (partitionInFlightQuota, at least 1) of its calls at once, so no partition of this process starves another. */
   permitsFor(k: number): ProviderPermits;
-  /** The release condition: this process's calls sent (not its attempts waiting to be sent) fit the share of the partitions `counted()` gives now
-   *  (those it keeps); nothing kept, none in flight. */
+  /** The release condition: this process's calls sent (not its attempts waiting to be sent) fit the share of the
+   *  partitions `counted()` gives now (those it keeps); nothing kept, none in flight. */
   fits(): boolean;
   /** Stop reading the holds (close). */
   stop(): Promise<void>;
