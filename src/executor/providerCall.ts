@@ -108,9 +108,11 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
     release();
     return record(decide(result, { ...a, durationMs: 0 }, a.contract.retry, random));
   }
-  const stalled = result.kind === 'retryable' && result.httpStatus === null
-    && (elapsed > timeoutMs + STALL_MS || (lost > 0 && elapsed - lost < timeoutMs));
-  if (stalled) d.guard?.onInconclusive(grantedAtMs);
+  const noAnswer = result.kind === 'retryable' && result.httpStatus === null;
+  const stalled = noAnswer && (elapsed > timeoutMs + STALL_MS || (lost > 0 && elapsed - lost < timeoutMs));
+  // Nor is a timeout the lease cut short (the call had less than PROVIDER_TIMEOUT_MS): the provider was not given its time.
+  const cutShort = noAnswer && timeoutMs < s.providerTimeoutMs && elapsed >= timeoutMs;
+  if (stalled || cutShort) d.guard?.onInconclusive(grantedAtMs);
   else d.guard?.onResult(result, grantedAtMs);
   record(decide(result, { ...a, durationMs }, a.contract.retry, random));
 }

@@ -147,3 +147,23 @@ describe('provider call: a send rests on fresh control flags', () => {
     expect(held).toEqual([]);
   });
 });
+
+describe('provider call: a timeout the lease cut short says nothing about the provider', () => {
+  it.each([
+    { name: 'the lease left 150 ms of a 1 000 ms timeout', leaseLeftMs: 150, breaker: false },
+    { name: 'the whole timeout', leaseLeftMs: 60_000, breaker: true },
+  ])('$name: counted for the breaker: $breaker', async ({ leaseLeftMs, breaker }) => {
+    const { ops } = stubOps(async () => true);
+    const { deps, guard, recorded } = callWith(ops);
+    const clock = deps.clock as FakeClock;
+    deps.lease = { remainingMs: () => leaseLeftMs };
+    deps.stalls = { watch: () => () => {}, stalledMs: () => 0 } as unknown as StallWatch; // no stall of ours: the fake clock jumps
+    deps.provider = { submit: async (_r: unknown, o: { timeoutMs: number }) => {
+      clock.advance(o.timeoutMs);
+      return { kind: 'retryable' as const, httpStatus: null, error: `timeout after ${o.timeoutMs} ms`, retryAfterMs: null };
+    } } as unknown as Provider;
+    await callProvider(deps, TOKEN, ATTEMPT, () => true, () => null, 7);
+    expect(recorded.map((c) => c.outcome)).toEqual(['retryable_error']); // the attempt was sent: it counts
+    expect([guard.onResult.mock.calls.length, guard.onInconclusive.mock.calls.length]).toEqual(breaker ? [1, 0] : [0, 1]);
+  });
+});
