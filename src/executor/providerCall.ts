@@ -19,6 +19,8 @@ import type { ExecutorSettings } from './tickSummary.js';
 const MIN_CALL_MS = 100;
 /** A call that failed without an HTTP status this long past its own timeout ran while this process stalled. */
 const STALL_MS = 500;
+/** A call's timer starts from the event loop's cached time, up to a few ms before ours: a timeout may end that early. */
+const TIMER_SLACK_MS = 25;
 
 /** What a provider call uses, and nothing more (built once by the executor). */
 export interface ProviderCallDeps {
@@ -111,7 +113,7 @@ export async function callProvider(d: ProviderCallDeps, token: LeaseToken, a: St
   const noAnswer = result.kind === 'retryable' && result.httpStatus === null;
   const stalled = noAnswer && (elapsed > timeoutMs + STALL_MS || (lost > 0 && elapsed - lost < timeoutMs));
   // Nor is a timeout the lease cut short (the call had less than PROVIDER_TIMEOUT_MS): the provider was not given its time.
-  const cutShort = noAnswer && timeoutMs < s.providerTimeoutMs && elapsed >= timeoutMs;
+  const cutShort = noAnswer && timeoutMs < s.providerTimeoutMs && elapsed >= timeoutMs - TIMER_SLACK_MS;
   if (stalled || cutShort) d.guard?.onInconclusive(grantedAtMs);
   else d.guard?.onResult(result, grantedAtMs);
   record(decide(result, { ...a, durationMs }, a.contract.retry, random));

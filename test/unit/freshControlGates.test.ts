@@ -159,7 +159,7 @@ describe('provider call: a timeout the lease cut short says nothing about the pr
     deps.lease = { remainingMs: () => leaseLeftMs };
     deps.stalls = { watch: () => () => {}, stalledMs: () => 0 } as unknown as StallWatch; // no stall of ours: the fake clock jumps
     deps.provider = { submit: async (_r: unknown, o: { timeoutMs: number }) => {
-      clock.advance(o.timeoutMs);
+      clock.advance(o.timeoutMs - 3); // its timer started from the loop's cached time, a few ms before the call's own
       return { kind: 'retryable' as const, httpStatus: null, error: `timeout after ${o.timeoutMs} ms`, retryAfterMs: null };
     } } as unknown as Provider;
     await callProvider(deps, TOKEN, ATTEMPT, () => true, () => null, 7);
