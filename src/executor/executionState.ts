@@ -40,6 +40,8 @@ export class ExecutionState {
   private readonly cadence: RefreshCadence;
   /** Counts of the work done between ticks (bridge, settler), added to the next tick's summary. */
   private readonly between: TickSummary;
+  /** A send the guard refused: another partition's call ended, so the watching batch sends again (one closure). */
+  private readonly onFree = (): void => this.inFlight.notify();
 
   constructor(lease: LeaseManager, private readonly store: ExecutionStore, private readonly refresher: ScheduleRefresher,
     private readonly settings: ExecutorSettings, private readonly log: Logger, ops: ExecutorOps) {
@@ -130,8 +132,7 @@ export class ExecutionState {
     const first = this.ready.find((r) => hold(r) !== null);
     if (first) this.abortWhere((r) => hold(r) !== null, `provider calls held (${hold(first)})`, guard);
     let n = 0;
-    const onFree = () => this.inFlight.notify(); // another partition's call ended: the watching batch sends again
-    for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency && (guard?.beginCall(onFree) ?? true); n++) {
+    for (; this.ready.length > 0 && this.inFlight.size < this.settings.concurrency && (guard?.beginCall(this.onFree) ?? true); n++) {
       const r = this.ready.shift()!;
       this.inFlight.add(send(r.token, r.attempt, r.grantedAtMs));
     }
