@@ -16,11 +16,10 @@ import { Executor } from '../src/executor/executor.js';
 import { NO_OPS } from '../src/executor/executorOps.js';
 import { HttpProvider } from '../src/provider/httpProvider.js';
 import { silentLogger } from '../src/observability/logger.js';
-import type { Provider } from '../src/provider/provider.js';
 import type { PgDatabase } from '../src/store/postgres/db.js';
 import type { RunProbe } from './serverCost.js';
-import { backendCpuMs, counting, cpuDeltaMs, fmt, freshSchema, pool, printTable, procCpuMs, productionGuard, seedIntents, startProviderProcess, stores,
-  type ProviderKind } from './support.js';
+import { backendCpuMs, benchExecutorSettings, counting, cpuDeltaMs, fmt, freshSchema, NO_HTTP, pool, printTable, procCpuMs, productionGuard,
+  seedIntents, startProviderProcess, stores, type ProviderKind } from './support.js';
 
 /** Pool of the leader and of the baseline (the issue's reference figure: one-commit-per-row UPDATEs, pool 16). */
 const POOL = 16;
@@ -29,9 +28,6 @@ const cpuMs = () => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-
-/** In-process no-op provider (no HTTP at all): isolates the executor's database and scheduling work. */
-const NO_HTTP: Provider = { submit: () => Promise.resolve({ kind: 'success', httpStatus: 200 }) };
 
 /** `provider: 'none'` runs the leader with NO_HTTP (latency ignored) instead of a provider process; `probe`
  *  (bench/profile.ts) wraps the leader's database and replaces the poll between ticks. */
@@ -47,12 +43,12 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
     const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
     const http = new HttpProvider(provider.url);
-    const settings = {
-      tickBudgetMs: 2_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
-      refresh: { intervalMs: Number(process.env.BENCH_EXEC_REFRESH_MS ?? 1_000), pageSize: 500, commitGraceMs: 1_000 },
-      startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? Math.max(1, Math.floor(concurrency / 4))),
-      completionBatch: Number(process.env.BENCH_EXEC_COMPLETION_BATCH ?? Math.max(1, Math.floor(concurrency / 2))), minLeaderWorkMs: 100,
-    };
+    const base = benchExecutorSettings(concurrency);
+    const settings = benchExecutorSettings(concurrency, {
+      refresh: { ...base.refresh, intervalMs: Number(process.env.BENCH_EXEC_REFRESH_MS ?? base.refresh.intervalMs) },
+      startBatch: Number(process.env.BENCH_EXEC_START_BATCH ?? base.startBatch),
+      completionBatch: Number(process.env.BENCH_EXEC_COMPLETION_BATCH ?? base.completionBatch),
+    });
     const ex = new Executor(lease, s.execution, opts.provider === 'none' ? NO_HTTP : http, settings, systemClock, silentLogger,
       Math.random, NO_OPS, productionGuard(settings));
     await opts.probe?.begin(schema.schema);

@@ -6,28 +6,18 @@
 // Functions programming model and the cost of our code are told apart.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { fromPglite, type PgQueryable } from '../src/store/postgres/db.js';
 import { migratePostgres } from '../src/store/postgres/migrate.js';
-import { fmt, freshSchema, pool, PG_URL, printTable } from './support.js';
+import { fmt, freshSchema, pool, PG_URL, printTable, procCpuMs } from './support.js';
 import { fileURLToPath } from 'node:url';
 import { schemaUrl, startHost } from './localHost.js';
 
 export const BARE = path.join(path.dirname(fileURLToPath(import.meta.url)), 'bareIntakeServer.js');
 export const HANDLER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'handlerIntakeServer.js');
-
-/** CPU time (user + system) a process has used so far, in ms (Linux /proc; NaN elsewhere). */
-export function cpuMs(pid: number | undefined): number {
-  try {
-    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return Number.NaN;
-  }
-}
 
 interface Perf { rps: number; p50: number; p99: number }
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
@@ -85,10 +75,10 @@ export async function benchIntake(n = Number(process.env.BENCH_INTAKE_N ?? 3_000
       // Interleaved halves (host, handler, bare, then the reverse), so a burst of load elsewhere on the
       // machine hits every server alike. CPU per request of each server process (from /proc): unlike req/s,
       // hardly moved by other load on the machine.
-      const cpu0 = servers.map((s) => cpuMs(s.child.pid));
+      const cpu0 = servers.map((s) => procCpuMs(s.child.pid!));
       const halves: Awaited<ReturnType<typeof postAll>>[][] = servers.map(() => []);
       for (const i of [0, 1, 2, 2, 1, 0]) halves[i]!.push(await postAll(servers[i]!.base, count / 2, c));
-      const cpu = servers.map((s, i) => (cpuMs(s.child.pid) - cpu0[i]!) / count);
+      const cpu = servers.map((s, i) => (procCpuMs(s.child.pid!) - cpu0[i]!) / count);
       const [r, hd, h] = halves.map(([a, b]) => ({ rps: (a!.rps + b!.rps) / 2, p50: Math.max(a!.p50, b!.p50), p99: Math.max(a!.p99, b!.p99) })) as [Perf, Perf, Perf];
       const b = await baseline(db, count, c);
       rows.push({ backend: 'postgres', concurrency: c, 'req/s': fmt(r.rps), 'p50 ms': fmt(r.p50, 1), 'p99 ms': fmt(r.p99, 1),

@@ -1,9 +1,10 @@
 // The MySQL / MariaDB dialect on the local MariaDB (BENCH_MYSQL_URL, default mysql://root@127.0.0.1:3306/test),
 // each figure against a baseline on the same server in the same run:
-//  - execution: one leader under the provider guard production builds, a no-op provider in its own process (c = 64
-//    and 256; batches c/4 and c/2 as in production), attempts/s from first start to last completion (database
-//    time), against one-commit-per-row
-//    UPDATEs of the same rows through the same pool size (16) at concurrency 16;
+//  - execution: one leader under the provider guard production builds, a no-op provider in its own process (HTTP),
+//    then in process (no HTTP, as the peers' bench; the HTTP call's share of the cost is the difference), c = 64 and
+//    256 (batches c/4 and c/2 as in production), attempts/s from first start to last completion (database time),
+//    against one-commit-per-row UPDATEs of the same rows through the same pool size (16) at concurrency 16; CPU per
+//    attempt of the MariaDB server (when local), the leader and the provider process, from /proc;
 //  - intake: POST /api/intents through the local host (one instance, pool 10) at c = 1, 16, 64, against
 //    single-row INSERTs of the same columns straight through the driver (same pool size and concurrency); to split
 //    the cost, in the same rounds (interleaved halves, CPU per request of each server from /proc): the app's own
@@ -21,9 +22,9 @@ import { silentLogger } from '../src/observability/logger.js';
 import type { MyDatabase } from '../src/store/mysql/db.js';
 import { createMysqlStores } from '../src/store/mysql/index.js';
 import { freshMysqlDatabase } from './mysqlDatabase.js';
-import { fmt, pool, printTable, productionGuard, startProviderProcess } from './support.js';
+import { benchExecutorSettings, fmt, localServerPid, NO_HTTP, pool, printTable, procCpuMs, productionGuard, startProviderProcess } from './support.js';
 import { startHost } from './localHost.js';
-import { BARE, BODY, cpuMs, HANDLER, postAll } from './intake.js';
+import { BARE, BODY, HANDLER, postAll } from './intake.js';
 import { measure, RATE, REFRESH_MS, SECONDS } from './pickup.js';
 
 const POOL = 16;
@@ -39,43 +40,58 @@ async function seed(db: MyDatabase, n: number): Promise<void> {
       FROM ${['a', 'b', 'c', 'd', 'e', 'f'].map((x) => `${digits} AS ${x}`).join(' CROSS JOIN ')} LIMIT ?`, [CONTRACT, n]);
 }
 
-async function execution(n: number, concurrency: number) {
+/** CPU (ms) used so far by this process, the provider's and the local MariaDB server's (NaN: not on this machine). */
+function cpuNow(providerPid: number, serverPid: number | null): { leader: number; provider: number; server: number } {
+  const u = process.cpuUsage();
+  return { leader: (u.user + u.system) / 1000, provider: providerPid > 0 ? procCpuMs(providerPid) : 0,
+    server: serverPid === null ? Number.NaN : procCpuMs(serverPid) };
+}
+
+/** One leader over `n` due intents; `provider`: 'process' (a no-op HTTP provider in its own process) or 'none' (an
+ *  in-process no-op, no HTTP: the executor's and the database's own cost, as the peers' bench runs them). */
+async function execution(n: number, concurrency: number, provider: 'process' | 'none') {
   const d = await freshMysqlDatabase();
   const db = d.open(POOL);
   const s = createMysqlStores(db);
-  const provider = await startProviderProcess(0, 'raw');
+  const child = provider === 'none' ? { url: '', pid: 0, stop() {} } : await startProviderProcess(0, 'raw');
+  const serverPid = localServerPid('mariadbd', 'mysqld');
   try {
     await seed(db, n);
     const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
-    const http = new HttpProvider(provider.url);
-    const settings = {
-      tickBudgetMs: 2_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
-      refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 },
-      startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)), minLeaderWorkMs: 100,
-    };
+    const http = new HttpProvider(child.url);
+    const settings = benchExecutorSettings(concurrency);
     // Under the provider guard production builds with no limits set (BENCH_EXEC_GUARD=0: none).
-    const ex = new Executor(lease, s.execution, http, settings, systemClock, silentLogger, Math.random, NO_OPS, productionGuard(settings));
+    const ex = new Executor(lease, s.execution, provider === 'none' ? NO_HTTP : http, settings, systemClock, silentLogger, Math.random,
+      NO_OPS, productionGuard(settings));
+    const cpu0 = cpuNow(child.pid, serverPid);
     for (;;) {
       await ex.tick(undefined, 2_000); // as the timer runs it: a next occurrence, so a bridge between ticks
       const left = await db.query<{ n: string }>(`SELECT COUNT(*) AS n FROM submission_intents WHERE status <> 'succeeded'`);
       if (Number(left.rows[0]!.n) === 0) break;
     }
     await ex.drain(); // the bridge left running after the last tick
+    const cpu1 = cpuNow(child.pid, serverPid);
     const span = (await db.query<{ us: string; n: string }>(
       'SELECT TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) AS us, COUNT(*) AS n FROM submission_attempts')).rows[0]!;
     http.close();
-    const attemptsPerS = Number(span.n) / (Number(span.us) / 1e6);
+    const attempts = Number(span.n);
+    const attemptsPerS = attempts / (Number(span.us) / 1e6);
     // Baseline: the same rows, one UPDATE (one commit) each, same pool, concurrency = pool size.
     const ids = (await db.query<{ intent_id: string }>('SELECT intent_id FROM submission_intents')).rows.map((r) => r.intent_id);
+    const b0 = cpuNow(0, serverPid);
     const t0 = performance.now();
     await pool(ids, POOL, async (id) => {
       await db.query(`UPDATE submission_intents SET status = 'succeeded', last_modified_at = UTC_TIMESTAMP(6) WHERE intent_id = ?`, [id]);
     });
     const baselinePerS = (ids.length / (performance.now() - t0)) * 1000;
-    return { attempts: Number(span.n), attemptsPerS, baselinePerS };
+    const b1 = cpuNow(0, serverPid);
+    const per = (a: number, b: number, count: number) => fmt(((b - a) * 1000) / count);
+    return { attempts, attemptsPerS, baselinePerS,
+      cpu: `${per(cpu0.server, cpu1.server, attempts)} / ${per(cpu0.leader, cpu1.leader, attempts)} / ${per(cpu0.provider, cpu1.provider, attempts)}`,
+      baselineCpu: `${per(b0.server, b1.server, ids.length)} / ${per(b0.leader, b1.leader, ids.length)}` };
   } finally {
-    provider.stop();
+    child.stop();
     await db.close();
     await d.drop();
   }
@@ -100,10 +116,10 @@ async function intake(n: number) {
     for (const c of [1, 16, 64]) {
       const count = c === 1 ? Math.min(n, 1_000) : n;
       // Interleaved halves (host, handler, bare, then the reverse), so a burst of load elsewhere hits each alike.
-      const cpu0 = servers.map((s) => cpuMs(s.child.pid));
+      const cpu0 = servers.map((s) => procCpuMs(s.child.pid!));
       const halves: Awaited<ReturnType<typeof postAll>>[][] = servers.map(() => []);
       for (const i of [0, 1, 2, 2, 1, 0]) halves[i]!.push(await postAll(servers[i]!.base, count / 2, c, LATER));
-      const cpu = servers.map((s, i) => (cpuMs(s.child.pid) - cpu0[i]!) / count);
+      const cpu = servers.map((s, i) => (procCpuMs(s.child.pid!) - cpu0[i]!) / count);
       const [r, hd, b] = halves.map(([x, y]) => ({ rps: (x!.rps + y!.rps) / 2, p50: Math.max(x!.p50, y!.p50), p99: Math.max(x!.p99, y!.p99) }));
       const t0 = performance.now();
       await pool(Array.from({ length: count }), c, async () => {
@@ -129,13 +145,16 @@ async function intake(n: number) {
 const ratios: string[] = [];
 const n = Number(process.env.BENCH_MYSQL_EXEC_N ?? 5_000);
 const exec = [];
-for (const c of n > 0 ? [64, 256] : []) { // BENCH_MYSQL_EXEC_N=0: no execution part
-  const r = await execution(n, c);
-  exec.push({ intents: n, 'provider ms': 0, concurrency: c, 'attempts/s': fmt(r.attemptsPerS), 'baseline UPDATE/s': fmt(r.baselinePerS),
-    ratio: fmt(r.attemptsPerS / r.baselinePerS, 2) });
-  ratios.push(`execution c${c}=${fmt(r.attemptsPerS / r.baselinePerS, 2)}x`);
+for (const provider of n > 0 ? ['process', 'none'] as const : []) { // BENCH_MYSQL_EXEC_N=0: no execution part
+  for (const c of [64, 256]) {
+    const r = await execution(n, c, provider);
+    exec.push({ intents: n, provider: provider === 'none' ? 'in process, no HTTP' : 'own process, HTTP', concurrency: c,
+      'attempts/s': fmt(r.attemptsPerS), 'baseline UPDATE/s': fmt(r.baselinePerS), ratio: fmt(r.attemptsPerS / r.baselinePerS, 2),
+      'CPU µs/attempt mariadbd / leader / provider': r.cpu, 'baseline CPU µs/row mariadbd / client': r.baselineCpu });
+    ratios.push(`execution${provider === 'none' ? ' (no HTTP)' : ''} c${c}=${fmt(r.attemptsPerS / r.baselinePerS, 2)}x`);
+  }
 }
-if (n > 0) printTable('Execution (MariaDB, one leader, no-op provider in its own process; baseline: one-commit-per-row UPDATE, pool 16)', exec);
+if (n > 0) printTable('Execution (MariaDB, one leader, no-op provider; baseline: one-commit-per-row UPDATE, pool 16)', exec);
 const intakeRows = await intake(Number(process.env.BENCH_MYSQL_INTAKE_N ?? 2_000));
 printTable('Intake (MariaDB, POST /api/intents through the local host, 1 instance; baseline: single-row INSERT, same pool)', intakeRows);
 ratios.push(`intake vs INSERT ${intakeRows.map((r) => `c${r.concurrency}=${r['ratio vs INSERT']}x (p99 ${r['p99 ms']} ms)`).join(' ')}`,

@@ -1,7 +1,7 @@
 // Shared benchmark plumbing: a fresh schema on the PostgreSQL server, a counting database wrapper, a
 // no-op/latency provider in a child process, and table printing. Benchmarks never assert speed.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { openPgPool, type PgDatabase, type PgQueryable } from '../src/store/postgres/db.js';
@@ -10,6 +10,7 @@ import type { Stores } from '../src/store/stores.js';
 import { systemClock } from '../src/lease/clock.js';
 import { readyAhead, type ExecutorSettings } from '../src/executor/tickSummary.js';
 import { ProviderGuard } from '../src/provider/guard.js';
+import type { Provider } from '../src/provider/provider.js';
 
 export const PG_URL = process.env.BENCH_PG_URL ?? process.env.PG_TEST_URL ?? 'postgres://postgres@127.0.0.1:5432/submission_manager_test';
 
@@ -103,6 +104,31 @@ export function productionGuard(settings: ExecutorSettings): ProviderGuard | nul
   if (process.env.BENCH_EXEC_GUARD === '0') return null;
   return new ProviderGuard({ ratePerSec: 0, maxInFlight: settings.concurrency, breakerThreshold: 0, breakerCooldownMs: 30_000,
     retryAfterMaxMs: 60_000 }, systemClock, () => {}, { aheadPerPartition: readyAhead(settings) });
+}
+
+/** The executor settings every execution bench runs with: production's batch rule (start c ÷ 4, completion c ÷ 2),
+ *  a 2 s tick, a 1 s refresh; `over` replaces any of them. */
+export function benchExecutorSettings(concurrency: number, over: Partial<ExecutorSettings> = {}): ExecutorSettings {
+  return {
+    tickBudgetMs: 2_000, concurrency, providerTimeoutMs: 10_000, reconcileIntervalMs: 3_600_000,
+    refresh: { intervalMs: 1_000, pageSize: 500, commitGraceMs: 1_000 },
+    startBatch: Math.max(1, Math.floor(concurrency / 4)), completionBatch: Math.max(1, Math.floor(concurrency / 2)), minLeaderWorkMs: 100,
+    ...over,
+  };
+}
+
+/** A provider answering every call at once, in process (no HTTP): the executor's own and its database's cost alone. */
+export const NO_HTTP: Provider = { submit: () => Promise.resolve({ kind: 'success', httpStatus: 200 }) };
+
+/** The pid of a local database server process named `comm` (mariadbd, mysqld; from /proc), or null. */
+export function localServerPid(...comms: string[]): number | null {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (comms.includes(readFileSync(`/proc/${d}/comm`, 'utf8').trim())) return Number(d);
+    } catch { /* gone meanwhile */ }
+  }
+  return null;
 }
 
 export async function pool<T>(items: T[], concurrency: number, fn: (x: T) => Promise<void>): Promise<void> {
