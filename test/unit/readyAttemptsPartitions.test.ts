@@ -1,0 +1,86 @@
+// Two partitions of one process, each its own leader's batch with ready attempts, on one real guard as production
+// wires it (createClusterGuard: the process's share of PROVIDER_MAX_IN_FLIGHT, each partition's own part), on one fake
+// clock:
+//  - both led: the calls out never exceed the cap nor a partition's part, and every permitted slot stays busy in both
+//    (neither starves the other, each keeps its ready queue);
+//  - one partition handed back while its calls are out: the share drops to the other's part at once, the other
+//    sends nothing new while the calls out exceed it, and is woken by the handed-back partition's call ends (the
+//    guard's call-back), not only by its own.
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/lease/clock.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import type { AppMetrics } from '../../src/observability/metrics.js';
+import { createClusterGuard } from '../../src/provider/clusterGuard.js';
+import type { GuardSettings } from '../../src/limits.js';
+import { CALL_MS, harness } from '../support/readyHarness.js';
+
+const guardSettings = (maxInFlight: number): GuardSettings =>
+  ({ ratePerSec: 0, maxInFlight, breakerThreshold: 0, breakerCooldownMs: 10_000, retryAfterMaxMs: 30_000 });
+
+/** A process leading partitions 0 and 1 of 2, concurrency 4 and start batch 1 each, 40 due intents each. */
+function twoPartitions(maxInFlight: number) {
+  const clock = new FakeClock();
+  let counted: number[] = [0, 1];
+  const holds = { getProviderHold: async () => null, recordProviderBreaker: async () => {}, recordProviderPause: async () => {} };
+  const cg = createClusterGuard({ guard: guardSettings(maxInFlight), partitionCount: () => 2, leaseName: 'sm', holderId: 'h',
+    syncMs: 3_600_000, aheadPerPartition: 2 }, holds as never, clock, silentLogger, { breakerChanged: () => {} } as unknown as AppMetrics,
+  () => counted);
+  const calls = { now: 0, max: 0 };
+  const part = (k: number) => harness({ concurrency: 4, startBatch: 1, dueAt: Array.from({ length: 40 }, () => 0), clock, calls,
+    permits: cg.permitsFor(k), token: { leaseName: `sm-p${k}`, holderId: 'h', leaseEpoch: 3 }, prefix: `p${k}-` });
+  const h = [part(0), part(1)] as const;
+  const inFlight = (k: number) => h[k]!.events.filter((e) => e.kind === 'send').length - h[k]!.events.filter((e) => e.kind === 'end').length;
+  return { clock, cg, h, calls, inFlight, // As a hand-back does: the partition stops counting (the guard re-reads the share at its next grant or send).
+    handBack: (k: number) => { counted = counted.filter((x) => x !== k); } };
+}
+
+describe('ready attempts of two partitions on one guard', () => {
+  it('both led, cap 4 (parts 2 + 2): never more than the cap or a part out, every permitted slot busy in both', async () => {
+    const p = twoPartitions(4);
+    const runs = p.h.map((x) => x.batch(600).run());
+    let mostReady = [0, 0];
+    for (let t = 1; t <= 600; t++) {
+      await p.h[0].runUntil(t);
+      mostReady = mostReady.map((m, k) => Math.max(m, p.h[k]!.state.readyAttempts));
+      expect([p.inFlight(0) <= 2, p.inFlight(1) <= 2]).toEqual([true, true]);
+    }
+    expect(await Promise.all(runs)).toEqual(['deadline', 'deadline']);
+    expect([p.calls.max, p.h[0].calls.max, p.h[1].calls.max]).toEqual([4, 2, 2]);
+    expect(mostReady.every((m) => m > 1)).toBe(true); // each keeps attempts ready beyond its part
+    // Every permitted slot busy all along in both (the last calls sent before the deadline still count).
+    for (const x of p.h) expect(x.sent().length).toBeGreaterThanOrEqual(Math.floor(600 / CALL_MS) * 2);
+    await p.h[0].runUntil(800); // every call answered; what the batches left ready keeps its permit for their next batch
+    expect([p.cg.guard.state().sent, p.cg.guard.state().inFlight]).toEqual([0, p.h[0].state.readyAttempts + p.h[1].state.readyAttempts]);
+    await p.cg.stop();
+  });
+
+  it('partition 1 handed back with calls out: partition 0 keeps within the lowered share and is woken by 1\'s call ends', async () => {
+    const p = twoPartitions(4);
+    const batches = p.h.map((x) => x.batch(600));
+    const run0 = batches[0]!.run();
+    await p.h[0].runUntil(30); // partition 1's calls 30 ms after partition 0's: their ends never coincide
+    const run1 = batches[1]!.run();
+    await p.h[0].runUntil(140);
+    expect([p.inFlight(0), p.inFlight(1)]).toEqual([2, 2]);
+    p.h[1].ctl.stop = 'draining';
+    batches[1]!.interrupt(); // as the hand-back drains it
+    p.handBack(1); // the share is partition 0's part now: 2 calls
+    let woken: { sends: number; ownEnds: number } | null = null;
+    for (let t = 141; t <= 600; t++) {
+      const [sends0, ends0, out1] = [p.h[0].sent().length, p.h[0].events.filter((e) => e.kind === 'end').length, p.inFlight(1)];
+      await p.h[0].runUntil(t);
+      if (p.h[0].sent().length > sends0) expect(p.calls.now).toBeLessThanOrEqual(2); // a send only into the lowered share
+      if (out1 > 0 && p.inFlight(1) === 0) {
+        woken = { sends: p.h[0].sent().length - sends0, ownEnds: p.h[0].events.filter((e) => e.kind === 'end').length - ends0 };
+      }
+    }
+    expect(await run1).toBe('draining');
+    expect(await run0).toBe('deadline');
+    // Partition 0's own calls had all ended, its sends refused while 1's were out: 1's last call end sends them.
+    expect(woken).toEqual({ sends: 2, ownEnds: 0 });
+    expect(p.h[0].calls.max).toBe(2);
+    await p.h[0].runUntil(800);
+    expect(p.cg.guard.state().sent).toBe(0);
+    await p.cg.stop();
+  });
+});
