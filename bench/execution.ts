@@ -19,15 +19,10 @@ import { silentLogger } from '../src/observability/logger.js';
 import type { PgDatabase } from '../src/store/postgres/db.js';
 import type { RunProbe } from './serverCost.js';
 import { backendCpuMs, benchExecutorSettings, counting, cpuDeltaMs, fmt, freshSchema, NO_HTTP, pool, printTable, procCpuMs, productionGuard,
-  seedIntents, startProviderProcess, stores, type ProviderKind } from './support.js';
+  seedIntents, selfCpuMs, startProviderProcess, stores, type ProviderKind } from './support.js';
 
 /** Pool of the leader and of the baseline (the issue's reference figure: one-commit-per-row UPDATEs, pool 16). */
 const POOL = 16;
-
-const cpuMs = () => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1000;
-};
 
 /** `provider: 'none'` runs the leader with NO_HTTP (latency ignored) instead of a provider process; `probe`
  *  (bench/profile.ts) wraps the leader's database and replaces the poll between ticks. */
@@ -52,7 +47,7 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
     const ex = new Executor(lease, s.execution, opts.provider === 'none' ? NO_HTTP : http, settings, systemClock, silentLogger,
       Math.random, NO_OPS, productionGuard(settings));
     await opts.probe?.begin(schema.schema);
-    const cpu0 = { leader: cpuMs(), provider: procCpuMs(provider.pid), pg: await backendCpuMs(db, schema.schema) };
+    const cpu0 = { leader: selfCpuMs(), provider: procCpuMs(provider.pid), pg: await backendCpuMs(db, schema.schema) };
     for (;;) {
       await ex.tick(undefined, 2_000); // as the timer runs it: a next occurrence, so a bridge between ticks
       if (opts.probe) {
@@ -64,7 +59,7 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
     }
     await ex.drain(); // the bridge left running after the last tick
     await opts.probe?.end(schema.schema);
-    const cpu = { leader: cpuMs() - cpu0.leader, provider: procCpuMs(provider.pid) - cpu0.provider,
+    const cpu = { leader: selfCpuMs() - cpu0.leader, provider: procCpuMs(provider.pid) - cpu0.provider,
       pg: cpuDeltaMs(cpu0.pg, await backendCpuMs(db, schema.schema)) };
     const span = await db.query<{ ms: number; n: number; call: number }>(
       `SELECT extract(epoch FROM max(finished_at) - min(started_at)) * 1000 AS ms, count(*)::int AS n, avg(duration_ms)::float8 AS call
@@ -82,7 +77,7 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
     // (BENCH_EXEC_BASELINE=0 skips it, e.g. to profile the leader alone with `node --cpu-prof`.)
     if (opts.baseline === false || process.env.BENCH_EXEC_BASELINE === '0') return { ...exec, baselinePerS: NaN, baselineCpu: '' };
     const ids = (await db.query<{ intent_id: string }>('SELECT intent_id FROM submission_intents')).rows.map((r) => r.intent_id);
-    const b0 = { client: cpuMs(), pg: await backendCpuMs(db, schema.schema) };
+    const b0 = { client: selfCpuMs(), pg: await backendCpuMs(db, schema.schema) };
     const t0 = performance.now();
     await pool(ids, POOL, async (id) => {
       await db.query(`UPDATE submission_intents SET status = 'succeeded', attempt_count = attempt_count, last_modified_at = clock_timestamp()
@@ -90,7 +85,7 @@ export async function runLeader(n: number, latencyMs: number, concurrency: numbe
     });
     const baseMs = performance.now() - t0;
     const perRow = (v: number) => fmt((v * 1000) / ids.length);
-    const baselineCpu = `${perRow(cpuMs() - b0.client)} / ${perRow(cpuDeltaMs(b0.pg, await backendCpuMs(db, schema.schema)))}`;
+    const baselineCpu = `${perRow(selfCpuMs() - b0.client)} / ${perRow(cpuDeltaMs(b0.pg, await backendCpuMs(db, schema.schema)))}`;
     return { ...exec, baselinePerS: (ids.length / baseMs) * 1000, baselineCpu };
   } finally {
     provider.stop();

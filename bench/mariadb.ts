@@ -22,7 +22,8 @@ import { silentLogger } from '../src/observability/logger.js';
 import type { MyDatabase } from '../src/store/mysql/db.js';
 import { createMysqlStores } from '../src/store/mysql/index.js';
 import { freshMysqlDatabase } from './mysqlDatabase.js';
-import { benchExecutorSettings, fmt, localServerPid, NO_HTTP, pool, printTable, procCpuMs, productionGuard, startProviderProcess } from './support.js';
+import { benchExecutorSettings, fmt, localServerPid, NO_HTTP, pool, printTable, procCpuMs, productionGuard, selfCpuMs,
+  startProviderProcess } from './support.js';
 import { startHost } from './localHost.js';
 import { BARE, BODY, HANDLER, postAll } from './intake.js';
 import { measure, RATE, REFRESH_MS, SECONDS } from './pickup.js';
@@ -40,10 +41,9 @@ async function seed(db: MyDatabase, n: number): Promise<void> {
       FROM ${['a', 'b', 'c', 'd', 'e', 'f'].map((x) => `${digits} AS ${x}`).join(' CROSS JOIN ')} LIMIT ?`, [CONTRACT, n]);
 }
 
-/** CPU (ms) used so far by this process, the provider's and the local MariaDB server's (NaN: not on this machine). */
+/** CPU (ms) used so far by this process, the provider's (NaN: none) and the MariaDB server's (NaN: not on this machine). */
 function cpuNow(providerPid: number, serverPid: number | null): { leader: number; provider: number; server: number } {
-  const u = process.cpuUsage();
-  return { leader: (u.user + u.system) / 1000, provider: providerPid > 0 ? procCpuMs(providerPid) : 0,
+  return { leader: selfCpuMs(), provider: providerPid > 0 ? procCpuMs(providerPid) : Number.NaN,
     server: serverPid === null ? Number.NaN : procCpuMs(serverPid) };
 }
 
@@ -53,16 +53,18 @@ async function execution(n: number, concurrency: number, provider: 'process' | '
   const d = await freshMysqlDatabase();
   const db = d.open(POOL);
   const s = createMysqlStores(db);
-  const child = provider === 'none' ? { url: '', pid: 0, stop() {} } : await startProviderProcess(0, 'raw');
-  const serverPid = localServerPid('mariadbd', 'mysqld');
+  let child: { url: string; pid: number; stop(): void } = { url: '', pid: 0, stop() {} };
+  let http: HttpProvider | null = null;
   try {
+    if (provider === 'process') child = await startProviderProcess(0, 'raw');
+    const serverPid = localServerPid(d.url, 'mariadbd', 'mysqld');
     await seed(db, n);
     const lease = new LeaseManager(s.lease, { name: 'bench', holderId: 'bench-leader', durationMs: 600_000, renewIntervalMs: 60_000,
       acquireIntervalMs: 1_000, safetyMarginMs: 5_000, acquireJitterMs: 0 }, systemClock, silentLogger);
-    const http = new HttpProvider(child.url);
+    http = provider === 'none' ? null : new HttpProvider(child.url);
     const settings = benchExecutorSettings(concurrency);
     // Under the provider guard production builds with no limits set (BENCH_EXEC_GUARD=0: none).
-    const ex = new Executor(lease, s.execution, provider === 'none' ? NO_HTTP : http, settings, systemClock, silentLogger, Math.random,
+    const ex = new Executor(lease, s.execution, http ?? NO_HTTP, settings, systemClock, silentLogger, Math.random,
       NO_OPS, productionGuard(settings));
     const cpu0 = cpuNow(child.pid, serverPid);
     for (;;) {
@@ -74,7 +76,6 @@ async function execution(n: number, concurrency: number, provider: 'process' | '
     const cpu1 = cpuNow(child.pid, serverPid);
     const span = (await db.query<{ us: string; n: string }>(
       'SELECT TIMESTAMPDIFF(MICROSECOND, MIN(started_at), MAX(finished_at)) AS us, COUNT(*) AS n FROM submission_attempts')).rows[0]!;
-    http.close();
     const attempts = Number(span.n);
     const attemptsPerS = attempts / (Number(span.us) / 1e6);
     // Baseline: the same rows, one UPDATE (one commit) each, same pool, concurrency = pool size.
@@ -86,11 +87,12 @@ async function execution(n: number, concurrency: number, provider: 'process' | '
     });
     const baselinePerS = (ids.length / (performance.now() - t0)) * 1000;
     const b1 = cpuNow(0, serverPid);
-    const per = (a: number, b: number, count: number) => fmt(((b - a) * 1000) / count);
+    const per = (a: number, b: number, count: number) => (Number.isNaN(b - a) ? '—' : fmt(((b - a) * 1000) / count));
     return { attempts, attemptsPerS, baselinePerS,
       cpu: `${per(cpu0.server, cpu1.server, attempts)} / ${per(cpu0.leader, cpu1.leader, attempts)} / ${per(cpu0.provider, cpu1.provider, attempts)}`,
       baselineCpu: `${per(b0.server, b1.server, ids.length)} / ${per(b0.leader, b1.leader, ids.length)}` };
   } finally {
+    http?.close();
     child.stop();
     await db.close();
     await d.drop();

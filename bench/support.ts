@@ -120,15 +120,22 @@ export function benchExecutorSettings(concurrency: number, over: Partial<Executo
 /** A provider answering every call at once, in process (no HTTP): the executor's own and its database's cost alone. */
 export const NO_HTTP: Provider = { submit: () => Promise.resolve({ kind: 'success', httpStatus: 200 }) };
 
-/** The pid of a local database server process named `comm` (mariadbd, mysqld; from /proc), or null. */
-export function localServerPid(...comms: string[]): number | null {
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (comms.includes(readFileSync(`/proc/${d}/comm`, 'utf8').trim())) return Number(d);
-    } catch { /* gone meanwhile */ }
-  }
+/** The pid of the database server `url` names, when it runs on this machine (a loopback host) as a process named one
+ *  of `comms` (mariadbd, mysqld; from /proc); else null (remote, or no /proc: its CPU is not measured). */
+export function localServerPid(url: string, ...comms: string[]): number | null {
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(new URL(url).hostname)) return null;
+  try {
+    for (const d of readdirSync('/proc')) {
+      if (/^\d+$/.test(d) && comms.includes(readFileSync(`/proc/${d}/comm`, 'utf8').trim())) return Number(d);
+    }
+  } catch { /* no /proc, or a process gone meanwhile */ }
   return null;
+}
+
+/** CPU time (user + system, ms) this process has used so far. */
+export function selfCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 export async function pool<T>(items: T[], concurrency: number, fn: (x: T) => Promise<void>): Promise<void> {
