@@ -199,7 +199,9 @@ export class Batch {
     if (due && fresh === true) {
       // Provider protection decides how many may start; held back means no attempt row, so no attempt used.
       const grantedAt = this.d.clock.nowMs();
-      const grant = this.d.guard ? this.d.guard.acquire(free, state.aheadOfCap(ahead, callLimit)) : { granted: free, retryAtMs: null };
+      // Refused by the process's cap: woken when room frees (another partition's call may hold it), not at the next step.
+      const grant = this.d.guard ? this.d.guard.acquire(free, state.aheadOfCap(ahead, callLimit), this.signal)
+        : { granted: free, retryAtMs: null };
       if (grant.granted > 0) this.starting = this.background(() => this.start(grant.granted, grantedAt), () => (this.starting = null));
       held = grant.granted === 0;
       this.heldUntilMs = held ? grant.retryAtMs : null;

@@ -1,7 +1,8 @@
 // The provider's in-flight cap, as one process's guard keeps it: permits held (attempts started, their calls sent or
 // waiting to be sent) and, of them, calls sent. The cap bounds calls sent (begin); permits may exceed it by the
 // room an asker of `ahead` is given, so that attempts can wait for a call to end (the executor's ready attempts).
-// A sender refused by the cap is called back once a sent call ends or the cap grows, in a microtask.
+// A sender or an asker refused by the cap is called back once a sent call ends, permits come back or the cap grows,
+// in a microtask.
 // May import: nothing (a leaf).
 
 export class CallSlots {
@@ -35,6 +36,11 @@ export class CallSlots {
     this.held += n;
   }
 
+  /** An asker refused room (room < n): `onRoom` is called back once, when calls or permits have freed since. */
+  waitRoom(onRoom: () => void): void {
+    this.waiting.add(onRoom);
+  }
+
   /** A permit's call goes out: false when the calls sent are at the cap (`onFree` is then called back once). */
   begin(onFree?: () => void): boolean {
     if (this.cap > 0 && this.out >= this.cap) {
@@ -49,6 +55,7 @@ export class CallSlots {
   giveBack(n: number, begun: boolean): void {
     this.held = Math.max(0, this.held - n);
     if (begun) this.callsEnded(n);
+    else this.freed();
   }
 
   /** A sent call was answered (or ended inconclusive): its permit and its place go. */

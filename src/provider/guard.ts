@@ -132,8 +132,10 @@ export class ProviderGuard {
   }
 
   /** Take up to `wanted` permits now (each = one call the caller may send, through beginCall); beyond the in-flight
-   *  cap only for an asker of `ahead` room (CallSlots.room): one asking none is granted only what can go out. */
-  acquire(wanted: number, ahead = 0): Grant {
+   *  cap only for an asker of `ahead` room (CallSlots.room): one asking none is granted only what can go out. Where
+   *  the cap refused some, `onRoom` is called back (once, in a microtask) when calls or permits have freed since: the
+   *  asker need not wait for one of its own calls to end (another partition's may be what holds the room). */
+  acquire(wanted: number, ahead = 0, onRoom?: () => void): Grant {
     const now = this.clock.nowMs();
     if (wanted <= 0) return { granted: 0, heldBy: null, retryAtMs: null };
     const hold = (heldBy: HoldReason, retryAtMs: number | null, granted = 0): Grant => {
@@ -158,6 +160,7 @@ export class ProviderGuard {
     if (room < n) {
       n = room;
       limit = { by: 'in_flight', at: null };
+      if (onRoom) this.slots.waitRoom(onRoom);
     }
     if (this.rate > 0) {
       this.refill(now);
@@ -216,7 +219,9 @@ export class ProviderGuard {
   /** Whether a permit taken at `grantedAtMs` (unknown: assumed so) is the half-open probe that is out: the only
    *  permit granted since this process's own breaker opened. */
   private probe(grantedAtMs: number | undefined): boolean {
-    return this.breaker === 'half_open' && this.probeOut && (grantedAtMs === undefined || grantedAtMs >= this.openedAt);
+    // Strictly after: nothing is granted while open (the cool-down is at least 1 ms), so a permit of the very ms the
+    // breaker opened was taken before it did.
+    return this.breaker === 'half_open' && this.probeOut && (grantedAtMs === undefined || grantedAtMs > this.openedAt);
   }
 
   /** A sent call whose failure says nothing about the provider: this process stalled (a GC pause, SIGSTOP, a

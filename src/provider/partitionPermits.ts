@@ -10,8 +10,9 @@ import type { Grant, HoldReason, ProviderGuard } from './guard.js';
 /** What an executor asks of the provider limits (the guard itself, or one partition's permits of it). */
 export interface ProviderPermits {
   /** Take up to `wanted` permits now (each = one call the caller may send), up to `ahead` beyond the in-flight cap
-   *  (ProviderGuard.acquire: their calls wait, beginCall). */
-  acquire(wanted: number, ahead?: number): Grant;
+   *  (ProviderGuard.acquire: their calls wait, beginCall); `onRoom`: called back when the process's cap refused some
+   *  and room may have freed since (its own part refusing: one of its own calls ends, which wakes the caller anyway). */
+  acquire(wanted: number, ahead?: number, onRoom?: () => void): Grant;
   /** A permit's call goes out now, if the calls sent are within the caps; false: wait for one to end (one of its
    *  own wakes the caller's batch; `onFree` is called back when another's did, ProviderGuard.beginCall). */
   beginCall(onFree?: () => void): boolean;
@@ -37,18 +38,18 @@ export function partitionPermits(guard: ProviderGuard, cap: () => number): Provi
   let sent = 0; // of them, calls sent
   return {
     get inFlight() { return out; },
-    acquire(wanted, ahead = 0) {
+    acquire(wanted, ahead = 0, onRoom) {
       const c = cap();
       const room = c > 0 ? Math.max(0, c + ahead - out) : wanted;
       if (room >= wanted) {
-        const g = guard.acquire(wanted, ahead);
+        const g = guard.acquire(wanted, ahead, onRoom);
         out += g.granted;
         return g;
       }
       // Its own part is the limit: the rest is held back until one of its own calls ends (that wakes its batch).
       const held = guard.holdBack(wanted - room, 'in_flight');
       if (room === 0) return held;
-      const g = guard.acquire(room, ahead);
+      const g = guard.acquire(room, ahead, onRoom);
       out += g.granted;
       return g.heldBy !== null ? g : { granted: g.granted, heldBy: 'in_flight', retryAtMs: null };
     },

@@ -122,6 +122,39 @@ describe('ProviderGuard (fake clock)', () => {
     expect(g.acquire(1)).toMatchObject({ granted: 1 });
   });
 
+  it('half-open: the very ms the breaker opened is before it: a permit of that ms is not the probe', () => {
+    const { g, clock, changes } = guard({ breakerThreshold: 1, breakerCooldownMs: 100 });
+    const t = clock.nowMs();
+    expect(g.acquire(3).granted).toBe(3); // two calls and a START's permit, all in this ms
+    expect([g.beginCall(), g.beginCall()]).toEqual([true, true]);
+    g.onResult(fail, t); // the first fails in the same ms: open
+    clock.advance(100);
+    expect(g.acquire(1).granted).toBe(1); // the probe
+    g.release(1, t); // the START's permit back unused: not the probe, which is still out
+    expect(g.acquire(1)).toMatchObject({ granted: 0, heldBy: 'probe_in_flight' });
+    g.onResult(ok, t); // the second call, sent before the open, answers: it does not decide
+    expect(changes).toEqual(['open', 'half_open']);
+  });
+
+  it('an asker the cap refused is called back once room frees (a call answered, or permits back unsent), in a microtask', async () => {
+    const g = new ProviderGuard({ ...OFF, maxInFlight: 2 }, new FakeClock());
+    expect(g.acquire(2).granted).toBe(2);
+    let woken = 0;
+    expect(g.acquire(1, 0, () => woken++)).toMatchObject({ granted: 0, heldBy: 'in_flight' });
+    g.release(1); // a permit back unsent
+    expect(woken).toBe(0);
+    await Promise.resolve();
+    expect(woken).toBe(1);
+    expect(g.acquire(2, 0, () => woken++).granted).toBe(1);
+    expect(g.beginCall()).toBe(true);
+    g.onResult(ok);
+    await Promise.resolve();
+    expect(woken).toBe(2);
+    g.onResult(ok);
+    await Promise.resolve();
+    expect(woken).toBe(2); // once per refusal
+  });
+
   it.each([[1], [20], [250], [2.5]])('rate %s/s: over 10 s at most rate × 10 + burst calls, and every 1 s window within 10 %% + 1', (rate) => {
     const { g, clock } = guard({ ratePerSec: rate });
     const grants: number[] = [];
