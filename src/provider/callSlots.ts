@@ -9,12 +9,16 @@ export class CallSlots {
   private held = 0;
   private out = 0;
   private readonly waiting = new Set<() => void>();
-  /** Calls in flight allowed (0: no cap); partitions led (at least 1), each allowed `aheadPerPartition` beyond it. */
+  /** Calls in flight allowed (0: no cap); partitions led (at least 1), each allowed `aheadPerPartition` beyond it;
+   *  the permits the led partitions' own parts allow together (each part at least 1: with fewer permits than
+   *  partitions their sum exceeds the cap), which the room beyond the cap starts from. */
   private cap: number;
   private led = 1;
+  private parts: number;
 
   constructor(cap: number, private readonly aheadPerPartition: number) {
     this.cap = cap;
+    this.parts = cap;
   }
 
   /** Permits held, and calls sent. */
@@ -28,7 +32,7 @@ export class CallSlots {
    *  permits of another's own part when it asks for some too; one asking none gets none beyond the cap). */
   room(n: number, ahead: number): number {
     if (this.cap <= 0) return n;
-    const cap = this.cap + (ahead > 0 ? Math.max(ahead, this.aheadPerPartition * this.led) : 0);
+    const cap = ahead > 0 ? Math.max(this.cap, this.parts) + Math.max(ahead, this.aheadPerPartition * this.led) : this.cap;
     return Math.min(n, Math.max(0, cap - this.held));
   }
 
@@ -64,11 +68,13 @@ export class CallSlots {
     this.callsEnded(1);
   }
 
-  /** The share in force: a cap raised (or lifted) calls back the refused. */
-  setCap(cap: number, led: number): void {
+  /** The share in force (`parts`: the led partitions' own parts together, default the cap): a cap raised (or
+   *  lifted) calls back the refused. */
+  setCap(cap: number, led: number, parts = cap): void {
     const raised = this.cap > 0 && (cap === 0 || cap > this.cap);
     this.cap = cap;
     this.led = Math.max(1, led);
+    this.parts = parts;
     if (raised) this.freed();
   }
 

@@ -50,7 +50,9 @@ export interface GuardState {
 
 /** A process's share: its limits now, whether it leads any partition that counts (default true), and how many (each
  *  may hold its own `ahead` permits beyond the cap; default 1). */
-export type ShareNow = Limits & { leading?: boolean; led?: number };
+/** The share now; `led`: partitions counted; `parts`: their own parts of the cap together, each at least 1 (askers of
+ *  ahead room may hold permits beyond the larger of it and the cap: CallSlots.room). */
+export type ShareNow = Limits & { leading?: boolean; led?: number; parts?: number };
 
 export interface GuardOptions {
   /** The limits this process may use now (default: the settings' own, fixed). */
@@ -89,6 +91,11 @@ export class ProviderGuard {
 
   constructor(private readonly s: GuardSettings, private readonly clock: Clock, private readonly onChange: (state: BreakerState) => void = () => {},
     private readonly opts: GuardOptions = {}) {
+    // The probe is the permit granted strictly after the breaker opened (probe()): a cool-down of 0 would grant it in
+    // the same ms and never recognise it (the config requires ≥ 1 ms).
+    if (s.breakerThreshold > 0 && !(s.breakerCooldownMs >= 1)) {
+      throw new RangeError(`breakerCooldownMs must be at least 1 (got ${s.breakerCooldownMs})`);
+    }
     // The share is first read at the first acquire (the partitions' leases may not exist yet).
     this.rate = s.ratePerSec;
     this.slots = new CallSlots(s.maxInFlight, opts.aheadPerPartition ?? 0);
@@ -292,7 +299,7 @@ export class ProviderGuard {
       this.burst = burstOf(this.rate);
       this.tokens = Math.min(this.tokens, this.burst);
     }
-    this.slots.setCap(l.maxInFlight, l.led ?? 1);
+    this.slots.setCap(l.maxInFlight, l.led ?? 1, l.parts ?? l.maxInFlight);
     const leading = l.leading ?? true;
     if (!leading || !this.leading) {
       // Leading nothing: nothing is saved up; a share that begins now starts with an empty bucket.

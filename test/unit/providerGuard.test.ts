@@ -136,6 +136,11 @@ describe('ProviderGuard (fake clock)', () => {
     expect(changes).toEqual(['open', 'half_open']);
   });
 
+  it('a breaker with a cool-down below 1 ms is refused at construction (its probe would never be recognised)', () => {
+    expect(() => guard({ breakerThreshold: 1, breakerCooldownMs: 0 })).toThrow(/breakerCooldownMs must be at least 1/);
+    expect(() => guard({ breakerThreshold: 0, breakerCooldownMs: 0 })).not.toThrow(); // no breaker
+  });
+
   it('an asker the cap refused is called back once room frees (a call answered, or permits back unsent), in a microtask', async () => {
     const g = new ProviderGuard({ ...OFF, maxInFlight: 2 }, new FakeClock());
     expect(g.acquire(2).granted).toBe(2);

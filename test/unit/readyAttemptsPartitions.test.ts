@@ -7,7 +7,8 @@
 //  - one partition handed back while its calls are out: the share drops to the other's part at once, the other
 //    sends nothing new while the calls out exceed it, and is woken by the handed-back partition's call ends (the
 //    guard's call-back), not only by its own; so is a START the share refused (a rate limit: nothing started ahead);
-//  - two permit-less partitions (PROVIDER_MAX_IN_FLIGHT below the partition count) sharing one call: both send.
+//  - permit-less partitions (PROVIDER_MAX_IN_FLIGHT below the partition count) sharing one call: all send, paced by a
+//    rate limit or starting ahead.
 import { afterEach, describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/lease/clock.js';
 import { silentLogger } from '../../src/observability/logger.js';
@@ -121,5 +122,18 @@ describe('partitions of one process on one guard', () => {
     expect(p.calls.max).toBe(1);
     expect(sent[0]! + sent[1]!).toBeGreaterThanOrEqual(18); // one call at a time, each woken by the other's end
     expect(Math.min(...sent)).toBeGreaterThanOrEqual(5); // was [20, 0]: the other woken only at its refresh step, too late
+  });
+
+  it('PROVIDER_MAX_IN_FLIGHT 2 below 16 partitions, the process leading 8 permit-less ones (share 1), none paced: all send', async () => {
+    const p = processOf(2, { partitions: 16, led: [2, 3, 4, 5, 6, 7, 8, 9] });
+    const runs = p.h.map((x) => x.batch(3_000).run());
+    await p.h[0]!.runUntil(3_000);
+    expect(new Set(await Promise.all(runs))).toEqual(new Set(['deadline']));
+    const sent = p.h.map((x) => x.sent().length);
+    expect(p.calls.max).toBe(1);
+    expect(sent.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(55); // one call at a time, 50 ms each, all along
+    // Each may hold its own part (1) and its ahead room: the process's room counts the parts, not the share (1),
+    // else the first ones' waiting attempts took it all and two partitions sent nothing ([34, 34, 33, 33, 33, 33, 0, 0]).
+    expect(Math.min(...sent)).toBeGreaterThanOrEqual(3);
   });
 });
