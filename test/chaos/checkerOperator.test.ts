@@ -79,6 +79,16 @@ describe('in_flight: the provider never holds more than PROVIDER_MAX_IN_FLIGHT a
     if (fails) expect(v[0]!.message).toMatch(/5 requests in flight at the provider .* > PROVIDER_MAX_IN_FLIGHT 4/);
   });
 
+  it('PROVIDER_MAX_IN_FLIGHT 2 below 4 partitions: up to 4 out (a process leading only permit-less partitions sends one); the count down to 1: 2', () => {
+    const { v, fail } = collect();
+    const capAt = (t: number) => Math.max(2, t < 250 ? 4 : 1);
+    expect(inFlightPeaks([call('a', 0, 200), call('b', 10, 200), call('c', 20, 200), call('d', 30, 200)], capAt, fail).max).toBe(4);
+    expect(v).toEqual([]);
+    inFlightPeaks([call('a', 0, 500), call('b', 10, 500), call('c', 300, 400)], capAt, fail);
+    expect(v.map((x) => x.check)).toEqual(['in_flight']);
+    expect(v[0]!.message).toMatch(/3 requests in flight at the provider .* > the bound 2 \(PROVIDER_MAX_IN_FLIGHT, or the partition count/);
+  });
+
   it('a record without its end counts until its planned answer; no cap: nothing fails', () => {
     const { v, fail } = collect();
     const open = { ...call('x', 0, 0), endedAt: undefined, delayMs: 1_000 };

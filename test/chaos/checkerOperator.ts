@@ -7,8 +7,9 @@
 //  - drain: a cluster drain reaches every partition: no partition of the count at its answer starts anything under
 //    the epoch it had then, from one refresh interval (+ the slack) after the answer (after its leader woke, when a
 //    stop or pause fault froze it meanwhile).
-//  - in_flight: the provider never has more than PROVIDER_MAX_IN_FLIGHT requests at once, from its own record of
-//    each request's arrival and end (its answer written, or the caller gone). A request started before a stop of its
+//  - in_flight: the provider never has more than PROVIDER_MAX_IN_FLIGHT requests at once (M; below the partition count
+//    P of the moment, P: the documented bound), from its own record of each request's arrival and end (its answer
+//    written, or the caller gone). A request started before a stop of its
 //    process and written after it is counted apart (the stop-before-send window: its leader was frozen, not sending).
 //  - rate: no second holds more arrivals than PROVIDER_RATE_LIMIT_PER_SEC allows (rateBound) — except a second in
 //    which a stopped process woke up (it writes at once what it had granted before the stop).
@@ -135,14 +136,16 @@ const endOf = (p: ProviderRecord) => p.endedAt ?? p.arrivedAt + p.delayMs;
 /** The provider's concurrency over time against `cap` (0: no cap): one violation per excursion above it. Requests in
  *  `late` (started before a stop of their process, written after it) count for the maximum but not against the cap:
  *  an excursion only they make is counted in `lateExcursions`. */
-export function inFlightPeaks(provider: readonly ProviderRecord[], cap: number, fail: Fail, late: ReadonlySet<ProviderRecord> = new Set(),
-  slackAt: (open: readonly ProviderRecord[]) => number = () => 0): { max: number; lateExcursions: number; slackExcursions: number } {
+export function inFlightPeaks(provider: readonly ProviderRecord[], capOf: number | ((atMs: number) => number), fail: Fail,
+  late: ReadonlySet<ProviderRecord> = new Set(), slackAt: (open: readonly ProviderRecord[]) => number = () => 0):
+  { max: number; lateExcursions: number; slackExcursions: number } {
   const edges = provider.flatMap((p) => [{ t: p.arrivedAt, d: 1, p }, { t: endOf(p), d: -1, p }])
     .sort((a, b) => a.t - b.t || a.d - b.d); // an end before an arrival at the same millisecond
   const open = new Set<ProviderRecord>();
   let max = 0, lateExcursions = 0, slackExcursions = 0, judged = 0;
   let reported = false, counted = false, countedLate = false; // within the current excursion above the cap
   for (const e of edges) {
+    const cap = typeof capOf === 'number' ? capOf : capOf(e.t);
     if (e.d < 0) open.delete(e.p);
     else open.add(e.p);
     if (!late.has(e.p)) judged += e.d;
@@ -153,7 +156,8 @@ export function inFlightPeaks(provider: readonly ProviderRecord[], cap: number, 
       if (judged > cap + slackAt(judgedOpen)) {
         if (!reported) {
           const calls = judgedOpen.map((p) => `${p.key.slice(-6)}#${p.attemptNo} p${p.partition ?? 0}/e${p.epoch} ${Math.round(p.arrivedAt - e.t)}…${Math.round(endOf(p) - e.t)}`);
-          fail('in_flight', `${judged} requests in flight at the provider at ${new Date(e.t).toISOString()} > PROVIDER_MAX_IN_FLIGHT ${cap}: ${calls.join(', ')} (ms from then)`);
+          const bound = typeof capOf === 'number' ? `PROVIDER_MAX_IN_FLIGHT ${cap}` : `the bound ${cap} (PROVIDER_MAX_IN_FLIGHT, or the partition count where higher)`;
+          fail('in_flight', `${judged} requests in flight at the provider at ${new Date(e.t).toISOString()} > ${bound}: ${calls.join(', ')} (ms from then)`);
         }
         reported = true;
       } else if (!counted) {
@@ -289,7 +293,11 @@ export function operatorChecks(h: History, attempts: ReadonlyMap<string, Attempt
     (l, e) => releases.has(`${l}@${e}`), (p) => attempts.get(`${p.key}#${p.attemptNo}`)?.holderId,
     // the share of partition k: of the count at the end (a change's renumbering is rare beside a lost lease)
     (k) => partitionInFlightQuota(limits.maxInFlight, Math.max(1, countAtEnd), k));
-  const peaks = inFlightPeaks(h.provider, limits.maxInFlight, fail, writtenLate(h.provider, attempts, h.faults), slack);
+  // PROVIDER_MAX_IN_FLIGHT (M) below the partition count P: a process leading only permit-less partitions still sends
+  // one call at a time, so the cluster may have up to P − M more out (docs/operations.md): P is the bound then.
+  const m = limits.maxInFlight;
+  const capAt = (atMs: number) => (m > 0 ? Math.max(m, partitionLeases(atMs).length) : 0);
+  const peaks = inFlightPeaks(h.provider, capAt, fail, writtenLate(h.provider, attempts, h.faults), slack);
   const bound = limits.ratePerSec > 0 ? rateBound(limits.ratePerSec, Math.max(1, names.length)) : 0;
   return {
     pauses: windows.length, drains: actions.filter((a) => a.action === 'drain').length,
