@@ -69,9 +69,9 @@ export class CallSlots {
   }
 
   /** The share in force (`parts`: the led partitions' own parts together, default the cap): a cap raised (or
-   *  lifted) calls back the refused. */
+   *  lifted), or more room beyond it, calls back the refused. */
   setCap(cap: number, led: number, parts = cap): void {
-    const raised = this.cap > 0 && (cap === 0 || cap > this.cap);
+    const raised = this.cap > 0 && (cap === 0 || cap > this.cap || parts > this.parts || Math.max(1, led) > this.led);
     this.cap = cap;
     this.led = Math.max(1, led);
     this.parts = parts;

@@ -48,10 +48,9 @@ export interface GuardState {
   heldBack: Record<HoldReason, number>;
 }
 
-/** A process's share: its limits now, whether it leads any partition that counts (default true), and how many (each
- *  may hold its own `ahead` permits beyond the cap; default 1). */
-/** The share now; `led`: partitions counted; `parts`: their own parts of the cap together, each at least 1 (askers of
- *  ahead room may hold permits beyond the larger of it and the cap: CallSlots.room). */
+/** A process's share: its limits now, whether it leads any partition that counts (default true), how many (each may
+ *  hold its own `ahead` permits beyond the cap; default 1), and their own parts of the cap together, each at least 1
+ *  (`parts`, default the cap: askers of ahead room may hold permits beyond the larger of the two, CallSlots.room). */
 export type ShareNow = Limits & { leading?: boolean; led?: number; parts?: number };
 
 export interface GuardOptions {
