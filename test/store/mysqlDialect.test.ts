@@ -194,6 +194,28 @@ describe('mysql dialect', () => {
     }).finally(() => proxy.close());
   });
 
+  it('close() while a connection is still connecting through a silent network resolves once it gives up', async (t) => {
+    if (skip()) return t.skip(skip());
+    const target = new URL(MYSQL_TEST_URL);
+    const proxy = new TcpProxy(target.hostname, Number(target.port || 3306), 'raw');
+    await proxy.listen();
+    const u = new URL(MYSQL_TEST_URL);
+    u.hostname = '127.0.0.1';
+    u.port = String(proxy.port);
+    try {
+      const hole = proxy.blackhole(4_000, 'resume'); // outlasts the connect timeout (1 s here)
+      const db = open(undefined, 400, 2, u.toString());
+      const q = db.query('SELECT 1').catch((e: unknown) => e); // its connection waits in the hole
+      await new Promise((r) => setTimeout(r, 50));
+      // Its connect times out while the pool ends: a connection that is gone, not a failure of close().
+      await expect(db.close()).resolves.toBeUndefined();
+      expect(await q).toMatchObject({ name: 'StoreError', kind: 'transient' });
+      await hole;
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('npm run migrate: two processes at once against a fresh database both exit 0', async (t) => {
     if (skip()) return t.skip(skip());
     const { spawn } = await import('node:child_process');

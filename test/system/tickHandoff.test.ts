@@ -22,6 +22,24 @@ describe.each(dialects)('tick hand-off and due notices: $name', (dialect) => {
 
   const intent = (id: string) => intentRow(ctx, id);
   const noStaleWrites = async (b: Built) => expect(await stalePairs(ctx, b)).toEqual([]);
+  /** The provider holds every answer until the returned `open()`: a call is still out when a tick ends, however
+   *  slowly a loaded machine ran that tick. */
+  const holdAnswers = (): (() => void) => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    provider.answer = async () => {
+      await gate;
+      return { status: 200 };
+    };
+    return open;
+  };
+  /** Ticks of `budgetMs` until one has started the attempt (a loaded machine may spend a tick acquiring); its summary. */
+  const tickUntilStarted = async (b: Built, budgetMs = 200) => {
+    let sum = await b.executor.tick(budgetMs);
+    for (let i = 0; i < 10 && b.executor.inFlight.size === 0; i++) sum = await b.executor.tick(budgetMs);
+    expect(b.executor.inFlight.size).toBe(1);
+    return sum;
+  };
   let answered = 0;
   const slowAnswer = (delayMs: number) => () => {
     setTimeout(() => answered++, delayMs);
@@ -51,10 +69,11 @@ describe.each(dialects)('tick hand-off and due notices: $name', (dialect) => {
 
   it('completions the settler writes between ticks count in the next tick\'s summary (issue 22 item 7)', async () => {
     const b = await buildExecutor(ctx, { providerUrl: provider.url });
-    provider.answer = () => ({ status: 200, delayMs: 1_500 }); // outlives the tick: carried, written after it
+    const open = holdAnswers(); // outlives the tick: carried, written after it
     const id = (await submit(b.stores)).intentId;
-    const first = await b.executor.tick(1_000);
+    const first = await tickUntilStarted(b, 300);
     expect(first).toMatchObject({ role: 'leader', started: 1, succeeded: 0 });
+    open();
     const t0 = Date.now(); // written between the ticks, by the settler
     while ((await intent(id)).status !== 'succeeded' && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 20));
     expect((await intent(id)).status).toBe('succeeded');
@@ -82,10 +101,10 @@ describe.each(dialects)('tick hand-off and due notices: $name', (dialect) => {
 
   it('shutdown (drain) waits for carried calls and writes their completions before the lease is let go', async () => {
     const b = await buildExecutor(ctx, { providerUrl: provider.url });
-    provider.answer = () => ({ status: 200, delayMs: 800 });
+    const open = holdAnswers();
     const id = (await submit(b.stores)).intentId;
-    await b.executor.tick(200);
-    expect(b.executor.inFlight.size).toBe(1);
+    await tickUntilStarted(b);
+    setTimeout(open, 300); // answered while the drain waits
     await b.executor.drain();
     expect((await intent(id)).status).toBe('succeeded');
     expect(b.executor.completions.size).toBe(0);
@@ -95,13 +114,13 @@ describe.each(dialects)('tick hand-off and due notices: $name', (dialect) => {
 
   it('a step-down between two ticks (local deadline) releases the row only after carried calls are written', async () => {
     const b = await buildExecutor(ctx, { providerUrl: provider.url, leaseMs: 10_000 });
-    provider.answer = () => ({ status: 200, delayMs: 800 });
+    const open = holdAnswers();
     const id = (await submit(b.stores)).intentId;
-    await b.executor.tick(200);
-    expect(b.executor.inFlight.size).toBe(1);
+    await tickUntilStarted(b);
     b.lease.drop('local_deadline'); // between ticks, while the call is still out
     await new Promise((r) => setTimeout(r, 100));
     expect((await b.stores.lease.listEvents(LEASE_NAME)).map((e) => e.event)).toEqual(['acquired']); // not yet released
+    open();
     await b.executor.inFlight.settled();
     const deadline = Date.now() + 5_000;
     while ((await b.stores.lease.listEvents(LEASE_NAME)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -128,9 +147,10 @@ describe.each(dialects)('tick hand-off and due notices: $name', (dialect) => {
         return s.fencedCompleteAttempts(tk, c);
       },
     }) });
-    provider.answer = () => ({ status: 200, delayMs: 500 });
+    const open = holdAnswers();
     const id = (await submit(b.stores)).intentId;
-    expect(await b.executor.tick(200)).toMatchObject({ stopReason: 'deadline', leaseLost: false });
+    expect(await tickUntilStarted(b)).toMatchObject({ stopReason: 'deadline', leaseLost: false });
+    open(); // answered between the ticks: the settler writes it
     await b.executor.inFlight.settled();
     const deadline = Date.now() + 5_000;
     while ((await b.stores.lease.listEvents(LEASE_NAME)).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));

@@ -275,8 +275,10 @@ export function openMysqlPool(opts: MysqlPoolOptions, onIdleError?: (e: Error) =
     }
   };
 
+  // Ending a pool ends each connection; one already dead (closed, its connect timed out, reset) reports a fatal
+  // error that says only that it is gone: close() resolves. Other errors are the caller's.
   const end = (p: Pool) => p.end().catch((e: unknown) => {
-    if (!/closed/i.test(String((e as Error)?.message))) throw mapMysqlError(e);
+    if ((e as { fatal?: unknown })?.fatal !== true && !/closed/i.test(String((e as Error)?.message))) throw mapMysqlError(e);
   });
 
   return {
