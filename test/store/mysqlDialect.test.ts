@@ -27,6 +27,17 @@ async function using<T>(db: MyDatabase, fn: (db: MyDatabase) => Promise<T>): Pro
   }
 }
 
+/** A raw TCP proxy in front of the test server, and the server's URL through it. */
+async function proxied(): Promise<{ proxy: TcpProxy; u: URL }> {
+  const target = new URL(MYSQL_TEST_URL);
+  const proxy = new TcpProxy(target.hostname, Number(target.port || 3306), 'raw');
+  await proxy.listen();
+  const u = new URL(MYSQL_TEST_URL);
+  u.hostname = '127.0.0.1';
+  u.port = String(proxy.port);
+  return { proxy, u };
+}
+
 describe('mysql dialect', () => {
   const skip = () => inject('mysqlUnavailable');
 
@@ -166,12 +177,7 @@ describe('mysql dialect', () => {
 
   it('a blackholed statement fails at statement timeout + margin, its connection is destroyed, the pool recovers', async (t) => {
     if (skip()) return t.skip(skip());
-    const target = new URL(MYSQL_TEST_URL);
-    const proxy = new TcpProxy(target.hostname, Number(target.port || 3306), 'raw');
-    await proxy.listen();
-    const u = new URL(MYSQL_TEST_URL);
-    u.hostname = '127.0.0.1';
-    u.port = String(proxy.port);
+    const { proxy, u } = await proxied();
     const statementMs = 400;
     await using(open(undefined, statementMs, 2, u.toString()), async (db) => {
       expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
@@ -196,12 +202,7 @@ describe('mysql dialect', () => {
 
   it('close() while a connection is still connecting through a silent network resolves once it gives up', async (t) => {
     if (skip()) return t.skip(skip());
-    const target = new URL(MYSQL_TEST_URL);
-    const proxy = new TcpProxy(target.hostname, Number(target.port || 3306), 'raw');
-    await proxy.listen();
-    const u = new URL(MYSQL_TEST_URL);
-    u.hostname = '127.0.0.1';
-    u.port = String(proxy.port);
+    const { proxy, u } = await proxied();
     try {
       const hole = proxy.blackhole(4_000, 'resume'); // outlasts the connect timeout (1 s here)
       const db = open(undefined, 400, 2, u.toString());
