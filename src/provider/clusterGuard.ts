@@ -20,7 +20,7 @@ import { sqlErrorField, type Logger } from '../observability/logger.js';
 import type { AppMetrics } from '../observability/metrics.js';
 import type { OpsStore } from '../store/opsPorts.js';
 import { ProviderGuard } from './guard.js';
-import { fitsShare, partitionInFlightQuota, shareOf } from './guardShare.js';
+import { fitsShare, ownPart, shareOf } from './guardShare.js';
 import { partitionPermits, type ProviderPermits } from './partitionPermits.js';
 
 export interface ClusterGuardSettings {
@@ -64,7 +64,6 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
       'partitions carry no permit and a process leading only such partitions still sends one call at a time, so the cluster ' +
       `may have up to ${s.guard.maxInFlight} + (processes leading only permit-less partitions, at most ${atStart - s.guard.maxInFlight}) in flight`);
   }
-  const ownPart = (k: number) => (shared() && s.guard.maxInFlight > 0 ? Math.max(1, partitionInFlightQuota(s.guard.maxInFlight, s.partitionCount(), k)) : 0);
   const guard = new ProviderGuard(s.guard, clock, (state) => {
     metrics.breakerChanged(state);
     logger.warn({ event: 'provider_breaker', state }, `provider circuit breaker ${state}`);
@@ -74,10 +73,7 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
   }, {
     share: () => {
       const kept = counted();
-      const share = shareOf(s.guard, s.partitionCount(), kept);
-      // Each partition may hold its own part (at least 1) and its ahead room: with M < P the parts exceed the share.
-      const parts = shared() && s.guard.maxInFlight > 0 ? kept.reduce((n, k) => n + ownPart(k), 0) : share.maxInFlight;
-      return { ...share, leading: kept.length > 0, led: kept.length, parts };
+      return { ...shareOf(s.guard, s.partitionCount(), kept), leading: kept.length > 0, led: kept.length };
     },
     aheadPerPartition: s.aheadPerPartition,
     onPause: (pauseMs) => {
@@ -85,7 +81,7 @@ export function createClusterGuard(s: ClusterGuardSettings, store: HoldStore, cl
     },
   });
   const sync = new HoldSync(guard, store, s, clock, logger, () => shared() && counted().length > 0);
-  return { guard, permitsFor: (k) => partitionPermits(guard, () => ownPart(k)),
+  return { guard, permitsFor: (k) => partitionPermits(guard, () => ownPart(s.guard, s.partitionCount(), k)),
     fits: () => fitsShare(guard.state().sent, s.guard, s.partitionCount(), counted()), stop: () => sync.stop() };
 }
 

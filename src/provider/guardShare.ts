@@ -26,18 +26,34 @@ export function partitionInFlightQuota(maxInFlight: number, partitions: number, 
   return Math.floor(maxInFlight / partitions) + (k < maxInFlight % partitions ? 1 : 0);
 }
 
+/** A process's share, and its led partitions' own parts of the cap together (`parts`): each part at least 1, so
+ *  with M < P they exceed the share; the room their waiting attempts may hold (CallSlots). 0 when leading nothing or
+ *  the cap is unlimited; the cap itself with one partition. */
+export interface Share extends Limits {
+  parts: number;
+}
+
+/** Partition k's own part of the cap as its permits count it: its quota, at least 1 (0: unlimited or one partition). */
+export function ownPart(cluster: Limits, partitions: number, k: number): number {
+  return partitions > 1 && cluster.maxInFlight > 0 ? Math.max(1, partitionInFlightQuota(cluster.maxInFlight, partitions, k)) : 0;
+}
+
 /**
  * The limits a process leading the partitions `led` (of `partitions`) may use, out of the cluster's `cluster`.
  * Unlimited (0) stays unlimited. A process leading nothing gets the smallest partition's part (floored at 1 in
  * flight): it sends nothing then (only leaders ask the guard), and the value is never 0, which would read as unlimited.
  */
-export function shareOf(cluster: Limits, partitions: number, led: readonly number[]): Limits {
-  if (partitions <= 1) return { ratePerSec: cluster.ratePerSec, maxInFlight: cluster.maxInFlight };
+export function shareOf(cluster: Limits, partitions: number, led: readonly number[]): Share {
+  if (partitions <= 1) return { ratePerSec: cluster.ratePerSec, maxInFlight: cluster.maxInFlight, parts: cluster.maxInFlight };
   const ks = led.length > 0 ? led : [partitions - 1];
-  const inFlight = ks.reduce((n, k) => n + partitionInFlightQuota(cluster.maxInFlight, partitions, k), 0);
+  let inFlight = 0;
+  for (const k of ks) inFlight += partitionInFlightQuota(cluster.maxInFlight, partitions, k);
+  let parts = 0;
+  for (const k of led) parts += ownPart(cluster, partitions, k);
   return {
     ratePerSec: cluster.ratePerSec > 0 ? (cluster.ratePerSec * ks.length) / partitions : 0,
     maxInFlight: cluster.maxInFlight > 0 ? Math.max(1, inFlight) : 0,
+    parts,
   };
 }
 

@@ -4,7 +4,7 @@
 // more per leader of only permit-less partitions); one partition = the limits themselves. Then the guard using a
 // share that changes with leadership (fake clock), and holds another process recorded.
 import { describe, expect, it } from 'vitest';
-import { fitsShare, partitionInFlightQuota, shareOf, type Limits } from '../../src/provider/guardShare.js';
+import { fitsShare, partitionInFlightQuota, shareOf, type Limits, type Share } from '../../src/provider/guardShare.js';
 import { ProviderGuard } from '../../src/provider/guard.js';
 import { FakeClock } from '../../src/lease/clock.js';
 import { createClusterGuard } from '../../src/provider/clusterGuard.js';
@@ -12,19 +12,20 @@ import { silentLogger } from '../../src/observability/logger.js';
 import type { GuardSettings } from '../../src/limits.js';
 
 describe('shareOf', () => {
-  it.each<[string, Limits, number, number[], Limits]>([
-    ['one partition: the limits themselves', { ratePerSec: 20, maxInFlight: 16 }, 1, [0], { ratePerSec: 20, maxInFlight: 16 }],
-    ['one partition, leading nothing: the same', { ratePerSec: 20, maxInFlight: 16 }, 1, [], { ratePerSec: 20, maxInFlight: 16 }],
-    ['unlimited stays unlimited', { ratePerSec: 0, maxInFlight: 0 }, 4, [1, 2], { ratePerSec: 0, maxInFlight: 0 }],
-    ['all partitions: the whole', { ratePerSec: 40, maxInFlight: 10 }, 4, [0, 1, 2, 3], { ratePerSec: 40, maxInFlight: 10 }],
-    ['2 of 4, the partitions with the remainder', { ratePerSec: 40, maxInFlight: 10 }, 4, [0, 1], { ratePerSec: 20, maxInFlight: 6 }],
-    ['2 of 4, the others', { ratePerSec: 40, maxInFlight: 10 }, 4, [2, 3], { ratePerSec: 20, maxInFlight: 4 }],
-    ['1 of 4', { ratePerSec: 40, maxInFlight: 10 }, 4, [3], { ratePerSec: 10, maxInFlight: 2 }],
-    ['a fractional rate', { ratePerSec: 1, maxInFlight: 4 }, 4, [2], { ratePerSec: 0.25, maxInFlight: 1 }],
-    ['cap below P: a permit-less partition still gets 1', { ratePerSec: 10, maxInFlight: 2 }, 4, [3], { ratePerSec: 2.5, maxInFlight: 1 }],
-    ['cap below P: permits of the partitions led', { ratePerSec: 10, maxInFlight: 2 }, 4, [0, 1, 3], { ratePerSec: 7.5, maxInFlight: 2 }],
-    ['leading nothing: the smallest part, never 0 (unlimited)', { ratePerSec: 40, maxInFlight: 10 }, 4, [], { ratePerSec: 10, maxInFlight: 2 }],
-    ['leading nothing, cap below P', { ratePerSec: 40, maxInFlight: 3 }, 4, [], { ratePerSec: 10, maxInFlight: 1 }],
+  it.each<[string, Limits, number, number[], Share]>([
+    ['one partition: the limits themselves', { ratePerSec: 20, maxInFlight: 16 }, 1, [0], { ratePerSec: 20, maxInFlight: 16, parts: 16 }],
+    ['one partition, leading nothing: the same', { ratePerSec: 20, maxInFlight: 16 }, 1, [], { ratePerSec: 20, maxInFlight: 16, parts: 16 }],
+    ['unlimited stays unlimited', { ratePerSec: 0, maxInFlight: 0 }, 4, [1, 2], { ratePerSec: 0, maxInFlight: 0, parts: 0 }],
+    ['all partitions: the whole', { ratePerSec: 40, maxInFlight: 10 }, 4, [0, 1, 2, 3], { ratePerSec: 40, maxInFlight: 10, parts: 10 }],
+    ['2 of 4, the partitions with the remainder', { ratePerSec: 40, maxInFlight: 10 }, 4, [0, 1], { ratePerSec: 20, maxInFlight: 6, parts: 6 }],
+    ['2 of 4, the others', { ratePerSec: 40, maxInFlight: 10 }, 4, [2, 3], { ratePerSec: 20, maxInFlight: 4, parts: 4 }],
+    ['1 of 4', { ratePerSec: 40, maxInFlight: 10 }, 4, [3], { ratePerSec: 10, maxInFlight: 2, parts: 2 }],
+    ['a fractional rate', { ratePerSec: 1, maxInFlight: 4 }, 4, [2], { ratePerSec: 0.25, maxInFlight: 1, parts: 1 }],
+    ['cap below P: a permit-less partition still gets 1', { ratePerSec: 10, maxInFlight: 2 }, 4, [3], { ratePerSec: 2.5, maxInFlight: 1, parts: 1 }],
+    // parts: the led partitions' own parts, each at least 1 (more than the share with M < P), 0 leading nothing.
+    ['cap below P: permits of the partitions led', { ratePerSec: 10, maxInFlight: 2 }, 4, [0, 1, 3], { ratePerSec: 7.5, maxInFlight: 2, parts: 3 }],
+    ['leading nothing: the smallest part, never 0 (unlimited)', { ratePerSec: 40, maxInFlight: 10 }, 4, [], { ratePerSec: 10, maxInFlight: 2, parts: 0 }],
+    ['leading nothing, cap below P', { ratePerSec: 40, maxInFlight: 3 }, 4, [], { ratePerSec: 10, maxInFlight: 1, parts: 0 }],
   ])('%s', (_, cluster, partitions, led, want) => {
     expect(shareOf(cluster, partitions, led)).toEqual(want);
   });

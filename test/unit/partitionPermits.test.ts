@@ -4,7 +4,7 @@
 // partition's own calls ends; the process's total stays within its share; without a part of its own (cap 0) the
 // permits are the guard's as they are.
 import { describe, expect, it } from 'vitest';
-import { partitionInFlightQuota, shareOf } from '../../src/provider/guardShare.js';
+import { ownPart, shareOf } from '../../src/provider/guardShare.js';
 import { ProviderGuard } from '../../src/provider/guard.js';
 import { partitionPermits } from '../../src/provider/partitionPermits.js';
 import { FakeClock } from '../../src/lease/clock.js';
@@ -19,7 +19,7 @@ const settings = (maxInFlight: number): GuardSettings =>
 function processOf(m: number, led: number[], ahead = 0) {
   const s = settings(m);
   const guard = new ProviderGuard(s, new FakeClock(), () => {}, { share: () => ({ ...shareOf(s, 4, led), leading: led.length > 0, led: led.length }), aheadPerPartition: ahead });
-  const part = (k: number) => partitionPermits(guard, () => Math.max(1, partitionInFlightQuota(m, 4, k)));
+  const part = (k: number) => partitionPermits(guard, () => ownPart(s, 4, k));
   return { guard, permits: new Map(led.map((k) => [k, part(k)])) };
 }
 
