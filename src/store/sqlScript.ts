@@ -1,4 +1,4 @@
-// Numbered-migration scripts shared by the PostgreSQL and MySQL dialects: plain statements separated by `;`.
+// Numbered-migration scripts: the migration record every dialect lists, and the `;` splitting PostgreSQL and MySQL use.
 
 /** One numbered migration: applied in id order, each once. */
 export interface Migration {

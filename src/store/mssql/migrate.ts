@@ -3,7 +3,7 @@
 // failing. DDL is transactional in SQL Server: a failed migration leaves nothing behind.
 import type { MssqlDatabase } from './db.js';
 import { p, type SqlQuery } from './params.js';
-import { migrations, type MssqlMigration } from './migrations/index.js';
+import { migrations, type Migration } from './migrations/index.js';
 
 export const migrateQueries = {
   lock(timeoutMs: number): SqlQuery {
@@ -29,7 +29,7 @@ ELSE
   applied(): SqlQuery {
     return { text: 'SELECT id FROM submission_manager_migrations;', params: [] };
   },
-  record(m: MssqlMigration): SqlQuery {
+  record(m: Migration): SqlQuery {
     return {
       text: 'INSERT INTO submission_manager_migrations (id, name) VALUES (@id, @name);',
       params: [p.int('id', m.id), p.varchar('name', 128, m.name)],
@@ -47,7 +47,7 @@ IF OBJECT_ID(N'submission_manager_migrations', N'U') IS NULL
 
 export async function migrateMssql(
   db: MssqlDatabase,
-  list: readonly MssqlMigration[] = migrations,
+  list: readonly Migration[] = migrations,
   opts: { lockTimeoutMs?: number } = {},
 ): Promise<{ applied: number[] }> {
   return db.transaction(async (tx) => {
@@ -73,7 +73,7 @@ export async function migrateMssql(
 export async function migrateMssqlIfNeeded(
   db: MssqlDatabase,
   openDedicated?: () => Promise<MssqlDatabase>,
-  list: readonly MssqlMigration[] = migrations,
+  list: readonly Migration[] = migrations,
   opts: { lockTimeoutMs?: number } = {},
 ): Promise<{ applied: number[] }> {
   const [rows = []] = await db.run<{ v: number }>(migrateQueries.version());

@@ -21,13 +21,11 @@ import { m018ReleaseGuard } from './m018ReleaseGuard.js';
 import { m019StatusIndex } from './m019StatusIndex.js';
 import { m020PrepareGuard } from './m020PrepareGuard.js';
 
-export interface MssqlMigration {
-  id: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../../sqlScript.js';
 
-export const migrations: readonly MssqlMigration[] = [
+export type { Migration } from '../../sqlScript.js';
+
+export const migrations: readonly Migration[] = [
   { id: 1, name: 'initial', sql: m001Initial },
   { id: 2, name: 'operations', sql: m002Operations },
   { id: 3, name: 'operate', sql: m003Operate },

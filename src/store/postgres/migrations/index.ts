@@ -20,11 +20,9 @@ import { m018ReleaseGuard } from './m018ReleaseGuard.js';
 import { m019StatusIndex } from './m019StatusIndex.js';
 import { m020PrepareGuard } from './m020PrepareGuard.js';
 
-export interface Migration {
-  id: number;
-  name: string;
-  sql: string;
-}
+import type { Migration } from '../../sqlScript.js';
+
+export type { Migration } from '../../sqlScript.js';
 
 export const migrations: readonly Migration[] = [
   { id: 1, name: 'initial', sql: m001Initial },
